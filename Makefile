@@ -1,0 +1,32 @@
+# tcompile: `make lab` starts JupyterLab on the labs, `make test` runs every test.
+# Both set up everything they need into .venv on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.tcompile-installed
+
+.PHONY: setup lab test bench clean system-deps
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	bash scripts/install_system_deps.sh
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# Keep a torch that is already in the venv (a user's own build); else the pinned CPU build.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python -m bench --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,13 @@
+"""tcompile's capture engine: every stage of a torch.compile run as one plain-data record.
+
+    with compiler.capture() as cap:
+        f = torch.compile(fn); f(x)
+    cap.compiles[0].graph.as_text()
+
+or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., options=...)``.
+Imports torch and the standard library only (pandas lazily, for tables).
+"""
+from .model import Capture, CaptureFormatError, Compile, Stage, load
+from .session import capture, explore
+
+__all__ = ["Capture", "CaptureFormatError", "Compile", "Stage", "capture", "explore", "load"]

@@ -1,0 +1,253 @@
+"""Records → Capture data. A table of record kinds says which stage each one feeds; a record of a
+kind nobody knows is kept (trimmed) and counted, never fatal."""
+from __future__ import annotations
+
+import inspect
+import linecache
+from collections import Counter, defaultdict
+
+from . import breaks as breaks_mod
+from .bytecode import bytecode_stage
+from .fx_graph import graph_stage
+from .guards import guards_stage
+from .inductor_ir import ir_stage
+from .kernels import code_stage, link_to_ir
+from .model import FORMAT, VERSION, unavailable
+from .recompiles import recompile_stage
+from .timings import chromium_event, fold_events, timings_stage
+
+AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
+              "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
+INDUCTOR_ARTIFACTS = ("artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
+                      "artifact:before_post_grad_graph", "artifact:inductor_post_grad_graph",
+                      "inductor_output_code", "log:ir_pre_fusion", "log:ir_post_fusion")
+CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
+                   "artifact:aotautograd_cache_hit", "artifact:aotautograd_cache_miss",
+                   "artifact:aotautograd_cache_bypass")
+KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics",
+         "bwd_compilation_metrics", "compilation_metrics_runtime", "chromium_event",
+         "artifact:dynamo_graph_break_reason", "artifact:recompile_reasons", "log:recompiles",
+         "log:cudagraphs_trees", "log:cudagraphs_utils", "describe_tensor", "describe_storage",
+         "describe_source", "create_symbol", "guard_added_fast", "guard_added", "symbolic_shape_specialization",
+         "propagate_real_tensors", "create_unbacked_symbol", "expression_created",
+         "artifact:fx_graph_runnable", "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
+         "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
+         "artifact:triton_kernel_info", "dynamo_guards", "missing_fake_kernel", "mismatched_fake_kernel",
+         *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
+EXTRA_PAYLOAD_LIMIT = 20_000
+
+
+def _is_known(kind: str) -> bool:
+    return kind in KNOWN or kind.endswith("_BYTECODE")
+
+
+def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
+             error: dict | None, counters: dict) -> dict:
+    by_compile: dict[str, list] = defaultdict(list)
+    events = []
+    loose = []
+    unknown = Counter()
+    extra = []
+    for record in records:
+        if record.kind == "chromium_event":
+            event = chromium_event(record)
+            if event:
+                events.append(event)
+            continue
+        if not _is_known(record.kind):
+            unknown[record.kind] += 1
+            extra.append({**record.to_json(), "payload": (record.payload or "")[:EXTRA_PAYLOAD_LIMIT]})
+        (by_compile[record.compile_id] if record.compile_id else loose).append(record)
+    timing_events = fold_events(events)
+    compile_ids = sorted(by_compile, key=_compile_sort_key)
+    compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
+                              timing_events.get(cid, [])) for cid in compile_ids]
+    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
+    from .cudagraphs import cudagraphs_stage
+
+    data = {
+        "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
+        "compiles": compiles,
+        "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
+        "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
+                       for c in compiles if c["recompile"].get("available")],
+        "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment),
+        "counters": counters, "error": error,
+        "unknown_records": dict(unknown), "extra_records": extra,
+    }
+    data["summary"] = summarize(data)
+    return data
+
+
+def records_of(by_compile):
+    return [r for rs in by_compile.values() for r in rs]
+
+
+def _compile_sort_key(compile_id: str):
+    frame, _, number = compile_id.partition("/")
+    return (int(frame) if frame.isdigit() else 1 << 30, int(number) if number.isdigit() else 0)
+
+
+def _last_payload(records, kind):
+    found = [r.payload for r in records if r.kind == kind and r.payload]
+    return found[-1] if found else None
+
+
+def build_compile(compile_id, records, strings, hook_data, options, events) -> dict:
+    frame_id, _, frame_compile_id = compile_id.partition("/")
+    metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
+    source = source_stage(records, strings, metrics)
+    backend = str(options.get("backend") or "unknown")
+    cache_note = _cache_note(records)
+    compile_data = {
+        "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
+        "attempts": max((r.attempt for r in records), default=0) + 1,
+        "name": metrics.get("co_name") or source.get("name"),
+        "status": _status(records, metrics),
+        "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
+        "source": source,
+        "bytecode": bytecode_stage(hook_data, {r.kind[len("artifact:"):]: r.payload for r in records
+                                               if r.kind.endswith("_BYTECODE")}),
+        "graph": graph_stage(_last_payload(records, "dynamo_output_graph"),
+                             "Dynamo produced no FX graph for this frame (no tensor operations were traced, "
+                             "or tracing failed before the graph was built)"),
+        "guards": guards_stage(_last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"), metrics),
+        "recompile": recompile_stage(_last_payload(records, "artifact:recompile_reasons"), metrics),
+        "aot": aot_stage(records, backend, cache_note),
+        "inductor": inductor_stage(records, backend, cache_note),
+        "timings": timings_stage(events, metrics, _cache_events(records)),
+        "restart_reasons": metrics.get("restart_reasons") or [],
+        "_breaks": [breaks_mod.parse_break(r.payload) for r in records
+                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload],
+    }
+    compile_data["kernels"] = kernels_stage(compile_data["inductor"])
+    if metrics.get("fail_type"):
+        compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
+                                 "file": metrics.get("fail_user_frame_filename"),
+                                 "line": metrics.get("fail_user_frame_lineno")}
+    return compile_data
+
+
+def _status(records, metrics) -> str:
+    if metrics.get("fail_type"):
+        return "failed"
+    if not metrics:
+        return "incomplete"
+    return "compiled" if metrics.get("has_guarded_code", True) else "skipped"
+
+
+def source_stage(records, strings, metrics) -> dict:
+    start = next((r.metadata["dynamo_start"] for r in records if r.kind == "dynamo_start"), {})
+    frame = (start.get("stack") or [{}])[-1]
+    filename = metrics.get("co_filename") or strings.get(frame.get("filename"), frame.get("filename"))
+    firstlineno = metrics.get("co_firstlineno") or frame.get("line")
+    name = metrics.get("co_name") or frame.get("name")
+    if not filename or not firstlineno:
+        return unavailable("torch recorded no frame for this compile", name=name)
+    lines = linecache.getlines(filename)
+    text = "".join(inspect.getblock(lines[firstlineno - 1:])) if 0 < firstlineno <= len(lines) else ""
+    if not text:
+        return unavailable(f"the source of {filename} is not available in this process (linecache is empty)",
+                           filename=filename, firstlineno=firstlineno, name=name)
+    return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
+
+
+def _cache_note(records) -> str | None:
+    kinds = {r.kind for r in records}
+    if "artifact:fx_graph_cache_hit" in kinds or "artifact:aotautograd_cache_hit" in kinds:
+        which = "AOTAutograd" if "artifact:aotautograd_cache_hit" in kinds else "FX graph"
+        return (f"{which} cache hit: compiled code was loaded from Inductor's cache, so this compile did not "
+                "lower, schedule or fuse; capture with fresh=True (--fresh) to see every Inductor stage")
+    return None
+
+
+def _cache_events(records) -> list[dict]:
+    return [{"artifact": r.kind.split(":", 1)[1], "payload": r.payload[:2000] if r.payload else None}
+            for r in records if r.kind in CACHE_ARTIFACTS]
+
+
+def aot_stage(records, backend: str, cache_note: str | None) -> dict:
+    graphs = {}
+    for record in records:
+        if record.kind in AOT_GRAPHS and record.payload:
+            role = AOT_GRAPHS[record.kind]
+            graphs[role if role not in graphs else f"{role}_{sum(k.startswith(role) for k in graphs)}"] = \
+                graph_stage(record.payload, "")
+    if graphs:
+        return {"available": True, "graphs": graphs, "training": "joint" in graphs or "forward" in graphs}
+    if cache_note:
+        return unavailable(cache_note)
+    if backend == "eager":
+        return unavailable("backend 'eager' runs the Dynamo graph as is: no AOTAutograd graphs")
+    return unavailable("no AOTAutograd graph was logged: the backend does not use AOTAutograd, "
+                       "or compilation stopped before it")
+
+
+def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
+    """One entry per Inductor compile (inference, or forward and backward)."""
+    runs: list[dict] = []
+    current: dict | None = None
+    pre_grad: dict = {}
+    for record in records:
+        if record.kind not in INDUCTOR_ARTIFACTS:
+            continue
+        key = record.kind.split(":", 1)[-1]
+        if key in ("before_pre_grad_graph", "after_pre_grad_graph"):
+            pre_grad.setdefault(key, record.payload)
+            continue
+        if key == "before_post_grad_graph" or current is None or key in current:
+            current, pre_grad = dict(pre_grad), {}  # each Inductor compile starts at post-grad
+            runs.append(current)
+        current.setdefault(key, record.payload)
+    if not runs:
+        if cache_note:
+            return unavailable(cache_note)
+        if backend not in ("inductor", "unknown"):
+            return unavailable(f"backend {backend!r} does not run Inductor")
+        return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
+    return {"available": True, "cache": cache_note, "runs": [_inductor_run(run, cache_note) for run in runs]}
+
+
+def _inductor_run(run: dict, cache_note) -> dict:
+    code = code_stage(run.get("inductor_output_code"), cache_note or "Inductor produced no output code")
+    ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
+    if code.get("available") and ir.get("available"):
+        link_to_ir(code["kernels"], ir["post_fusion"]["nodes"])
+    role = (code.get("aot_id") or "").split("_", 1)[-1] or None
+    missing = "not logged for this Inductor compile"
+    return {"role": role,
+            "pre_grad": graph_stage(run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph"),
+                                    "pre-grad passes run on the Dynamo graph once (forward compile only)"),
+            "post_grad": graph_stage(run.get("inductor_post_grad_graph"), missing),
+            "ir": ir, "code": code}
+
+
+def kernels_stage(inductor: dict) -> dict:
+    if not inductor.get("available"):
+        return unavailable(inductor.get("reason", "Inductor did not run"))
+    runs = [r for r in inductor["runs"] if r["code"].get("available")]
+    if not runs:
+        return unavailable(inductor.get("cache") or "Inductor produced no output code")
+    kernels = [dict(k, role=r["role"]) for r in runs for k in r["code"]["kernels"]]
+    module = "\n\n".join(f"# ===== {r['role'] or 'module'} =====\n{r['code']['module']}" if len(runs) > 1
+                         else r["code"]["module"] for r in runs)
+    return {"available": True, "module": module, "kernels": kernels,
+            "languages": sorted({lang for r in runs for lang in r["code"]["languages"]})}
+
+
+def summarize(data: dict) -> dict:
+    compiles = data["compiles"]
+    metrics_time = [c["metrics"].get("entire_frame_compile_time_s") or 0 for c in compiles]
+    return {
+        "frames": len({c["frame_id"] for c in compiles}),
+        "compiles": len(compiles),
+        "graphs": sum(c["graph"].get("available", False) for c in compiles),
+        "graph_breaks": data["breaks"]["total"],
+        "unique_graph_breaks": len(data["breaks"]["items"]),
+        "recompiles": len(data["recompiles"]),
+        "guards": sum(c["guards"].get("count", 0) for c in compiles if c["guards"].get("available")),
+        "kernels": sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"])
+                       for c in compiles),
+        "compile_time_s": round(sum(metrics_time), 4),
+        "failed_compiles": sum(c["status"] == "failed" for c in compiles),
+    }

@@ -1,0 +1,175 @@
+"""FX graphs as torch prints them (``GraphModule.print_readable``), parsed into nodes and edges.
+
+Used for Dynamo's output graph and for every later graph printed the same way (AOTAutograd,
+Inductor pre/post-grad). Parsing torch's own readable text (rather than holding live
+GraphModules) keeps captures plain data and lets one parser read torch 2.11 and 2.13 alike.
+"""
+from __future__ import annotations
+
+import re
+
+_FILE_COMMENT = re.compile(r"#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
+_ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
+_PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*"(?P<type>[^"]*)"')
+_TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]*:?\d*)$")
+_PARAM_NAME = re.compile(r"^[lg]_(?P<path>.+?)_(?:parameters|buffers)_(?P<leaf>\w+?)_$")
+_IDENT = re.compile(r"(?<![\w.'\"])[A-Za-z_]\w*")
+
+DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i64": "int64",
+          "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool", "c64": "complex64",
+          "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+
+
+def parse_type(type_text: str | None) -> dict:
+    """``f32[8, 4][4, 1]cpu`` → dtype, shape, stride, device; ``Sym(s77)`` → symbolic value."""
+    if not type_text:
+        return {}
+    match = _TENSOR_TYPE.match(type_text.strip())
+    if match:
+        def dims(text):
+            return [d.strip() for d in text.split(",") if d.strip()] if text is not None else None
+        return {"dtype": DTYPES.get(match["dtype"], match["dtype"]), "shape": dims(match["shape"]),
+                "stride": dims(match["stride"]), "device": match["device"] or None}
+    return {"type": type_text}
+
+
+def module_path_of(name: str) -> str | None:
+    """``l_self_modules_fc1_parameters_weight_`` → ``fc1``; ``g_m_modules_0_…`` → ``m.0``."""
+    match = _PARAM_NAME.match(name)
+    if not match:
+        return None
+    parts = match["path"].split("_modules_")
+    head = parts[0]
+    if head in ("self", "l_self"):
+        parts = parts[1:]
+    return ".".join(parts) or None
+
+
+def _split_call(expr: str) -> tuple[str, str]:
+    expr = expr.split(";")[0].strip()
+    if "(" in expr and expr.endswith(")"):
+        head, _, rest = expr.partition("(")
+        return head.strip(), rest[:-1]
+    return expr, ""
+
+
+def _op_kind(target: str, locals_: set[str]) -> str:
+    if target.startswith("self."):
+        return "call_module"
+    first = target.split(".")[0]
+    if first in locals_ and "." in target:
+        return "call_method"
+    if "[" in target and not target.startswith("torch"):
+        return "getitem"
+    return "call_function"
+
+
+def parse_readable(text: str | None) -> dict:
+    """Nodes (placeholders, calls, output) and edges of a readable FX graph."""
+    if not text:
+        return {"nodes": [], "edges": []}
+    nodes: list[dict] = []
+    names: set[str] = set()
+    location: dict = {}
+    in_signature = False
+    for line in _logical_lines(text):
+        if line.startswith("def forward("):
+            in_signature = not line.endswith("):")
+            _add_placeholders(line, nodes, names)
+            continue
+        if in_signature:
+            _add_placeholders(line, nodes, names)
+            in_signature = not line.startswith("):")
+            continue
+        comment = _FILE_COMMENT.search(line)
+        if comment:
+            location = {"file": comment["file"], "line": int(comment["line"]), "function": comment["fn"],
+                        "code": comment["code"]}
+            continue
+        if not line or line.startswith(("#", "class ", "def ")):
+            continue
+        if line.startswith("return"):
+            args = line[len("return"):].strip()
+            nodes.append({"name": "output", "op": "output", "target": "output", "args": args,
+                          "inputs": [n for n in _IDENT.findall(args) if n in names]})
+            continue
+        assign = _ASSIGN.match(line)
+        if not assign:
+            continue
+        target, args = _split_call(assign["expr"])
+        if target.endswith("tree_flatten_spec"):  # joint graphs unpack (primals, tangents)
+            for name in assign["names"].split(","):
+                _add_placeholder(name.strip(), None, nodes, names)
+            continue
+        first_name = assign["names"].split(",")[0].strip()
+        inputs = [n for n in dict.fromkeys(_IDENT.findall(args or target)) if n in names]
+        if target in names and not args:  # alias such as ``l_x_ = L_x_``
+            node_input = target
+            names.add(first_name)
+            nodes.append({"name": first_name, "op": "alias", "target": node_input, "args": node_input,
+                          "inputs": [node_input], **parse_type(assign["type"])})
+            continue
+        module = next((m for m in map(module_path_of, inputs) if m), None)
+        nodes.append({"name": first_name, "op": _op_kind(target, names), "target": target, "args": args,
+                      "inputs": inputs, **parse_type(assign["type"]), **location,
+                      **({"module": module} if module else {})})
+        names.update(n.strip() for n in assign["names"].split(","))
+    _inherit_modules(nodes)
+    edges = [[src, node["name"]] for node in nodes for src in node.get("inputs", [])]
+    return {"nodes": nodes, "edges": edges}
+
+
+def _logical_lines(text: str):
+    """Stripped lines, with a statement that spans several lines (open brackets) joined into one."""
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("#") and not pending:
+            yield line
+            continue
+        code = line.split("  #")[0] if not line.startswith("def forward") else line
+        pending = f"{pending} {code}".strip() if pending else line
+        if _depth(pending) <= 0 or pending.startswith("def forward"):
+            yield pending
+            pending = ""
+    if pending:
+        yield pending
+
+
+def _depth(text: str) -> int:
+    text = re.sub(r'"[^"]*"', "", text)
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def _add_placeholders(line: str, nodes: list[dict], names: set[str]) -> None:
+    for match in _PLACEHOLDER.finditer(line.split("#")[0]):
+        _add_placeholder(match["name"], match["type"], nodes, names)
+
+
+def _add_placeholder(name: str, type_text: str | None, nodes: list[dict], names: set[str]) -> None:
+    if not name or name == "self" or name in names:
+        return
+    names.add(name)
+    module = module_path_of(name.lower())
+    nodes.append({"name": name, "op": "placeholder", "target": name, "args": "", "inputs": [],
+                  **parse_type(type_text), **({"module": module} if module else {})})
+
+
+def _inherit_modules(nodes: list[dict]) -> None:
+    """A node with no parameter input of its own belongs to the module of the node it consumes
+    when that node is the only producer (e.g. ``relu`` after ``fc1``): cheap, best effort."""
+    by_name = {n["name"]: n for n in nodes}
+    for node in nodes:
+        if node.get("module") or node["op"] in ("placeholder", "output"):
+            continue
+        parents = {by_name[i].get("module") for i in node.get("inputs", []) if i in by_name} - {None}
+        if len(parents) == 1:
+            node["module_guess"] = parents.pop()
+
+
+def graph_stage(text: str | None, reason_if_missing: str) -> dict:
+    if not text:
+        return {"available": False, "reason": reason_if_missing}
+    parsed = parse_readable(text)
+    return {"available": True, "code": text, **parsed,
+            "op_count": sum(n["op"] not in ("placeholder", "output", "alias") for n in parsed["nodes"])}

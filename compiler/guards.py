@@ -1,0 +1,70 @@
+"""Guards: the C++ guard tree torch prints (``dynamo_cpp_guards_str``), as text and a flat table."""
+from __future__ import annotations
+
+import re
+
+_TREE_LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
+_MANAGER = re.compile(r"^(?:(?:KeyManager|ValueManager): )?(?:\w*GuardManager): source=(?P<source>.+?)(?:, accessed_by=.*?)?(?:, type=.*)?$")
+_LEAF = re.compile(r"^(?P<kind>[A-Z][A-Z0-9_]+): (?P<rest>.*)$")
+# "<condition>  # <user code>  # <file>:<line> in <fn> (HINT …)"
+_ORIGIN = re.compile(r"^(?P<cond>.*?)\s+#\s(?P<code>.*)\s+#\s(?P<loc>\S+:\d+ in \S+)(?P<hint>.*)$")
+_INTERNAL_ORIGIN = re.compile(r"^(?P<cond>.*?)\s+#\s(?P<loc>\S+:\d+ in \S+)\s*$")
+_LATENCY = re.compile(r"Guard latency = ([\d.]+) us")
+
+
+def parse_tree(text: str) -> list[dict]:
+    """One row per leaf guard, with the source it guards (from the enclosing GuardManager)."""
+    rows = []
+    sources: list[tuple[int, str]] = []  # (depth, source) of enclosing managers
+    for line in text.splitlines():
+        match = _TREE_LINE.match(line)
+        if not match:
+            continue
+        depth = len(match["indent"]) // 2
+        body = match["body"].strip()
+        while sources and sources[-1][0] >= depth:
+            sources.pop()
+        manager = _MANAGER.match(body)
+        if manager:
+            sources.append((depth, manager["source"]))
+            continue
+        leaf = _LEAF.match(body)
+        if not leaf:
+            continue
+        rows.append({"source": sources[-1][1] if sources else "", "kind": leaf["kind"],
+                     "depth": depth, **_split_origin(leaf["rest"])})
+    return rows
+
+
+def _split_origin(rest: str) -> dict:
+    match = _ORIGIN.match(rest)
+    if not match:
+        internal = _INTERNAL_ORIGIN.match(rest)  # a guard torch adds itself, e.g. global state
+        if internal:
+            return {"condition": internal["cond"].strip(), "user_code": None, "origin": internal["loc"],
+                    "line": None}
+        return {"condition": rest.strip(), "user_code": None, "origin": None, "line": None}
+    file_part, _, fn = match["loc"].rpartition(" in ")
+    line = int(file_part.rsplit(":", 1)[1])
+    return {"condition": match["cond"].strip(), "user_code": match["code"].strip(), "origin": match["loc"],
+            "line": line, "hint": match["hint"].strip(" ()") or None}
+
+
+def guards_stage(tree_text: str | None, user_file: str | None, metrics: dict) -> dict:
+    if not tree_text:
+        reason = ("no guards were built: the compile failed before guard building"
+                  if metrics.get("fail_type") else "torch did not emit the guard tree for this compile")
+        return {"available": False, "reason": reason}
+    rows = parse_tree(tree_text)
+    for row in rows:
+        row["user_line"] = bool(row["origin"] and user_file and _same_file(row["origin"], user_file))
+    latency = _LATENCY.search(tree_text)
+    return {"available": True, "tree": tree_text.strip("\n"), "table": rows, "count": len(rows),
+            "guard_count_torch": metrics.get("guard_count"),
+            "latency_us": float(latency.group(1)) if latency else metrics.get("guard_latency_us")}
+
+
+def _same_file(origin: str, user_file: str) -> bool:
+    # torch shortens the path to its last characters: "mp/probe/probe2.py:22 in step"
+    shown = origin.rsplit(":", 1)[0]
+    return user_file.endswith(shown) or shown.endswith(user_file.rsplit("/", 1)[-1])

@@ -1,0 +1,34 @@
+"""Recompiles: torch's ``recompile_reasons`` artifact ("0/0: tensor 'x' size mismatch …")."""
+from __future__ import annotations
+
+import json
+import re
+
+_REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
+
+
+def parse_reasons(payload: str | None) -> list[dict]:
+    if not payload:
+        return []
+    try:
+        value = json.loads(payload)
+        lines = value if isinstance(value, list) else [str(value)]
+    except (json.JSONDecodeError, TypeError):
+        lines = payload.splitlines()
+    reasons = []
+    for line in (l.strip() for l in lines if l and str(l).strip()):
+        match = _REASON.match(line)
+        text = match["text"] if match else line
+        guard, _, detail = text.partition(". ")
+        reasons.append({"against": match["against"] if match else None, "guard": guard.strip(),
+                        "detail": detail.strip() or None, "text": text})
+    return reasons
+
+
+def recompile_stage(payload: str | None, metrics: dict) -> dict:
+    reasons = parse_reasons(payload)
+    if not reasons and metrics.get("recompile_reason"):
+        reasons = parse_reasons(metrics["recompile_reason"])
+    if not reasons:
+        return {"available": False, "reason": "not a recompile: first compile of this frame"}
+    return {"available": True, "reasons": reasons}
