@@ -3,6 +3,7 @@ kind nobody knows is kept (trimmed) and counted, never fatal."""
 from __future__ import annotations
 
 import inspect
+import json
 import linecache
 from collections import Counter, defaultdict
 
@@ -162,8 +163,17 @@ def _cache_note(records) -> str | None:
 
 
 def _cache_events(records) -> list[dict]:
-    return [{"artifact": r.kind.split(":", 1)[1], "payload": r.payload[:2000] if r.payload else None}
-            for r in records if r.kind in CACHE_ARTIFACTS]
+    events = []
+    for record in records:
+        if record.kind in CACHE_ARTIFACTS:
+            try:
+                payload = json.loads(record.payload or "{}")
+            except json.JSONDecodeError:
+                payload = {}
+            events.append({"artifact": record.kind.split(":", 1)[1],
+                           **{k: payload.get(k) for k in ("cache_state", "cache_status_detailed", "key",
+                                                           "cache_bypass_reason", "reason") if payload.get(k)}})
+    return events
 
 
 def aot_stage(records, backend: str, cache_note: str | None) -> dict:

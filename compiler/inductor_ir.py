@@ -16,9 +16,13 @@ def parse_ir(text: str | None) -> list[dict]:
         return []
     nodes: list[dict] = []
     current: dict | None = None
+    previous = ""
     for line in text.splitlines():
         header = _HEADER.match(line)
-        if header and not line.startswith(" "):
+        is_member = bool(_SNODE.match(previous))  # "opX_opY.snodes[0] =" introduces a fused member
+        if line.strip():
+            previous = line
+        if header and not line.startswith(" ") and not is_member:
             current = {"name": header["name"], "kind": header["kind"], "detail": header["detail"],
                        "reads": [], "writes": [], "ops": [], "text": []}
             nodes.append(current)
@@ -51,7 +55,7 @@ def _continues_deps(node: dict) -> bool:
 def _members(node: dict) -> list[str]:
     """The pre-fusion nodes a (possibly fused) node is made of: ``op3_op4`` → op3, op4."""
     if "Fused" in node["kind"] or "Foreach" in node["kind"] or "Grouped" in node["kind"]:
-        found = [m for m in re.findall(r"^\s*(op\d+): ", node["text"], re.M)]
+        found = re.findall(r"^(\w+): \w+\(", node["text"], re.M)[1:]
         if not found:
             found = re.findall(r"op\d+", node["name"])
         return list(dict.fromkeys(found)) or [node["name"]]

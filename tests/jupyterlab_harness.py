@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -202,7 +201,7 @@ class JupyterLabServer:
     def start(self) -> None:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.root_dir.mkdir(parents=True, exist_ok=True)
-        self._home = tempfile.TemporaryDirectory(prefix="tcompile-jupyter-")
+        self._home = tempfile.TemporaryDirectory(prefix="tcompile-jupyter-", ignore_cleanup_errors=True)
         env = _isolated_env(Path(self._home.name))
         _write_user_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
         self.port = _free_port()
@@ -235,9 +234,9 @@ class JupyterLabServer:
             try:
                 self.api("status", timeout=2)
                 return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            except OSError:  # URLError, refused, reset, timed out: not up yet
                 time.sleep(0.25)
-        self._fail(f"did not answer /api/status within {self.startup_timeout:.0f} s")
+        self._fail(f"did not answer /api/status within {self.startup_timeout:g} s")
 
     def _fail(self, what: str) -> None:
         raise RuntimeError(
@@ -249,8 +248,8 @@ class JupyterLabServer:
         if self.process is not None and self.process.poll() is None:
             try:
                 self.api("shutdown", method="POST")
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
+            except OSError:  # not answering: no graceful shutdown to wait for
+                self.process.terminate()
             _wait_or_kill(self.process)
         if self._home is not None:
             self._home.cleanup()

@@ -1,0 +1,119 @@
+"""Overview: did it compile cleanly, and did it help? Findings first, then the numbers."""
+from __future__ import annotations
+
+from ..html import (Html, cards, code, heading, is_resume, join, note, para, plural, seconds, shorten, table,
+                    tag)
+
+
+def findings(capture) -> list[tuple[str, str]]:
+    """(kind, sentence) pairs, worst first: what a user should look at."""
+    s = capture.summary
+    found = []
+    if capture.error:
+        found.append(("error", f"Compilation failed in {capture.error.get('stage')}: "
+                               f"{capture.error.get('type')} (see the error above)"))
+    if s.get("failed_compiles"):
+        found.append(("error", f"{plural(s['failed_compiles'], 'compile')} failed"))
+    if s.get("graph_breaks"):
+        found.append(("warn", f"{plural(s['graph_breaks'], 'graph break')} "
+                              f"({s.get('unique_graph_breaks', 0)} distinct) split the code into "
+                              f"{plural(s.get('graphs', 0), 'graph')}: see Graph breaks"))
+    if s.get("recompiles"):
+        found.append(("warn", f"{plural(s['recompiles'], 'recompile')}: guards rejected an earlier "
+                              "compile for new inputs: see Recompiles"))
+    skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
+    if skipped:
+        found.append(("warn", f"Dynamo produced no graph for {', '.join(skipped)} (the frame runs eagerly)"))
+    runtime = capture.runtime
+    speedup = runtime.get("speedup") if runtime.available else None
+    if speedup is not None and speedup < 1:
+        found.append(("warn", f"The compiled function is slower than eager ({speedup:.2f}×)"))
+    if not any(kind in ("error", "warn") for kind, _ in found) and capture.compiles:
+        found.append(("ok", f"Compiled cleanly into {plural(s.get('graphs', 0), 'graph')}: "
+                            "no graph breaks, no recompiles"))
+    if speedup is not None and speedup >= 1:
+        found.append(("ok", f"{speedup:.2f}× faster than eager (median {seconds(runtime['compiled']['median_s'])}"
+                            f" vs {seconds(runtime['eager']['median_s'])})"))
+    if not capture.compiles and not capture.error:
+        found.append(("warn", "torch.compile compiled nothing in this run"))
+    return found
+
+
+def _speedup_card(capture) -> tuple[str, str, str]:
+    runtime = capture.runtime
+    if not runtime.available or not runtime.get("speedup"):
+        return "speedup", "–", "muted"
+    speedup = runtime["speedup"]
+    return "speedup vs eager", f"{speedup:.2f}×", "ok" if speedup >= 1 else "warn"
+
+
+def summary_cards(capture) -> Html:
+    s = capture.summary
+
+    def counted(label, key, bad_kind="warn"):
+        value = s.get(key, 0)
+        return label, str(value), bad_kind if value else "ok"
+
+    return cards([
+        ("frames", str(s.get("frames", 0)), "info"),
+        ("compiles", str(s.get("compiles", 0)), "info"),
+        ("graphs", str(s.get("graphs", 0)), "info"),
+        counted("graph breaks", "graph_breaks"),
+        counted("recompiles", "recompiles"),
+        counted("failed compiles", "failed_compiles", "error"),
+        ("guards", str(s.get("guards", 0)), "info"),
+        ("kernels", str(s.get("kernels", 0)), "info"),
+        ("compile time", seconds(s.get("compile_time_s")), "info"),
+        _speedup_card(capture),
+    ])
+
+
+def _why(capture, compile) -> str:
+    if is_resume(compile):
+        return "resumes the function after a graph break"
+    recompile = next((r for r in capture.recompiles if r["compile_id"] == compile.compile_id), None)
+    if recompile and recompile.get("reasons"):
+        return f"recompile: {recompile['reasons'][0].get('text')}"
+    return "first compile of this frame"
+
+
+def compiles_table(capture, selected) -> Html:
+    rows, marks = [], []
+    for c in capture.compiles:
+        graph, guards, kernels = c.graph, c.guards, c.kernels
+        rows.append([code(c.compile_id), c.name or "?", _status_badge(c.status),
+                     graph.get("op_count", "–") if graph.available else "–",
+                     guards.get("count", "–") if guards.available else "–",
+                     len([k for k in kernels.get("kernels", []) if k.get("language") != "extern"])
+                     if kernels.available else "–",
+                     seconds(c.metrics.get("entire_frame_compile_time_s")), shorten(_why(capture, c), 110)])
+        marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)
+    return table(["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"], rows, marks)
+
+
+def _status_badge(status) -> Html:
+    kind = {"compiled": "ok", "failed": "error", "skipped": "warn"}.get(status, "muted")
+    return tag("span", status or "?", cls=f"tc-badge tc-{kind}")
+
+
+def environment_line(capture) -> Html:
+    env, options = capture.environment, capture.options
+    compile_options = [f"{k}={options[k]}" for k in ("backend", "mode", "dynamic", "fullgraph") if options.get(k)]
+    parts = [f"torch {env.get('torch', '?')}", f"Python {env.get('python', '?')}",
+             f"{env.get('device', '?')} ({env.get('device_name', '')})".replace(" ()", ""),
+             ", ".join(compile_options) or None,
+             "fresh compile (caches off)" if options.get("fresh") else None]
+    return para(join(parts, " · "), cls="tc-muted")
+
+
+def render_overview(capture, compile) -> str:
+    unknown = capture.unknown_records
+    return join([
+        tag("ul", *(tag("li", text, cls=f"tc-finding tc-{kind}") for kind, text in findings(capture)),
+            cls="tc-findings"),
+        summary_cards(capture),
+        environment_line(capture),
+        heading("Compiles") + compiles_table(capture, compile) if capture.compiles else None,
+        note(f"{sum(unknown.values())} trace records of kinds tcompile does not know were kept: "
+             + ", ".join(f"{k} ×{v}" for k, v in unknown.items()), kind="muted") if unknown else None,
+    ])
