@@ -15,6 +15,7 @@ from .inductor_ir import ir_stage
 from .kernels import code_stage, link_to_ir
 from .model import FORMAT, VERSION, unavailable
 from .recompiles import recompile_stage
+from .shapes import shapes_stage
 from .timings import chromium_event, fold_events, timings_stage
 
 AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
@@ -122,6 +123,10 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload],
     }
     compile_data["kernels"] = kernels_stage(compile_data["inductor"])
+    ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
+                if run["ir"].get("available")]
+    compile_data["shapes"] = shapes_stage(records, options, compile_data["recompile"],
+                                          compile_data["guards"].get("table", []), ir_texts)
     if metrics.get("fail_type"):
         compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
                                  "file": metrics.get("fail_user_frame_filename"),

@@ -6,9 +6,9 @@ import re
 _TREE_LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
 _MANAGER = re.compile(r"^(?:(?:KeyManager|ValueManager): )?(?:\w*GuardManager): source=(?P<source>.+?)(?:, accessed_by=.*?)?(?:, type=.*)?$")
 _LEAF = re.compile(r"^(?P<kind>[A-Z][A-Z0-9_]+): (?P<rest>.*)$")
-# "<condition>  # <user code>  # <file>:<line> in <fn> (HINT …)"
-_ORIGIN = re.compile(r"^(?P<cond>.*?)\s+#\s(?P<code>.*)\s+#\s(?P<loc>\S+:\d+ in \S+)(?P<hint>.*)$")
-_INTERNAL_ORIGIN = re.compile(r"^(?P<cond>.*?)\s+#\s(?P<loc>\S+:\d+ in \S+)\s*$")
+# "<condition>  # <user code>  # <file>:<line> in <fn> (note)"
+_COMMENT_SEP = re.compile(r"\s{2,}#\s")
+_LOCATION = re.compile(r"^(?P<loc>\S+:\d+ in \S+)(?P<note>.*)$")
 _LATENCY = re.compile(r"Guard latency = ([\d.]+) us")
 
 
@@ -37,17 +37,29 @@ def parse_tree(text: str) -> list[dict]:
 
 
 def _split_origin(rest: str) -> dict:
-    match = _ORIGIN.match(rest)
-    if not match:
-        internal = _INTERNAL_ORIGIN.match(rest)  # a guard torch adds itself, e.g. global state
-        if internal:
-            return {"condition": internal["cond"].strip(), "user_code": None, "origin": internal["loc"],
-                    "line": None}
-        return {"condition": rest.strip(), "user_code": None, "origin": None, "line": None}
-    file_part, _, fn = match["loc"].rpartition(" in ")
-    line = int(file_part.rsplit(":", 1)[1])
-    return {"condition": match["cond"].strip(), "user_code": match["code"].strip(), "origin": match["loc"],
-            "line": line, "hint": match["hint"].strip(" ()") or None}
+    """``cond  # user code  # file:line in fn (note)`` — torch's comment tells where a guard came from,
+    or why it exists (duck sizing, 0/1 specialization …)."""
+    condition, comment = (_COMMENT_SEP.split(rest, maxsplit=1) + [""])[:2]
+    row = {"condition": condition.strip(), "user_code": None, "origin": None, "line": None, "note": None}
+    if not comment:
+        return row
+    parts = _COMMENT_SEP.split(comment, maxsplit=1)
+    tail = parts[-1]
+    location = _LOCATION.match(tail.strip())
+    if location:
+        file_part = location["loc"].rpartition(" in ")[0]
+        row.update(origin=location["loc"], line=int(file_part.rsplit(":", 1)[1]),
+                   note=_unparen(location["note"]))
+        if len(parts) > 1:
+            row["user_code"] = parts[0].strip()
+    else:
+        row["note"] = comment.strip()
+    return row
+
+
+def _unparen(text: str) -> str | None:
+    text = text.strip()
+    return (text[1:-1] if text.startswith("(") and text.endswith(")") else text) or None
 
 
 def guards_stage(tree_text: str | None, user_file: str | None, metrics: dict) -> dict:

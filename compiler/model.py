@@ -13,7 +13,7 @@ FORMAT = "tcompile-capture"
 VERSION = [1, 0]  # major, minor: a reader accepts any minor of its major
 
 STAGES = ("source", "bytecode", "graph", "guards", "breaks", "recompile", "aot",
-          "inductor", "kernels", "cudagraphs", "timings")
+          "inductor", "kernels", "cudagraphs", "timings", "shapes")
 
 
 class CaptureFormatError(ValueError):
@@ -70,7 +70,7 @@ class Stage:
 
 TEXT_KEYS = {"source": "text", "graph": "code", "guards": "tree", "kernels": "module"}
 TABLE_KEYS = {"graph": "nodes", "guards": "table", "breaks": "items", "kernels": "kernels",
-              "timings": "phases", "aot": "graphs", "recompile": "reasons"}
+              "timings": "phases", "aot": "graphs", "recompile": "reasons", "shapes": "symbols"}
 
 
 class Compile:
@@ -147,7 +147,7 @@ class Capture:
         if self._live is None:
             raise RuntimeError("what-if checks need the live guards of this Python process; "
                                "a capture loaded from a file only holds their text")
-        return what_if(self._live, fn, args, kwargs)
+        return what_if(self._live, fn, args, kwargs, self.compiles)
 
     # --- files -------------------------------------------------------------------------------
     def to_json(self) -> str:

@@ -19,9 +19,11 @@ def parse_reasons(payload: str | None) -> list[dict]:
     for line in (l.strip() for l in lines if l and str(l).strip()):
         match = _REASON.match(line)
         text = match["text"] if match else line
+        text, note = (re.split(r"\s{2,}#\s*", text, maxsplit=1) + [""])[:2]
         guard, _, detail = text.partition(". ")
         reasons.append({"against": match["against"] if match else None, "guard": guard.strip(),
-                        "detail": detail.strip() or None, "text": text})
+                        "detail": detail.strip() or None, "text": text.strip(),
+                        "note": note.strip(" #") or None})
     return reasons
 
 

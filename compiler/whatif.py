@@ -35,10 +35,17 @@ class WhatIf:
             return f"accepted by compile {self.accepted_by}: no recompile"
         if not self.checks:
             return "no cached compile for this function yet: the call would compile it"
-        failures = "; ".join(f"{c['compile_id']}: {c['failed_guard']}" for c in self.checks)
+        failures = "; ".join(f"{c['compile_id']}: " + ("; ".join(c["failed_shape_guards"]) or c["failed_guard"])
+                             for c in self.checks)
         return f"recompile: guard failed — {failures}"
 
     __str__ = as_text
+
+
+def _shape_failure(check: dict) -> str:
+    values = check["with_values"].replace("==", "≠") if check["with_values"].count("==") == 1 else check["with_values"]
+    symbolic = f" (symbolically {check['symbolic']})" if check["symbolic"] != check["condition"] else ""
+    return f"shape guard {check['condition']}{symbolic} fails: {values}"
 
 
 def frame_locals(fn, args, kwargs) -> tuple[object, dict]:
@@ -59,15 +66,24 @@ def frame_locals(fn, args, kwargs) -> tuple[object, dict]:
     return target.__code__, f_locals
 
 
-def what_if(live: LiveState, fn, args, kwargs) -> WhatIf:
+def what_if(live: LiveState, fn, args, kwargs, compiles=()) -> WhatIf:
+    from .shapes import check_shape_guards
+
     code, f_locals = frame_locals(fn, args, kwargs)
+    by_id = {c.compile_id: c for c in compiles}
     checks = []
     for entry in live.entries(code):
         info = entry.guard_manager.check_verbose(f_locals)
         compile_id = str(entry.compile_id)
+        compiled = by_id.get(compile_id)
+        shape_checks = (check_shape_guards(compiled.guards.get("table", []), f_locals,
+                                           compiled.shapes.get("symbol_sources", {}))
+                        if compiled is not None else [])
         checks.append({"compile_id": compile_id, "passed": bool(info.result),
                        "failed_guard": None if info.result else "; ".join(info.verbose_code_parts),
-                       "guards_checked": info.num_guards_executed})
+                       "guards_checked": info.num_guards_executed,
+                       "shape_guards": shape_checks,
+                       "failed_shape_guards": [_shape_failure(c) for c in shape_checks if c["passed"] is False]})
         if info.result:
             return WhatIf(accepted_by=compile_id, checks=checks)
     return WhatIf(accepted_by=None, checks=checks)

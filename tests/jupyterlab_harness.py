@@ -1,13 +1,13 @@
 """Browser-test harness: a throwaway JupyterLab server driven by headless Debian Chromium.
 
-Use it from a test module or conftest.py in either of these ways (tests/ is on sys.path
-because pytest inserts the directory of a rootless test module or conftest.py):
+Load it from tests/conftest.py or a test module (tests/ is on sys.path: pytest's default
+"prepend" import mode inserts the folder of a conftest.py or test module without __init__.py):
 
-    pytest_plugins = ["jupyterlab_harness"]      # registers the fixtures as a plugin
-    from jupyterlab_harness import *             # or: copies fixtures and helpers in
+    pytest_plugins = ["jupyterlab_harness"]      # preferred: registers the fixtures once
+    from jupyterlab_harness import *             # also works (fixtures copied into conftest)
 
-Pick one per test session: each route that defines the session-scoped
-``jupyterlab_server`` fixture starts its own server.
+Both give one server per session. Don't also import the fixtures by name into a test
+module: a session fixture defined there again would start a second server.
 
 Fixtures: ``jupyterlab_server`` (session), ``browser_page``, ``artifact_dir``.
 Helpers: ``write_notebook``, ``open_notebook``, ``run_all_cells``, ``wait_for_output``,
@@ -201,7 +201,9 @@ class JupyterLabServer:
     def start(self) -> None:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.root_dir.mkdir(parents=True, exist_ok=True)
-        self._home = tempfile.TemporaryDirectory(prefix="tcompile-jupyter-", ignore_cleanup_errors=True)
+        self._home = tempfile.TemporaryDirectory(
+            prefix="tcompile-jupyter-", ignore_cleanup_errors=True
+        )
         env = _isolated_env(Path(self._home.name))
         _write_user_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
         self.port = _free_port()
@@ -303,9 +305,8 @@ def screenshot(target, path: Path | str, **options) -> Path:
     return path
 
 
-def _theme_variables_css(theme: str) -> str:
-    css = THEME_CSS_DIR / f"theme-{theme}-extension" / "index.css"
-    return css.read_text() if css.exists() else ""
+_PAGE_CSS = """body { margin: 16px; background: var(--jp-layout-color0);
+    color: var(--jp-ui-font-color0); font: var(--jp-ui-font-size1) var(--jp-ui-font-family); }"""
 
 
 def render_html_screenshot(
@@ -316,15 +317,12 @@ def render_html_screenshot(
     The JupyterLab theme's CSS variables (--jp-*) are defined and the page background
     and text follow the theme, so HTML written for notebook outputs looks as in Lab.
     """
-    head = f"""<meta charset="utf-8"><style>{_theme_variables_css(theme)}
-      body {{ margin: 16px; background: var(--jp-layout-color0, {"#111" if theme == "dark" else "#fff"});
-              color: var(--jp-ui-font-color0, {"#eee" if theme == "dark" else "#111"});
-              font-family: var(--jp-ui-font-family, sans-serif); font-size: var(--jp-ui-font-size1, 13px); }}
-    </style>"""
+    variables = (THEME_CSS_DIR / f"theme-{theme}-extension" / "index.css").read_text()
     light = "true" if theme == "light" else "false"
     document = (
-        f'<!doctype html><html><head>{head}</head><body data-jp-theme-light="{light}"'
-        f' data-jp-theme-name="{THEMES[theme]}">{html}</body></html>'
+        f'<!doctype html><html><head><meta charset="utf-8"><style>{variables}\n{_PAGE_CSS}'
+        f'</style></head><body data-jp-theme-light="{light}" data-jp-theme-name="{THEMES[theme]}">'
+        f"{html}</body></html>"
     )
     with open_browser(viewport={"width": width, "height": 400}) as page:
         page.emulate_media(color_scheme=theme)
@@ -369,7 +367,11 @@ _START_RUN_ALL_JS = """() => {
 }"""
 
 
+_ERROR_MIME = "application/vnd.jupyter.stderr"  # what Lab tags a traceback output with
+
+
 def wait_for_kernel_idle(page, timeout: float = 60_000) -> None:
+    """Wait until the active notebook has a kernel and it is idle."""
     page.wait_for_function(_KERNEL_IDLE_JS, timeout=timeout)
 
 
@@ -387,7 +389,6 @@ def open_notebook(page, server: JupyterLabServer, nb_name: str, theme: str = "li
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible")
     wait_for_kernel_idle(page)
     set_theme(page, theme)
-    wait_for_splash_gone(page)
 
 
 def run_all_cells(page, timeout: float = 120_000, allow_errors: bool = False) -> None:
@@ -399,7 +400,7 @@ def run_all_cells(page, timeout: float = 120_000, allow_errors: bool = False) ->
     page.wait_for_function(_RUN_ALL_DONE_JS, timeout=timeout)
     outcome = page.evaluate("() => window.__harnessRunAll")
     if outcome != "ok" and not allow_errors:
-        errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+        errors = page.locator(f'.jp-OutputArea-output[data-mime-type="{_ERROR_MIME}"]')
         details = "\n".join(errors.all_inner_texts()) or "(no error output shown)"
         raise AssertionError(f"run-all-cells ended with {outcome!r}:\n{details}")
 

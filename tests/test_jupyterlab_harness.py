@@ -2,7 +2,8 @@
 
 import pytest
 
-# Imported before pytest_plugins loads it: let pytest rewrite its asserts without a warning.
+# Imported here before pytest_plugins registers it: mark it for assert rewriting first,
+# else pytest warns that it cannot rewrite an already imported plugin.
 pytest.register_assert_rewrite("jupyterlab_harness")
 
 from jupyterlab_harness import (  # noqa: E402
@@ -21,7 +22,8 @@ MESSAGE = "tcompile harness smoke 7f3a"
 WIDGET_CELL = f"""\
 import ipywidgets as widgets
 
-tab = widgets.Tab(children=[widgets.HTML("<b>{MESSAGE}</b>"), widgets.Button(description="Press me")])
+message = widgets.HTML("<b>{MESSAGE}</b>")
+tab = widgets.Tab(children=[message, widgets.Button(description="Press me")])
 tab.titles = ("Message", "Button")
 tab
 """
