@@ -12,7 +12,7 @@ from .bytecode import bytecode_stage
 from .fx_graph import graph_stage
 from .guards import guards_stage
 from .inductor_ir import ir_stage
-from .kernels import code_stage, link_to_ir
+from .kernels import attach_kernel_info, code_stage, link_to_ir
 from .model import FORMAT, VERSION, unavailable
 from .recompiles import recompile_stage
 from .shapes import shapes_stage
@@ -20,7 +20,7 @@ from .timings import chromium_event, fold_events, timings_stage
 
 AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
               "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
-INDUCTOR_ARTIFACTS = ("artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
+INDUCTOR_ARTIFACTS = ("artifact:triton_kernel_info", "artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
                       "artifact:before_post_grad_graph", "artifact:inductor_post_grad_graph",
                       "inductor_output_code", "log:ir_pre_fusion", "log:ir_post_fusion")
 CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
@@ -34,7 +34,7 @@ KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compil
          "propagate_real_tensors", "create_unbacked_symbol", "expression_created",
          "artifact:fx_graph_runnable", "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
          "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
-         "artifact:triton_kernel_info", "dynamo_guards", "missing_fake_kernel", "mismatched_fake_kernel",
+         "dynamo_guards", "missing_fake_kernel", "mismatched_fake_kernel",
          *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
 EXTRA_PAYLOAD_LIMIT = 20_000
 
@@ -44,7 +44,7 @@ def _is_known(kind: str) -> bool:
 
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
-             error: dict | None, counters: dict) -> dict:
+             error: dict | None, counters: dict, autotune: list | None = None) -> dict:
     by_compile: dict[str, list] = defaultdict(list)
     events = []
     loose = []
@@ -65,6 +65,8 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
                               timing_events.get(cid, [])) for cid in compile_ids]
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
+    for c in compiles:
+        c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
     from .cudagraphs import cudagraphs_stage
 
     data = {
@@ -228,6 +230,8 @@ def _inductor_run(run: dict, cache_note) -> dict:
     ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
     if code.get("available") and ir.get("available"):
         link_to_ir(code["kernels"], ir["post_fusion"]["nodes"])
+    if code.get("available") and run.get("triton_kernel_info"):
+        attach_kernel_info(code["kernels"], run["triton_kernel_info"])
     role = (code.get("aot_id") or "").split("_", 1)[-1] or None
     missing = "not logged for this Inductor compile"
     return {"role": role,

@@ -70,6 +70,7 @@ def parse_kernels(code: str) -> list[dict]:
             "comments": comments, "kernel_path": fields["kernel_path"],
             "source_nodes": _split_list(fields["source_nodes"]), "aten_ops": _split_list(fields["aten_ops"]),
             "ops_from_name": _ops_from_name(name), "call_args": _call_args(call_section, name),
+            **({"triton": triton_metadata(source)} if language == "Triton" else {}),
         })
     for fn in dict.fromkeys(m["fn"] for m in _EXTERN_CALL.finditer(call_section)):
         kernels.append({"name": fn, "language": "extern", "kind": "extern", "source": "",
@@ -88,6 +89,41 @@ def _call_args(call_section: str, name: str) -> list[str]:
     for match in re.finditer(rf"(?<![\w.]){re.escape(name)}(?:\.run)?\((.*)\)", call_section):
         args += re.findall(r"\b(buf\d+|primals_\d+|arg\d+_\d+|tangents_\d+)\b", match.group(1))
     return list(dict.fromkeys(args))
+
+
+_HEURISTIC = re.compile(r"@triton_heuristics\.(?P<kind>\w+)\(")
+_META_FIELD = re.compile(r"'(?P<key>size_hints|num_load|num_reduction|num_store|kernel_num_gb|grid_type|"
+                         r"mutated_arg_names|tiling_scores|kernel_name|backend_hash)': (?P<value>\{[^{}]*\}|\[[^\]]*\]|[^,}]+)")
+_LAUNCH_FIELD = re.compile(r"\b(?P<key>num_warps|num_stages|XBLOCK|YBLOCK|RBLOCK|R0_BLOCK|BLOCK_M|BLOCK_N|BLOCK_K|GROUP_M)\s*[=:]\s*(?P<value>\d+)")
+
+
+def triton_metadata(source: str) -> dict:
+    """What Inductor wrote about a Triton kernel: heuristic, size hints, loads/stores, block sizes."""
+    meta = {}
+    heuristic = _HEURISTIC.search(source)
+    if heuristic:
+        meta["heuristic"] = heuristic["kind"]
+    for match in _META_FIELD.finditer(source):
+        meta.setdefault(match["key"], match["value"].strip().strip("'"))
+    launch = {}
+    for match in _LAUNCH_FIELD.finditer(source):
+        launch.setdefault(match["key"], int(match["value"]))
+    if launch:
+        meta["launch"] = launch
+    return meta
+
+
+def attach_kernel_info(kernels: list[dict], payload: str) -> None:
+    """torch's ``triton_kernel_info`` artifact (compile time, autotune cache info) per kernel."""
+    import json
+
+    try:
+        info = json.loads(payload)
+    except (TypeError, json.JSONDecodeError):
+        return
+    for kernel in kernels:
+        if kernel["name"] in info:
+            kernel["kernel_info"] = info[kernel["name"]]
 
 
 def link_to_ir(kernels: list[dict], post_fusion_nodes: list[dict]) -> None:

@@ -11,6 +11,7 @@ import time
 import traceback
 
 from .assemble import assemble
+from .autotune import AutotuneRecorder
 from .bytecode import transformation
 from .environment import environment
 from .model import Capture
@@ -104,6 +105,7 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     result = Capture({}, live=LiveState())
     collector = RecordCollector(with_artifact_logs=artifact_logs)
     bytecode = _BytecodeRecorder(result._live)
+    autotune = AutotuneRecorder()
     before = _counters_snapshot()
     recorded_options = dict(options or {})
     recorded_options.update(fresh=fresh, caches_enabled=(not fresh) and bool(inductor_config.fx_graph_cache),
@@ -112,8 +114,10 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     with contextlib.ExitStack() as stack:
         stack.callback(collector.uninstall)
         stack.callback(bytecode.uninstall)
+        stack.callback(autotune.uninstall)
         collector.install()
         bytecode.install()
+        autotune.install()
         if fresh:
             stack.enter_context(inductor_config.patch(force_disable_caches=True))
         try:
@@ -126,7 +130,8 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
             stack.close()
             result.data = assemble(collector.records, collector.strings, bytecode.by_compile,
                                    recorded_options, environment(), error,
-                                   _counters_delta(before, _counters_snapshot()))
+                                   _counters_delta(before, _counters_snapshot()), autotune.results)
+            result.records = collector.records  # raw records, live only (not saved)
 
 
 def _jsonable_options(kwargs: dict) -> dict:
@@ -138,12 +143,28 @@ def _jsonable_options(kwargs: dict) -> dict:
     return out
 
 
+def _measure_gpu(cap: Capture, fn, compiled, args, kwargs, cudagraph_comparison: bool) -> None:
+    """Per-kernel GPU time (profiler) and, for CUDA-graph modes, the same function without them."""
+    from .cudagraphs import wants_cudagraphs
+    from .gpu import match_profile, profile_kernels, with_and_without_cudagraphs
+
+    profile = profile_kernels(compiled, args, kwargs)
+    cap.data["gpu_profile"] = profile
+    for c in cap.data["compiles"]:
+        match_profile(c["kernels"].get("kernels", []), profile)
+    if cudagraph_comparison and wants_cudagraphs(cap.options) and not kwargs:
+        cap.data["cudagraph_comparison"] = with_and_without_cudagraphs(fn, args, mode=cap.options.get("mode")
+                                                                       or "reduce-overhead")
+
+
 def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,
             errors: str = "raise", stance: str | None = None, kwargs: dict | None = None,
-            **compile_kwargs) -> Capture:
+            cudagraph_comparison: bool = True, **compile_kwargs) -> Capture:
     """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``, capture every
     stage, and (``timing=True``) time eager vs compiled calls afterwards.
 
+    On CUDA it also profiles each kernel's GPU time and, for CUDA-graph modes
+    (``cudagraph_comparison=True``), times the function compiled without CUDA graphs.
     ``reset=True`` clears Dynamo's caches first (``torch._dynamo.reset()``) so the compile is
     really observed; ``errors="return"`` keeps a failure in ``capture.error`` instead of raising.
     """
@@ -166,12 +187,14 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
             start = time.perf_counter()
             compiled(*args, **kwargs)
             first_call_s = time.perf_counter() - start
+    device = "cuda" if any(getattr(a, "is_cuda", False) for a in args) else "cpu"
     if timing and cap.error is None:
         from .runtime import compare
 
-        device = "cuda" if any(getattr(a, "is_cuda", False) for a in args) else "cpu"
         cap.data["runtime"] = compare(fn, compiled, args, kwargs, device=device,
                                       first_call_s=first_call_s, repeat=repeat)
+        if device == "cuda":
+            _measure_gpu(cap, fn, compiled, args, kwargs, cudagraph_comparison)
     elif not timing:
         cap.data["runtime"] = {"available": False, "reason": "timing was turned off (timing=False / --no-timing)"}
     else:

@@ -1,0 +1,52 @@
+"""max-autotune choices: Inductor's algorithm-selection feedback hook (``feedback_saver_fns``).
+
+The hook only reads the timings torch already measured; it is appended on install and removed
+(by identity, leaving any of the user's own) on uninstall.
+"""
+from __future__ import annotations
+
+
+def _choice(choice, time_ms, chosen) -> dict:
+    info = {}
+    try:
+        info = {k: str(v) for k, v in (choice.info_dict() or {}).items()}
+    except Exception:  # noqa: BLE001 — info_dict is optional per choice type
+        pass
+    return {"name": getattr(choice, "name", str(choice)), "description": str(getattr(choice, "description", "")),
+            "time_ms": float(time_ms), "chosen": choice is chosen, "info": info}
+
+
+class AutotuneRecorder:
+    def __init__(self):
+        self.results: list[dict] = []
+        self._cache = None
+
+    def feedback(self, timings, name, input_nodes, *rest):
+        from torch._guards import CompileContext
+
+        finite = {c: t for c, t in timings.items() if t == t and t != float("inf")}
+        chosen = min(finite, key=finite.__getitem__) if finite else None
+        sizes = []
+        for node in input_nodes:
+            try:
+                sizes.append([str(s) for s in node.get_size()])
+            except Exception:  # noqa: BLE001
+                sizes.append(None)
+        self.results.append({
+            "compile_id": str(CompileContext.current_compile_id()), "op": name, "input_sizes": sizes,
+            "choices": sorted((_choice(c, t, chosen) for c, t in timings.items()), key=lambda c: c["time_ms"]),
+        })
+
+    def install(self):
+        try:
+            from torch._inductor.select_algorithm import get_algorithm_selector_cache
+        except ImportError:
+            return
+        self._cache = get_algorithm_selector_cache()
+        self._cache.feedback_saver_fns.append(self.feedback)
+
+    def uninstall(self):
+        if self._cache is not None:
+            fns = self._cache.feedback_saver_fns
+            self._cache.feedback_saver_fns = [f for f in fns if f != self.feedback]
+            self._cache = None

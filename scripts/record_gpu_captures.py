@@ -1,0 +1,57 @@
+"""Record the shipped GPU captures: `python -m scripts.record_gpu_captures [OUT_DIR] [CASE …]`.
+
+Runs every case of scripts/gpu_cases.py on a CUDA machine under `compiler.explore(fresh=True)`,
+calls the extra arguments under the same capture, and writes `<case>.json` (default
+`assets/gpu/`). Each capture's `environment` names the GPU, torch and triton versions.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import compiler
+import compiler.runtime
+from scripts.gpu_cases import CASES
+
+
+def record(name: str, out_dir: Path) -> dict:
+    fn, args, compile_kwargs, calls = CASES[name]()
+    start = time.perf_counter()
+    if calls:  # extra shapes: capture the whole sequence of calls
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, **compile_kwargs)
+        options = {"backend": "inductor", **compile_kwargs, "stance": None}
+        with compiler.capture(fresh=True, options=options) as cap:
+            compiled(*args)
+            for extra in calls:
+                compiled(*extra)
+        cap.data["runtime"] = compiler.runtime.compare(fn, compiled, args, {}, device="cuda", first_call_s=None)
+    else:
+        cap = compiler.explore(fn, *args, fresh=True, **compile_kwargs)
+    cap.data["case"] = name
+    path = cap.save(out_dir / f"{name}.json")
+    if "--raw" in sys.argv:  # the raw log records behind the GPU stages, for parser development
+        raw = [r.to_json() for r in cap.records if r.kind.startswith("log:") or "triton" in r.kind]
+        (out_dir / f"raw_{name}.json").write_text(json.dumps(raw, default=str))
+    return {"case": name, "seconds": round(time.perf_counter() - start, 1), "bytes": path.stat().st_size,
+            "summary": cap.summary, "cudagraphs": {k: cap.cudagraphs.data.get(k) for k in
+                                                   ("available", "reason", "recorded", "skipped", "skip_reasons")},
+            "unknown": cap.unknown_records}
+
+
+def main(argv):
+    argv = [a for a in argv if not a.startswith("--")]
+    out_dir = Path(argv[0]) if argv else Path("assets/gpu")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = argv[1:] or list(CASES)
+    for name in names:
+        try:
+            print(json.dumps(record(name, out_dir), default=str), flush=True)
+        except Exception as exc:  # noqa: BLE001 — report and go on to the next case
+            print(json.dumps({"case": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
