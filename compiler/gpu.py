@@ -22,7 +22,7 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
         wall = time.perf_counter() - start
     kernels: dict[str, dict] = {}
     for event in prof.events():
-        if _device_time(event) <= 0 or str(getattr(event, "device_type", "")).endswith("CPU"):
+        if str(getattr(event, "device_type", "")).endswith("CPU") or _device_time(event) <= 0:
             continue
         entry = kernels.setdefault(event.name, {"name": event.name, "gpu_time_us": 0.0, "calls": 0})
         entry["gpu_time_us"] += _device_time(event)

@@ -78,6 +78,9 @@ def classify_error(exc: BaseException, records) -> dict:
         stage = "Dynamo tracing"
     elif "Inductor" in name:
         stage = "Inductor"
+    elif "overwritten by a subsequent" in str(exc):
+        stage = ("CUDA graphs: an output was overwritten by a later replay (call "
+                 "torch.compiler.cudagraph_mark_step_begin() before each iteration, or clone the output)")
     elif "Recompile" in name or "recompile" in str(exc).lower() and "limit" in str(exc).lower():
         stage = "guards / recompile"
     else:
@@ -182,12 +185,23 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
     options = {"backend": "inductor", **_jsonable_options(compile_kwargs), "stance": stance}
     compiled = torch.compile(fn, **compile_kwargs)
     first_call_s = None
+    device = "cuda" if any(getattr(a, "is_cuda", False) for a in args) else "cpu"
+    from .cudagraphs import wants_cudagraphs
+
+    # CUDA graphs warm up on the first call and record on the second: make both (and one replay)
+    # under capture, so the CUDA-graph stage shows the whole life cycle.
+    calls = 3 if device == "cuda" and wants_cudagraphs(options) else 1
+    options["calls_under_capture"] = calls
+    memory_before = torch.cuda.memory_reserved() if device == "cuda" else None
     with capture(fresh=fresh, suppress_errors=(errors == "return"), options=options) as cap:
         with torch.compiler.set_stance(stance) if stance else contextlib.nullcontext():
             start = time.perf_counter()
             compiled(*args, **kwargs)
             first_call_s = time.perf_counter() - start
-    device = "cuda" if any(getattr(a, "is_cuda", False) for a in args) else "cpu"
+            for _ in range(calls - 1):
+                compiled(*args, **kwargs)
+            if memory_before is not None:
+                options["cuda_memory"] = {"reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before}
     if timing and cap.error is None:
         from .runtime import compare
 

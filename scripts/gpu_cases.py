@@ -68,6 +68,15 @@ def dynamic_shapes_rerecord():
     return f, (torch.randn(32, 128, device="cuda"),), {"mode": "reduce-overhead", "dynamic": True}, calls
 
 
+def cudagraph_output_overwritten():
+    """Keeping the output of one replay while calling again: the next replay overwrites it."""
+    def f(x):
+        return x.sin() * 2
+
+    return f, (torch.randn(256, device="cuda"),), {"mode": "reduce-overhead", "_keep_first_output": True}, []
+
+
 CASES = {fn.__name__: fn for fn in (pointwise_chain, softmax_layernorm, matmul_epilogue_max_autotune,
                                     mlp_forward_backward, reduce_overhead_small_model,
-                                    cudagraphs_skipped_input_mutation, dynamic_shapes_rerecord)}
+                                    cudagraphs_skipped_input_mutation, dynamic_shapes_rerecord,
+                                    cudagraph_output_overwritten)}

@@ -18,18 +18,30 @@ from scripts.gpu_cases import CASES
 
 def record(name: str, out_dir: Path) -> dict:
     fn, args, compile_kwargs, calls = CASES[name]()
+    keep_first_output = compile_kwargs.pop("_keep_first_output", False)
     start = time.perf_counter()
-    if calls:  # extra shapes: capture the whole sequence of calls
+    if keep_first_output:  # use an output after later replays overwrote it
         torch._dynamo.reset()
         compiled = torch.compile(fn, **compile_kwargs)
-        options = {"backend": "inductor", **compile_kwargs, "stance": None}
-        with compiler.capture(fresh=True, options=options) as cap:
+        options = {"backend": "inductor", **compile_kwargs, "stance": None, "calls_under_capture": 3}
+        with compiler.capture(fresh=True, options=options, suppress_errors=True) as cap:
+            first = compiled(*args)
             compiled(*args)
-            for extra in calls:
-                compiled(*extra)
+            compiled(*args)
+            first + 1
+        cap.data["runtime"] = {"available": False, "reason": "this case demonstrates an error"}
+    elif calls:  # extra shapes: capture the whole sequence of calls
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, **compile_kwargs)
+        options = {"backend": "inductor", **compile_kwargs, "stance": None,
+                   "calls_under_capture": 2 * (1 + len(calls))}
+        with compiler.capture(fresh=True, options=options) as cap:
+            for call_args in [args, *calls]:  # twice each: warm-up, then record
+                compiled(*call_args)
+                compiled(*call_args)
         cap.data["runtime"] = compiler.runtime.compare(fn, compiled, args, {}, device="cuda", first_call_s=None)
     else:
-        cap = compiler.explore(fn, *args, fresh=True, **compile_kwargs)
+        cap = compiler.explore(fn, *args, fresh=True, errors="return", **compile_kwargs)
     cap.data["case"] = name
     path = cap.save(out_dir / f"{name}.json")
     if "--raw" in sys.argv:  # the raw log records behind the GPU stages, for parser development
