@@ -76,7 +76,7 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
         "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
                        for c in compiles if c["recompile"].get("available")],
         "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
-                                       options.get("calls_under_capture"), options.get("cuda_memory")),
+                                       options.get("calls_under_capture")),
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }

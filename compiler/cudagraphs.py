@@ -52,8 +52,7 @@ def _event(record) -> dict:
     return event
 
 
-def cudagraphs_stage(records, counters: dict, options: dict, environment: dict, calls: int | None = None,
-                     memory: dict | None = None) -> dict:
+def cudagraphs_stage(records, counters: dict, options: dict, environment: dict, calls: int | None = None) -> dict:
     messages = [r for r in records if r.kind in ("log:cudagraphs_trees", "log:cudagraphs_utils")]
     inductor_counters = (counters or {}).get("inductor", {})
     if not messages:
@@ -74,7 +73,7 @@ def cudagraphs_stage(records, counters: dict, options: dict, environment: dict, 
              "skip_reasons": [e["reason"] for e in skips], "skip_reasons_user": [e["user_reason"] for e in skips],
              "skip_locations": [e.get("found_from") for e in skips],
              "counters": {k: v for k, v in inductor_counters.items() if "cudagraph" in k},
-             "calls_under_capture": calls, "memory": memory}
+             "calls_under_capture": calls, "memory": None}
     if calls is not None and not skips:
         stage["replays"] = max(0, calls - warmups - recorded)
     return stage

@@ -200,8 +200,9 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
             first_call_s = time.perf_counter() - start
             for _ in range(calls - 1):
                 compiled(*args, **kwargs)
-            if memory_before is not None:
-                options["cuda_memory"] = {"reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before}
+    if memory_before is not None and cap.cudagraphs.available:
+        cap.data["cudagraphs"]["memory"] = {"reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
+                                            "note": "CUDA memory reserved while warming up and recording"}
     if timing and cap.error is None:
         from .runtime import compare
 

@@ -28,8 +28,11 @@ def sympy_forms(expr: str) -> dict:
         return {"latex": None, "pretty": expr}
 
 
-def symbol_origin(options: dict, recompile: dict, guard_rows: list[dict], source: str) -> str:
+def symbol_origin(options: dict, recompile: dict, guard_rows: list[dict], source: str,
+                  value_range: str | None = None) -> str:
     arg = _SIZE_SOURCE.search(source or "")
+    if value_range and not value_range.rstrip("]").endswith("oo"):
+        return "torch._dynamo.mark_dynamic"  # only a user-given min/max bounds a backed symbol
     marked = [g for g in guard_rows if g["kind"] == "DIMENSION_DYNAMIC_MARKING_GUARD"
               and "_dynamo_dynamic_indices" in g["condition"] and "== False" not in g["condition"]]
     if arg and any(f"L['{arg['arg']}']" in g["condition"] for g in marked):
@@ -50,7 +53,8 @@ def shapes_stage(records, options: dict, recompile: dict, guard_rows: list[dict]
         if record.kind == "create_symbol":
             symbols.append({"symbol": entry.get("symbol"), "hint": entry.get("val"), "range": entry.get("vr"),
                             "source": entry.get("source"), "kind": "backed", "line": _user_line(entry),
-                            "origin": symbol_origin(options, recompile, guard_rows, entry.get("source"))})
+                            "origin": symbol_origin(options, recompile, guard_rows, entry.get("source"),
+                                                     entry.get("vr"))})
         elif record.kind == "create_unbacked_symbol":
             symbols.append({"symbol": entry.get("symbol"), "hint": None, "range": entry.get("vr"),
                             "source": None, "kind": "unbacked", "line": _user_line(entry),
