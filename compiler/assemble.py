@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import linecache
 from collections import Counter, defaultdict
 
@@ -64,6 +65,7 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
                               timing_events.get(cid, [])) for cid in compile_ids]
+    _resume_sources(compiles)
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
@@ -82,6 +84,19 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     }
     data["summary"] = summarize(data)
     return data
+
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+def _resume_sources(compiles: list[dict]) -> None:
+    """A resume function's own source is one line; show the function it resumes, with the line."""
+    by_name = {(c["source"].get("filename"), c["name"]): c["source"] for c in compiles if c["source"].get("available")}
+    for c in compiles:
+        match = _RESUME.match(c["name"] or "")
+        original = match and by_name.get((c["source"].get("filename"), match["fn"]))
+        if original:
+            c["source"] = {**original, "name": c["name"], "resumes": match["fn"], "resume_line": int(match["line"])}
 
 
 def records_of(by_compile):
@@ -123,7 +138,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
         "timings": timings_stage(events, metrics, _cache_events(records)),
         "restart_reasons": metrics.get("restart_reasons") or [],
         "_breaks": [breaks_mod.parse_break(r.payload) for r in records
-                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload],
+                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
     }
     compile_data["kernels"] = kernels_stage(compile_data["inductor"])
     ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
@@ -135,6 +150,18 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
                                  "file": metrics.get("fail_user_frame_filename"),
                                  "line": metrics.get("fail_user_frame_lineno")}
     return compile_data
+
+
+def _fatal_break(metrics) -> list[dict]:
+    """Under fullgraph=True a graph break is an error, logged only in the compile's metrics."""
+    if "Unsupported" not in str(metrics.get("fail_type")) or not metrics.get("fail_reason"):
+        return []
+    item = breaks_mod.parse_break(metrics["fail_reason"])
+    item.update(fatal=True, file=metrics.get("fail_user_frame_filename") or item["file"],
+                line=metrics.get("fail_user_frame_lineno") or item["line"])
+    if not item.get("code") and item["file"] and item["line"]:
+        item["code"] = linecache.getline(item["file"], item["line"]).strip() or None
+    return [item]
 
 
 def _status(records, metrics) -> str:

@@ -33,7 +33,7 @@ def parse_break(payload: str) -> dict:
     where = _AT.search(payload)
     reason_text, _, traceback = payload.partition("User code traceback:")
     reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()
-    headline = reason_text.split("\n\n")[1].strip().splitlines()[0] if "\n\n" in reason_text else reason_text.splitlines()[0]
+    headline = _headline(reason_text)
     gb = _GB_CODE.search(payload)
     stack = [{"file": m["file"], "line": int(m["line"]), "function": m["fn"], "code": m["code"].strip()}
              for m in _TB_FRAME.finditer(traceback) if _is_user_file(m["file"])]
@@ -51,9 +51,18 @@ def parse_break(payload: str) -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _internal_dirs() -> tuple[str, ...]:
+    """Frames from these folders are tooling (torch, tcompile, IPython, pytest), not user code."""
+    import importlib.util
+
     import torch
 
-    return (str(Path(torch.__file__).parent), str(Path(__file__).parent))
+    here = Path(__file__).resolve().parent
+    dirs = [str(Path(torch.__file__).parent), str(here), str(here.parent / "explorer")]
+    for package in ("IPython", "_pytest", "pluggy", "ipykernel"):
+        spec = importlib.util.find_spec(package)
+        if spec and spec.origin:
+            dirs.append(str(Path(spec.origin).parent))
+    return tuple(dirs)
 
 
 def _is_user_file(path: str) -> bool:
@@ -65,6 +74,17 @@ def _line_text(file, line, stack) -> str | None:
         if frame["file"] == file and frame["line"] == line and frame["code"]:
             return frame["code"]
     return linecache.getline(file, line).strip() or None if file and line else None
+
+
+def _headline(reason_text: str) -> str:
+    """The graph-break type: the line just above "Explanation:" (torch's registry title)."""
+    lines = [l.strip() for l in reason_text.splitlines()]
+    for index, line in enumerate(lines):
+        if line.startswith("Explanation:"):
+            title = next((l for l in reversed(lines[:index]) if l), None)
+            if title:
+                return title
+    return next((l for l in lines if l), "graph break")
 
 
 def _field(text: str, name: str) -> str | None:

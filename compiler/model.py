@@ -168,6 +168,20 @@ class Capture:
         return cls(data)
 
     @classmethod
+    def from_error(cls, exc: BaseException, stage: str, message: str | None = None) -> "Capture":
+        """A capture that holds only an error raised before anything compiled (e.g. a syntax error)."""
+        from .environment import environment
+
+        data = {"format": FORMAT, "version": list(VERSION), "environment": environment(), "options": {},
+                "compiles": [], "breaks": {"available": True, "items": [], "total": 0}, "recompiles": [],
+                "cudagraphs": unavailable("nothing was compiled"), "counters": {}, "unknown_records": {},
+                "extra_records": [], "summary": {},
+                "error": {"type": type(exc).__name__, "module": type(exc).__module__,
+                          "message": message or str(exc), "stage": stage, "cause": None,
+                          "compile_id": None, "last_record": None, "traceback": None}}
+        return cls(data)
+
+    @classmethod
     def load(cls, path) -> "Capture":
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 

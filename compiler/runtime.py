@@ -1,6 +1,8 @@
 """Runtime of eager vs compiled calls, measured after capture (nothing of tcompile on the hot path)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import statistics
 import time
 
@@ -40,11 +42,26 @@ def time_calls(fn, args, kwargs, *, device: str = "cpu", warmup: int = 3, repeat
             "q1_s": quartiles[0], "q3_s": quartiles[2], "samples": len(samples), "calls_per_sample": number}
 
 
-def compare(eager, compiled, args, kwargs, *, device: str, first_call_s: float | None, repeat: int = 15) -> dict:
-    eager_t = time_calls(eager, args, kwargs, device=device, repeat=repeat)
-    compiled_t = time_calls(compiled, args, kwargs, device=device, repeat=repeat)
+def _copies(args, kwargs):
+    """Timing runs on copies of tensor arguments, so in-place updates never reach the caller's."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    def copy(value):
+        return value.detach().clone().requires_grad_(value.requires_grad) if isinstance(value, torch.Tensor) else value
+
+    return tree_map(copy, args), tree_map(copy, kwargs)
+
+
+def compare(eager, compiled, args, kwargs, *, device: str, first_call_s: float | None, repeat: int = 15,
+            quiet: bool = True) -> dict:
+    """Eager vs compiled; ``quiet`` drops what the function prints while it is timed."""
+    args, kwargs = _copies(args, kwargs)
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        eager_t = time_calls(eager, args, kwargs, device=device, repeat=repeat)
+        compiled_t = time_calls(compiled, args, kwargs, device=device, repeat=repeat)
     return {"available": True, "device": device, "eager": eager_t, "compiled": compiled_t,
             "speedup": eager_t["median_s"] / compiled_t["median_s"] if compiled_t["median_s"] else None,
             "first_call_s": first_call_s,
-            "method": f"median of {repeat} samples after 3 warm-up calls"
+            "method": f"median of {repeat} samples after 3 warm-up calls, on copies of the tensor arguments"
                       + (", CUDA-synchronized" if device == "cuda" else "")}

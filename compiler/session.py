@@ -81,6 +81,8 @@ def classify_error(exc: BaseException, records) -> dict:
     elif "overwritten by a subsequent" in str(exc):
         stage = ("CUDA graphs: an output was overwritten by a later replay (call "
                  "torch.compiler.cudagraph_mark_step_begin() before each iteration, or clone the output)")
+    elif "stance is 'fail_on_recompile'" in str(exc):
+        stage = "guards / recompile (the stance 'fail_on_recompile' forbids compiling)"
     elif "Recompile" in name or "recompile" in str(exc).lower() and "limit" in str(exc).lower():
         stage = "guards / recompile"
     else:
@@ -207,12 +209,13 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
         from .runtime import compare
 
         cap.data["runtime"] = compare(fn, compiled, args, kwargs, device=device,
-                                      first_call_s=first_call_s, repeat=repeat)
+                                      first_call_s=first_call_s, repeat=repeat, quiet=True)
         if device == "cuda":
             _measure_gpu(cap, fn, compiled, args, kwargs, cudagraph_comparison)
     elif not timing:
         cap.data["runtime"] = {"available": False, "reason": "timing was turned off (timing=False / --no-timing)"}
     else:
         cap.data["runtime"] = {"available": False, "reason": "not timed: the compiled call failed"}
+    cap.data["first_call_s"] = first_call_s
     cap.compiled_fn = compiled
     return cap

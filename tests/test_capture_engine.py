@@ -303,3 +303,40 @@ def test_environment_and_options_recorded():
     assert cap.options["dynamic"] is False and cap.options["caches_enabled"] is True
     with pytest.raises(TypeError, match="unknown torch.compile option"):
         compiler.explore(lambda x: x, torch.ones(1), bakend="eager")
+
+
+def test_fullgraph_break_is_listed_as_a_fatal_graph_break():
+    cap = compiler.explore(with_print, torch.ones(3), backend="eager", fullgraph=True, errors="return")
+    (item,) = cap.breaks["items"]
+    assert item["fatal"] and item["code"] == 'print("tcompile-test")' and item["gb_code"] == "GB0059"
+    assert cap.summary["graph_breaks"] == 1
+
+
+def test_resume_function_shows_the_function_it_resumes():
+    cap = compiler.explore(with_print, torch.ones(3), backend="eager", timing=False)
+    resume = next(c for c in cap.compiles if c.name.startswith("torch_dynamo_resume"))
+    assert resume.source["resumes"] == "with_print"
+    assert resume.source["text"] == cap.compiles[0].source["text"]
+    assert resume.source["resume_line"] == with_print.__code__.co_firstlineno + 2
+
+
+def test_timing_is_quiet_and_works_on_copies(capsys):
+    def bump(x):
+        x.add_(1)
+        print("side effect")
+        return x * 2
+
+    x = torch.zeros(3)
+    cap = compiler.explore(bump, x, backend="eager", repeat=3)
+    assert torch.equal(x, torch.ones(3))  # only the captured call touched the caller's tensor
+    assert capsys.readouterr().out.count("side effect") == 1
+    assert cap.data["first_call_s"] > 0 and cap.runtime.available
+
+
+def test_capture_from_error_holds_only_the_error():
+    try:
+        compile("x = (", "<cell>", "exec")
+    except SyntaxError as exc:
+        cap = compiler.Capture.from_error(exc, stage="parsing the cell")
+    assert cap.error["stage"] == "parsing the cell" and cap.compiles == []
+    assert compiler.Capture.from_json(cap.to_json()) == cap
