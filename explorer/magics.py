@@ -1,0 +1,439 @@
+"""``%%tcompile`` (compile a whole cell) and ``%tcompile f(x)`` (compile one call), with
+torch.compile's own option names. ``%load_ext explorer`` registers them (``register``).
+
+The cell form compiles the cell body as one function (see ``explorer.cell``), runs it under
+``compiler.capture()`` — so every other torch.compile the cell triggers is captured too — writes
+the names the cell assigns back into the notebook, then times the cell eager vs compiled
+(re-running the cell body; ``--no-timing`` skips that). Errors never escape as a traceback: the
+capture records the stage reached and the cause, and is shown with whatever was captured.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import difflib
+import io
+import json
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from IPython.core import magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from . import cell as cell_mod
+
+STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
+           "eager_then_compile", "aot_eager_then_compile")  # torch.compiler.set_stance (it does not validate)
+DYNAMIC = {"true": True, "false": False, "auto": None}
+COLD_HINT = "a cold Inductor compile on CPU takes ~15 s"
+
+
+def register(ipython) -> None:
+    """Register ``%tcompile`` / ``%%tcompile`` (called by ``%load_ext explorer``)."""
+    ipython.register_magics(TcompileMagics)
+
+
+@dataclass
+class Options:
+    compile_kwargs: dict  # passed to torch.compile
+    recorded: dict  # what the capture records as its options (JSON-able)
+    fresh: bool = False
+    timing: bool = True
+    repeat: int = 15
+    stance: str | None = None
+    name: str | None = None
+    save: str | None = None
+
+
+@magics_class
+class TcompileMagics(Magics):
+    @magic_arguments.magic_arguments()
+    @magic_arguments.kwds(epilog=(
+        "Cell form: the cell body is compiled as one function; names it reads from the notebook are "
+        "its parameters, names it assigns are written back after the call (not when the cell fails). "
+        "Timing re-runs the whole cell body, eager and compiled, many times (output discarded, tensor "
+        "inputs copied): use --no-timing for cells with side effects. "
+        "Line form: %tcompile [options] f(args) compiles f, calls it on args (after torch._dynamo.reset()). "
+        "Graph-break and FX line numbers count the %%tcompile line as line 1, as in the notebook."))
+    @magic_arguments.argument("--backend", default="inductor",
+                              help="torch.compile backend: a registered name (torch._dynamo.list_backends) "
+                                   "or a callable in the notebook. Default: inductor")
+    @magic_arguments.argument("--mode", default=None,
+                              help="torch.compile mode: default, reduce-overhead, max-autotune, "
+                                   "max-autotune-no-cudagraphs")
+    @magic_arguments.argument("--dynamic", choices=sorted(DYNAMIC), default="auto",
+                              help="dynamic shapes: true, false, or auto (torch.compile's dynamic=None)")
+    @magic_arguments.argument("--fullgraph", action="store_true",
+                              help="fail on the first graph break instead of splitting the graph")
+    @magic_arguments.argument("--options", default=None, metavar="DICT",
+                              help="Inductor options as a JSON or Python dict, quoted: --options '{\"max_autotune\": True}'")
+    @magic_arguments.argument("--fresh", action="store_true",
+                              help="disable Inductor/AOTAutograd caches so every Inductor stage is captured")
+    @magic_arguments.argument("--no-timing", dest="timing", action="store_false",
+                              help="do not time eager vs compiled (timing re-runs the code)")
+    @magic_arguments.argument("--repeat", type=int, default=15, metavar="N",
+                              help="timing samples per variant (default 15)")
+    @magic_arguments.argument("--stance", choices=STANCES, default=None,
+                              help="run under torch.compiler.set_stance(NAME)")
+    @magic_arguments.argument("--name", default=None, metavar="VAR",
+                              help="store the Capture in the notebook variable VAR")
+    @magic_arguments.argument("--save", default=None, metavar="PATH",
+                              help="save the Capture as JSON to PATH (compiler.load reads it back)")
+    @line_cell_magic
+    def tcompile(self, line, cell=None):
+        """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
+        option_text, rest = split_line(line)
+        opts = parse_options(magic_arguments.parse_argstring(self.tcompile, option_text), self.shell.user_ns)
+        if cell is None:
+            return run_line(self.shell, opts, rest)
+        if rest:
+            raise UsageError(f"unrecognized arguments: {rest} (%%tcompile takes only options; the cell is the code)")
+        return run_cell(self.shell, opts, cell)
+
+
+TcompileMagics.tcompile.parser.allow_abbrev = False  # options are split from EXPR by their full names
+
+
+# --- options ------------------------------------------------------------------------------------
+
+_WORD = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)"""  # a quoted string, or up to a space
+_OPTION = re.compile(rf"\s*(--?[\w-]+)(={_WORD})?")
+_VALUE = re.compile(rf"\s*{_WORD}")
+_TAKES_VALUE = {"--backend", "--mode", "--dynamic", "--options", "--repeat", "--stance", "--name", "--save"}
+
+
+def split_line(line: str) -> tuple[str, str]:
+    """``--fullgraph --name=c f(x, "a b")`` → (``--fullgraph --name c``, ``f(x, "a b")``): the options
+    (``--opt=value`` spelled ``--opt value``, which IPython's splitter keeps whole when quoted), and the rest."""
+    pos, words = 0, []
+    while match := _OPTION.match(line, pos):
+        pos = match.end()
+        name, attached = match.group(1), match.group(2)
+        words.append(name)
+        if attached:
+            words.append(attached[1:])
+        elif name in _TAKES_VALUE and (value := _VALUE.match(line, pos)):
+            words.append(value.group().strip())
+            pos = value.end()
+    return " ".join(words), line[pos:].strip()
+
+
+def parse_options(args, namespace: dict) -> Options:
+    """Validate parsed magic arguments; a bad value raises a one-line UsageError naming the option."""
+    options = _inductor_options(args.options)
+    if args.mode is not None and options:
+        raise UsageError("--mode and --options cannot be used together (torch.compile takes one or the other)")
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.name is not None and not args.name.isidentifier():
+        raise UsageError(f"--name must be a Python identifier, got {args.name!r}")
+    kwargs = {"backend": _backend(args.backend, namespace), "dynamic": DYNAMIC[args.dynamic],
+              "fullgraph": args.fullgraph}
+    if args.mode is not None:
+        kwargs["mode"] = _mode(args.mode)
+    if options:
+        kwargs["options"] = options
+    recorded = {**kwargs, "backend": args.backend, "stance": args.stance}
+    return Options(kwargs, recorded, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
+                   stance=args.stance, name=args.name, save=_unquote(args.save) if args.save else None)
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=3)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def _backend(name: str, namespace: dict):
+    import torch._dynamo
+
+    if name in torch._dynamo.list_backends(exclude_tags=()):
+        return name
+    if callable(namespace.get(name)):
+        return namespace[name]  # a custom backend defined in the notebook
+    known = torch._dynamo.list_backends() + ["eager", "aot_eager"]
+    raise UsageError(f"--backend: unknown backend {name!r}{_suggest(name, known)} "
+                     f"(e.g. {', '.join(sorted(known))}; or a callable in the notebook)")
+
+
+def _mode(name: str) -> str:
+    import torch._inductor
+
+    modes = list(torch._inductor.list_mode_options())
+    if name not in modes:
+        raise UsageError(f"--mode: unknown mode {name!r}{_suggest(name, modes)} (modes: {', '.join(modes)})")
+    return name
+
+
+def _unquote(text: str) -> str:
+    """IPython's argument splitter keeps quotes: ``'{"a": 1}'`` → ``{"a": 1}``."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _inductor_options(text: str | None) -> dict:
+    if text is None:
+        return {}
+    text = _unquote(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise UsageError(f"--options: not a JSON or Python dict: {text!r} "
+                             "(quote it: --options '{\"max_autotune\": True}')") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--options must be a dict, got {type(value).__name__}: {text!r}")
+    import torch._inductor
+
+    known = torch._inductor.list_options()
+    for key in value:
+        if key not in known:
+            raise UsageError(f"--options: unknown Inductor option {key!r}{_suggest(str(key), known)} "
+                             "(see torch._inductor.list_options())")
+    return value
+
+
+# --- the cell form ------------------------------------------------------------------------------
+
+def run_cell(shell, opts: Options, cell: str):
+    """Compile and run the cell under capture; write its names back; return its last value."""
+    namespace = shell.user_ns
+    recorded = {**opts.recorded, "magic": "%%tcompile"}
+    try:
+        compiled_cell = cell_mod.compile_cell(cell, namespace)
+    except SyntaxError as exc:
+        finish(shell, _syntax_error_capture(exc, recorded), opts, fn=None, wrote_back=False)
+        return None
+    args = compiled_cell.arguments(namespace)
+    value = None
+    with Progress(shell, _progress_text(opts)) as progress:
+        cap, result, first_call_s = capture_call(opts, recorded, compiled_cell.fn, args)
+        if cap.error is None:
+            value = compiled_cell.write_back(namespace, result)
+            progress.set("timing the cell eager vs compiled (re-running it)")
+            cap.data["runtime"] = timing(opts, compiled_cell.fn, cap.compiled_fn, args, {}, first_call_s)
+        else:
+            cap.data["runtime"] = {"available": False, "reason": "not timed: the cell failed"}
+    finish(shell, cap, opts, fn=cap.compiled_fn, wrote_back=cap.error is None)
+    return value
+
+
+def capture_call(opts: Options, recorded: dict, fn, args):
+    """``torch.compile(fn)(*args)`` once under ``compiler.capture()`` (which also sees every other
+    compile the call triggers); an error is kept in ``cap.error``. → (capture, result, seconds)."""
+    import torch
+
+    import compiler
+
+    compiled = result = first_call_s = None
+    with compiler.capture(fresh=opts.fresh, suppress_errors=True, options=recorded) as cap:
+        compiled = torch.compile(fn, **opts.compile_kwargs)
+        with _stance(opts.stance):
+            start = time.perf_counter()
+            result = compiled(*args)
+            first_call_s = time.perf_counter() - start
+    cap.compiled_fn = compiled
+    return cap, result, first_call_s
+
+
+def _syntax_error_capture(exc: SyntaxError, recorded: dict):
+    """A capture with no compiles whose error says the cell did not parse."""
+    import compiler
+
+    with compiler.capture(suppress_errors=True, options=recorded) as cap:
+        raise exc
+    line = (exc.text or "").strip()
+    cap.data["error"].update(stage="parsing the cell (before any compile)",
+                             message=f"{exc.msg} (line {exc.lineno}" + (f": {line})" if line else ")"))
+    return cap
+
+
+@contextlib.contextmanager
+def _stance(name: str | None):
+    if name is None:
+        yield
+        return
+    import torch
+
+    with torch.compiler.set_stance(name):
+        yield
+
+
+# --- the line form ------------------------------------------------------------------------------
+
+def run_line(shell, opts: Options, expr: str):
+    """``%tcompile f(x)``: compile f with the options, call it on the evaluated args, show the capture."""
+    import compiler
+
+    fn, args, kwargs = evaluate_call(expr, shell.user_ns)
+    with Progress(shell, _progress_text(opts)) as progress:
+        cap = compiler.explore(fn, *args, kwargs=kwargs, fresh=opts.fresh, timing=False, errors="return",
+                               stance=opts.stance, **opts.compile_kwargs)
+        cap.data["options"]["magic"] = "%tcompile"
+        if cap.error is None:
+            progress.set("timing eager vs compiled")
+            cap.data["runtime"] = timing(opts, fn, cap.compiled_fn, args, kwargs, None)
+    finish(shell, cap, opts, fn=cap.compiled_fn, wrote_back=None)
+    return None
+
+
+def evaluate_call(expr: str, namespace: dict):
+    """``f(x, *ys, k=v)`` evaluated in the notebook namespace → (f, args, kwargs)."""
+    if not expr:
+        raise UsageError("%tcompile needs a call to compile, e.g. %tcompile --fullgraph f(x)")
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise UsageError(f"%tcompile: not a Python expression: {expr!r} ({exc.msg})") from None
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        raise UsageError(f"%tcompile: EXPR must be a call like f(x, y), got {expr!r}")
+    packer = ast.Call(func=ast.Name("_tcompile_pack", ast.Load()), args=[call.func, *call.args],
+                      keywords=call.keywords)
+    code = compile(ast.fix_missing_locations(ast.Expression(ast.copy_location(packer, call))), "<tcompile>", "eval")
+    try:
+        return eval(code, namespace, {"_tcompile_pack": lambda f, *a, **k: (f, a, k)})
+    except Exception as exc:  # noqa: BLE001 — the user's expression: one line, no traceback
+        raise UsageError(f"%tcompile: could not evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
+
+
+# --- shared: timing, progress, finishing ------------------------------------------------------
+
+def timing(opts: Options, eager, compiled, args, kwargs, first_call_s) -> dict:
+    """Eager vs compiled, via compiler.runtime.compare: re-runs the code with copies of tensor
+    inputs (so in-place updates do not pile up on the notebook's tensors); output is discarded."""
+    if not opts.timing:
+        return {"available": False, "reason": "timing was turned off (--no-timing)"}
+    from compiler.runtime import compare
+
+    args = [_copy(a) for a in args]
+    kwargs = {k: _copy(v) for k, v in kwargs.items()}
+    device = "cuda" if any(getattr(a, "is_cuda", False) for a in [*args, *kwargs.values()]) else "cpu"
+    frames_before = _frames_compiled()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                _stance(opts.stance):
+            result = compare(eager, compiled, args, kwargs, device=device, first_call_s=first_call_s,
+                             repeat=opts.repeat)
+    except Exception as exc:  # noqa: BLE001 — timing is optional; say why it is missing
+        return {"available": False, "reason": f"timing failed: {type(exc).__name__}: {exc}"}
+    result["note"] = "the code was re-run for timing (its output discarded, tensor inputs copied)"
+    recompiled = _frames_compiled() - frames_before
+    if recompiled:
+        result["recompiles_while_timing"] = recompiled
+        result["note"] += (f"; it compiled {recompiled} more frame(s) while being timed, so the compiled "
+                           "timing includes recompiles (guards on objects the code creates each run?)")
+    return result
+
+
+def _frames_compiled() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["frames"]["total"]
+
+
+def _copy(value):
+    import torch
+
+    if type(value) is torch.Tensor:
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return value
+
+
+def finish(shell, cap, opts: Options, *, fn, wrote_back) -> None:
+    """Store (--name), save (--save), report an error in one line, and show the capture."""
+    if opts.name:
+        shell.user_ns[opts.name] = cap
+    if opts.save:
+        try:
+            cap.save(opts.save)
+        except OSError as exc:
+            print(f"tcompile: --save {opts.save}: {exc}", file=sys.stderr)
+    if cap.error:
+        print(error_line(cap.error, wrote_back, bool(cap.compiles)), file=sys.stderr)
+    show(cap, fn, shell.user_ns, opts.name)
+
+
+def error_line(error: dict, wrote_back, captured: bool) -> str:
+    message = (error.get("message") or "").strip().splitlines()
+    text = f"tcompile: {error['type']} in {error['stage']}: {message[0] if message else ''}"
+    if error.get("cause"):
+        text += f" (cause: {error['cause'].splitlines()[0]})"
+    if wrote_back is False:
+        text += " — nothing was written back to the notebook"
+    return text + ("; the stages captured so far are shown below." if captured else ".")
+
+
+def show(cap, fn, namespace: dict, name: str | None) -> None:
+    """Display the capture with ``explorer.show``; never let a display failure raise."""
+    import explorer
+
+    display_fn = getattr(explorer, "show", None)
+    if display_fn is None:  # the views are not there yet: a one-line summary
+        print(repr(cap))
+        return
+    try:
+        display_fn(cap, fn=fn, namespace=namespace)
+    except Exception as exc:  # noqa: BLE001
+        where = f" (it is in {name})" if name else " (use --name VAR to keep it)"
+        print(f"tcompile: the explorer could not display the capture: {type(exc).__name__}: {exc}{where}",
+              file=sys.stderr)
+
+
+def _progress_text(opts: Options) -> str:
+    backend = opts.recorded["backend"]
+    hint = f" ({COLD_HINT})" if backend == "inductor" else ""
+    return f"compiling with backend={backend}{hint}"
+
+
+class Progress:
+    """A "compiling… 3 s" label while a block runs, in a Jupyter frontend (a kernel with widgets);
+    nothing elsewhere. It is removed when the block ends and never raises."""
+
+    def __init__(self, shell, text: str):
+        self.shell, self.text = shell, text
+        self.label = self.handle = self.thread = None
+        self.stop = threading.Event()
+        self.start = time.perf_counter()
+
+    def __enter__(self):
+        if getattr(self.shell, "kernel", None) is None:
+            return self
+        try:
+            import ipywidgets
+            from IPython.display import display
+
+            self.label = ipywidgets.Label(f"{self.text}…")
+            self.handle = display(self.label, display_id=True)
+            self.thread = threading.Thread(target=self._tick, daemon=True)
+            self.thread.start()
+        except Exception:  # noqa: BLE001 — progress is cosmetic
+            pass
+        return self
+
+    def set(self, text: str) -> None:
+        """Say what runs now (the clock restarts)."""
+        self.text, self.start = text, time.perf_counter()
+        if self.label is not None:
+            self.label.value = f"{text}…"
+
+    def _tick(self):
+        while not self.stop.wait(1.0):
+            self.label.value = f"{self.text}… {time.perf_counter() - self.start:.0f} s"
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        with contextlib.suppress(Exception):
+            if self.thread:
+                self.thread.join(timeout=2)
+            if self.handle:
+                self.handle.update({"text/plain": ""}, raw=True)
+            if self.label:
+                self.label.close()
+        return False
