@@ -13,7 +13,7 @@ from .bytecode import bytecode_stage
 from .fx_graph import graph_stage
 from .guards import guards_stage
 from .inductor_ir import ir_stage
-from .kernels import attach_kernel_info, code_stage, link_to_ir
+from .kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from .model import FORMAT, VERSION, unavailable
 from .recompiles import recompile_stage
 from .shapes import shapes_stage
@@ -24,6 +24,8 @@ AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
 INDUCTOR_ARTIFACTS = ("artifact:triton_kernel_info", "artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
                       "artifact:before_post_grad_graph", "artifact:inductor_post_grad_graph",
                       "inductor_output_code", "log:ir_pre_fusion", "log:ir_post_fusion")
+# the same record under another kind (torch logs some both as an artifact and as a plain event)
+KIND_ALIASES = {"inductor_post_grad_graph": "artifact:inductor_post_grad_graph"}
 CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
                    "artifact:aotautograd_cache_hit", "artifact:aotautograd_cache_miss",
                    "artifact:aotautograd_cache_bypass")
@@ -41,7 +43,7 @@ EXTRA_PAYLOAD_LIMIT = 20_000
 
 
 def _is_known(kind: str) -> bool:
-    return kind in KNOWN or kind.endswith("_BYTECODE")
+    return kind in KNOWN or kind in KIND_ALIASES or kind.endswith("_BYTECODE")
 
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
@@ -131,7 +133,8 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
         "graph": graph_stage(_last_payload(records, "dynamo_output_graph"),
                              "Dynamo produced no FX graph for this frame (no tensor operations were traced, "
                              "or tracing failed before the graph was built)"),
-        "guards": guards_stage(_last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"), metrics),
+        "guards": guards_stage(_last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"), metrics,
+                               _source_lines(source)),
         "recompile": recompile_stage(_last_payload(records, "artifact:recompile_reasons"), metrics),
         "aot": aot_stage(records, backend, cache_note),
         "inductor": inductor_stage(records, backend, cache_note),
@@ -162,6 +165,12 @@ def _fatal_break(metrics) -> list[dict]:
     if not item.get("code") and item["file"] and item["line"]:
         item["code"] = linecache.getline(item["file"], item["line"]).strip() or None
     return [item]
+
+
+def _source_lines(source: dict) -> range | None:
+    if not source.get("available"):
+        return None
+    return range(source["firstlineno"], source["firstlineno"] + source["text"].count("\n") + 1)
 
 
 def _status(records, metrics) -> str:
@@ -234,9 +243,10 @@ def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
     current: dict | None = None
     pre_grad: dict = {}
     for record in records:
-        if record.kind not in INDUCTOR_ARTIFACTS:
+        kind = KIND_ALIASES.get(record.kind, record.kind)
+        if kind not in INDUCTOR_ARTIFACTS:
             continue
-        key = record.kind.split(":", 1)[-1]
+        key = kind.split(":", 1)[-1]
         if key in ("before_pre_grad_graph", "after_pre_grad_graph"):
             pre_grad.setdefault(key, record.payload)
             continue
@@ -258,6 +268,7 @@ def _inductor_run(run: dict, cache_note) -> dict:
     ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
     if code.get("available") and ir.get("available"):
         link_to_ir(code["kernels"], ir["post_fusion"]["nodes"])
+        kernel_of_nodes(code["kernels"], ir["fusion"])
     if code.get("available") and run.get("triton_kernel_info"):
         attach_kernel_info(code["kernels"], run["triton_kernel_info"])
     role = (code.get("aot_id") or "").split("_", 1)[-1] or None

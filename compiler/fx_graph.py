@@ -45,8 +45,18 @@ def module_path_of(name: str) -> str | None:
     return ".".join(parts) or None
 
 
+_BINARY = re.compile(r"^(?P<a>[\w.]+) (?P<op>\*\*|//|[-+*/%@&|^]|<<|>>|==|!=|<=|>=|<|>) (?P<b>[\w.\-]+)$")
+_OPERATOR_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod",
+                   "**": "pow", "@": "matmul", "&": "and_", "|": "or_", "^": "xor", "<<": "lshift",
+                   ">>": "rshift", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
 def _split_call(expr: str) -> tuple[str, str]:
+    """``torch.sin(x)`` → (``torch.sin``, ``x``); ``sin * 1`` → (``operator.mul``, ``sin, 1``)."""
     expr = expr.split(";")[0].strip()
+    binary = _BINARY.match(expr)
+    if binary:
+        return f"operator.{_OPERATOR_NAMES[binary['op']]}", f"{binary['a']}, {binary['b']}"
     if "(" in expr and expr.endswith(")"):
         head, _, rest = expr.partition("(")
         return head.strip(), rest[:-1]

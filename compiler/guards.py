@@ -62,14 +62,16 @@ def _unparen(text: str) -> str | None:
     return (text[1:-1] if text.startswith("(") and text.endswith(")") else text) or None
 
 
-def guards_stage(tree_text: str | None, user_file: str | None, metrics: dict) -> dict:
+def guards_stage(tree_text: str | None, user_file: str | None, metrics: dict,
+                 user_lines: range | None = None) -> dict:
     if not tree_text:
         reason = ("no guards were built: the compile failed before guard building"
                   if metrics.get("fail_type") else "torch did not emit the guard tree for this compile")
         return {"available": False, "reason": reason}
     rows = parse_tree(tree_text)
     for row in rows:
-        row["user_line"] = bool(row["origin"] and user_file and _same_file(row["origin"], user_file))
+        row["user_line"] = bool(row["origin"] and user_file and _same_file(row["origin"], user_file)
+                                and (user_lines is None or row["line"] in user_lines))
     latency = _LATENCY.search(tree_text)
     return {"available": True, "tree": tree_text.strip("\n"), "table": rows, "count": len(rows),
             "guard_count_torch": metrics.get("guard_count"),

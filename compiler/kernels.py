@@ -127,15 +127,23 @@ def attach_kernel_info(kernels: list[dict], payload: str) -> None:
 
 
 def link_to_ir(kernels: list[dict], post_fusion_nodes: list[dict]) -> None:
-    """Best effort: the post-fusion node whose written buffers the kernel's call receives."""
-    generated = [k for k in kernels if k["language"] != "extern"]
-    for kernel in generated:
+    """Best effort: a generated kernel covers the (non-extern) post-fusion nodes whose output buffers
+    it is passed. One kernel can cover several nodes: the C++ backend also fuses while generating code."""
+    computed = [n for n in post_fusion_nodes if "Extern" not in n["kind"]]
+    for kernel in (k for k in kernels if k["language"] != "extern"):
         args = set(kernel["call_args"])
-        best = max(post_fusion_nodes, key=lambda n: len(args & set(n["writes"])), default=None)
-        if best is not None and args & set(best["writes"]):
-            kernel["ir_node"] = best["name"]
-            kernel["ir_members"] = best["members"]
-            kernel["ir_ops"] = best["ops"]
+        nodes = [n for n in computed if args & set(n["writes"])]
+        if nodes:
+            kernel["ir_nodes"] = [n["name"] for n in nodes]
+            kernel["ir_node"] = nodes[0]["name"]
+            kernel["ir_members"] = list(dict.fromkeys(m for n in nodes for m in n["members"]))
+            kernel["ir_ops"] = list(dict.fromkeys(op for n in nodes for op in n["ops"]))
+
+
+def kernel_of_nodes(kernels: list[dict], fusion: list[dict]) -> None:
+    """Complete the fusion mapping: which kernel each post-fusion node ended up in."""
+    for entry in fusion:
+        entry["kernel"] = next((k["name"] for k in kernels if entry["fused"] in k.get("ir_nodes", [])), None)
 
 
 def code_stage(code: str | None, reason_if_missing: str) -> dict:

@@ -137,6 +137,13 @@ class Capture:
     def is_live(self) -> bool:
         return self._live is not None
 
+    def frame_code(self, compile_id: str | None = None):
+        """The live code object of a compiled frame (the first one by default), usable as ``fn``
+        in ``what_if`` when the function itself is not at hand. None for a loaded capture."""
+        if self._live is None or not self._live.codes:
+            return None
+        return self._live.codes.get(compile_id) if compile_id else next(iter(self._live.codes.values()))
+
     def what_if(self, fn, *args, **kwargs):
         """Would calling ``fn(*args, **kwargs)`` hit a cached compile, or recompile — and why?
 

@@ -50,8 +50,12 @@ def _shape_failure(check: dict) -> str:
 
 def frame_locals(fn, args, kwargs) -> tuple[object, dict]:
     """The code object Dynamo compiles for ``fn`` and the locals it would see at frame entry."""
+    import types
+
     import torch
 
+    if isinstance(fn, types.CodeType):
+        return fn, _locals_from_code(fn, args, kwargs)
     if isinstance(fn, torch.nn.Module):
         fn = fn.forward
     fn = getattr(fn, "_torchdynamo_orig_callable", fn)
@@ -64,6 +68,19 @@ def frame_locals(fn, args, kwargs) -> tuple[object, dict]:
         first = next(iter(inspect.signature(target).parameters))
         f_locals = {first: fn.__self__, **f_locals}
     return target.__code__, f_locals
+
+
+def _locals_from_code(code, args, kwargs) -> dict:
+    """Without the function (``capture()`` only saw its code), bind arguments by parameter name."""
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if len(args) > code.co_argcount:
+        raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
+    f_locals = {**dict(zip(names, args)), **kwargs}
+    missing = [n for n in names if n not in f_locals]
+    if missing:
+        raise TypeError(f"pass every argument of {code.co_name}() (defaults are unknown from its code): "
+                        f"missing {', '.join(missing)}")
+    return f_locals
 
 
 def what_if(live: LiveState, fn, args, kwargs, compiles=()) -> WhatIf:

@@ -15,7 +15,13 @@ CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "tcompile.css"
 
 
 class Html(str):
-    """Markup that is already safe: ``esc`` and ``tag`` never escape it again."""
+    """Markup that is already safe: ``esc`` and ``tag`` never escape it again; ``+`` escapes plain text."""
+
+    def __add__(self, other):
+        return Html(str.__add__(self, esc(other)))
+
+    def __radd__(self, other):
+        return Html(str.__add__(esc(other), self))
 
 
 def esc(value) -> Html:
@@ -43,10 +49,6 @@ def _attributes(attrs: dict) -> str:
 def tag(name: str, *children, **attrs) -> Html:
     """``<name attrs>children</name>``; ``cls=`` sets class, ``data_x=`` sets ``data-x``."""
     return Html(f"<{name}{_attributes(attrs)}>{join(children)}</{name}>")
-
-
-def void(name: str, **attrs) -> Html:
-    return Html(f"<{name}{_attributes(attrs)}>")
 
 
 # --- building blocks shared by the views -------------------------------------------------------
@@ -82,9 +84,13 @@ def unavailable(what: str, reason: str | None) -> Html:
     return note(tag("strong", f"{what}: unavailable. "), reason or "no reason was recorded", kind="muted")
 
 
-def table(headers, rows, row_classes=None, cls: str | None = None) -> Html:
-    """A table of escaped cells (cells may be ``Html``); ``row_classes`` marks rows (e.g. tc-hit)."""
+def table(headers, rows, row_classes=None, cls: str | None = None, drop_empty: bool = False) -> Html:
+    """A table of escaped cells (cells may be ``Html``); ``row_classes`` marks rows (e.g. tc-hit);
+    ``drop_empty`` leaves out columns with no value in any row."""
     row_classes = row_classes or [None] * len(rows)
+    if drop_empty and rows:
+        keep = [i for i in range(len(headers)) if any(row[i] not in ("", None) for row in rows)]
+        headers, rows = [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
     head = tag("thead", tag("tr", *(tag("th", h) for h in headers)))
     body = tag("tbody", *(tag("tr", *(tag("td", c) for c in row), cls=rc) for row, rc in zip(rows, row_classes)))
     return tag("div", tag("table", head, body, cls="tc-table"), cls=f"tc-table-wrap {cls or ''}".strip())
@@ -172,7 +178,7 @@ def view_frame(body) -> Html:
     return tag("div", body, cls="tcompile tc-view")
 
 
-STATIC_PAGE = Template("""<div class="tcompile tc-static">
+STATIC_PAGE = Template("""<div class="tcompile tc-static$fallback">
 $style
 <div class="tc-static-title">tcompile — $title</div>
 $error
@@ -181,30 +187,31 @@ $compiles
 </div>""")
 
 
-def render_static(capture) -> str:
-    """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript)."""
+def render_static(capture, fallback: bool = False) -> str:
+    """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript).
+    ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides."""
     from .views import VIEWS, render_view
     from .views.common import capture_title, compile_label
     from .views.error import render_error
 
     compiles = capture.compiles
-    first = compiles[0] if compiles else None
-    capture_views = [details(v.title_for(capture), render_view(v.key, capture, first), open=v.key == "overview",
+    capture_views = [details(v.title_for(capture), render_view(v.key, capture, None), open=v.key == "overview",
                              cls="tc-section") for v in VIEWS if v.scope == "capture"]
     per_compile = [details(compile_label(c), *(details(v.title, render_view(v.key, capture, c), cls="tc-section")
                                                for v in VIEWS if v.scope == "compile"),
                            open=len(compiles) == 1, cls="tc-compile")
                    for c in compiles]
     return STATIC_PAGE.substitute(
-        style=style_tag(), title=esc(capture_title(capture)), error=render_error(capture, None),
-        capture_views="\n".join(capture_views),
-        compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3) + "\n".join(per_compile)
+        fallback=" tc-fallback" if fallback else "", style=style_tag(), title=esc(capture_title(capture)),
+        error=render_error(capture, None),
+        capture_views=join(capture_views, "\n"),
+        compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3) + join(per_compile, "\n")
         if compiles else "")
 
 
 def summary_text(capture) -> str:
     """A plain-text summary: what a terminal or a notebook without HTML shows."""
-    from .views.common import capture_title
+    from .views.common import break_title, capture_title
 
     s = capture.summary
     lines = [f"tcompile: {capture_title(capture)}",
@@ -218,7 +225,7 @@ def summary_text(capture) -> str:
                      f"compiled {seconds(runtime['compiled']['median_s'])} median)")
     for item in capture.breaks.get("items") or []:
         lines.append(f"  graph break at {item.get('file')}:{item.get('line')} (x{item.get('count', 1)}): "
-                     f"{item.get('headline')}")
+                     f"{break_title(item)}")
     for recompile in capture.recompiles:
         for reason in recompile.get("reasons", [])[:1]:
             lines.append(f"  recompile {recompile['compile_id']}: {reason.get('text')}")

@@ -340,3 +340,17 @@ def test_capture_from_error_holds_only_the_error():
         cap = compiler.Capture.from_error(exc, stage="parsing the cell")
     assert cap.error["stage"] == "parsing the cell" and cap.compiles == []
     assert compiler.Capture.from_json(cap.to_json()) == cap
+
+
+def test_what_if_with_only_the_frame_code():
+    def f(x, y):
+        return x + y
+
+    with compiler.capture() as cap:
+        torch.compile(f, backend="eager", dynamic=False)(torch.ones(2), torch.ones(2))
+    code = cap.frame_code()
+    assert code is f.__code__
+    assert not cap.what_if(code, torch.ones(2), y=torch.ones(2)).recompiles
+    assert cap.what_if(code, torch.ones(3), torch.ones(3)).recompiles
+    with pytest.raises(TypeError, match="missing y"):
+        cap.what_if(code, torch.ones(2))

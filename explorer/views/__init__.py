@@ -70,5 +70,6 @@ def render_view(key: str, capture, compile) -> Html:
     return view_frame(body)
 
 
-__all__ = ["VIEWS", "View", "dataframes", "render_error", "render_view"] + [
-    f"render_{v.key}" for v in VIEWS if v.key not in ("graph",)] + ["render_graph"]
+__all__ = ["BY_KEY", "VIEWS", "View", "dataframes", "render_aot", "render_breaks", "render_bytecode",
+           "render_code", "render_cudagraphs", "render_error", "render_graph", "render_guards", "render_inductor",
+           "render_overview", "render_recompiles", "render_source", "render_timings", "render_view"]

@@ -1,8 +1,9 @@
 """Overview: did it compile cleanly, and did it help? Findings first, then the numbers."""
 from __future__ import annotations
 
-from ..html import (Html, cards, code, heading, is_resume, join, note, para, plural, seconds, shorten, table,
+from ..html import (Html, cards, code, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
+from .common import is_resume
 
 
 def findings(capture) -> list[tuple[str, str]]:
@@ -10,33 +11,36 @@ def findings(capture) -> list[tuple[str, str]]:
     s = capture.summary
     found = []
     if capture.error:
-        found.append(("error", f"Compilation failed in {capture.error.get('stage')}: "
-                               f"{capture.error.get('type')} (see the error above)"))
+        found.append(("error", f"{capture.error.get('type')} in {capture.error.get('stage')} "
+                               "(the error box above says more)"))
     if s.get("failed_compiles"):
         found.append(("error", f"{plural(s['failed_compiles'], 'compile')} failed"))
     if s.get("graph_breaks"):
-        found.append(("warn", f"{plural(s['graph_breaks'], 'graph break')} "
-                              f"({s.get('unique_graph_breaks', 0)} distinct) split the code into "
-                              f"{plural(s.get('graphs', 0), 'graph')}: see Graph breaks"))
+        found.append(("warn", f"{plural(s['graph_breaks'], 'graph break')} at "
+                              f"{plural(s.get('unique_graph_breaks', 0), 'place')}: each ends a graph, runs "
+                              "Python eagerly and resumes in a new frame; see Graph breaks"))
     if s.get("recompiles"):
         found.append(("warn", f"{plural(s['recompiles'], 'recompile')}: guards rejected an earlier "
                               "compile for new inputs: see Recompiles"))
     skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
     if skipped:
         found.append(("warn", f"Dynamo produced no graph for {', '.join(skipped)} (the frame runs eagerly)"))
-    runtime = capture.runtime
-    speedup = runtime.get("speedup") if runtime.available else None
-    if speedup is not None and speedup < 1:
-        found.append(("warn", f"The compiled function is slower than eager ({speedup:.2f}×)"))
-    if not any(kind in ("error", "warn") for kind, _ in found) and capture.compiles:
+    if not found and capture.compiles:
         found.append(("ok", f"Compiled cleanly into {plural(s.get('graphs', 0), 'graph')}: "
                             "no graph breaks, no recompiles"))
-    if speedup is not None and speedup >= 1:
-        found.append(("ok", f"{speedup:.2f}× faster than eager (median {seconds(runtime['compiled']['median_s'])}"
-                            f" vs {seconds(runtime['eager']['median_s'])})"))
     if not capture.compiles and not capture.error:
         found.append(("warn", "torch.compile compiled nothing in this run"))
-    return found
+    return found + speed_findings(capture.runtime)
+
+
+def speed_findings(runtime) -> list[tuple[str, str]]:
+    speedup = runtime.get("speedup") if runtime.available else None
+    if speedup is None:
+        return []
+    medians = f"median {seconds(runtime['compiled']['median_s'])} vs {seconds(runtime['eager']['median_s'])} eager"
+    if speedup < 1:
+        return [("warn", f"The compiled function is slower than eager: {speedup:.2f}× ({medians})")]
+    return [("ok", f"{speedup:.2f}× faster than eager ({medians})")]
 
 
 def _speedup_card(capture) -> tuple[str, str, str]:

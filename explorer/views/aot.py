@@ -1,0 +1,29 @@
+"""AOT graphs: the ATen-level graphs AOTAutograd made (inference, or joint → forward + backward)."""
+from __future__ import annotations
+
+from ..html import code_block, details, heading, join, para, unavailable
+from .common import op_summary
+
+ROLES = {"inference": "Inference graph: no gradients needed, so one graph",
+         "joint": "Joint graph: forward and backward traced together, before partitioning",
+         "forward": "Forward graph: what runs on the call (saves tensors for backward)",
+         "backward": "Backward graph: what runs on .backward()"}
+
+
+def aot_graph_section(role: str, graph: dict):
+    title = ROLES.get(role.split("_")[0], role)
+    if not graph.get("available"):
+        return join([heading(title, 4), para(graph.get("reason") or "not logged", cls="tc-muted")])
+    return join([heading(title, 4), op_summary(graph.get("nodes") or []),
+                 details(f"{role} graph code", code_block(graph.get("code"), "python"), open=role != "joint")])
+
+
+def render_aot(capture, compile) -> str:
+    stage = compile.aot
+    if not stage.available:
+        return unavailable("AOT graphs", stage.reason)
+    graphs = stage.get("graphs") or {}
+    intro = ("Training: AOTAutograd traced the joint graph and split it into a forward and a backward graph."
+             if stage.get("training") else
+             "Inference: no input requires grad, so AOTAutograd made one graph.")
+    return join([para(intro), *(aot_graph_section(role, graph) for role, graph in graphs.items())])

@@ -1,0 +1,87 @@
+"""Small read-only helpers on capture data that several views share."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ..html import Html, code, join, para, plural, shorten
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
+# FX prints Python operators as expressions: ``sin * 1``, ``-x``, ``a[0]``
+_OPERATOR = re.compile(r"^[\w.]*\s*(?P<op>[-+*/@%<>=!&|^~]+|\[)\s*")
+
+
+def capture_title(capture) -> str:
+    names = list(dict.fromkeys(c.name for c in capture.compiles if c.name and not is_resume(c)))
+    return ", ".join(names) or "no compiled function"
+
+
+def is_resume(compile) -> bool:
+    return bool(compile.name and _RESUME.match(compile.name))
+
+
+def resume_origin(compile) -> tuple[str, int] | None:
+    """``torch_dynamo_resume_in_f_at_4`` → ``("f", 4)``: the function and line it continues."""
+    match = _RESUME.match(compile.name or "")
+    return (match["function"], int(match["line"])) if match else None
+
+
+def compile_label(compile) -> str:
+    """``0/1 f — recompile`` as the compile selector and the static sections name it."""
+    role = ("resume after graph break" if is_resume(compile)
+            else "recompile" if compile.data.get("frame_compile_id") else "first compile")
+    status = "" if compile.status == "compiled" else f", {compile.status}"
+    return f"{compile.compile_id} {compile.name or '?'} — {role}{status}"
+
+
+def parent_compile(capture, compile):
+    """For a resume function, the first compile of the function it continues (same file)."""
+    origin = resume_origin(compile)
+    if not origin:
+        return None
+    filename = compile.source.get("filename")
+    return next((c for c in capture.compiles if c.name == origin[0] and c.source.get("filename") == filename), None)
+
+
+def break_title(item: dict) -> str:
+    """A graph break's name: its type in torch's registry, else torch's own headline."""
+    return (item.get("registry") or {}).get("type") or item.get("headline") or "graph break"
+
+
+def short_target(target: str | None) -> str:
+    """``torch._C._nn.linear`` → ``linear``; ``torch.ops.aten.mm.default`` → ``mm``; ``sin * 1`` → ``*``."""
+    operator = _OPERATOR.match(target or "")
+    if operator and operator.end() < len(target):
+        return "getitem" if operator["op"] == "[" else operator["op"]
+    parts = (target or "?").split(".")
+    if parts[:2] == ["torch", "ops"] and len(parts) >= 4:  # torch.ops.<namespace>.<op>.<overload>
+        return parts[3]
+    return parts[-1] or target or "?"
+
+
+def op_label(target: str | None) -> str:
+    """What a graph box calls an operation: the short name, or the expression for an operator."""
+    short = short_target(target)
+    return shorten(target, 28) if _OPERATOR.match(target or "") and short != target else short
+
+
+def op_counts(nodes: list[dict]) -> Counter:
+    """How often each operation (short name) occurs among a graph's nodes."""
+    return Counter(short_target(n.get("target")) for n in nodes if n.get("op") not in ("placeholder", "output", "alias"))
+
+
+def op_summary(nodes: list[dict], most: int = 12) -> Html:
+    """``ops: linear ×2, relu, softmax`` — what a graph computes, at a glance."""
+    counts = op_counts(nodes)
+    if not counts:
+        return para("no operations", cls="tc-muted")
+    shown = [join([code(name), f" ×{n}" if n > 1 else ""]) for name, n in counts.most_common(most)]
+    more = f" … and {plural(len(counts) - most, 'other')}" if len(counts) > most else ""
+    return para(f"{plural(sum(counts.values()), 'op')}: ", join(shown, ", "), more, cls="tc-ops")
+
+
+def tensor_type(node: dict) -> str:
+    """``float32[4, 16]`` (or the symbolic type), as a node's tooltip and table show it."""
+    if node.get("dtype"):
+        return f"{node['dtype']}[{', '.join(node.get('shape') or [])}]"
+    return node.get("type") or ""

@@ -1,0 +1,158 @@
+"""Comparison summary: one row per configuration — what it cost to compile, how fast it runs, and
+what torch.compile made of it — plus where the comparison's time went."""
+from __future__ import annotations
+
+import json
+
+from ..html import Html, badge, code, details, join, key_values, note, para, plural, seconds, table, tag
+from .diff import compare_style_tag, render_diff
+
+HEADERS = ["configuration", "compile", "runtime (median)", "speedup vs eager", "graphs", "graph breaks",
+           "recompiles", "guards", "kernels", "CUDA graphs"]
+
+
+def _count(value, bad: bool = False) -> Html:
+    if value is None:
+        return Html("–")
+    return tag("span", value, cls="tc-cmp-bad") if bad and value else Html(str(value))
+
+
+def _speedup(row: dict, best: float | None) -> Html:
+    speedup = row.get("speedup")
+    if speedup is None:
+        return tag("span", "–", cls="tc-muted", title=row.get("runtime_note"))
+    kind = "ok" if speedup >= 1 else "warn"
+    text = f"{speedup:.2f}×"
+    return join([badge(text, kind), tag("span", " fastest", cls="tc-muted") if speedup == best else None])
+
+
+def _error_cell(row: dict) -> Html:
+    missing = row.get("missing_package")
+    return join([badge("failed", "error", title=row.get("error_stage")), " ", row.get("error"),
+                 join([" — install ", code(missing)]) if missing else None])
+
+
+def summary_table(comparison) -> Html:
+    rows = comparison.rows()
+    speedups = [r["speedup"] for r in rows if r.get("speedup")]
+    best = max(speedups) if len(speedups) > 1 else None
+    fastest_compile = min((r["compile_s"] for r in rows if r.get("ok") and r.get("compile_s")), default=None)
+    cells, marks = [], []
+    for row in rows:
+        label = tag("span", row["label"], cls="tc-cmp-label")
+        if not row["ok"] and row.get("compile_s") is None:
+            cells.append([label, _error_cell(row), "", "", "", "", "", "", "", ""])
+            marks.append("tc-cmp-failed")
+            continue
+        compile_cell = seconds(row.get("compile_s"))
+        if fastest_compile and row.get("compile_s") and len(speedups) != 1:
+            factor = row["compile_s"] / fastest_compile
+            compile_cell = join([compile_cell, tag("span", f" ({factor:.1f}×)", cls="tc-muted") if factor >= 1.05 else None])
+        cells.append([join([label, tag("br"), _error_cell(row)]) if not row["ok"] else label,
+                      compile_cell, seconds(row.get("runtime_s")), _speedup(row, best),
+                      _count(row.get("graphs")), _count(row.get("graph_breaks"), bad=True),
+                      _count(row.get("recompiles"), bad=True), _count(row.get("guards")), _count(row.get("kernels")),
+                      row.get("cudagraphs") or "–"])
+        marks.append(None if row["ok"] else "tc-cmp-failed")
+    return table(HEADERS, cells, marks, cls="tc-cmp-table")
+
+
+def _eager_line(comparison) -> Html | None:
+    eager = comparison.data.get("eager") or {}
+    if not eager:
+        return para("Not timed (timing=False).", cls="tc-muted")
+    if not eager.get("available"):
+        return note(f"Eager was not timed: {eager.get('reason')}", kind="warn")
+    spread = eager.get("spread")
+    spread_text = f" (from {seconds(spread[0])} to {seconds(spread[1])})" if spread and spread[0] != spread[1] else ""
+    return para(f"Eager median {seconds(eager.get('median_s'))}{spread_text}: eager is timed with each configuration, "
+                "its samples alternating with the compiled ones, so both see the same machine load; the speedup "
+                "is that configuration's ratio. Compile is torch's entire_frame_compile_time_s summed over a "
+                "configuration's compiles.", cls="tc-muted")
+
+
+def accounting_line(comparison) -> Html | None:
+    acc = comparison.data.get("accounting")
+    if not acc:
+        return None
+    return para(f"Wall time {seconds(acc['wall_s'])}: compiles {seconds(acc['compile_s'])}, the rest of each "
+                f"explore {seconds(acc['explore_overhead_s'])} (first call, capture, imports on first use), "
+                f"timing {seconds(acc['timing_s'] + acc['eager_check_s'])}, other {seconds(acc['other_s'])}.",
+                cls="tc-muted")
+
+
+def _options_json(value) -> str:
+    return json.dumps(value, default=str) if value else "{}"
+
+
+def config_details(comparison) -> Html:
+    """What each configuration passed to torch.compile, and the Inductor options its mode turns on."""
+    rows = [[tag("span", e["label"], cls="tc-cmp-label"), code(_options_json(e.get("config"))),
+             code(_options_json(e.get("mode_options"))) if e.get("mode_options") is not None else "–"]
+            for e in comparison.entries]
+    return details("Configurations: arguments and mode options",
+                   table(["configuration", "torch.compile arguments", "Inductor options set by the mode"], rows))
+
+
+def errors_section(comparison) -> Html | None:
+    failed = [e for e in comparison.entries if e.get("error")]
+    if not failed:
+        return None
+    items = []
+    for entry in failed:
+        error = entry["error"]
+        missing = error.get("missing")
+        items.append(note(tag("strong", f"{entry['label']}: {error.get('type')} in {error.get('stage')}"),
+                          tag("pre", str(error.get("message") or "")[:1500], cls="tc-pre tc-message"),
+                          key_values([("cause", error.get("cause")),
+                                      ("missing package", f"{missing['package']} (import {missing['module']})"
+                                       if missing else None)]),
+                          kind="error"))
+    return details(f"{plural(len(failed), 'configuration')} failed — kept, the others ran", *items, open=True)
+
+
+def jit_section(comparison) -> Html | None:
+    info = comparison.data.get("jit_trace")
+    if not info:
+        return None
+    ts = info.get("torchscript_runtime") or {}
+    return details("torch.jit.trace: what Dynamo did with the traced " + str(info.get("kind") or "object"),
+                   tag("ul", *(tag("li", f) for f in info.get("findings") or []), cls="tc-cmp-findings"),
+                   key_values([("traced as", info.get("kind")),
+                               ("torch.jit.trace arguments", _options_json(info.get("parameters"))),
+                               ("tracing took", seconds(info.get("seconds"))),
+                               ("TorchScript (uncompiled) median", f"{seconds(ts['compiled']['median_s'])} "
+                                f"({ts['speedup']:.2f}× eager Python)" if ts.get("available") else None)]),
+                   details("TorchScript graph", tag("pre", info.get("graph") or "–", cls="tc-pre")) if info.get("graph") else None,
+                   open=True)
+
+
+def render_compare(comparison, diff=None, stage: str | None = None) -> Html:
+    """The comparison's summary (and, given a CaptureDiff, its diff pane) as one HTML fragment."""
+    env = comparison.data.get("environment") or {}
+    title = f"Comparing {plural(len(comparison.entries), 'configuration')} of {comparison.data.get('function')}"
+    fresh = "each in a clean compile (Dynamo reset, Inductor caches off)" if comparison.data.get("fresh") else \
+        "each after a Dynamo reset (Inductor caches on)"
+    return join([
+        tag("h3", title, cls="tc-heading"),
+        para(f"{fresh} · torch {env.get('torch', '?')} · {env.get('device', '?')}", cls="tc-muted"),
+        summary_table(comparison),
+        _eager_line(comparison),
+        accounting_line(comparison),
+        errors_section(comparison),
+        jit_section(comparison),
+        config_details(comparison),
+        render_diff(diff, stage) if diff is not None else None,
+    ])
+
+
+def render_compare_static(comparison, a=0, b=1) -> str:
+    """Self-contained HTML (both stylesheets inlined): the summary and the diff of two configurations."""
+    from ..html import style_tag
+
+    diff = None
+    with_capture = [i for i, c in enumerate(comparison.captures) if c is not None]
+    if len(with_capture) >= 2:
+        a, b = (a, b) if comparison.captures[a] is not None and comparison.captures[b] is not None else with_capture[:2]
+        diff = comparison.diff(a, b)
+    return join([style_tag(), compare_style_tag(), tag("div", render_compare(comparison, diff), cls="tcompile tc-static")])

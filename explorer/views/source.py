@@ -1,0 +1,75 @@
+"""Source: the user's function, with graph-break lines, guard origins and traced ops marked."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ..html import Html, badge, highlighted_lines, join, note, para, plural, shorten, tag, unavailable
+from .common import break_title, parent_compile, resume_origin
+
+
+def _breaks_by_line(capture, filename) -> dict[int, list[dict]]:
+    found = defaultdict(list)
+    for item in capture.breaks.get("items") or []:
+        if item.get("file") == filename and item.get("line"):
+            found[item["line"]].append(item)
+    return found
+
+
+def _guards_by_line(compile) -> dict[int, list[dict]]:
+    found = defaultdict(list)
+    if compile.guards.available:
+        for row in compile.guards["table"]:
+            if row.get("user_line") and row.get("line"):
+                found[row["line"]].append(row)
+    return found
+
+
+def _ops_by_line(compile, filename) -> Counter:
+    graph = compile.graph
+    nodes = graph.get("nodes", []) if graph.available else []
+    return Counter(n["line"] for n in nodes if n.get("file") == filename and n.get("line"))
+
+
+def _marks(line: int, breaks, guards, ops, resume_line) -> list[Html]:
+    marks = [badge(f"graph break ×{item.get('count', 1)}: {shorten(break_title(item), 70)}", "error",
+                   title=item.get("explanation") or item.get("headline")) for item in breaks.get(line, [])]
+    if line == resume_line:
+        marks.append(badge("this compile resumes here", "info"))
+    if guards.get(line):
+        conditions = "\n".join(shorten(g.get("condition"), 160) for g in guards[line])
+        marks.append(badge(plural(len(guards[line]), "guard"), "warn", title=conditions))
+    if ops.get(line):
+        marks.append(badge(f"{plural(ops[line], 'op')} in graph", "muted"))
+    return marks
+
+
+def _source_table(source: dict, breaks, guards, ops, resume_line=None) -> Html:
+    rows = []
+    for offset, markup in enumerate(highlighted_lines(source["text"].rstrip("\n"), "python")):
+        line = source["firstlineno"] + offset
+        marks = _marks(line, breaks, guards, ops, resume_line)
+        kind = "tc-break" if line in breaks else "tc-guarded" if line in guards else None
+        rows.append(tag("tr", tag("td", str(line), cls="tc-lineno"), tag("td", tag("code", markup), cls="tc-src"),
+                        tag("td", *marks, cls="tc-marks"), cls=kind))
+    return tag("div", tag("table", *rows, cls="tc-source"), cls="tc-code tc-source-wrap")
+
+
+def render_source(capture, compile) -> str:
+    source = compile.source
+    origin = resume_origin(compile)
+    parent = parent_compile(capture, compile) if origin else None
+    shown = parent.source if parent is not None and parent.source.available else source
+    if not shown.available:
+        return unavailable("Source", source.reason)
+    data = shown.data
+    filename = data["filename"]
+    breaks = _breaks_by_line(capture, filename)
+    intro = para(tag("code", f"{data['name']}"), f" in {filename}:{data['firstlineno']}", cls="tc-muted")
+    resume_note = note(f"{compile.name} is the code Dynamo runs after the graph break at line {origin[1]} "
+                       f"of {origin[0]}: it resumes the function there.", kind="info") if origin else None
+    legend = para(badge("graph break", "error"), " line where Dynamo stopped tracing · ",
+                  badge("guards", "warn"), " guards installed because of this line (hover for conditions) · ",
+                  badge("ops", "muted"), " operations traced into this compile's graph", cls="tc-legend")
+    return join([intro, resume_note, legend,
+                 _source_table(data, breaks, _guards_by_line(compile), _ops_by_line(compile, filename),
+                               origin[1] if origin else None)])

@@ -1,0 +1,108 @@
+"""Timings: where compile time went (per stage, inline SVG bars) and eager vs compiled runtime."""
+from __future__ import annotations
+
+from ..html import heading, join, key_values, note, para, seconds, tag, unavailable
+
+LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
+
+
+def _svg(height: int, *children):
+    width = LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH
+    return tag("svg", *children, width=str(width), height=str(height), viewBox=f"0 0 {width} {height}",
+               xmlns="http://www.w3.org/2000/svg", role="img", cls="tc-chart")
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "tc-chart-text"):
+    return tag("text", text, x=f"{x:.1f}", y=f"{y:.1f}", text_anchor=anchor, cls=cls)
+
+
+def bar_chart(rows: list[tuple[str, float, int]]):
+    """Horizontal bars: rows of (label, seconds, indent level), scaled to the largest value."""
+    top = max((value for _, value, _ in rows), default=0) or 1
+    parts = []
+    for i, (label, value, indent) in enumerate(rows):
+        y = i * ROW
+        width = max(1.0, BAR_WIDTH * value / top)
+        parts += [_text(4 + 10 * min(indent, 5), y + 15, label),
+                  tag("rect", x=str(LABEL_WIDTH), y=str(y + 4), width=f"{width:.1f}", height=str(ROW - 8),
+                      rx="2", cls=f"tc-bar tc-bar-{min(indent, 3)}"),
+                  _text(LABEL_WIDTH + width + 6, y + 15, seconds(value))]
+    return _svg(len(rows) * ROW + 4, *parts)
+
+
+def nesting(names: list[str], events: list[dict]) -> dict[str, int]:
+    """How many of the shown stages enclose each one in time (its first occurrence): an outline
+    of the stages shown, skipping the unnamed stages torch nests between them."""
+    spans = {}
+    for event in events:
+        if event["name"] in names and event["name"] not in spans:
+            spans[event["name"]] = (event["start"], event["start"] + event["seconds"])
+    return {name: sum(1 for other, (start, end) in spans.items()
+                      if other != name and start <= spans[name][0] and spans[name][1] <= end)
+            for name in spans}
+
+
+def compile_time_section(compile):
+    stage = compile.timings
+    if not stage.available:
+        return unavailable("Compile timings", stage.reason)
+    phases = stage.get("phases") or []
+    depth = nesting([p["name"] for p in phases], stage.get("events") or [])
+    rows = [(p["label"] + (f" ×{p['count']}" if p.get("count", 1) > 1 else ""), p["seconds"],
+             depth.get(p["name"], 0)) for p in phases]
+    return join([
+        heading("Compile time of this frame", 4),
+        bar_chart(rows) if rows else para("torch logged no compile-stage events for this compile.", cls="tc-muted"),
+        para("Indented stages run inside the stage above them. Inductor ×2 means forward and backward; "
+             "a backward compile happens on the first .backward(), outside the frame compile.", cls="tc-muted")
+        if any(p.get("count", 1) > 1 for p in phases) else None,
+        key_values([(k.replace("_", " "), f"{v:g}") for k, v in (stage.get("metrics") or {}).items()]),
+    ])
+
+
+def runtime_chart(runtime):
+    """Eager and compiled: a bar to the median, a whisker across the q1–q3 spread."""
+    rows = [("eager", runtime["eager"]), ("compiled", runtime["compiled"])]
+    top = max(t["q3_s"] for _, t in rows) or 1
+    parts = []
+    for i, (label, t) in enumerate(rows):
+        y, scale = i * ROW * 1.5, BAR_WIDTH / top
+        mid = y + ROW / 2 + 2
+        parts += [_text(4, mid + 4, label),
+                  tag("rect", x=str(LABEL_WIDTH), y=f"{y + 6:.1f}", width=f"{max(1.0, t['median_s'] * scale):.1f}",
+                      height=str(ROW - 8), rx="2", cls=f"tc-bar tc-bar-{label}"),
+                  tag("line", x1=f"{LABEL_WIDTH + t['q1_s'] * scale:.1f}", x2=f"{LABEL_WIDTH + t['q3_s'] * scale:.1f}",
+                      y1=f"{mid:.1f}", y2=f"{mid:.1f}", cls="tc-whisker"),
+                  _text(LABEL_WIDTH + t["q3_s"] * scale + 6, mid + 4,
+                        f"{seconds(t['median_s'])} ({seconds(t['q1_s'])}–{seconds(t['q3_s'])})")]
+    return _svg(int(ROW * 3), *parts)
+
+
+def break_even_calls(runtime) -> float | None:
+    """How many calls the compiled function needs to win back its first-call (compile) cost."""
+    eager, compiled, first = runtime["eager"]["median_s"], runtime["compiled"]["median_s"], runtime.get("first_call_s")
+    if not first or eager <= compiled:
+        return None
+    return max(0.0, first - compiled) / (eager - compiled)
+
+
+def runtime_section(capture):
+    runtime = capture.runtime
+    if not runtime.available:
+        return unavailable("Runtime (eager vs compiled)", runtime.reason)
+    speedup = runtime.get("speedup")
+    calls = break_even_calls(runtime)
+    kind = "ok" if speedup and speedup >= 1 else "warn"
+    return join([
+        heading("Runtime: eager vs compiled", 4),
+        note(f"speedup {speedup:.2f}× (median)" if speedup else "speedup unknown",
+             f"; the first call took {seconds(runtime.get('first_call_s'))} (compile included)"
+             if runtime.get("first_call_s") else "",
+             f", repaid after ≈{calls:,.0f} calls" if calls is not None else "", kind=kind),
+        runtime_chart(runtime),
+        para(f"{runtime.get('method')}, on {runtime.get('device')}. Bars: median; whiskers: q1–q3.", cls="tc-muted"),
+    ])
+
+
+def render_timings(capture, compile) -> str:
+    return join([compile_time_section(compile), runtime_section(capture)])

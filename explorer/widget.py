@@ -1,0 +1,187 @@
+"""The explorer widget: a compile selector and one tab per view, plus a what-if panel in Guards.
+
+A tab is rendered when first shown and again when the selected compile changes. Displayed in a
+notebook, the output also carries the static HTML rendering (``text/html``) and a plain-text
+summary, so a saved notebook shows the exploration where widgets cannot run.
+"""
+from __future__ import annotations
+
+import ast
+
+import ipywidgets as widgets
+
+from .html import Html, code, join, note, para, render_static, style_tag, summary_text, table, tag, view_frame
+from .views import VIEWS, render_view
+from .views.common import compile_label
+from .views.error import render_error
+
+ARGUMENTS_PLACEHOLDER = "x=torch.randn(16, 8)"
+
+
+def user_namespace() -> dict:
+    """The notebook's namespace when running under IPython, else an empty one."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return {}
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else {}
+
+
+def evaluate_arguments(text: str, namespace: dict) -> tuple[tuple, dict]:
+    """``"x=torch.randn(16, 8)"`` → ``((), {"x": tensor})``, evaluated in ``namespace`` (user code)."""
+    tree = ast.parse(f"__tcompile_arguments__({text})", mode="eval")
+    call = tree.body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id == "__tcompile_arguments__"):
+        raise SyntaxError("expected call arguments such as: x=torch.randn(16, 8)")
+    scope = dict(namespace)
+    if "torch" not in scope:
+        import torch
+
+        scope["torch"] = torch
+    scope["__tcompile_arguments__"] = lambda *args, **kwargs: (args, kwargs)
+    return eval(compile(tree, "<what-if arguments>", "eval"), scope)  # noqa: S307 — the user's own code
+
+
+def what_if_answer(result) -> Html:
+    """The what-if result: the verdict, then each cached compile's check."""
+    rows = [[code(c["compile_id"]), "passed" if c["passed"] else "failed", c.get("failed_guard") or "",
+             c.get("guards_checked", "")] for c in result.checks]
+    return join([note(result.as_text(), kind="warn" if result.recompiles else "ok"),
+                 table(["cached compile", "guards", "failing guard", "guards checked"], rows) if rows else None])
+
+
+class WhatIfPanel(widgets.VBox):
+    """Ask whether a call with other arguments would reuse a compile or recompile, and why."""
+
+    def __init__(self, capture, fn=None, namespace: dict | None = None):
+        self.capture, self.fn, self.namespace = capture, fn, namespace
+        self.arguments = widgets.Text(placeholder=ARGUMENTS_PLACEHOLDER, description="Arguments:",
+                                      layout=widgets.Layout(width="60%"))
+        self.button = widgets.Button(description="Would it recompile?", button_style="info",
+                                     layout=widgets.Layout(width="auto"))
+        self.answer = widgets.HTML()
+        self.button.on_click(lambda _: self.check())
+        unavailable = self.unavailable_reason()
+        self.arguments.disabled = self.button.disabled = unavailable is not None
+        help_text = unavailable or ("The arguments are Python evaluated in your notebook's namespace (this runs "
+                                    "your code); the function itself is not called — only the cached "
+                                    "compiles' guards are checked.")
+        super().__init__([
+            widgets.HTML(view_frame(join([tag("h4", "What if I call it with…", cls="tc-heading"),
+                                          para(help_text, cls="tc-whatif-help")]))),
+            widgets.HBox([self.arguments, self.button]), self.answer])
+
+    def unavailable_reason(self) -> str | None:
+        if not self.capture.is_live:
+            return ("What-if needs a live capture: this one was loaded from a file, which keeps the guards "
+                    "only as text. Capture in this process (compiler.explore / %%tcompile) to ask.")
+        if self.fn is None:
+            return "What-if needs the function: pass fn= to show() / Explorer()."
+        return None
+
+    def ask(self, text: str) -> Html:
+        """The answer for arguments ``text``, as HTML; errors in the input become a message."""
+        reason = self.unavailable_reason()
+        if reason:
+            return note(reason, kind="muted")
+        namespace = self.namespace if self.namespace is not None else user_namespace()
+        try:
+            args, kwargs = evaluate_arguments(text, namespace)
+        except Exception as exc:  # noqa: BLE001 — the user's input: show it, never a traceback
+            return note(tag("strong", "Could not evaluate the arguments: "), f"{type(exc).__name__}: {exc}",
+                        kind="error")
+        try:
+            result = self.capture.what_if(self.fn, *args, **kwargs)
+        except TypeError as exc:
+            return note(tag("strong", "These arguments do not fit the function: "), str(exc), kind="error")
+        except Exception as exc:  # noqa: BLE001
+            return note(tag("strong", "The guard check failed: "), f"{type(exc).__name__}: {exc}", kind="error")
+        return what_if_answer(result)
+
+    def check(self) -> None:
+        self.answer.value = view_frame(self.ask(self.arguments.value))
+
+
+class Explorer(widgets.VBox):
+    """Every stage of a capture, one tab per view; ``fn`` enables what-if in the Guards tab.
+
+    ``static_html=False`` leaves the static rendering out of the displayed output (``show`` puts
+    it in an output of its own instead)."""
+
+    def __init__(self, capture, fn=None, namespace: dict | None = None, static_html: bool = True):
+        self.capture = capture
+        self.static_html = static_html
+        self.compiles = capture.compiles
+        self.fn = next((f for f in (fn, getattr(capture, "compiled_fn", None), capture.frame_code())
+                        if f is not None), None)
+        self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
+        self.what_if = WhatIfPanel(capture, self.fn, namespace)
+        tab_children = [widgets.VBox([self.what_if, pane]) if view.key == "guards" else pane
+                        for view, pane in zip(VIEWS, self.panes)]
+        self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
+        self.tabs.add_class("tc-tabs")
+        self.selector = widgets.Dropdown(options=[(compile_label(c), i) for i, c in enumerate(self.compiles)],
+                                         value=0 if self.compiles else None, description="Compile:",
+                                         layout=widgets.Layout(width="min(100%, 640px)"))
+        self.error = widgets.HTML()
+        self._rendered: set[int] = set()
+        self.selector.observe(lambda _: self.refresh(), names="value")
+        self.tabs.observe(lambda change: self.show_tab(change["new"]), names="selected_index")
+        header = [self.selector] if len(self.compiles) > 1 else []
+        super().__init__([widgets.HTML(style_tag()), self.error, *header, self.tabs])
+        self.add_class("tc-explorer")
+        self.refresh()
+
+    @property
+    def compile(self):
+        """The selected compile (None when nothing was compiled)."""
+        return self.compiles[self.selector.value] if self.compiles else None
+
+    def refresh(self) -> None:
+        """Re-render for the selected compile: the error box and the visible tab now, others when shown."""
+        self._rendered.clear()
+        errors = render_error(self.capture, self.compile)
+        self.error.value = view_frame(errors) if errors else ""
+        self.show_tab(self.tabs.selected_index or 0)
+
+    def show_tab(self, index: int | None) -> None:
+        if index is None or index in self._rendered:
+            return
+        self.panes[index].value = render_view(VIEWS[index].key, self.capture, self.compile)
+        self._rendered.add(index)
+
+    def select(self, key: str) -> widgets.HTML:
+        """Show the tab of view ``key`` (e.g. "guards") and return its HTML pane."""
+        index = next(i for i, v in enumerate(VIEWS) if v.key == key)
+        self.tabs.selected_index = index
+        self.show_tab(index)
+        return self.panes[index]
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = {**(super()._repr_mimebundle_(**kwargs) or {}), "text/plain": summary_text(self.capture)}
+        if self.static_html:
+            bundle["text/html"] = render_static(self.capture)
+        return bundle
+
+
+class StaticFallback:
+    """The static rendering as an output of its own, shown only where the widget is not: the
+    stylesheet hides it inside an output area that holds a rendered explorer (``.tc-explorer``).
+    A saved notebook reopened without its kernel, nbconvert with or without widget state, and
+    GitHub's preview all show it; a live JupyterLab shows the widget alone."""
+
+    def __init__(self, capture):
+        self.capture = capture
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {"text/html": render_static(self.capture, fallback=True), "text/plain": summary_text(self.capture)}
+
+
+def show(capture, fn=None, namespace: dict | None = None) -> None:
+    """Display the explorer for ``capture`` in the notebook, with its static fallback (returns None)."""
+    from IPython.display import display
+
+    display(Explorer(capture, fn=fn, namespace=namespace, static_html=False))
+    display(StaticFallback(capture))

@@ -1,0 +1,143 @@
+"""The explorer widget on real captures: tabs, compile selection, the what-if panel, the saved output."""
+import html
+import sys
+import types
+
+import ipywidgets as widgets
+import pytest
+import torch
+
+import compiler
+import explorer
+from explorer import Explorer
+from explorer.views import VIEWS
+
+
+def scaled(x):
+    y = x.cos() * 3
+    print("tcompile-widget")
+    return y - 1
+
+
+def shifted(x):
+    return x.sin() + 1
+
+
+@pytest.fixture(scope="module")
+def break_cap():
+    """Two frames (a graph break): the compile selector has something to select."""
+    torch._dynamo.reset()
+    return compiler.explore(scaled, torch.randn(8, 4), backend="aot_eager", timing=False)
+
+
+@pytest.fixture
+def live_cap():
+    """A live capture of ``shifted`` whose cache entry exists during the test (what-if needs it)."""
+    with compiler.capture() as cap:
+        torch.compile(shifted, backend="eager")(torch.randn(8, 4))
+    return cap
+
+
+def test_tabs_have_one_view_each_with_counts(break_cap):
+    ui = Explorer(break_cap)
+    titles = list(ui.tabs.titles)
+    assert len(titles) == len(VIEWS) == len(ui.tabs.children)
+    assert titles[0] == "Overview" and "FX graph" in titles and "Guards" in titles
+    assert f"Graph breaks ({break_cap.summary['graph_breaks']})" in titles
+    assert "tc-findings" in ui.panes[0].value  # the visible tab is rendered at once
+
+
+def test_selecting_another_compile_rerenders(break_cap):
+    ui = Explorer(break_cap)
+    assert isinstance(ui.children[2], widgets.Dropdown) and len(ui.selector.options) == len(break_cap.compiles)
+    first, resume = break_cap.compiles[0], break_cap.compiles[1]
+    pane = ui.select("bytecode")
+    assert f"Original: {first.name}" in pane.value
+    ui.selector.value = 1
+    assert f"{resume.name} is a resume function" in pane.value
+    graph = ui.select("graph").value
+    inputs = {n["name"] for n in resume.graph["nodes"] if n["op"] == "placeholder"}
+    assert inputs and all(f"{name} (placeholder)" in graph for name in inputs)
+    assert "L_x_ (placeholder)" not in graph
+
+
+def test_what_if_accepts_and_recompiles(live_cap):
+    ui = Explorer(live_cap, fn=shifted, namespace={"torch": torch})
+    assert ui.what_if in ui.tabs.children[[v.key for v in VIEWS].index("guards")].children
+    ui.what_if.arguments.value = "torch.randn(8, 4)"
+    ui.what_if.button.click()
+    assert "accepted by compile 0/0" in ui.what_if.answer.value
+    ui.what_if.arguments.value = "x=torch.randn(16, 4)"
+    ui.what_if.button.click()
+    answer = ui.what_if.answer.value
+    assert "recompile" in answer and "size mismatch at index 0" in answer and "expected 8, actual 16" in answer
+
+
+def test_what_if_input_errors_are_messages_not_tracebacks(live_cap):
+    panel = Explorer(live_cap, fn=shifted, namespace={"torch": torch}).what_if
+    assert "SyntaxError" in panel.ask("x=")
+    assert "NameError" in panel.ask("undefined_tensor")
+    assert "do not fit the function" in panel.ask("y=1") and "missing a required argument" in panel.ask("y=1")
+    assert "Traceback" not in panel.ask("x=")
+
+
+def test_what_if_uses_the_given_namespace(live_cap):
+    namespace = {"torch": torch, "wide": torch.randn(8, 5)}
+    panel = Explorer(live_cap, fn=shifted, namespace=namespace).what_if
+    assert "size mismatch at index 1" in panel.ask("wide")
+    assert "__tcompile_arguments__" not in namespace
+
+
+def test_loaded_capture_says_what_if_needs_a_live_one(live_cap, tmp_path):
+    loaded = compiler.load(live_cap.save(tmp_path / "cap.json"))
+    panel = Explorer(loaded, fn=shifted).what_if
+    assert panel.button.disabled and panel.arguments.disabled
+    assert "needs a live capture" in panel.ask("torch.randn(8, 4)")
+    assert "needs a live capture" in panel.children[0].value
+
+
+def test_saved_output_carries_static_html_and_text(break_cap):
+    bundle = Explorer(break_cap)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert '<div class="tcompile tc-static">' in bundle["text/html"]
+    assert f"{break_cap.summary['graph_breaks']} graph break" in bundle["text/plain"]
+
+
+def test_error_box_on_top_when_the_capture_failed():
+    def broken(x):
+        print("no graph break allowed")
+        return x + 1
+
+    cap = compiler.explore(broken, torch.ones(2), backend="aot_eager", fullgraph=True, errors="return",
+                           timing=False)
+    ui = Explorer(cap)
+    assert ui.children[1] is ui.error
+    assert html.escape(cap.error["stage"]) in ui.error.value and cap.error["type"] in ui.error.value
+
+
+def test_show_displays_the_explorer_and_its_static_fallback(break_cap, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    assert explorer.show(break_cap) is None
+    widget, fallback = shown
+    assert isinstance(widget, Explorer) and "text/html" not in widget._repr_mimebundle_()
+    assert '<div class="tcompile tc-static tc-fallback">' in fallback._repr_mimebundle_()["text/html"]
+    assert ".jp-OutputArea:has(.tc-explorer) .tc-fallback" in explorer.html.stylesheet()
+    assert "tc-explorer" in widget._dom_classes
+
+
+def test_load_ipython_extension_registers_magics(monkeypatch):
+    calls = []
+    fake = types.ModuleType("explorer.magics")
+    fake.register = calls.append
+    monkeypatch.setitem(sys.modules, "explorer.magics", fake)
+    monkeypatch.setattr(explorer, "magics", fake, raising=False)
+    explorer.load_ipython_extension("ipython")
+    assert calls == ["ipython"]
+
+
+def test_load_ipython_extension_without_magics_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "explorer.magics", None)
+    monkeypatch.delattr(explorer, "magics", raising=False)
+    with pytest.raises(ImportError, match="magics"):
+        explorer.load_ipython_extension(object())
