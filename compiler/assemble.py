@@ -37,7 +37,10 @@ KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compil
          "propagate_real_tensors", "create_unbacked_symbol", "expression_created",
          "artifact:fx_graph_runnable", "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
          "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
-         "dynamo_guards", "missing_fake_kernel", "mismatched_fake_kernel",
+         "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
+         "artifact:compiled_function_forward", "artifact:compiled_function_backward", "artifact:compiled_fn_wrapper",
+         "artifact:inductor_provenance_tracking_node_mappings",
+         "artifact:inductor_provenance_tracking_kernel_stack_traces", "missing_fake_kernel", "mismatched_fake_kernel",
          *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
 EXTRA_PAYLOAD_LIMIT = 20_000
 

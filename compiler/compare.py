@@ -298,17 +298,50 @@ def check_eager(fn, args, kwargs) -> dict:
                 "seconds": time.perf_counter() - start}
 
 
+def warm_up_inductor() -> float:
+    """Compile a tiny function with Inductor (caches off) and return the seconds it took.
+
+    The first Inductor compile in a process also pays one-time costs (CPU ISA probes, the C++
+    precompiled header, worker start-up: ~10 s here); without a warm-up they land on whichever
+    configuration happens to come first.
+    """
+    import torch
+    import torch._inductor.config as inductor_config
+
+    def warm_up(x):
+        return (x * 2).relu().sum()
+
+    start = time.perf_counter()
+    torch._dynamo.reset()
+    with inductor_config.patch(force_disable_caches=True):
+        torch.compile(warm_up)(torch.ones(8))
+    torch._dynamo.reset()
+    return time.perf_counter() - start
+
+
+def _uses_inductor(configs, common) -> bool:
+    return any(({**common, **c}.get("backend") or "inductor") == "inductor" for c in configs)
+
+
 def compare(fn, *args, configs: list[dict], fresh: bool = True, timing: bool = True, repeat: int = 15,
-            kwargs: dict | None = None, progress=None, spec: str | None = None, **common) -> "Comparison":
+            kwargs: dict | None = None, progress=None, spec: str | None = None, warmup: bool = True,
+            **common) -> "Comparison":
     """Explore ``fn(*args)`` once per configuration in ``configs`` (dicts of torch.compile arguments —
     backend, mode, dynamic, fullgraph, options, disable — plus optional ``label``, ``stance`` and
     ``dynamo_config``, a ``torch._dynamo.config.patch``); ``common`` applies to every configuration
     (a configuration's own keys win). ``progress(index, total, label)`` is called before each one.
+    ``warmup=True`` first compiles a tiny function with Inductor (when a configuration uses it), so
+    the process's one-time start-up cost is not charged to the first configuration.
     """
     kwargs = kwargs or {}
     start = time.perf_counter()
     if isinstance(configs, str):
         spec, configs = configs, parse_compare_spec(configs)
+    warmup_s = None
+    if warmup and _uses_inductor(configs, common):
+        if progress:
+            progress(-1, len(configs), "warming up Inductor")
+        warmup_s = warm_up_inductor()
     eager_check = check_eager(fn, args, kwargs) if timing else None
     entries, captures = [], []
     for index, config in enumerate(configs):
@@ -323,7 +356,7 @@ def compare(fn, *args, configs: list[dict], fresh: bool = True, timing: bool = T
         entries.append(entry)
         captures.append(cap)
     return build(fn, entries, captures, eager_check, start, spec=spec, common=common, fresh=fresh,
-                 timing=timing, repeat=repeat)
+                 timing=timing, repeat=repeat, warmup_s=warmup_s)
 
 
 def build(fn, entries: list, captures: list, eager_check, start: float, **fields) -> "Comparison":
@@ -344,21 +377,21 @@ def build(fn, entries: list, captures: list, eager_check, start: float, **fields
             "spec": fields.get("spec"), "common": jsonable(fields.get("common") or {}),
             "fresh": fields.get("fresh"), "timing": fields.get("timing"), "repeat": fields.get("repeat"),
             "environment": environment(), "eager": eager, "configs": entries}
-    data["accounting"] = accounting(data, wall)
+    data["accounting"] = accounting(data, wall, fields.get("warmup_s"))
     return Comparison(data, captures)
 
 
-def accounting(data: dict, wall_s: float) -> dict:
-    """Where the comparison's wall time went: compiles (torch's own metric), the rest of each explore
-    (first call, capture, assembling), timing runs, eager timing, and what is left (reset, setup)."""
+def accounting(data: dict, wall_s: float, warmup_s: float | None = None) -> dict:
+    """Where the comparison's wall time went: the Inductor warm-up, compiles (torch's own metric), the
+    rest of each explore (first call, capture, assembling), timing runs, the eager check, and what is left."""
     entries = data["configs"]
     compile_s = sum(((e.get("capture") or {}).get("summary") or {}).get("compile_time_s") or 0 for e in entries)
     explore_s = sum(e.get("explore_s") or 0 for e in entries)
     timing_s = sum(e.get("timing_s") or 0 for e in entries)
     eager_s = (data.get("eager") or {}).get("seconds") or 0
-    return {"wall_s": wall_s, "compile_s": compile_s, "explore_s": explore_s, "timing_s": timing_s,
-            "eager_check_s": eager_s, "explore_overhead_s": explore_s - compile_s,
-            "other_s": wall_s - explore_s - timing_s - eager_s}
+    return {"wall_s": wall_s, "warmup_s": warmup_s, "compile_s": compile_s, "explore_s": explore_s,
+            "timing_s": timing_s, "eager_check_s": eager_s, "explore_overhead_s": explore_s - compile_s,
+            "other_s": wall_s - (warmup_s or 0) - explore_s - timing_s - eager_s}
 
 
 # --- the result -------------------------------------------------------------------------------------
@@ -479,7 +512,7 @@ class Comparison:
                          f"{row['guards']} guards, {row['kernels']} kernels, CUDA graphs {row['cudagraphs']}")
         acc = self.data.get("accounting") or {}
         if acc:
-            lines.append(f"  wall {acc['wall_s']:.2f} s = compiles {acc['compile_s']:.2f} s + explore overhead "
+            lines.append(f"  wall {acc['wall_s']:.2f} s = warm-up {acc.get('warmup_s') or 0:.2f} s + compiles {acc['compile_s']:.2f} s + explore overhead "
                          f"{acc['explore_overhead_s']:.2f} s + timing {acc['timing_s'] + acc['eager_check_s']:.2f} s "
                          f"+ other {acc['other_s']:.2f} s")
         return "\n".join(lines)

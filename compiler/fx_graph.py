@@ -112,7 +112,7 @@ def parse_readable(text: str | None) -> dict:
                 _add_placeholder(name.strip(), None, nodes, names)
             continue
         first_name = assign["names"].split(",")[0].strip()
-        inputs = [n for n in dict.fromkeys(_IDENT.findall(args or target)) if n in names]
+        inputs = [n for n in dict.fromkeys(_IDENT.findall(f"{target} {args}")) if n in names]
         if target in names and not args:  # alias such as ``l_x_ = L_x_``
             node_input = target
             names.add(first_name)
