@@ -46,3 +46,32 @@ def test_cuda_graph_life_cycle_skip_and_rerecord():
     assert dynamic["re_recordings"] == len(dynamic["trees"]) - 1 >= 2
     overwritten = load("cudagraph_output_overwritten")
     assert "cudagraph_mark_step_begin" in overwritten.error["stage"]
+
+
+def test_triton_and_cuda_graph_views_render_the_shipped_captures():
+    from explorer.views import render_view
+
+    pointwise = load("pointwise_chain")
+    html = render_view("code", pointwise, pointwise.compiles[0])
+    kernel = next(k for k in pointwise.compiles[0].kernels["kernels"] if k["language"] == "Triton")
+    assert kernel["name"] in html and "GPU time per kernel" in html and "@triton" in html
+    assert "pointwise" in html and "launch overhead" in html
+
+    tuned = load("matmul_epilogue_max_autotune")
+    html = render_view("code", tuned, tuned.compiles[0])
+    chosen = next(c for c in tuned.compiles[0].data["autotune"][0]["choices"] if c["chosen"])
+    assert "max-autotune choices" in html and chosen["name"] in html and "num_warps" in html
+
+    used = load("reduce_overhead_small_model")
+    html = render_view("cudagraphs", used, used.compiles[0])
+    assert "CUDA graphs used" in html and "With and without CUDA graphs" in html and "triton.cudagraphs=False" in html
+
+    skipped = load("cudagraphs_skipped_input_mutation")
+    html = render_view("cudagraphs", skipped, skipped.compiles[0])
+    assert "CUDA graphs skipped" in html and "buf.add_(1)" in html and "mutated in place" in html
+
+    rerecorded = load("dynamic_shapes_rerecord")
+    assert "Re-recorded 3 times" in render_view("cudagraphs", rerecorded, rerecorded.compiles[0])
+
+    overwritten = load("cudagraph_output_overwritten")
+    assert "cudagraph_mark_step_begin" in render_view("cudagraphs", overwritten, overwritten.compiles[0])

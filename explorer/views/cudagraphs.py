@@ -1,7 +1,7 @@
 """CUDA graphs: were they used, recorded, replayed or skipped (and why) — or why there is nothing."""
 from __future__ import annotations
 
-from ..html import code, heading, join, key_values, note, para, plural, shorten, table, tag, unavailable
+from ..html import code, heading, join, key_values, note, para, plural, seconds, shorten, table, tag, unavailable
 
 
 def _verdict(stage):
@@ -36,14 +36,42 @@ def _re_recordings(stage):
                 kind="warn")
 
 
+def comparison_section(capture):
+    """The same function timed with and without CUDA graphs: the launch overhead they remove."""
+    comparison = capture.data.get("cudagraph_comparison")
+    if not comparison:
+        return None
+    with_, without = comparison["with_cudagraphs"], comparison["without_cudagraphs"]
+    return join([heading("With and without CUDA graphs (measured)", 4),
+                 table(["compiled with", "median / call", "q1–q3"],
+                       [[f"mode={comparison['mode']!r} (CUDA graphs)", seconds(with_["median_s"]),
+                         f"{seconds(with_['q1_s'])}–{seconds(with_['q3_s'])}"],
+                        ["the same options, triton.cudagraphs=False", seconds(without["median_s"]),
+                         f"{seconds(without['q1_s'])}–{seconds(without['q3_s'])}"]]),
+                 para(f"CUDA graphs: {comparison['speedup']:.2f}× the speed without them.")])
+
+
+def _overwritten_output(capture):
+    stage = (capture.error or {}).get("stage") or ""
+    if "cudagraph_mark_step_begin" not in stage:
+        return None
+    return note(tag("strong", "An output was overwritten by a later replay. "),
+                "CUDA graphs reuse one static memory pool: a tensor returned by one replay is overwritten when the "
+                "graph runs again. Keep it across calls with ", code(".clone()"), ", or mark where a new iteration "
+                "starts with ", code("torch.compiler.cudagraph_mark_step_begin()"), ".", kind="error")
+
+
 def render_cudagraphs(capture, compile) -> str:
     stage = capture.cudagraphs
     if not stage.available:
         return unavailable("CUDA graphs", stage.reason)
     events = stage.get("events") or []
+    memory = stage.get("memory") or {}
     return join([
-        _verdict(stage), *_skip_notes(stage), _re_recordings(stage),
-        key_values(sorted((stage.get("memory") or {}).items())) if stage.get("memory") else None,
+        _verdict(stage), *_skip_notes(stage), _re_recordings(stage), _overwritten_output(capture),
+        para(f"Memory pool: {memory['reserved_growth_bytes'] / 2**20:.1f} MiB more CUDA memory reserved while "
+             "warming up and recording.") if "reserved_growth_bytes" in memory else None,
+        comparison_section(capture),
         heading("What torch logged", 4) if events else None,
         table(["compile", "event", "function", "message"],
               [[code(e.get("compile_id") or "–"), e.get("kind"), e.get("function") or "", shorten(e.get("message"), 240)]
