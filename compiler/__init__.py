@@ -7,7 +7,11 @@
 or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., options=...)``.
 Imports torch and the standard library only (pandas lazily, for tables).
 """
+from . import knobs
+from .compare import Comparison, compare, parse_compare_spec
+from .diff import CaptureDiff, diff_captures
 from .model import Capture, CaptureFormatError, Compile, Stage, load
 from .session import capture, explore
 
-__all__ = ["Capture", "CaptureFormatError", "Compile", "Stage", "capture", "explore", "load"]
+__all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Stage", "capture",
+           "compare", "diff_captures", "explore", "knobs", "load", "parse_compare_spec"]

@@ -183,7 +183,6 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
     import torch
 
     from .knobs import missing_package, mode_options
-    from .runtime import time_calls
     from .session import explore
 
     unknown = set(config) - set(CONFIG_KEYS)
@@ -195,7 +194,11 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
                           "message": f"unknown configuration key(s) {sorted(unknown)}; use {list(CONFIG_KEYS)}"}
         return entry, None
     compile_kwargs = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items() if k in COMPILE_KEYS}
-    if (compile_kwargs.get("backend") or "inductor") == "inductor":
+    backend = compile_kwargs.get("backend") or "inductor"
+    inductor_options = set(compile_kwargs.get("options") or {}) - {"guard_filter_fn"}
+    entry["notes"] = [f"backend {jsonable(backend)!r} ignores Inductor options ({', '.join(sorted(inductor_options))}): "
+                      "only Inductor reads them"] if inductor_options and backend != "inductor" else []
+    if backend == "inductor":
         try:
             entry["mode_options"] = mode_options(compile_kwargs.get("mode"))
         except Exception as exc:  # noqa: BLE001 — an unknown mode: torch.compile will say so below
@@ -303,15 +306,15 @@ def warm_up_inductor() -> float:
 
     The first Inductor compile in a process also pays one-time costs (CPU ISA probes, the C++
     precompiled header, worker start-up: ~10 s here); without a warm-up they land on whichever
-    configuration happens to come first.
+    configuration happens to come first. Importing Inductor counts as warm-up too.
     """
+    start = time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
 
     def warm_up(x):
         return (x * 2).relu().sum()
 
-    start = time.perf_counter()
     torch._dynamo.reset()
     with inductor_config.patch(force_disable_caches=True):
         torch.compile(warm_up)(torch.ones(8))
@@ -329,7 +332,8 @@ def compare(fn, *args, configs: list[dict], fresh: bool = True, timing: bool = T
     """Explore ``fn(*args)`` once per configuration in ``configs`` (dicts of torch.compile arguments —
     backend, mode, dynamic, fullgraph, options, disable — plus optional ``label``, ``stance`` and
     ``dynamo_config``, a ``torch._dynamo.config.patch``); ``common`` applies to every configuration
-    (a configuration's own keys win). ``progress(index, total, label)`` is called before each one.
+    (a configuration's own keys win); ``configs`` may also be a spec string (``parse_compare_spec``).
+    ``progress(index, total, label)`` is called before each one (index -1: the warm-up).
     ``warmup=True`` first compiles a tiny function with Inductor (when a configuration uses it), so
     the process's one-time start-up cost is not charged to the first configuration.
     """
@@ -477,7 +481,7 @@ class Comparison:
                 "error": error_text(error) if error else None,
                 "error_stage": error.get("stage") if error else None,
                 "missing_package": (error.get("missing") or {}).get("package") if error else None,
-                "mode_options": entry.get("mode_options"),
+                "mode_options": entry.get("mode_options"), "notes": entry.get("notes") or [],
             })
         return rows
 

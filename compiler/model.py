@@ -156,6 +156,12 @@ class Capture:
                                "a capture loaded from a file only holds their text")
         return what_if(self._live, fn, args, kwargs, self.compiles)
 
+    def diff(self, other, **kwargs):
+        """Stage-by-stage differences to another capture (``compiler.diff.diff``)."""
+        from .diff import diff
+
+        return diff(self, other, **kwargs)
+
     # --- files -------------------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps(self.data, indent=1, default=str)

@@ -18,7 +18,8 @@ from .model import Capture
 from .records import RecordCollector
 from .whatif import LiveState
 
-COMPILE_KWARGS = ("backend", "mode", "dynamic", "fullgraph", "options", "disable")
+COMPILE_KWARGS = ("backend", "mode", "dynamic", "fullgraph", "options", "disable", "recompile_limit", "name",
+                  "isolate_recompiles", "shapes_spec")
 
 
 class _BytecodeRecorder:
@@ -184,6 +185,8 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
     kwargs = kwargs or {}
     if reset:
         torch._dynamo.reset()
+    if isinstance(compile_kwargs.get("options"), dict):
+        compile_kwargs["options"] = dict(compile_kwargs["options"])  # torch.compile pops keys from it
     options = {"backend": "inductor", **_jsonable_options(compile_kwargs), "stance": stance}
     compiled = torch.compile(fn, **compile_kwargs)
     first_call_s = None

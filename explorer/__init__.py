@@ -8,6 +8,7 @@ static HTML where widgets cannot run.
 
 ``%load_ext explorer`` registers the ``%%tcompile`` magics.
 """
+from .compare_widget import CompareExplorer, show_comparison
 from .html import render_static, summary_text
 from .views import VIEWS, dataframes, render_view
 from .widget import Explorer, show
@@ -25,5 +26,5 @@ def load_ipython_extension(ipython) -> None:
     magics.register(ipython)
 
 
-__all__ = ["Explorer", "VIEWS", "dataframes", "load_ipython_extension", "render_static", "render_view", "show",
-           "summary_text"]
+__all__ = ["CompareExplorer", "Explorer", "VIEWS", "dataframes", "load_ipython_extension", "render_static", "render_view", "show",
+           "show_comparison", "summary_text"]

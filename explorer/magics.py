@@ -81,13 +81,25 @@ class TcompileMagics(Magics):
                               help="run under torch.compiler.set_stance(NAME)")
     @magic_arguments.argument("--name", default=None, metavar="VAR",
                               help="store the Capture in the notebook variable VAR")
+    @magic_arguments.argument("--compare", default=None, metavar="SPEC",
+                              help="compile the cell once per configuration and compare them side by side: "
+                                   "'mode=default,reduce-overhead,max-autotune', 'backend=eager,aot_eager,inductor', "
+                                   "'dynamic=true,false', 'options={\"epilogue_fusion\": False}'; axes joined by ';' "
+                                   "give every combination (cell form only)")
     @magic_arguments.argument("--save", default=None, metavar="PATH",
                               help="save the Capture as JSON to PATH (compiler.load reads it back)")
     @line_cell_magic
     def tcompile(self, line, cell=None):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
         option_text, rest = split_line(line)
-        opts = parse_options(magic_arguments.parse_argstring(self.tcompile, option_text), self.shell.user_ns)
+        args = magic_arguments.parse_argstring(self.tcompile, option_text)
+        opts = parse_options(args, self.shell.user_ns)
+        if args.compare is not None:
+            if cell is None:
+                raise UsageError("--compare works on a cell: %%tcompile --compare SPEC")
+            from .compare_magic import run_compare
+
+            return run_compare(self.shell, args.compare, cell, opts)
         if cell is None:
             return run_line(self.shell, opts, rest)
         if rest:
@@ -103,7 +115,8 @@ TcompileMagics.tcompile.parser.allow_abbrev = False  # options are split from EX
 _WORD = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)"""  # a quoted string, or up to a space
 _OPTION = re.compile(rf"\s*(--?[\w-]+)(={_WORD})?")
 _VALUE = re.compile(rf"\s*{_WORD}")
-_TAKES_VALUE = {"--backend", "--mode", "--dynamic", "--options", "--repeat", "--stance", "--name", "--save"}
+_TAKES_VALUE = {"--backend", "--mode", "--dynamic", "--options", "--repeat", "--stance", "--name", "--save",
+                "--compare"}
 
 
 def split_line(line: str) -> tuple[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..html import Html, badge, code, details, join, key_values, note, para, plural, seconds, table, tag
+from ..html import Html, badge, code, details, join, key_values, note, para, plural, seconds, shorten, table, tag
 from .diff import compare_style_tag, render_diff
 
 HEADERS = ["configuration", "compile", "runtime (median)", "speedup vs eager", "graphs", "graph breaks",
@@ -28,7 +28,7 @@ def _speedup(row: dict, best: float | None) -> Html:
 
 def _error_cell(row: dict) -> Html:
     missing = row.get("missing_package")
-    return join([badge("failed", "error", title=row.get("error_stage")), " ", row.get("error"),
+    return join([badge("failed", "error", title=row.get("error_stage")), " ", shorten(row.get("error"), 140),
                  join([" — install ", code(missing)]) if missing else None])
 
 
@@ -39,13 +39,14 @@ def summary_table(comparison) -> Html:
     fastest_compile = min((r["compile_s"] for r in rows if r.get("ok") and r.get("compile_s")), default=None)
     cells, marks = [], []
     for row in rows:
-        label = tag("span", row["label"], cls="tc-cmp-label")
+        label = join([tag("span", row["label"], cls="tc-cmp-label"),
+                      *(tag("div", n, cls="tc-muted tc-cmp-note") for n in row.get("notes") or [])])
         if not row["ok"] and row.get("compile_s") is None:
             cells.append([label, _error_cell(row), "", "", "", "", "", "", "", ""])
             marks.append("tc-cmp-failed")
             continue
         compile_cell = seconds(row.get("compile_s"))
-        if fastest_compile and row.get("compile_s") and len(speedups) != 1:
+        if fastest_compile and row.get("compile_s") and row["ok"]:
             factor = row["compile_s"] / fastest_compile
             compile_cell = join([compile_cell, tag("span", f" ({factor:.1f}×)", cls="tc-muted") if factor >= 1.05 else None])
         cells.append([join([label, tag("br"), _error_cell(row)]) if not row["ok"] else label,
@@ -75,10 +76,12 @@ def accounting_line(comparison) -> Html | None:
     acc = comparison.data.get("accounting")
     if not acc:
         return None
-    return para(f"Wall time {seconds(acc['wall_s'])}: compiles {seconds(acc['compile_s'])}, the rest of each "
-                f"explore {seconds(acc['explore_overhead_s'])} (first call, capture, imports on first use), "
-                f"timing {seconds(acc['timing_s'] + acc['eager_check_s'])}, other {seconds(acc['other_s'])}.",
-                cls="tc-muted")
+    timing = (acc.get("timing_s") or 0) + (acc.get("eager_check_s") or 0)
+    warmup = f"Inductor warm-up {seconds(acc['warmup_s'])} (one-time process start-up, kept out of every " \
+        "configuration), " if acc.get("warmup_s") else ""
+    return para(f"Wall time {seconds(acc.get('wall_s'))}: {warmup}compiles {seconds(acc.get('compile_s'))}, the rest of "
+                f"each explore {seconds(acc.get('explore_overhead_s'))} (first call, capture, imports on first use), "
+                f"timing {seconds(timing)}, other {seconds(acc.get('other_s'))}.", cls="tc-muted")
 
 
 def _options_json(value) -> str:

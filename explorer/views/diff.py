@@ -203,6 +203,8 @@ def stage_overview(capture_diff) -> Html:
         stage = capture_diff.stage(key)
         kind = "muted" if not stage.get("available") else "warn" if stage.get("changed") else "ok"
         text = "n/a" if kind == "muted" else "changed" if kind == "warn" else "same"
+        if key == "timings" and stage.get("available"):
+            kind, text = "info", "compare"  # timings always differ a little: a table, not a verdict
         parts.append(badge(f"{title}: {text}", kind, title=stage.get("reason")))
     return para(*parts, cls="tc-diff-stages")
 

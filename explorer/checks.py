@@ -1,0 +1,462 @@
+"""Checkers for the teaching labs: each one reads a ``compiler.Capture`` (or a student's answer),
+prints one ``✓`` line when the answer is right, and otherwise raises ``CheckFailed`` — an
+``AssertionError`` — whose message says what was found and gives a hint.
+
+    from explorer.checks import *
+    cap = compiler.explore(f, x, backend="eager")
+    check_no_graph_breaks(cap)          # ✓ f compiles with zero graph breaks (1 graph)
+
+A check returns None (so a notebook shows only its ✓ line); in a notebook a failed check shows as
+two lines (``✗ …`` and ``hint: …``), not as a traceback.
+
+Checks read only the capture's plain data (and, for the what-if checks, its live guards), so they
+work on captures loaded from files too — except ``check_no_recompile`` / ``check_would_recompile``,
+which need a live capture.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs", "check_dynamic",
+    "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on", "check_inference",
+    "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile", "check_op",
+    "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
+    "saved_for_backward",
+]
+
+RED, RESET = "\x1b[31m", "\x1b[0m"
+
+
+class CheckFailed(AssertionError):
+    """A check that did not pass: ``message`` says what was found, ``hint`` how to get there."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        self.message, self.hint = message, hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"✗ {self.message}" + (f"\n  hint: {self.hint}" if self.hint else "")
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the ✗ line in red, then the hint."""
+        first, *rest = str(self).split("\n")
+        return [f"{RED}{first}{RESET}", *rest]
+
+
+def _pass(message: str) -> None:
+    print(f"✓ {message}")
+
+
+def _fail(message: str, hint: str | None = None):
+    raise CheckFailed(message, hint)
+
+
+# --- what a capture holds -----------------------------------------------------------------------
+
+def _name(cap) -> str:
+    names = [c.name for c in cap.compiles if c.name and not c.name.startswith("torch_dynamo_resume_in_")]
+    return ", ".join(dict.fromkeys(names)) or "the function"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _require_no_error(cap) -> None:
+    if cap.error:
+        _fail(f"the capture ended with an error: {cap.error.get('type')} in {cap.error.get('stage')}: "
+              f"{(cap.error.get('message') or '').strip().splitlines()[0] if cap.error.get('message') else ''}",
+              "fix the error first (with fullgraph=True, the first graph break is an error)")
+    if not cap.compiles:
+        _fail("nothing was compiled in this capture",
+              "call the torch.compile'd function inside the capture (or use compiler.explore / %%tcompile)")
+
+
+def _break_lines(cap, limit: int = 3) -> str:
+    items = cap.breaks.get("items") or []
+    shown = [f"line {b.get('line')}: {b.get('code') or '?'} ({b.get('gb_code') or '?'}: "
+             f"{(b.get('registry') or {}).get('type') or b.get('headline')})" for b in items[:limit]]
+    return "; ".join(shown) + (" …" if len(items) > limit else "")
+
+
+def graph_ops(cap, graph: str = "dynamo") -> list[str]:
+    """The call targets of every node of ``graph`` in every compile of ``cap``, as printed by FX.
+
+    ``graph`` is ``"dynamo"`` (Dynamo's FX graph), an AOTAutograd graph (``"forward"``,
+    ``"backward"``, ``"joint"``, ``"inference"``) or an Inductor graph (``"post_grad"``, ``"pre_grad"``).
+    """
+    targets = []
+    for c in cap.compiles:
+        for data in _graphs_named(c, graph):
+            targets += [n.get("target") or "" for n in data.get("nodes") or []
+                        if n.get("op") not in ("placeholder", "output", "alias")]
+    return targets
+
+
+_AOT = ("forward", "backward", "joint", "inference")
+_INDUCTOR = ("post_grad", "pre_grad")
+
+
+def _graphs_named(compile, graph: str) -> list[dict]:
+    if graph == "dynamo":
+        return [compile.graph.data] if compile.graph.available else []
+    if graph in _AOT:
+        graphs = compile.aot.get("graphs") or {} if compile.aot.available else {}
+        return [g for role, g in graphs.items() if role.split("_")[0] == graph and g.get("available")]
+    if graph in _INDUCTOR:
+        runs = compile.inductor.get("runs") or [] if compile.inductor.available else []
+        return [r[graph] for r in runs if (r.get(graph) or {}).get("available")]
+    raise ValueError(f"unknown graph {graph!r}: use 'dynamo', {', '.join(map(repr, _AOT + _INDUCTOR))}")
+
+
+def _matches_op(target: str, op: str) -> None:
+    """``torch.ops.aten.erf.default`` matches ``erf`` and ``aten.erf`` (not ``erfinv``);
+    ``l_x_.sin`` matches ``sin``."""
+    return re.search(rf"(?<![\w]){re.escape(op)}(?![\w])", target) is not None
+
+
+def saved_for_backward(cap) -> list[str]:
+    """Names of the tensors AOTAutograd's forward graph saves for the backward (its extra outputs)."""
+    names = []
+    for c in cap.compiles:
+        for graph in _graphs_named(c, "forward"):
+            names += re.findall(r"^\s*(\w+),\s*# SavedForBackwards", graph.get("code") or "", re.M)
+    return names
+
+
+# --- compiling and graph breaks -----------------------------------------------------------------
+
+def check_compiled(cap) -> None:
+    """The capture compiled at least one frame, with no error and no failed compile."""
+    _require_no_error(cap)
+    failed = [c.compile_id for c in cap.compiles if c.status == "failed"]
+    if failed:
+        first = next(c for c in cap.compiles if c.status == "failed")
+        _fail(f"compile {', '.join(failed)} failed: {(first.error or {}).get('type')}: "
+              f"{str((first.error or {}).get('message') or '').splitlines()[0] if first.error else ''}",
+              "look at the Overview and the failed compile's error")
+    return _pass(f"{_name(cap)} compiled ({_plural(len(cap.compiles), 'compile')}, no errors)")
+
+
+def check_no_graph_breaks(cap) -> None:
+    """Everything the capture compiled is one graph per frame: zero graph breaks."""
+    _require_no_error(cap)
+    breaks = cap.summary.get("graph_breaks", 0)
+    if breaks:
+        _fail(f"{_name(cap)} still has {_plural(breaks, 'graph break')}: {_break_lines(cap)}",
+              "open the Graph breaks tab (or cap.breaks['items']): each entry names the line, "
+              "the GB code and torch's hints")
+    return _pass(f"{_name(cap)} compiles with zero graph breaks "
+                 f"({_plural(cap.summary.get('graphs', 0), 'graph')})")
+
+
+def check_graph_breaks(cap, n: int) -> None:
+    """The capture has exactly ``n`` graph breaks (the Overview's "graph breaks" card)."""
+    found = cap.summary.get("graph_breaks", 0)
+    if found != n:
+        where = f": {_break_lines(cap)}" if found else ""
+        _fail(f"expected {_plural(n, 'graph break')}, found {found}{where}",
+              "each graph break ends a graph, runs one piece of Python eagerly, and resumes in a new frame")
+    return _pass(f"{_plural(n, 'graph break')}, as expected" + (f": {_break_lines(cap)}" if n else ""))
+
+
+def check_graph_count(cap, n: int) -> None:
+    """Dynamo produced exactly ``n`` FX graphs (over every compile in the capture)."""
+    _require_no_error(cap)
+    found = cap.summary.get("graphs", 0)
+    if found != n:
+        _fail(f"expected {_plural(n, 'graph')}, Dynamo produced {found} "
+              f"(over {_plural(len(cap.compiles), 'compile')}: {', '.join(c.compile_id for c in cap.compiles)})",
+              "graph breaks split a function into several graphs; recompiles add a graph each")
+    return _pass(f"Dynamo produced {_plural(n, 'graph')}")
+
+
+def check_op(cap, op: str, graph: str = "dynamo", present: bool = True) -> None:
+    """Operation ``op`` (``"sin"``, ``"aten.erf"``, ``"lab.checksum"`` …) is in ``graph`` of some compile
+    (``present=False``: in none). ``graph``: see ``graph_ops``."""
+    targets = graph_ops(cap, graph)
+    if not targets and not any(_graphs_named(c, graph) for c in cap.compiles):
+        _fail(f"the capture has no {graph} graph",
+              "AOT graphs need an AOTAutograd backend (aot_eager, inductor); Inductor graphs need inductor")
+    hits = [t for t in targets if _matches_op(t, op)]
+    if present and not hits:
+        shown = ", ".join(dict.fromkeys(t.split("(")[0] for t in targets))
+        _fail(f"no {op!r} in the {graph} graph; it calls: {shown[:400]}",
+              f"the {graph} graph records what was traced; change the code so that {op} is traced into it")
+    if not present and hits:
+        _fail(f"the {graph} graph still calls {op!r} ({_plural(len(hits), 'time')}: {hits[0]})",
+              f"change the code (or the backend) so that {op} is no longer in the {graph} graph")
+    return _pass(f"the {graph} graph {'calls' if present else 'does not call'} {op}"
+                 + (f" ({hits[0]})" if present else ""))
+
+
+# --- guards and recompiles ----------------------------------------------------------------------
+
+def _what_if(cap, fn, args, kwargs):
+    if not cap.is_live:
+        _fail("this capture was loaded from a file: what-if checks need the live guards",
+              "capture in this notebook (compiler.explore / %%tcompile / compiler.capture())")
+    if fn is None:
+        fn = getattr(cap, "compiled_fn", None)
+    return cap.what_if(fn, *args, **kwargs)
+
+
+def _describe_args(args, kwargs) -> str:
+    def one(value):
+        shape = getattr(value, "shape", None)
+        return f"tensor{list(shape)}" if shape is not None else repr(value)[:40]
+    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
+
+
+def check_no_recompile(cap, fn, *args, **kwargs) -> None:
+    """Calling ``fn(*args, **kwargs)`` would reuse a compile of the capture (what-if on the live guards;
+    nothing runs). ``fn`` may be the function, the compiled function or ``None`` (``cap.compiled_fn``)."""
+    result = _what_if(cap, fn, args, kwargs)
+    if result.recompiles:
+        _fail(f"calling with ({_describe_args(args, kwargs)}) would recompile: {result.as_text()}",
+              "the failing guard names the input and the property it checks; make that property the same "
+              "(or symbolic: dynamic shapes, a tensor instead of a Python number)")
+    return _pass(f"({_describe_args(args, kwargs)}) reuses compile {result.accepted_by}: no recompile")
+
+
+def check_would_recompile(cap, fn, *args, **kwargs) -> None:
+    """Calling ``fn(*args, **kwargs)`` would NOT be accepted by any compile of the capture: a recompile."""
+    result = _what_if(cap, fn, args, kwargs)
+    if not result.recompiles:
+        _fail(f"({_describe_args(args, kwargs)}) would reuse compile {result.accepted_by}: no recompile",
+              "look at the Guards tab: pick an input that makes one of the guards fail")
+    failed = next((c.get("failed_shape_guards") or [c.get("failed_guard")] for c in result.checks), [""])
+    return _pass(f"({_describe_args(args, kwargs)}) would recompile: {str(failed[0])[:200]}")
+
+
+def check_recompile_count(cap, n: int) -> None:
+    """The capture has exactly ``n`` recompiles (compiles of a frame that was compiled before)."""
+    found = len(cap.recompiles)
+    if found != n:
+        reasons = "; ".join(f"{r['compile_id']}: {r['reasons'][0]['text']}" for r in cap.recompiles
+                            if r.get("reasons"))
+        _fail(f"expected {_plural(n, 'recompile')}, found {found}" + (f" ({reasons[:400]})" if reasons else ""),
+              "the Recompiles tab says which guard failed for each recompile")
+    return _pass(f"{_plural(n, 'recompile')}, as expected")
+
+
+def _guard_rows(cap) -> list[tuple[str, dict]]:
+    return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.get("table") or []]
+
+
+def check_guard_on(cap, text: str) -> None:
+    """Some guard of the capture mentions ``text`` (in its guarded value or its condition)."""
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.get("source") or "") or text in r["condition"]]
+    if not hits:
+        _fail(f"no guard mentions {text!r}",
+              "Dynamo guards what the traced code read: make the code read it (or remove the guard filter)")
+    cid, row = hits[0]
+    return _pass(f"compile {cid} guards on {text}: {row['kind']} {row['condition'][:120]}")
+
+
+def check_no_guard_on(cap, text: str) -> None:
+    """No guard of the capture mentions ``text``."""
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.get("source") or "") or text in r["condition"]]
+    if hits:
+        cid, row = hits[0]
+        _fail(f"compile {cid} still guards on {text!r}: {row['kind']} {row['condition'][:160]} "
+              f"({_plural(len(hits), 'guard')} in all)",
+              "a guard_filter_fn (options={'guard_filter_fn': …}) drops guards; or stop reading the value")
+    return _pass(f"no guard mentions {text} ({_plural(len(_guard_rows(cap)), 'guard')} checked)")
+
+
+def _symbols(cap) -> list[dict]:
+    return [s for c in cap.compiles if c.shapes.available for s in c.shapes.get("symbols") or []]
+
+
+def check_dynamic(cap, input: str | None = None) -> None:
+    """Some compile has symbolic (dynamic) sizes — for input ``input`` (e.g. ``"x"``) when given."""
+    _require_no_error(cap)
+    symbols = [s for s in _symbols(cap) if s.get("kind") == "backed"]
+    if input is not None:
+        symbols = [s for s in symbols if f"L['{input}']" in (s.get("source") or "")]
+    if not symbols:
+        _fail(f"no dynamic size{f' for {input!r}' if input else ''}: every shape was compiled as a constant",
+              "dynamic=True, torch._dynamo.mark_dynamic(x, dim) before the first call, or a second call "
+              "with another size (automatic dynamic) makes a size symbolic")
+    shown = ", ".join(f"{s['symbol']} = {s['source']} (range {s.get('range')})" for s in symbols[:3])
+    return _pass(f"dynamic shapes: {shown}")
+
+
+def check_static(cap) -> None:
+    """No compile of the capture has symbolic sizes: every shape is a constant."""
+    _require_no_error(cap)
+    symbols = [s for s in _symbols(cap) if s.get("kind") == "backed"]
+    if symbols:
+        _fail(f"{_plural(len(symbols), 'size')} compiled as symbols: "
+              + ", ".join(f"{s['symbol']} = {s['source']}" for s in symbols[:3]),
+              "dynamic=False specializes every size (a new size recompiles instead)")
+    return _pass(f"every shape is static ({_plural(len(cap.compiles), 'compile')})")
+
+
+# --- AOTAutograd --------------------------------------------------------------------------------
+
+def _aot_roles(cap) -> set[str]:
+    return {role.split("_")[0] for c in cap.compiles if c.aot.available for role in c.aot.get("graphs") or {}}
+
+
+def check_training(cap) -> None:
+    """AOTAutograd made a training capture: a forward and a backward graph."""
+    _require_no_error(cap)
+    roles = _aot_roles(cap)
+    if not {"forward", "backward"} <= roles:
+        _fail(f"no forward/backward pair: AOTAutograd graphs found: {sorted(roles) or 'none'}",
+              "an input (or parameter) must require grad and grad mode must be on; call .backward() "
+              "inside the capture for the backward graph; use an AOTAutograd backend (aot_eager, inductor)")
+    saved = saved_for_backward(cap)
+    return _pass(f"training capture: forward + backward graphs, {_plural(len(saved), 'tensor')} saved for backward")
+
+
+def check_inference(cap) -> None:
+    """AOTAutograd made an inference capture: one graph, no backward."""
+    _require_no_error(cap)
+    roles = _aot_roles(cap)
+    if "inference" not in roles or "backward" in roles:
+        _fail(f"not an inference capture: AOTAutograd graphs found: {sorted(roles) or 'none'}",
+              "compile and call under torch.no_grad() (or with no input that requires grad)")
+    return _pass("inference capture: one AOTAutograd graph, no backward")
+
+
+# --- Inductor -----------------------------------------------------------------------------------
+
+def _kernels(cap) -> list[dict]:
+    return [k for c in cap.compiles if c.kernels.available for k in c.kernels.get("kernels") or []
+            if k.get("language") != "extern"]
+
+
+def _kernel_ops(kernel: dict) -> set[str]:
+    ops = set(kernel.get("ops_from_name") or []) | set(kernel.get("ir_ops") or [])
+    for name in list(kernel.get("aten_ops") or []) + list(kernel.get("source_nodes") or []):
+        ops.add(name.split(".")[-1] if not name.startswith("aten.") else name.split(".")[1])
+    return {op.strip("_") for op in ops}
+
+
+def _fusions(cap) -> list[dict]:
+    return [f for c in cap.compiles if c.inductor.available for run in c.inductor.get("runs") or []
+            if run["ir"].get("available") for f in run["ir"].get("fusion") or [] if f.get("is_fusion")]
+
+
+def check_fused(cap, ops=None, fused: bool = True) -> None:
+    """Inductor fused: with ``ops`` (e.g. ``["sin", "cos"]``), one generated kernel computes all of them;
+    without, some scheduler node after fusion is made of several nodes before fusion. ``fused=False``:
+    the scheduler fused nothing."""
+    _require_no_error(cap)
+    kernels = _kernels(cap)
+    if not kernels:
+        _fail("the capture has no Inductor kernels",
+              "use backend='inductor' (the default); if Inductor's cache was hit, capture with fresh=True")
+    if ops:
+        wanted = {op.strip("_") for op in ([ops] if isinstance(ops, str) else ops)}
+        together = [k for k in kernels if wanted <= _kernel_ops(k)]
+        if not together:
+            per_kernel = "; ".join(f"{k['name']}: {', '.join(sorted(_kernel_ops(k)))}" for k in kernels[:4])
+            _fail(f"no single kernel computes all of {sorted(wanted)} ({per_kernel})",
+                  "ops in different graphs (a graph break between them) can never share a kernel")
+        return _pass(f"{together[0]['name']} computes {', '.join(sorted(wanted))} in one kernel")
+    if not any(run["ir"].get("available") for c in cap.compiles if c.inductor.available
+               for run in c.inductor.get("runs") or []):
+        _fail("no Inductor IR in this capture (Inductor's cache was hit, or Inductor did not run)",
+              "capture with fresh=True (--fresh) so Inductor lowers and fuses again")
+    fusions = _fusions(cap)
+    if fused and not fusions:
+        _fail("Inductor's scheduler fused nothing: every node after fusion is one node before fusion",
+              "fusion joins loops that can share an iteration (pointwise ops, a reduction and its epilogue)")
+    if not fused and fusions:
+        _fail(f"Inductor fused {', '.join(fusions[0]['members'])} into {fusions[0]['fused']}"
+              + (f" (and {_plural(len(fusions) - 1, 'more fused node')})" if len(fusions) > 1 else ""),
+              "Inductor's options (torch._inductor.list_options()) include limits on fusion")
+    if not fused:
+        nodes = sum(len(run["ir"].get("fusion") or []) for c in cap.compiles if c.inductor.available
+                    for run in c.inductor.get("runs") or [] if run["ir"].get("available"))
+        return _pass(f"no fusion: {_plural(nodes, 'scheduler node')} after fusion, each one node before fusion")
+    first = fusions[0]
+    return _pass(f"Inductor fused {', '.join(first['members'])} into {first['fused']}"
+                 + (f" (+{_plural(len(fusions) - 1, 'more fused node')})" if len(fusions) > 1 else ""))
+
+
+def check_kernel_count(cap, n: int, at_most: bool = False) -> None:
+    """Inductor generated exactly ``n`` kernels (``at_most=True``: at most ``n``); library calls such as
+    ``extern_kernels.mm`` do not count."""
+    _require_no_error(cap)
+    kernels = _kernels(cap)
+    ok = len(kernels) <= n if at_most else len(kernels) == n
+    if not ok:
+        _fail(f"expected {'at most ' if at_most else ''}{_plural(n, 'generated kernel')}, found {len(kernels)}: "
+              + ", ".join(k["name"] for k in kernels[:6]),
+              "fewer kernels means more fusion; graph breaks and extern calls split kernels")
+    return _pass(f"{_plural(len(kernels), 'generated kernel')}: " + ", ".join(k["name"] for k in kernels[:4]))
+
+
+# --- CUDA graphs --------------------------------------------------------------------------------
+
+def check_cudagraphs(cap, used: bool = True) -> None:
+    """CUDA graphs were used (``used=False``: requested but skipped) — live or from a shipped capture."""
+    stage = cap.cudagraphs
+    if not stage.available:
+        _fail(f"no CUDA-graph activity in this capture: {stage.reason}",
+              "CUDA graphs need a CUDA device and mode='reduce-overhead' (or options={'triton.cudagraphs': True})")
+    if used and not stage["used"]:
+        _fail(f"CUDA graphs were skipped: {'; '.join(stage.get('skip_reasons_user') or stage.get('skip_reasons'))}",
+              "remove what the skip reason names (e.g. mutate a copy instead of an input)")
+    if not used and stage["used"]:
+        _fail(f"CUDA graphs were used ({_plural(stage.get('recorded', 0), 'graph')} recorded), not skipped",
+              "a skipped capture's CUDA graphs tab names the skip reason and the line that caused it")
+    if used:
+        return _pass(f"CUDA graphs used: {_plural(stage.get('recorded', 0), 'graph')} recorded, "
+                     f"{_plural(stage.get('replays') or 0, 'replay')} under capture")
+    return _pass(f"CUDA graphs skipped: {'; '.join(stage.get('skip_reasons') or [])}")
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+def check_allclose(actual, expected, what: str = "the result", rtol: float = 1e-4, atol: float = 1e-5,
+                   hint: str | None = None) -> None:
+    """Two tensors have the same shape and (within ``rtol``/``atol``) the same values."""
+    import torch
+
+    actual, expected = torch.as_tensor(actual), torch.as_tensor(expected)
+    if actual.shape != expected.shape:
+        _fail(f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}", hint)
+    if not torch.allclose(actual.double(), expected.double(), rtol=rtol, atol=atol):
+        worst = (actual.double() - expected.double()).abs().max().item()
+        _fail(f"{what} differs from the expected values (largest difference {worst:.3g})",
+              hint or "compare with the original (eager) function on the same input")
+    return _pass(f"{what} matches ({list(actual.shape)}, within rtol={rtol:g})")
+
+
+def _normal(value):
+    if isinstance(value, str):
+        return " ".join(value.strip().strip("'\"").casefold().split())
+    if isinstance(value, (list, tuple, set)):
+        return sorted(map(str, map(_normal, value))) if isinstance(value, set) else [_normal(v) for v in value]
+    return value
+
+
+def check_answer(answer, expected, what: str = "the answer", hint: str | None = None) -> None:
+    """``answer == expected`` (strings compared without case and surrounding spaces or quotes)."""
+    if answer is ... or answer is None:
+        _fail(f"{what}: no answer yet", hint or "replace ... with your answer")
+    if _normal(answer) != _normal(expected):
+        _fail(f"{what}: {answer!r} is not right", hint)
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_close(answer, expected: float, rel: float = 0.05, what: str = "the answer",
+                hint: str | None = None) -> None:
+    """A number within ``rel`` (relative) of ``expected``."""
+    if answer is ... or answer is None:
+        _fail(f"{what}: no answer yet", hint or "replace ... with your answer")
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        _fail(f"{what}: {answer!r} is not a number", hint)
+    if not math.isclose(value, float(expected), rel_tol=rel, abs_tol=1e-12):
+        _fail(f"{what}: {value:.4g} is not within {rel:.0%} of the expected value", hint)
+    return _pass(f"{what}: {value:.4g} (expected {float(expected):.4g})")

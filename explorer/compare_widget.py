@@ -1,0 +1,70 @@
+"""The compare widget: the summary table, then two configuration pickers and a stage selector driving
+a side-by-side diff pane. Displayed in a notebook, the output also carries static HTML (summary +
+the diff of the first two configurations), so a saved notebook keeps the comparison."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from compiler.diff import STAGES
+
+from .html import note, style_tag, tag, view_frame
+from .views.compare import render_compare, render_compare_static
+from .views.diff import compare_style_tag, render_diff
+
+
+class CompareExplorer(widgets.VBox):
+    """Summary of a ``compiler.compare.Comparison`` and a diff between any two of its configurations."""
+
+    def __init__(self, comparison):
+        self.comparison = comparison
+        self._diffs: dict = {}
+        options = [(label, i) for i, (label, cap) in enumerate(zip(comparison.labels, comparison.captures))
+                   if cap is not None]
+        first, second = (options + [(None, None), (None, None)])[:2]
+        self.config_a = widgets.Dropdown(options=options, value=first[1], description="A:",
+                                         layout=widgets.Layout(width="min(100%, 420px)"))
+        self.config_b = widgets.Dropdown(options=options, value=second[1] if second[1] is not None else first[1],
+                                         description="B:", layout=widgets.Layout(width="min(100%, 420px)"))
+        self.stage = widgets.Dropdown(options=[("Changed stages", None)] + [(title, key) for key, title in STAGES],
+                                      value=None, description="Stage:", layout=widgets.Layout(width="min(100%, 300px)"))
+        self.summary = widgets.HTML(view_frame(render_compare(comparison)))
+        self.pane = widgets.HTML(layout=widgets.Layout(width="100%"))
+        for control in (self.config_a, self.config_b, self.stage):
+            control.observe(lambda _: self.refresh(), names="value")
+        controls = widgets.HBox([self.config_a, self.config_b, self.stage])
+        controls.add_class("tc-compare-controls")
+        super().__init__([widgets.HTML(style_tag() + compare_style_tag()), self.summary,
+                          *([controls] if len(options) >= 2 else []), self.pane])
+        self.refresh()
+
+    def diff(self, a: int, b: int):
+        """The CaptureDiff of configurations ``a`` and ``b`` (computed once, then cached)."""
+        if (a, b) not in self._diffs:
+            self._diffs[(a, b)] = self.comparison.diff(a, b)
+        return self._diffs[(a, b)]
+
+    def refresh(self) -> None:
+        a, b = self.config_a.value, self.config_b.value
+        if a is None or b is None or len(self.config_a.options) < 2:
+            self.pane.value = view_frame(note("A diff needs two configurations that compiled.", kind="muted"))
+            return
+        if a == b:
+            self.pane.value = view_frame(note("A and B are the same configuration: pick two different ones.",
+                                              kind="muted"))
+            return
+        try:
+            body = render_diff(self.diff(a, b), self.stage.value)
+        except Exception as exc:  # noqa: BLE001 — one broken diff must not break the widget
+            body = note(tag("strong", "The diff failed: "), f"{type(exc).__name__}: {exc}", kind="error")
+        self.pane.value = view_frame(body)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        return {**bundle, "text/html": render_compare_static(self.comparison), "text/plain": self.comparison.as_text()}
+
+
+def show_comparison(comparison) -> None:
+    """Display the compare widget in the notebook."""
+    from IPython.display import display
+
+    display(CompareExplorer(comparison))
