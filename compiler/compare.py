@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from .model import Capture, CaptureFormatError
+from .model import Capture, CaptureFormatError, JsonFile
 
 FORMAT = "tcompile-comparison"
 VERSION = [1, 0]
@@ -424,7 +424,7 @@ def error_text(error: dict) -> str:
     return f"{error['type']}: {first}"
 
 
-class Comparison:
+class Comparison(JsonFile):
     """The result of ``compare()``: one entry per configuration (its capture, or its error)."""
 
     def __init__(self, data: dict, captures: list | None = None):
@@ -523,26 +523,11 @@ class Comparison:
 
     __str__ = as_text
 
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=1, default=str)
+    document = "comparison"
 
-    def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def from_json(cls, text: str) -> "Comparison":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaptureFormatError(f"not a tcompile comparison: invalid JSON ({exc})") from None
+    @staticmethod
+    def validate_data(data) -> None:
         validate(data)
-        return cls(data)
-
-    @classmethod
-    def load(cls, path) -> "Comparison":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Comparison) and self.data == other.data

@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .model import CaptureFormatError, JsonFile
+
 FORMAT = "tcompile-diff"
 VERSION = [1, 0]
 STAGES = (("summary", "Summary"), ("graph", "Dynamo graph"), ("guards", "Guards"), ("aot", "AOT graphs"),
@@ -338,7 +340,7 @@ def _show(value):
 
 # --- the entry point --------------------------------------------------------------------------------
 
-class CaptureDiff:
+class CaptureDiff(JsonFile):
     """Stage-by-stage differences between capture A and capture B (plain data in ``.data``)."""
 
     def __init__(self, data: dict):
@@ -373,20 +375,12 @@ class CaptureDiff:
 
     __str__ = as_text
 
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=1, default=str)
+    document = "diff"
 
-    def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def load(cls, path) -> "CaptureDiff":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT or (data.get("version") or [None])[0] != VERSION[0]:
-            raise ValueError(f"not a tcompile diff (format {FORMAT} {VERSION[0]}.x)")
-        return cls(data)
+    @staticmethod
+    def validate_data(data) -> None:
+        if not isinstance(data, dict) or data.get("format") != FORMAT or (data.get("version") or [None])[0] != VERSION[0]:
+            raise CaptureFormatError(f"not a tcompile diff (format {FORMAT} {VERSION[0]}.x)")
 
     def __repr__(self) -> str:
         return f"<CaptureDiff {self.labels[0]} → {self.labels[1]}: changed {self.changed_stages}>"

@@ -99,7 +99,39 @@ class Compile:
         return f"<Compile {self.compile_id} {self.name} status={self.status}>"
 
 
-class Capture:
+class JsonFile:
+    """Saved and loaded as versioned JSON — data only, never pickle, never executed. Subclasses name
+    their ``document`` kind and check loaded data in ``validate_data``."""
+
+    document = "capture"
+
+    @staticmethod
+    def validate_data(data) -> None:
+        validate(data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=1, default=str)
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, text: str):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaptureFormatError(f"not a tcompile {cls.document}: invalid JSON ({exc})") from None
+        cls.validate_data(data)
+        return cls(data)
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+class Capture(JsonFile):
     """The result of ``compiler.capture()`` / ``compiler.explore()``."""
 
     def __init__(self, data: dict, live=None):
@@ -162,24 +194,6 @@ class Capture:
 
         return diff(self, other, **kwargs)
 
-    # --- files -------------------------------------------------------------------------------
-    def to_json(self) -> str:
-        return json.dumps(self.data, indent=1, default=str)
-
-    def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def from_json(cls, text: str) -> "Capture":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaptureFormatError(f"not a tcompile capture: invalid JSON ({exc})") from None
-        validate(data)
-        return cls(data)
-
     @classmethod
     def from_error(cls, exc: BaseException, stage: str, message: str | None = None) -> "Capture":
         """A capture that holds only an error raised before anything compiled (e.g. a syntax error)."""
@@ -193,10 +207,6 @@ class Capture:
                           "message": message or str(exc), "stage": stage, "cause": None,
                           "compile_id": None, "last_record": None, "traceback": None}}
         return cls(data)
-
-    @classmethod
-    def load(cls, path) -> "Capture":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Capture) and self.data == other.data
