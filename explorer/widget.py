@@ -104,6 +104,27 @@ class WhatIfPanel(widgets.VBox):
         self.answer.value = view_frame(self.ask(self.arguments.value))
 
 
+class GuardFilter(widgets.HBox):
+    """Filter the guard table: text in any column, and one guard kind."""
+
+    def __init__(self, on_change):
+        self.text = widgets.Text(placeholder="filter: L['x'], TENSOR_MATCH, size…", description="Filter:",
+                                 continuous_update=False, layout=widgets.Layout(width="45%"))
+        self.kind = widgets.Dropdown(options=[("all kinds", None)], description="Kind:",
+                                     layout=widgets.Layout(width="auto"))
+        for control in (self.text, self.kind):
+            control.observe(lambda _: on_change(), names="value")
+        super().__init__([self.text, self.kind])
+
+    def set_kinds(self, rows: list[dict]) -> None:
+        kinds = sorted({r.get("kind") for r in rows if r.get("kind")})
+        self.kind.options = [("all kinds", None)] + [(k, k) for k in kinds]
+        self.kind.value = None
+
+    def values(self) -> dict:
+        return {"text": self.text.value, "kind": self.kind.value}
+
+
 class Explorer(widgets.VBox):
     """Every stage of a capture, one tab per view; ``fn`` enables what-if in the Guards tab.
 
@@ -118,7 +139,8 @@ class Explorer(widgets.VBox):
                         if f is not None), None)
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
-        tab_children = [widgets.VBox([self.what_if, pane]) if view.key == "guards" else pane
+        self.guard_filter = GuardFilter(self._refilter_guards)
+        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane]) if view.key == "guards" else pane
                         for view, pane in zip(VIEWS, self.panes)]
         self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
         self.tabs.add_class("tc-tabs")
@@ -142,6 +164,8 @@ class Explorer(widgets.VBox):
     def refresh(self) -> None:
         """Re-render for the selected compile: the error box and the visible tab now, others when shown."""
         self._rendered.clear()
+        if self.compile is not None:
+            self.guard_filter.set_kinds(self.compile.guards.get("table") or [])
         errors = render_error(self.capture, self.compile)
         self.error.value = view_frame(errors) if errors else ""
         self.show_tab(self.tabs.selected_index or 0)
@@ -149,8 +173,16 @@ class Explorer(widgets.VBox):
     def show_tab(self, index: int | None) -> None:
         if index is None or index in self._rendered:
             return
-        self.panes[index].value = render_view(VIEWS[index].key, self.capture, self.compile)
+        key = VIEWS[index].key
+        options = self.guard_filter.values() if key == "guards" and self.compile is not None else {}
+        self.panes[index].value = render_view(key, self.capture, self.compile, **options)
         self._rendered.add(index)
+
+    def _refilter_guards(self) -> None:
+        index = next(i for i, v in enumerate(VIEWS) if v.key == "guards")
+        self._rendered.discard(index)
+        if self.tabs.selected_index == index:
+            self.show_tab(index)
 
     def select(self, key: str) -> widgets.HTML:
         """Show the tab of view ``key`` (e.g. "guards") and return its HTML pane."""

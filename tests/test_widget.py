@@ -141,3 +141,25 @@ def test_load_ipython_extension_without_magics_says_so(monkeypatch):
     monkeypatch.delattr(explorer, "magics", raising=False)
     with pytest.raises(ImportError, match="magics"):
         explorer.load_ipython_extension(object())
+
+
+def test_guard_table_filters_by_text_and_kind():
+    import torch
+
+    import compiler
+    from explorer import Explorer
+
+    def f(x, n):
+        return x * n
+
+    cap = compiler.explore(f, torch.ones(3), 2, backend="eager", timing=False)
+    widget = Explorer(cap)
+    pane = widget.select("guards")
+    all_rows = pane.value.count("<tr")
+    widget.guard_filter.kind.value = "TENSOR_MATCH"
+    assert "Filtered: 1 of" in pane.value and "check_tensor(L[&#x27;x&#x27;]" in pane.value
+    widget.guard_filter.kind.value = None
+    widget.guard_filter.text.value = "L['n']"
+    assert "Filtered:" in pane.value and "L[&#x27;n&#x27;]" in pane.value and pane.value.count("<tr") < all_rows
+    widget.guard_filter.text.value = ""
+    assert pane.value.count("<tr") == all_rows

@@ -56,14 +56,15 @@ VIEWS = (
 BY_KEY = {v.key: v for v in VIEWS}
 
 
-def render_view(key: str, capture, compile) -> Html:
-    """One view, inside the ``.tcompile`` scope; a view that fails says so instead of raising."""
+def render_view(key: str, capture, compile, **options) -> Html:
+    """One view, inside the ``.tcompile`` scope; a view that fails says so instead of raising.
+    ``options`` go to the view (e.g. the guard filter's ``text`` and ``kind``)."""
     view = BY_KEY[key]
     if view.scope == "compile" and compile is None:
         return view_frame(unavailable(view.title, "no compile was captured: torch.compile never compiled a "
                                                   "frame in this run (see the Overview)"))
     try:
-        body = view.render(capture, compile)
+        body = view.render(capture, compile, **options)
     except Exception as exc:  # noqa: BLE001 — one broken view must not hide the others
         body = note(tag("strong", f"The {view.title} view failed: "), f"{type(exc).__name__}: {exc}",
                     details("traceback", preformatted(traceback.format_exc())), kind="error")

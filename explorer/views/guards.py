@@ -29,14 +29,27 @@ def facts(stage) -> str:
     return "; ".join(parts)
 
 
-def render_guards(capture, compile) -> str:
+def filter_rows(rows: list[dict], text: str = "", kind: str | None = None) -> list[dict]:
+    """Guards whose kind is ``kind`` (all when None) and whose value, kind, condition or origin
+    contains ``text`` (case-insensitive)."""
+    needle = text.strip().lower()
+    return [row for row in rows if (kind is None or row.get("kind") == kind)
+            and (not needle or any(needle in str(row.get(k) or "").lower()
+                                   for k in ("source", "kind", "condition", "user_code", "origin")))]
+
+
+def render_guards(capture, compile, text: str = "", kind: str | None = None) -> str:
     stage = compile.guards
     if not stage.available:
         return unavailable("Guards", stage.reason)
+    rows = stage.get("table") or []
+    shown = filter_rows(rows, text, kind)
     return join([
         para(facts(stage), cls="tc-muted"),
         para("Before each call torch checks these guards; when one fails on new inputs, "
              "this compile is not reused and the frame recompiles (see Recompiles)."),
-        guards_table(stage.get("table") or []),
+        para(f"Filtered: {len(shown)} of {plural(len(rows), 'guard')} shown.", cls="tc-muted")
+        if len(shown) != len(rows) else None,
+        guards_table(shown),
         details("Guard tree (as torch prints it)", preformatted(stage.get("tree"))),
     ])
