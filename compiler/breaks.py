@@ -44,6 +44,7 @@ def parse_break(payload: str) -> dict:
             "explanation": _field(reason_text, "Explanation"), "hints": _hints(reason_text)}
     entry = registry().get((item["gb_code"] or "").lower())
     if entry:
+        item["headline"] = entry.get("Gb_type") or item["headline"]  # torch's own name for the break
         item["registry"] = {"type": entry.get("Gb_type"), "context": entry.get("Context"),
                             "explanation": entry.get("Explanation"), "hints": entry.get("Hints", [])}
     return item

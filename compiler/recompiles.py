@@ -10,6 +10,7 @@ _REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
 def parse_reasons(payload: str | None) -> list[dict]:
     if not payload:
         return []
+    payload, _, stack = payload.partition("User stack trace:")
     try:
         value = json.loads(payload)
         lines = value if isinstance(value, list) else [str(value)]
@@ -23,7 +24,7 @@ def parse_reasons(payload: str | None) -> list[dict]:
         guard, _, detail = text.partition(". ")
         reasons.append({"against": match["against"] if match else None, "guard": guard.strip(),
                         "detail": detail.strip() or None, "text": text.strip(),
-                        "note": note.strip(" #") or None})
+                        "note": note.strip(" #") or None, "user_stack": stack.strip() or None})
     return reasons
 
 

@@ -19,10 +19,10 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs", "check_dynamic",
-    "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on", "check_inference",
-    "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile", "check_op",
-    "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
+    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs",
+    "check_dynamic", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
+    "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
+    "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
     "saved_for_backward",
 ]
 

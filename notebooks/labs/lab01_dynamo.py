@@ -1,0 +1,225 @@
+"""Lab 1 — Dynamo: PEP 523, the transformed bytecode, FX tracing, specialization."""
+from . import code, exercise, goals, md, setup, solution, solution_note
+
+FILE = "01_dynamo_bytecode.ipynb"
+
+
+def cells():
+    return [
+        goals("Lab 1 — Dynamo: frames, bytecode and the FX graph", """
+            - explain how Dynamo takes over a Python function call (PEP 523) and what it caches on the code object;
+            - read the bytecode Dynamo writes and say what each part does;
+            - explain how the FX graph is traced: what becomes a graph node, and what runs only while tracing;
+            - predict how Python values (ints, floats, bools, strings) are specialized, and when they become symbolic.
+            """, "Uses backend=\"eager\" throughout: only Dynamo runs, and a compile takes milliseconds. About a minute."),
+        setup(),
+        md("""
+            ## 1. PEP 523: how Dynamo gets control
+
+            CPython runs a function call by evaluating a *frame* (the code object plus its locals).
+            [PEP 523](https://peps.python.org/pep-0523/) lets an extension replace the function that evaluates
+            frames (`_PyInterpreterState_SetEvalFrameFunc`). While a `torch.compile`d function is being called,
+            Dynamo's callback (C code in `torch/csrc/dynamo/eval_frame.c`) is installed, and for the frame it:
+
+            1. looks up the **cache entries** stored on the code object (in CPython's per-code-object "extra"
+               slot) — one per earlier compile, newest first, each holding **guards** and **transformed code**;
+            2. runs each entry's guards on the frame's locals; the first entry whose guards all pass wins, and
+               CPython runs *that entry's transformed bytecode* instead of the original;
+            3. if no entry passes, calls back into Python (`torch._dynamo.convert_frame`) to compile: trace
+               the bytecode into an FX graph, hand the graph to the backend, generate new bytecode and guards,
+               store them as a new cache entry, and run it.
+
+            Functions the frame calls are traced *into* (inlined in the same graph) while Dynamo traces it.
+            """),
+        code("""
+            def f(x, y):
+                a = torch.sin(x)
+                b = torch.cos(y)
+                return a + b * 2
+
+            x, y = torch.randn(8, 4), torch.randn(8, 4)
+            cap = compiler.explore(f, x, y, backend="eager")
+            explorer.show(cap, fn=f)
+            """),
+        md("""
+            The cache entry is real and can be inspected: `_debug_get_cache_entry_list` reads the entries stored on
+            `f.__code__`. Its `code` is the transformed code object CPython now runs for `f`, its `guard_manager`
+            the guards (the Guards tab prints the same tree).
+            """),
+        code("""
+            entries = torch._dynamo.eval_frame._debug_get_cache_entry_list(f.__code__)
+            entry = entries[0]
+            print(len(entries), "cache entry; compile id", entry.compile_id)
+            print("transformed code:", entry.code)
+            print("compiled graph stored in f's globals:", [k for k in f.__globals__ if k.startswith("__compiled_fn")])
+            """),
+        md("""
+            ## 2. The transformed bytecode
+
+            The Bytecode tab shows both versions; here they are as text (`dis` output). The original computes
+            `sin`, `cos`, `*` and `+` itself. The transformed code:
+
+            - loads the global `__compiled_fn_…` — the backend's compiled graph, which Dynamo put in `f`'s
+              globals — and calls it with `x` and `y`, the graph's inputs;
+            - wraps the call's setup in `record_pregraph_bytecode_enter/exit` (torch 2.13: a "Pregraph bytecode"
+              range, visible only when the profiler is on);
+            - stores the tuple the graph returns (`graph_out_0`), takes element `[0]`, and returns it (the list
+              shuffling around it is Dynamo's generic code for rebuilding the return value).
+
+            None of `sin`, `cos`, `*`, `+` is left in the bytecode: they are in the graph.
+            """),
+        code("""
+            bc = cap.compiles[0].bytecode
+            print(bc["original"]["text"])
+            print("-" * 60)
+            print(bc["transformed"]["text"])
+            """),
+        md("""
+            ## 3. How the FX graph is traced
+
+            Dynamo does not run `f`; it *symbolically executes* its bytecode, instruction by instruction,
+            keeping a "variable tracker" for every value on the Python stack. A torch call on a tensor tracker
+            adds a node to the FX graph and is run on a **fake tensor** (shapes, dtypes, devices, no data) —
+            that is where the `f32[8, 4]` annotations in the FX graph tab come from. Everything else — Python
+            ints, loops, `if`s on Python values, list building — is executed while tracing and leaves no trace
+            in the graph except its effect. A loop over `range(3)` is unrolled:
+            """),
+        code("""
+            def scale_steps(x):
+                for i in range(3):
+                    x = x * (i + 1)       # i is a Python int: the loop runs while tracing
+                return x
+
+            steps = compiler.explore(scale_steps, x, backend="eager")
+            print(steps.compiles[0].graph.as_text())
+            """),
+        md("""
+            Three `mul` nodes with the constants 1, 2, 3, each tagged with the source line it came from
+            (`# File: …, code: x = x * (i + 1)`). The graph has no loop: the next call with the same guards runs
+            the three multiplications directly.
+
+            ### Exercise 1.1 — count the nodes
+
+            How many operations (nodes other than inputs and the output) does the FX graph of `scale_steps` have?
+            Read the FX graph tab or the text above and replace `...`.
+            """),
+        exercise("""
+            answer = ...
+            check_answer(answer, steps.compiles[0].graph["op_count"], "operations in scale_steps' FX graph",
+                         hint="count the lines with `= l_x_ * …` / `= x * …` in the graph: the loop was unrolled")
+            """),
+        solution_note(),
+        solution("""
+            answer = 3   # range(3) was unrolled while tracing: x * 1, x * 2, x * 3
+            check_answer(answer, steps.compiles[0].graph["op_count"], "operations in scale_steps' FX graph")
+            """),
+        md("""
+            ## 4. Specialization: Python values become constants, and guards
+
+            A Python value that the traced code reads is, by default, **specialized**: the graph uses its value
+            as a constant, and a guard checks that the value is the same on the next call. Watch an `int`, a
+            `float`, a `bool` and a `str` across four calls (the first with defaults, then changing one value at
+            a time):
+            """),
+        code("""
+            def configured(x, n, scale, relu, mode):
+                y = x * n + scale
+                if relu:
+                    y = y.relu()
+                if mode == "sin":
+                    y = y.sin()
+                return y
+
+            torch._dynamo.reset()                      # empty caches: compile ids start again at 0/0
+            with compiler.capture() as spec:
+                compiled = torch.compile(configured, backend="eager")
+                compiled(x, 2, 0.5, True, "sin")     # 0/0: everything specialized
+                compiled(x, 3, 0.5, True, "sin")     # n changed
+                compiled(x, 4, 0.7, True, "sin")     # scale changed
+                compiled(x, 4, 0.7, False, "sin")    # relu changed
+            print(spec)
+            for c in spec.compiles:
+                arg_guards = c.guards.df[c.guards.df.source.isin(["L['n']", "L['scale']", "L['relu']", "L['mode']"])]
+                reason = c.recompile.get("reasons", [{}])[0].get("text", "first compile") if c.recompile.available else "first compile"
+                print(f"{c.compile_id}  ({reason})")
+                for _, g in arg_guards.iterrows():
+                    print(f"    {g.kind:14} {g.condition[:70]}")
+            """),
+        md("""
+            Read it compile by compile (the Recompiles tab of the explorer below says the same):
+
+            - **0/0**: `n == 2`, `scale == 0.5` (`EQUALS_MATCH`), `relu == True` (`TRUE_MATCH`), `mode == 'sin'`:
+              every value was a constant in the graph (`x * 2 + 0.5`).
+            - **0/1** (`n` changed): *automatic dynamic* — a second value for the same int makes Dynamo compile it
+              as a **symbol** (`Sym(s…)` input in the FX graph); its guard is now only `TYPE_MATCH` (any int).
+            - **0/2** (`scale` changed): a changed float is passed into the graph as a 0-d `float64` **tensor**
+              input (`f64[]`) and read with `.item()` inside the graph; again only its type is guarded.
+            - **0/3** (`relu` changed): a `bool` decides which operations are traced, so it is never made dynamic:
+              `relu == False` is a new compile with a different graph (no `relu` node). Strings behave the same way.
+
+            The config switches are `torch._dynamo.config.automatic_dynamic_shapes` (on),
+            `specialize_int` and `specialize_float` (off: ints and floats may become symbolic after a change).
+            """),
+        code("""
+            explorer.show(spec, fn=configured)
+            """),
+        md("""
+            ### Exercise 1.2 — stop recompiling on new values
+
+            `scale_all` multiplies by a list of Python floats. Every float in the list is specialized, so a call
+            with other values does not match the guards (the what-if check below runs the guards without calling
+            anything). Change the function — and how it is called — so that new scale *values* reuse the compile.
+            """),
+        exercise("""
+            def scale_all(x, scales):
+                for s in scales:
+                    x = x * s
+                return x
+
+            ex12 = compiler.explore(scale_all, x, [1.0, 2.0, 3.0], backend="eager")
+            check_no_recompile(ex12, scale_all, x, [1.5, 2.0, 3.0])
+            """),
+        md("""
+            <details><summary>Hint</summary>
+
+            Guards on a tensor check its dtype, device, shape and strides — not its values. What if `scales`
+            were a tensor?
+            </details>
+            """),
+        solution_note(),
+        solution("""
+            def scale_all(x, scales):
+                # a tensor of scales: its values are data, not constants; only its shape is guarded
+                return x * scales.prod()
+
+            ex12 = compiler.explore(scale_all, x, torch.tensor([1.0, 2.0, 3.0]), backend="eager")
+            check_no_recompile(ex12, scale_all, x, torch.tensor([1.5, 2.0, 3.0]))
+            """),
+        md("""
+            ### Exercise 1.3 — symbolic from the first compile
+
+            `power(x, n)` is compiled with `n=2`. Automatic dynamic would make `n` symbolic only *after* a second
+            value has caused a recompile. Compile it so that the very first compile already treats `n` (and the
+            sizes of `x`) as symbols, and `n=3` reuses it.
+            """),
+        exercise("""
+            def power(x, n):
+                return x ** n
+
+            ex13 = compiler.explore(power, x, 2, backend="eager")
+            check_no_recompile(ex13, power, x, 3)
+            """),
+        solution_note(),
+        solution("""
+            def power(x, n):
+                return x ** n
+
+            # dynamic=True: ints and tensor sizes are symbolic from the first compile (Sym(s…) inputs)
+            ex13 = compiler.explore(power, x, 2, backend="eager", dynamic=True)
+            print(ex13.compiles[0].graph.as_text())
+            check_no_recompile(ex13, power, x, 3)
+            """),
+        md("""
+            **Next:** Lab 2 — what happens when Dynamo meets code it cannot put in a graph.
+            """),
+    ]

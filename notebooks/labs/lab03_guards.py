@@ -1,0 +1,325 @@
+"""Lab 3 — guards, recompiles and dynamic shapes."""
+from . import code, exercise, goals, md, setup, solution, solution_note
+
+FILE = "03_guards_recompiles_dynamic.ipynb"
+
+
+def cells():
+    return [
+        goals("Lab 3 — Guards, recompiles and dynamic shapes", """
+            - read a compile's guards and name the common guard kinds;
+            - ask the what-if panel whether new arguments would recompile, and read a recompile reason;
+            - choose between `dynamic=None | True | False` and `mark_dynamic`, and explain symbolic sizes, duck
+              sizing and 0/1 specialization;
+            - bound recompiles with `recompile_limit` and `set_stance` (`fail_on_recompile`, `eager_on_recompile`);
+            - explain what the `torch.compiler.skip_guard_on_*` guard filters save — and why they are unsafe.
+            """, "Uses backend=\"eager\" throughout (guards are built by Dynamo). About a minute."),
+        setup("""
+            import pandas as pd
+
+            x = torch.randn(8, 4)
+            """),
+        md("""
+            ## 1. Guards: what must stay true
+
+            A compiled graph is only valid for inputs like the ones it was traced with. Dynamo records what the
+            trace assumed as **guards**, and checks all of them before every call (in C++; the "latency" the
+            Guards tab shows is that check).
+            """),
+        code("""
+            class Scale(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = torch.nn.Linear(4, 4)
+                    self.factor = 2.0
+
+                def forward(self, x, mode="relu"):
+                    y = self.lin(x) * self.factor
+                    return y.relu() if mode == "relu" else y.tanh()
+
+            model = Scale()
+            cap = compiler.explore(model, x, backend="eager", timing=False)
+            guards = cap.compiles[0].guards.df
+            guards.groupby("kind").size().rename("guards").to_frame()
+            """),
+        md("""
+            | kind | checks | here, for example |
+            |---|---|---|
+            | `TENSOR_MATCH` | a tensor's type, dispatch keys, dtype, device, `requires_grad`, sizes and strides — not its values | `x`, the Linear's weight and bias |
+            | `EQUALS_MATCH` | a Python constant equals the traced value | `L['mode'] == 'relu'`, `L['self'].factor == 2.0` |
+            | `ID_MATCH` | an object is the very same object (`id`) | the `torch.nn.modules.linear` module Dynamo looked up |
+            | `TYPE_MATCH` | an object's exact type | hooks dictionaries of `nn.Module` |
+            | `DICT_CONTAINS` | a key is (not) in a dict | nobody patched `forward` on the Linear instance |
+            | `GLOBAL_STATE` | grad mode, autocast, deterministic algorithms, default dtype, threads… | one guard for all of them |
+            | `DEFAULT_DEVICE`, `TORCH_FUNCTION_MODE_STACK` | no `torch.device` context / torch-function mode appeared | |
+            | `DIMENSION_DYNAMIC_MARKING_GUARD` | whether a tensor carries `mark_dynamic`-style markings | `hasattr(L['x'], '_dynamo_dynamic_indices') == False` |
+            | `LAMBDA_GUARD` | any other Python expression — in particular **shape relations** under dynamic shapes | `2 <= L['x'].size()[0]` |
+
+            ## 2. What-if: would it recompile?
+
+            `cap.what_if(fn, *args)` runs the cached compiles' guards on new arguments **without calling**
+            `fn`, and says which guard fails. The Guards tab has the same panel (type arguments, press the button).
+            """),
+        code("""
+            for label, args, kwargs in [("same shapes", (torch.randn(8, 4),), {}),
+                                        ("mode='tanh'", (x,), {"mode": "tanh"}),
+                                        ("float64 input", (x.double(),), {}),
+                                        ("requires_grad input", (x.clone().requires_grad_(),), {})]:
+                print(f"{label:20} → {cap.what_if(model, *args, **kwargs)}")
+            with torch.no_grad():
+                print(f"{'under no_grad':20} → {cap.what_if(model, x)}")
+            """),
+        code("""
+            explorer.show(cap, fn=model)
+            """),
+        md("""
+            ## 3. Recompiles and their reasons
+
+            When no cached compile's guards pass, Dynamo compiles again and logs **why**: the failing guard of
+            each earlier compile (newest first). The Recompiles tab lists them; so does `cap.recompiles`.
+            """),
+        code("""
+            torch._dynamo.reset()
+            with compiler.capture() as rec:
+                compiled = torch.compile(model, backend="eager")
+                compiled(x)
+                compiled(x, mode="tanh")
+                compiled(torch.randn(16, 4), mode="tanh")
+            for r in rec.recompiles:
+                first = r["reasons"][0]        # the newest earlier compile's failing guard
+                print(f"{r['compile_id']} recompiled because {first['text']!r} failed")
+            """),
+        md("""
+            ## 4. Dynamic shapes: `dynamic=None | True | False`
+
+            Sizes are guarded like everything else. What happens when the batch size changes depends on
+            `torch.compile(dynamic=…)`:
+
+            - `None` (default): **automatic dynamic** — the first compile specializes every size; when a size
+              changes, the recompile makes that dimension a **symbol** (`s77`), so later sizes reuse it.
+            - `True`: sizes are symbolic from the first compile.
+            - `False`: never symbolic — one compile per distinct size, until `recompile_limit`.
+            """),
+        code("""
+            def f(x):
+                return x.sin() * x.shape[0]
+
+            rows = []
+            for dynamic in (None, True, False):
+                torch._dynamo.reset()
+                with compiler.capture() as run:
+                    cf = torch.compile(f, backend="eager", dynamic=dynamic)
+                    for n in (8, 16, 32):
+                        cf(torch.randn(n, 4))
+                symbols = [f"{s['symbol']}={s['source']} {s['range']}" for c in run.compiles
+                           for s in c.shapes.get("symbols", [])]
+                rows.append({"dynamic": repr(dynamic), "compiles": len(run.compiles),
+                             "recompiles": len(run.recompiles), "symbols": "; ".join(symbols) or "–"})
+            pd.DataFrame(rows)
+            """),
+        md("""
+            Read the `symbols` column: with `dynamic=None` the symbol appears in the **second** compile, for the
+            dimension that changed only; `dynamic=True` makes both dimensions symbolic at once. The range `[2,
+            int_oo]` hides a rule called **0/1 specialization**: sizes 0 and 1 are always compiled as constants
+            (a size-1 dimension broadcasts; a size-0 tensor is empty), so a dynamic compile guards `2 <= s77`
+            and a batch of 1 recompiles:
+            """),
+        code("""
+            torch._dynamo.reset()
+            dyn = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+            print(dyn.compiles[0].graph.as_text())
+            print("batch 64:", dyn.what_if(f, torch.randn(64, 4)))
+            print("batch 1: ", dyn.what_if(f, torch.randn(1, 4)))
+            dyn.compiles[0].guards.df.query("kind == 'LAMBDA_GUARD'")[["condition", "note"]]
+            """),
+        md("""
+            In the FX graph the sizes are `Sym(s77)` inputs and `x.shape[0]` is the symbol itself (`* s77`), not
+            a constant. The Guards tab of this capture shows torch's own note on each shape guard.
+
+            **`mark_dynamic`** picks the dimension yourself, before the first call, optionally with bounds:
+            """),
+        code("""
+            torch._dynamo.reset()
+            marked = torch.randn(8, 4)
+            torch._dynamo.mark_dynamic(marked, 0, min=2, max=1024)
+            md_cap = compiler.explore(f, marked, backend="eager", timing=False)
+            print(md_cap.compiles[0].shapes["symbols"])
+            print("batch 512: ", md_cap.what_if(f, torch.randn(512, 4)))
+            print("batch 2048:", md_cap.what_if(f, torch.randn(2048, 4)))
+            """),
+        md("""
+            **Duck sizing**: when two inputs have the same size at the first compile, Dynamo gives them the
+            *same* symbol and guards that they stay equal — fewer symbols, simpler kernels, but a call with
+            different sizes recompiles. `torch.fx.experimental._config.use_duck_shape = False` turns it off.
+            """),
+        code("""
+            def add_rows(a, b):
+                return a + b.sum()
+
+            torch._dynamo.reset()
+            duck = compiler.explore(add_rows, torch.randn(8), torch.randn(8), backend="eager", dynamic=True, timing=False)
+            print([(s["symbol"], s["source"]) for s in duck.compiles[0].shapes["symbols"]])
+            print(duck.what_if(add_rows, torch.randn(8), torch.randn(9)))
+
+            torch._dynamo.reset()
+            with torch.fx.experimental._config.patch(use_duck_shape=False):
+                no_duck = compiler.explore(add_rows, torch.randn(8), torch.randn(8), backend="eager", dynamic=True,
+                                           timing=False)
+            print([(s["symbol"], s["source"]) for s in no_duck.compiles[0].shapes["symbols"]])
+            print(no_duck.what_if(add_rows, torch.randn(8), torch.randn(9)))
+            """),
+        md("""
+            ## 5. Bounding recompiles
+
+            **`recompile_limit`** (default 8) caps the compiles of one code object. Past it, Dynamo stops
+            compiling that function: calls that no cached compile accepts run eagerly (torch warns
+            `torch._dynamo hit config.recompile_limit`). The capture shows the compile that hit the limit as
+            *failed*:
+            """),
+        code("""
+            torch._dynamo.reset()
+            with torch._dynamo.config.patch(recompile_limit=2):
+                with compiler.capture() as limited:
+                    cf = torch.compile(f, backend="eager", dynamic=False)
+                    for n in (2, 3, 4, 5):
+                        cf(torch.randn(n, 4))
+            [(c.compile_id, c.status) for c in limited.compiles]
+            """),
+        md("""
+            **`torch.compiler.set_stance`** changes what happens at a recompile for a block of code (or globally):
+            `"fail_on_recompile"` raises — useful in a steady-state loop that must never recompile —, and
+            `"eager_on_recompile"` runs the call eagerly instead of compiling (cached compiles are still used).
+            The `%%tcompile --stance NAME` option does the same for a cell.
+            """),
+        code("""
+            torch._dynamo.reset()
+            cf = torch.compile(f, backend="eager", dynamic=False)
+            cf(torch.randn(3, 4))
+            with torch.compiler.set_stance("fail_on_recompile"):
+                try:
+                    cf(torch.randn(4, 4))
+                except RuntimeError as error:
+                    print(str(error).splitlines()[0])
+            with compiler.capture() as eager_stance:
+                with torch.compiler.set_stance("eager_on_recompile"):
+                    out = cf(torch.randn(5, 4))          # runs eagerly: no new compile
+            print("compiles under eager_on_recompile:", len(eager_stance.compiles))
+            """),
+        md("""
+            ## 6. Guard filters: fewer guards, at your own risk
+
+            Checking guards costs time on every call. `torch.compile(options={"guard_filter_fn": …})` drops
+            guards at compile time; torch ships filters named `..._unsafe`:
+            `torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe`, `skip_guard_on_all_nn_modules_unsafe`,
+            `skip_guard_on_globals_unsafe`, `keep_tensor_guards_unsafe`, `keep_portable_guards_unsafe`,
+            `skip_all_guards_unsafe`. They are unsafe because a dropped guard can no longer notice a change:
+            the compiled code runs with the value it was traced with.
+            """),
+        code("""
+            torch._dynamo.reset()
+            safe = compiler.explore(Scale(), x, backend="eager", timing=False)
+            torch._dynamo.reset()
+            risky_model = Scale()
+            risky = compiler.explore(risky_model, x, backend="eager", timing=False,
+                                     options={"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})
+            for name, c in (("all guards", safe), ("skip_guard_on_all_nn_modules_unsafe", risky)):
+                g = c.compiles[0].guards
+                print(f"{name:38} {g['count']:3} guards, {g.get('latency_us')} µs to check")
+
+            before = risky.compiled_fn(x)
+            risky_model.factor = 10.0                       # the guard on .factor was dropped…
+            after = risky.compiled_fn(x)
+            print("compiled result changed:", not torch.allclose(before, after))
+            print("eager result changed:   ", not torch.allclose(before, risky_model(x)))
+            """),
+        md("""
+            The compiled model silently keeps multiplying by 2.0: **stale results**. The filters are for code
+            whose modules and globals you know never change after compiling; the guard-latency numbers above
+            are what they buy (measured once — repeat to see the noise).
+
+            ## Exercises
+
+            ### Exercise 3.1 — every batch size, one compile
+
+            `f` was compiled for a batch of 8 with `dynamic=False`. Make a batch of 32 reuse the compile.
+            """),
+        exercise("""
+            torch._dynamo.reset()
+            ex31 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=False, timing=False)
+            check_no_recompile(ex31, f, torch.randn(32, 4))
+            """),
+        solution_note(),
+        solution("""
+            torch._dynamo.reset()
+            # dynamic=True (or torch._dynamo.mark_dynamic(x, 0) on the first input) makes the batch a symbol
+            ex31 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+            check_dynamic(ex31, "x")
+            check_no_recompile(ex31, f, torch.randn(32, 4))
+            """),
+        md("""
+            ### Exercise 3.2 — break the dynamic compile
+
+            `ex31` is now dynamic in both dimensions. Find an input **tensor of the same dtype** that still makes
+            it recompile, and say why in a comment.
+            """),
+        exercise("""
+            my_input = torch.randn(64, 4)
+            check_would_recompile(ex31, f, my_input)
+            """),
+        solution_note(),
+        solution("""
+            # 0/1 specialization: sizes 0 and 1 are never symbolic, so the guard 2 <= s77 fails for a batch of 1.
+            # (A non-contiguous input — different strides — or a 3-d input also fails the TENSOR_MATCH guard.)
+            my_input = torch.randn(1, 4)
+            check_would_recompile(ex31, f, my_input)
+            """),
+        md("""
+            ### Exercise 3.3 — a changing attribute, safely
+
+            `Gain.gain` changes every step (a schedule, say). As a Python float it is guarded with `EQUALS_MATCH`,
+            so every new value recompiles. Without a guard filter, change `Gain` so that updating the gain does
+            not recompile — and the compiled model uses the new value.
+            """),
+        exercise("""
+            class Gain(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gain = 2.0
+
+                def forward(self, x):
+                    return x * self.gain
+
+            torch._dynamo.reset()
+            gain = Gain()
+            ex33 = compiler.explore(gain, x, backend="eager", timing=False)
+            gain.gain = 3.0                                  # the next step's value
+            check_no_recompile(ex33, gain, x)
+            """),
+        md("""
+            <details><summary>Hint</summary>
+
+            Guards check a tensor's metadata, not its values — and a module's buffers are tensors
+            (`self.register_buffer(…)`, then update it in place).
+            </details>
+            """),
+        solution_note(),
+        solution("""
+            class Gain(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("gain", torch.tensor(2.0))   # a tensor: its value is data, not a constant
+
+                def forward(self, x):
+                    return x * self.gain
+
+            torch._dynamo.reset()
+            gain = Gain()
+            ex33 = compiler.explore(gain, x, backend="eager", timing=False)
+            gain.gain.fill_(3.0)                             # update in place: same tensor, new value
+            check_no_recompile(ex33, gain, x)
+            check_allclose(ex33.compiled_fn(x), x * 3.0, "the compiled model's output with gain 3.0")
+            """),
+        md("""
+            **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.
+            """),
+    ]

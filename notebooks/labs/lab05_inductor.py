@@ -1,0 +1,243 @@
+"""Lab 5 — Inductor: lowering, IR before/after fusion, generated code, options and modes."""
+from . import code, exercise, goals, md, setup, solution, solution_note
+
+FILE = "05_inductor.ipynb"
+
+
+def cells():
+    return [
+        goals("Lab 5 — Inductor: IR, fusion and generated code", """
+            - name Inductor's steps (pre-grad passes, decompositions, post-grad passes, lowering, scheduling and
+              fusion, code generation) and find each one in tcompile;
+            - read the scheduler IR before and after fusion, and tell *inlining* during lowering from *fusion*
+              in the scheduler;
+            - read a generated C++ kernel and the Python wrapper that calls it (and a Triton kernel from a GPU capture);
+            - know what `epilogue_fusion`, `max_autotune`, `coordinate_descent_tuning`, `shape_padding` and
+              `trace.*` do, and what the `mode` presets set.
+            """, "Inductor compiles C++ on this CPU: each fresh compile takes a few seconds (the first one in a "
+                 "kernel 15–30 s). About two minutes."),
+        setup("""
+            x = torch.randn(64, 128)
+            w = torch.randn(128, 64)
+            """),
+        md("""
+            ## 1. From graph to kernels
+
+            | step | what happens | where in tcompile |
+            |---|---|---|
+            | pre-grad passes | pattern rewrites on Dynamo's graph (Torch IR) | Inductor › Pre-grad graph |
+            | AOTAutograd | ATen graph(s) with **Inductor's decompositions** | AOT graphs (Lab 4) |
+            | post-grad passes | rewrites on the ATen graph: fusing patterns, re-inplacing, removing no-ops | Inductor › Post-grad graph |
+            | lowering | each ATen op becomes IR: loop bodies (`ops.load`, `ops.sin`, `ops.store`) over index expressions; matmuls become calls to library kernels | Inductor › IR *before fusion* |
+            | scheduling & fusion | one scheduler node per buffer that must exist in memory; nodes that can share loops are fused | Inductor › IR *after fusion*, fusion table |
+            | code generation | C++ with OpenMP and `at::vec` (CPU) or Triton (GPU), plus a Python `call()` that allocates buffers and launches kernels | Generated code |
+
+            `--fresh` (`fresh=True`) matters here: on a cache hit Inductor loads the compiled code and none of
+            the IR is produced again.
+            """),
+        code("""
+            %%tcompile --fresh --no-timing --name ind
+            scores = x @ w
+            out = torch.softmax(scores, dim=-1) * 2 + torch.sin(scores)
+            """),
+        md("""
+            Open **Inductor**: the post-grad graph shows softmax decomposed into `amax`, `sub`, `exp`, `sum`,
+            `div`, and the fusion table lists each node after fusion with the nodes it is made of. The same data:
+            """),
+        code("""
+            run = ind.compiles[0].inductor["runs"][0]
+            ir = run["ir"]
+            print(f"{ir['nodes_before']} scheduler nodes before fusion → {ir['nodes_after']} after")
+            for f in ir["fusion"]:
+                print(f"  {f['fused']:28} {f['kind']:28} ← {', '.join(f['members'])}")
+            print([k["name"] for k in ind.compiles[0].kernels["kernels"]])
+            """),
+        md("""
+            `op0` is the matmul: an `ExternKernelSchedulerNode` — Inductor calls a library GEMM
+            (`extern_kernels.mm`) rather than generating one. The other nodes each write one buffer (the row
+            maxima and row sums of the softmax, the output…). They all loop over the same 64 rows, so the
+            scheduler fused them — on CPU into an `OuterLoopFusedSchedulerNode`: one shared loop over rows with
+            an inner loop per original node — and one C++ kernel computes them all.
+
+            ## 2. Inlining happens before fusion
+
+            Why are there so few nodes before fusion, for a graph with about a dozen operators? **Lowering
+            inlines pointwise operations**: a pointwise result used by another pointwise op is not stored, its
+            expression is substituted into the consumer's loop body. Only values that must exist in memory
+            (reduction results, graph outputs, values with many users, inputs of library calls) become buffers —
+            and scheduler nodes. A chain of pointwise ops is one node before fusion even starts:
+            """),
+        code("""
+            def chain(x):
+                return (x.sin() * 2).relu() + 1
+
+            chain_cap = compiler.explore(chain, x, fresh=True, timing=False)
+            chain_run = chain_cap.compiles[0].inductor["runs"][0]
+            print(chain_run["ir"]["nodes_before"], "node before fusion:")
+            print(chain_run["ir"]["pre_fusion"]["nodes"][0]["text"])
+            """),
+        md("""
+            The loop body (`class op0_loop_body`) loads the input once, computes `sin`, `mul`, `relu`, `add`
+            in registers, and stores once: one pass over memory instead of four. `var_ranges` and `index0` are
+            the loop's iteration space and index expression (with dynamic shapes they contain symbols, Lab 3).
+
+            ## 3. Reading the generated C++
+            """),
+        code("""
+            kernel = chain_cap.compiles[0].kernels["kernels"][0]
+            print(kernel["name"])
+            print(kernel["source"])
+            """),
+        md("""
+            - `extern "C" void kernel(const float* in_ptr0, float* out_ptr0)`: raw pointers to the input and the
+              output buffer; the name `cpp_fused_add_mul_relu_sin_0` lists the ATen ops it computes.
+            - `#pragma omp parallel` / `#pragma omp for`: the loop is split across threads with OpenMP.
+            - `at::vec::Vectorized<float>::loadu(…, 16)`: SIMD — 16 floats per step on this CPU (AVX-512;
+              8 with AVX2); `tmp0.sin()`, `clamp_min(…, 0)` (relu) and `+` work on whole vectors;
+              `tmp8.store(out_ptr0 + x0)` writes the result.
+
+            The wrapper module's `call()` (Generated code › Whole output module) checks the input's size and
+            stride, allocates the output with `empty_strided_cpu`, and calls the kernel:
+            """),
+        code("""
+            module = chain_cap.compiles[0].kernels["module"]
+            print(module[module.index("def call("):module.index("runner = Runner")])
+            """),
+        md("""
+            On a GPU the same kernel is **Triton**: a Python function decorated with `@triton.jit`, with one
+            program per block of `XBLOCK` elements, `tl.load`/`tl.store` with masks, and a launcher
+            (`@triton_heuristics.pointwise`). From a shipped capture recorded on an H100:
+            """),
+        code("""
+            from pathlib import Path
+            GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
+            gpu_chain = compiler.load(GPU_CAPTURES / "pointwise_chain.json")
+            triton_kernel = gpu_chain.compiles[0].kernels["kernels"][0]
+            print(gpu_chain.compiles[0].source["text"])
+            print(triton_kernel["name"], triton_kernel["triton"])
+            print(triton_kernel["source"])
+            """),
+        md("""
+            ## 4. Options and modes
+
+            `torch.compile(options={...})` patches `torch._inductor.config` for one compile
+            (`torch._inductor.list_options()` lists every name). The ones asked about most:
+
+            | option | default | what it does |
+            |---|---|---|
+            | `epilogue_fusion` | `True` | fuse pointwise ops that follow a *template* kernel (a matmul Inductor generates itself, e.g. under max-autotune) into that kernel |
+            | `max_autotune` | `False` | benchmark alternative implementations (GEMM templates with several tile configs, library calls) at compile time and keep the fastest |
+            | `coordinate_descent_tuning` | `False` | after choosing a config, tune a Triton kernel's block sizes one at a time (GPU) |
+            | `shape_padding` | `True` | pad matmul dimensions to aligned sizes when that makes the GEMM faster (GPU) |
+            | `max_fusion_size` | `64` | the most nodes one fused node may contain |
+            | `trace.enabled`, `trace.debug_dir` | `False`, `None` | write each compile's graphs, IR before/after fusion and output code to a debug directory |
+
+            A `mode` is a named set of options — ask torch which:
+            """),
+        code("""
+            torch._inductor.list_mode_options()
+            """),
+        md("""
+            `reduce-overhead` turns on CUDA graphs (Lab 6); the `max-autotune` modes turn on autotuning and
+            coordinate-descent tuning; `lite` (new) falls back to ATen kernels instead of generating code.
+            On this CPU, max-autotune has few alternatives to try; on the GPU it benchmarked these for one
+            `a @ b` (fp16, 1024×1024):
+            """),
+        code("""
+            import pandas as pd
+            tuned = compiler.load(GPU_CAPTURES / "matmul_epilogue_max_autotune.json")
+            (choice_set,) = tuned.compiles[0].data["autotune"]
+            print(tuned.compiles[0].source["text"])
+            pd.DataFrame(choice_set["choices"])[["name", "time_ms", "chosen", "description"]].head(8)
+            """),
+        md("""
+            `trace.*` writes what tcompile shows into files, one directory per compile (handy for sharing, or for
+            a diff tool):
+            """),
+        code("""
+            import os, tempfile
+            debug_dir = tempfile.mkdtemp()
+            compiler.explore(chain, torch.randn(32, 32), fresh=True, timing=False,
+                             options={"trace.enabled": True, "trace.debug_dir": debug_dir})
+            for root, _, files in os.walk(debug_dir):
+                if files:
+                    print(os.path.relpath(root, debug_dir), sorted(files))
+            """),
+        md("""
+            ## Exercises
+
+            ### Exercise 5.1 — fuse across the break
+
+            `two_steps` computes `sin`, then `cos`. Make Inductor compute both in **one** kernel.
+            """),
+        exercise("""
+            def two_steps(x):
+                y = x.sin()
+                print("halfway")
+                return y.cos() * 2
+
+            ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
+            check_fused(ex51, ["sin", "cos"])
+            """),
+        solution_note(),
+        solution("""
+            def two_steps(x):
+                # the print split the function into two graphs: two Inductor compiles, two kernels
+                y = x.sin()
+                return y.cos() * 2
+
+            ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
+            check_no_graph_breaks(ex51)
+            check_fused(ex51, ["sin", "cos"])
+            """),
+        md("""
+            ### Exercise 5.2 — switch fusion off
+
+            Find the Inductor option (see the table above) that stops the scheduler from fusing, and compile the
+            softmax with it. Then compare the IR after fusion and the C++ with the fused version.
+            """),
+        exercise("""
+            def scaled_softmax(x):
+                return torch.softmax(x * 2, dim=-1) + 1
+
+            ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={})
+            check_fused(ex52, fused=False)
+            """),
+        solution_note(),
+        solution("""
+            def scaled_softmax(x):
+                return torch.softmax(x * 2, dim=-1) + 1
+
+            # a fused node may hold at most max_fusion_size nodes: 1 means no two nodes can be fused
+            ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={"max_fusion_size": 1})
+            check_fused(ex52, fused=False)
+            source = ex52.compiles[0].kernels["kernels"][0]["source"]
+            print(len(ex52.compiles[0].kernels["kernels"]), "C++ kernel with", source.count("#pragma omp for"),
+                  "separate parallel loops")
+            """),
+        md("""
+            The unfused nodes still end up in **one** C++ function: on CPU, Inductor groups consecutive nodes
+            into one kernel function (a *kernel group*), but each node keeps its own loop over the data, so
+            every intermediate goes through memory. On a GPU each of them would be its own Triton kernel.
+
+            ### Exercise 5.3 — what Inductor does not generate
+
+            In the `ind` capture (section 1), which ATen operator did Inductor hand to a library kernel instead
+            of generating code for it? Give the operator's name (e.g. `"sin"`).
+            """),
+        exercise("""
+            answer = ...
+            extern = [k["ops_from_name"][0] for k in ind.compiles[0].kernels["kernels"] if k["language"] == "extern"]
+            check_answer(answer, extern[0], "the operator Inductor left to a library",
+                         hint="Generated code: the kernel whose language is 'extern'")
+            """),
+        solution_note(),
+        solution("""
+            answer = "mm"     # extern_kernels.mm: the matmul runs in a library GEMM (oneDNN/MKL on CPU, cuBLAS on GPU)
+            extern = [k["ops_from_name"][0] for k in ind.compiles[0].kernels["kernels"] if k["language"] == "extern"]
+            check_answer(answer, extern[0], "the operator Inductor left to a library")
+            """),
+        md("""
+            **Next:** Lab 6 — CUDA graphs, the other way to remove overhead.
+            """),
+    ]

@@ -1,0 +1,237 @@
+"""Lab 7 — performance experiments: eager vs compiled, compile cost vs runtime gain."""
+from . import code, exercise, goals, md, setup, solution, solution_note
+
+FILE = "07_performance.ipynb"
+
+
+def cells():
+    return [
+        goals("Lab 7 — Performance experiments", """
+            - measure eager vs compiled runtime with tcompile, and read medians and spreads rather than one number;
+            - compare backends, modes and options on one workload, compile time included;
+            - compute when a compile pays for itself (break-even calls);
+            - recognise the cases where compiling does not pay: tiny work, library-bound work, graph breaks,
+              recompiles, few calls.
+            """, "Compiles with Inductor (fresh, so compile times are real) on this CPU; about two minutes. "
+                 "Your numbers will differ from anyone else's — that is the point: measure."),
+        setup("""
+            import math
+            import pandas as pd
+
+            # The first Inductor compile in a process pays one-time costs (probing the CPU's vector
+            # instructions, starting compile workers): pay them here, so that the compile times below
+            # compare compiles, not warm-up.
+            compiler.explore(lambda t: t + 1, torch.randn(4), fresh=True, timing=False)
+            print("threads:", torch.get_num_threads())
+            """),
+        md("""
+            ## 1. How tcompile times a function
+
+            `compiler.explore(fn, *args, ...)` (and `%%tcompile`) time eager and compiled calls *after* the
+            capture: 3 warm-up calls, then `repeat` samples (15 by default), each sample timing enough calls to
+            last ≥ 2 ms (so the clock's resolution does not matter), CUDA-synchronized on a GPU. The result is
+            in `cap.runtime`: the **median** per call, the quartiles (`q1_s`, `q3_s`: half the samples lie
+            between them) and `first_call_s`, the first call including its compile.
+
+            On a shared 2-core machine the spread matters: another process taking a core can slow a sample by a
+            lot (OpenMP threads wait for each other). Compare medians, look at the q1–q3 whiskers in the
+            Timings tab, and re-run when two numbers are close.
+
+            ## 2. One workload, several ways to compile it
+
+            A chain of pointwise operations on a 1M-element tensor: eager PyTorch runs one kernel per operation,
+            each reading and writing the whole tensor.
+            """),
+        code("""
+            x = torch.randn(1024, 1024)
+
+            def pointwise(x):
+                y = torch.nn.functional.gelu(x * 1.5 + 0.5)
+                return y.sin() * x.cos() + y.tanh()
+
+            def summarize(label, cap):
+                r = cap.runtime
+                eager, compiled = r["eager"]["median_s"], r["compiled"]["median_s"]
+                pays = (r["first_call_s"] - compiled) / (eager - compiled) if eager > compiled else math.inf
+                return {"config": label, "compile s": round(cap.summary["compile_time_s"], 2),
+                        "first call s": round(r["first_call_s"], 2),
+                        "eager µs": round(eager * 1e6), "compiled µs": round(compiled * 1e6),
+                        "spread µs (q1–q3)": f"{r['compiled']['q1_s'] * 1e6:.0f}–{r['compiled']['q3_s'] * 1e6:.0f}",
+                        "speedup": round(r["speedup"], 2),
+                        "break-even calls": round(pays) if math.isfinite(pays) else math.inf}
+
+            configs = {
+                "backend=eager (Dynamo only)": dict(backend="eager"),
+                "backend=aot_eager": dict(backend="aot_eager"),
+                "inductor, mode=lite": dict(mode="lite"),
+                "inductor (default)": dict(),
+                "inductor, max-autotune-no-cudagraphs": dict(mode="max-autotune-no-cudagraphs"),
+            }
+            results = {label: compiler.explore(pointwise, x, fresh=True, **kw) for label, kw in configs.items()}
+            table = pd.DataFrame([summarize(label, cap) for label, cap in results.items()]).set_index("config")
+            table
+            """),
+        md("""
+            What to look for in your table:
+
+            - **`eager` and `aot_eager`** run the same ATen kernels as eager PyTorch, one per op: about 1×
+              (plus the overhead of guards and the graph call). They are for debugging, not for speed.
+            - **`mode="lite"`** compiles with Inductor but falls back to ATen kernels (no fusion): cheap to compile,
+              little gain.
+            - **Inductor (default)** fuses the whole chain into one C++ loop: one pass over memory instead of about
+              ten — this is where the speed-up comes from. Its compile time is seconds, not milliseconds.
+            - **max-autotune** would benchmark alternatives for matmuls and convolutions; this workload has none,
+              so it mostly costs compile time.
+
+            The compile time of the default Inductor run, stage by stage (the Timings tab draws it):
+            """),
+        code("""
+            inductor = results["inductor (default)"]
+            inductor.compiles[0].timings.df[["label", "seconds", "count"]]
+            """),
+        code("""
+            explorer.show(inductor, fn=pointwise)
+            """),
+        md("""
+            ## 3. Break-even: when does the compile pay for itself?
+
+            The first call costs `first_call_s` (compile + one run); every later call saves
+            `eager − compiled`. The compile has paid for itself after
+
+            $$\\text{calls} = \\frac{\\text{first\\_call} - \\text{compiled}}{\\text{eager} - \\text{compiled}}$$
+
+            calls (the Timings tab prints it as "repaid after ≈N calls"). A training loop or a server calls a
+            function millions of times; a notebook experiment may call it ten times.
+
+            ### Exercise 7.1 — compute the break-even point
+
+            From `inductor.runtime`, compute the number of calls after which the default Inductor compile has
+            paid for itself.
+            """),
+        exercise("""
+            r = inductor.runtime
+            calls = ...
+            check_close(calls, table.loc["inductor (default)", "break-even calls"], rel=0.01,
+                        what="break-even calls", hint="(first_call_s - compiled) / (eager - compiled), medians")
+            """),
+        solution_note(),
+        solution("""
+            r = inductor.runtime
+            eager, compiled = r["eager"]["median_s"], r["compiled"]["median_s"]
+            calls = round((r["first_call_s"] - compiled) / (eager - compiled)) if eager > compiled else math.inf
+            check_close(calls, table.loc["inductor (default)", "break-even calls"], rel=0.01, what="break-even calls")
+            """),
+        md("""
+            ## 4. When compiling does not pay
+
+            **Tiny work.** A compiled call still checks guards and goes through the compiled graph's wrapper;
+            for a few elements that overhead is all there is.
+            """),
+        code("""
+            def tiny(t):
+                return t * 2 + 1
+
+            tiny_cap = compiler.explore(tiny, torch.randn(8), fresh=True)
+            pd.DataFrame([summarize("tiny (8 elements)", tiny_cap)]).set_index("config")
+            """),
+        md("""
+            **Work dominated by library kernels.** A matmul is already a tuned library call (oneDNN / MKL here,
+            cuBLAS on a GPU); Inductor calls the same library, so only the small pointwise part around it can
+            get faster.
+            """),
+        code("""
+            w1, w2 = torch.randn(1024, 1024), torch.randn(1024, 1024)
+
+            def matmuls(x):
+                return torch.relu(x @ w1) @ w2
+
+            mm_cap = compiler.explore(matmuls, torch.randn(256, 1024), fresh=True)
+            print([k["name"] for k in mm_cap.compiles[0].kernels["kernels"]])
+            pd.DataFrame([summarize("two matmuls + relu", mm_cap)]).set_index("config")
+            """),
+        md("""
+            **Graph breaks.** A break splits the chain into two graphs; the operations on either side can no
+            longer share a loop, and the break runs Python in between.
+            """),
+        code("""
+            def pointwise_with_break(x):
+                y = torch.nn.functional.gelu(x * 1.5 + 0.5)
+                print("", end="")                       # any untraceable call: a graph break
+                return y.sin() * x.cos() + y.tanh()
+
+            broken = compiler.explore(pointwise_with_break, x, fresh=True)
+            print(broken.summary["graphs"], "graphs,", broken.summary["kernels"], "kernels")
+            pd.DataFrame([summarize("pointwise, one graph", inductor),
+                          summarize("pointwise, graph break", broken)]).set_index("config")
+            """),
+        md("""
+            The broken version writes `y` to memory and reads it back in the second graph, and runs two compiled
+            graphs plus Python per call: compare its compiled time with the unbroken one in your run.
+
+            **Recompiles** make you pay the compile again, for every new shape — next exercise.
+
+            ### Exercise 7.2 — stop paying per shape
+
+            A batch-size sweep compiled with `dynamic=False` compiles once per size. Change the compile so the
+            sweep recompiles **zero** times, then compare the total compile time of both runs.
+            """),
+        code("""
+            def sweep(dynamic):
+                torch._dynamo.reset()
+                with compiler.capture(fresh=True) as cap:
+                    compiled = torch.compile(pointwise, dynamic=dynamic)
+                    for rows in (64, 128, 256, 512):
+                        compiled(torch.randn(rows, 1024))
+                return cap
+
+            static_sweep = sweep(dynamic=False)
+            print(static_sweep, f"— compile time {static_sweep.summary['compile_time_s']:.1f} s")
+            """),
+        exercise("""
+            ex72 = sweep(dynamic=False)
+            check_recompile_count(ex72, 0)
+            """),
+        solution_note(),
+        solution("""
+            # dynamic=True: one compile with a symbolic batch size serves every size
+            # (dynamic=None would still recompile once, at the second size)
+            ex72 = sweep(dynamic=True)
+            print(ex72, f"— compile time {ex72.summary['compile_time_s']:.1f} s vs "
+                        f"{static_sweep.summary['compile_time_s']:.1f} s static")
+            check_recompile_count(ex72, 0)
+            check_dynamic(ex72, "x")
+            """),
+        md("""
+            A dynamic kernel can be a little slower than one specialized to a size (index arithmetic with
+            symbols, less unrolling), but one compile instead of one per size is usually the better deal.
+
+            ### Exercise 7.3 — read your table
+
+            In the table of section 2, which configuration compiled fastest? Give its name as written in the
+            `config` column.
+            """),
+        exercise("""
+            answer = ...
+            check_answer(answer, table["compile s"].idxmin(), "the configuration with the cheapest compile",
+                         hint="the smallest number in the 'compile s' column")
+            """),
+        solution_note(),
+        solution("""
+            answer = table["compile s"].idxmin()    # Dynamo alone (backend=eager) in almost every run
+            print(answer)
+            check_answer(answer, table["compile s"].idxmin(), "the configuration with the cheapest compile")
+            """),
+        md("""
+            ## Summary: does compiling pay?
+
+            | it pays when | it does not pay when |
+            |---|---|
+            | many memory-bound pointwise/reduction ops that Inductor fuses | the work is one big library kernel (matmul, conv) |
+            | the function is called many times (training, serving) | it is called a handful of times |
+            | shapes are stable, or dynamic from the start | every call brings a new shape (and `dynamic=False`) |
+            | the function compiles into one graph | graph breaks split it into pieces with Python between |
+            | GPU launch overhead dominates → `mode="reduce-overhead"` (Lab 6) | the tensors are tiny and overhead is all there is (on CPU) |
+
+            Always measure on your machine and your shapes — and keep the compile time in the picture.
+            """),
+    ]
