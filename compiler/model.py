@@ -110,7 +110,8 @@ class JsonFile:
         validate(data)
 
     def to_json(self) -> str:
-        return json.dumps(self.data, indent=1, default=str)
+        # compact: a GPT-2-sized capture stays under 5 MB (indented it is ~20 % larger)
+        return json.dumps(self.data, separators=(",", ":"), default=str)
 
     def save(self, path) -> Path:
         path = Path(path)

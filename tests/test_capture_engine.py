@@ -274,7 +274,8 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
     assert not loaded.is_live
     text = path.read_text()
     assert "pickle" not in text[:200]
-    bad_version = text.replace('"version": [\n  1,', '"version": [\n  9,', 1)
+    bad_version = text.replace('"version":[1,', '"version":[9,', 1)
+    assert bad_version != text
     (tmp_path / "v9.json").write_text(bad_version)
     with pytest.raises(compiler.CaptureFormatError, match="version 9"):
         compiler.load(tmp_path / "v9.json")
