@@ -5,6 +5,8 @@ The hook only reads the timings torch already measured; it is appended on instal
 """
 from __future__ import annotations
 
+import sys
+
 
 def _choice(choice, time_ms, chosen) -> dict:
     info = {}
@@ -20,6 +22,7 @@ class AutotuneRecorder:
     def __init__(self):
         self.results: list[dict] = []
         self._cache = None
+        self._installing = False
 
     def feedback(self, timings, name, input_nodes, *rest):
         from torch._guards import CompileContext
@@ -37,13 +40,19 @@ class AutotuneRecorder:
             "choices": sorted((_choice(c, t, chosen) for c, t in timings.items()), key=lambda c: c["time_ms"]),
         })
 
-    def install(self):
-        try:
-            from torch._inductor.select_algorithm import get_algorithm_selector_cache
-        except ImportError:
+    def install(self, record=None):
+        """Attach once Inductor's algorithm selection is loaded. Importing it ourselves would cost
+        ~0.6 s in a process that never runs Inductor, so this is retried on each trace record
+        (Inductor loads it before it lowers, i.e. before any autotuning)."""
+        module = sys.modules.get("torch._inductor.select_algorithm")
+        if self._cache is not None or self._installing or module is None:
             return
-        self._cache = get_algorithm_selector_cache()
-        self._cache.feedback_saver_fns.append(self.feedback)
+        self._installing = True  # creating the selector cache may itself log a trace record
+        try:
+            self._cache = module.get_algorithm_selector_cache()
+            self._cache.feedback_saver_fns.append(self.feedback)
+        finally:
+            self._installing = False
 
     def uninstall(self):
         if self._cache is not None:

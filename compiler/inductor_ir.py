@@ -17,18 +17,19 @@ def parse_ir(text: str | None) -> list[dict]:
     nodes: list[dict] = []
     current: dict | None = None
     previous = ""
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines()):
         header = _HEADER.match(line)
         is_member = bool(_SNODE.match(previous))  # "opX_opY.snodes[0] =" introduces a fused member
         if line.strip():
             previous = line
         if header and not line.startswith(" ") and not is_member:
             current = {"name": header["name"], "kind": header["kind"], "detail": header["detail"],
-                       "reads": [], "writes": [], "ops": [], "text": []}
+                       "reads": [], "writes": [], "ops": [], "text": [], "lines": [number, number]}
             nodes.append(current)
         if current is None:
             continue
         current["text"].append(line)
+        current["lines"][1] = number
         stripped = line.strip()
         if stripped.startswith(f"{current['name']}.writes"):
             current["writes"] += _DEP_NAME.findall(line)
@@ -43,6 +44,7 @@ def parse_ir(text: str | None) -> list[dict]:
         node["writes"] = sorted(set(node["writes"]) | set(re.findall(r"^\s*(buf\d+): ", node["text"], re.M)))
         node["ops"] = list(dict.fromkeys(node["ops"]))
         node["members"] = _members(node)
+        del node["text"]  # the stage keeps the whole IR text; "lines" is this node's range in it
     return nodes
 
 

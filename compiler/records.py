@@ -72,10 +72,11 @@ def _current_compile_id() -> tuple[str | None, int]:
 
 
 class _TraceHandler(logging.Handler):
-    def __init__(self, sink: list[Record], strings: dict[int, str]):
+    def __init__(self, sink: list[Record], strings: dict[int, str], listeners: list):
         super().__init__(logging.DEBUG)
         self.sink = sink
         self.strings = strings
+        self.listeners = listeners
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = dict(getattr(record, "metadata", None) or {})
@@ -90,6 +91,8 @@ class _TraceHandler(logging.Handler):
             metadata=metadata,
             payload=getattr(record, "payload", None),
         ))
+        for listener in self.listeners:
+            listener(self.sink[-1])
 
 
 class _ArtifactHandler(logging.Handler):
@@ -116,6 +119,7 @@ class RecordCollector:
         self.records: list[Record] = []
         self.strings: dict[int, str] = {}
         self.with_artifact_logs = with_artifact_logs
+        self.listeners: list = []  # called with each structured record as it arrives
         self._restore: list[tuple[logging.Logger, logging.Handler, int, bool]] = []
 
     def install(self) -> None:
@@ -124,7 +128,7 @@ class RecordCollector:
 
         # Filenames interned before we attached are not re-sent: invert torch's table.
         self.strings.update({index: text for text, index in INTERN_TABLE.items()})
-        self._attach(trace_log, _TraceHandler(self.records, self.strings), set_level=False)
+        self._attach(trace_log, _TraceHandler(self.records, self.strings, self.listeners), set_level=False)
         if self.with_artifact_logs:
             for kind, name in ARTIFACT_LOGGERS.items():
                 self._attach(logging.getLogger(name), _ArtifactHandler(self.records, kind), set_level=True)

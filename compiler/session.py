@@ -121,6 +121,7 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
         stack.callback(collector.uninstall)
         stack.callback(bytecode.uninstall)
         stack.callback(autotune.uninstall)
+        collector.listeners.append(autotune.install)
         collector.install()
         bytecode.install()
         autotune.install()

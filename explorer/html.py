@@ -134,11 +134,23 @@ def highlighted_lines(text: str, language: str = "python") -> list[Html]:
     return [Html(line) for line in markup.rstrip("\n").split("\n")]
 
 
+HIGHLIGHT_LINES = 2000  # beyond this, plain escaped text: pygments is most of the render time
+
+
+@functools.lru_cache(maxsize=64)
+def _highlighted(text: str, language: str) -> Html:
+    lines = text.split("\n")
+    head = "\n".join(highlighted_lines("\n".join(lines[:HIGHLIGHT_LINES]), language))
+    tail = "\n" + str(esc("\n".join(lines[HIGHLIGHT_LINES:]))) if len(lines) > HIGHLIGHT_LINES else ""
+    return Html(head + tail)
+
+
 def code_block(text: str | None, language: str = "python") -> Html:
-    """Source code highlighted with pygments CSS classes (coloured by assets/tcompile.css)."""
+    """Source code highlighted with pygments CSS classes (coloured by assets/tcompile.css); the
+    first ``HIGHLIGHT_LINES`` lines only, so huge modules stay fast to show."""
     if not text:
         return note("(empty)", kind="muted")
-    return tag("div", tag("pre", Html("\n".join(highlighted_lines(text, language)))), cls="tc-code")
+    return tag("div", tag("pre", _highlighted(text, language)), cls="tc-code")
 
 
 # --- numbers ------------------------------------------------------------------------------------
