@@ -60,7 +60,15 @@ def compare(eager, compiled, args, kwargs, *, device: str, first_call_s: float |
     with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
         eager_t = time_calls(eager, args, kwargs, device=device, repeat=repeat)
         compiled_t = time_calls(compiled, args, kwargs, device=device, repeat=repeat)
+    import os
+
+    import torch
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    cores = os.cpu_count() or 1
     return {"available": True, "device": device, "eager": eager_t, "compiled": compiled_t,
+            "threads": torch.get_num_threads(), "cpu_count": cores, "load_average": load,
+            "busy": load is not None and load > 0.75 * cores,
             "speedup": eager_t["median_s"] / compiled_t["median_s"] if compiled_t["median_s"] else None,
             "first_call_s": first_call_s,
             "method": f"median of {repeat} samples after 3 warm-up calls, on copies of the tensor arguments"

@@ -99,8 +99,15 @@ def runtime_section(capture):
              f"; the first call took {seconds(runtime.get('first_call_s'))} (compile included)"
              if runtime.get("first_call_s") else "",
              f", repaid after ≈{calls:,.0f} calls" if calls is not None else "", kind=kind),
+        note(f"The machine was busy while timing (load average {runtime['load_average']:.1f} on "
+             f"{runtime.get('cpu_count')} cores): other processes share the CPU, so these times are noisy — "
+             "compare the fastest samples, or time again when it is idle.", kind="warn")
+        if runtime.get("busy") else None,
         runtime_chart(runtime),
-        para(f"{runtime.get('method')}, on {runtime.get('device')}. Bars: median; whiskers: q1–q3.", cls="tc-muted"),
+        para(f"{runtime.get('method')}, on {runtime.get('device')}"
+             + (f" with {runtime['threads']} threads" if runtime.get("threads") else "")
+             + f". Fastest sample: eager {seconds(runtime['eager']['min_s'])}, compiled "
+               f"{seconds(runtime['compiled']['min_s'])}. Bars: median; whiskers: q1–q3.", cls="tc-muted"),
     ])
 
 
