@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; allow it only when we are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
+
 lab: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(ROOT_FLAG)
 
 test: setup
 	$(BIN)/python -m pytest -q
