@@ -74,7 +74,9 @@ def cells():
             chain_cap = compiler.explore(chain, x, fresh=True, timing=False)
             chain_run = chain_cap.compiles[0].inductor["runs"][0]
             print(chain_run["ir"]["nodes_before"], "node before fusion:")
-            print(chain_run["ir"]["pre_fusion"]["nodes"][0]["text"])
+            pre_fusion = chain_run["ir"]["pre_fusion"]
+            first, last = pre_fusion["nodes"][0]["lines"]  # the node's lines in the IR text
+            print("\\n".join(pre_fusion["text"].splitlines()[first:last + 1]))
             """),
         md("""
             The loop body (`class op0_loop_body`) loads the input once, computes `sin`, `mul`, `relu`, `add`
