@@ -91,3 +91,18 @@ def test_inductor_index_expressions_resolve_symbols(tmp_path):
     assert sources <= {"L['x'].size()[0]", "L['x'].size()[1]"}
     loaded = compiler.load(cap.save(tmp_path / "dyn.json"))
     assert loaded.compiles[0].shapes.data == shapes.data
+
+
+def test_recompile_view_links_the_dimension_that_became_dynamic():
+    from explorer.views import render_view
+
+    def g(x):
+        return x.sum() * 2
+
+    cg = torch.compile(g, backend="eager")
+    with compiler.capture() as cap:
+        cg(torch.ones(4))
+        cg(torch.ones(6))
+    html = render_view("recompiles", cap, cap.compiles[1])
+    symbol = cap.compiles[1].shapes["symbols"][0]["symbol"]
+    assert "became dynamic" in html and f"{symbol} = L[&#x27;x&#x27;].size()[0]" in html

@@ -4,6 +4,16 @@ from __future__ import annotations
 from ..html import code, join, note, para, plural, table
 
 
+def _became_dynamic(capture, compile_id: str) -> str:
+    """The shape symbols a recompile introduced (automatic dynamic): ``s77 = L['x'].size()[0]``."""
+    try:
+        shapes = capture.compile(compile_id).shapes
+    except KeyError:
+        return ""
+    symbols = [s for s in shapes.get("symbols") or [] if s.get("origin", "").startswith("automatic dynamic")]
+    return ", ".join(f"{s['symbol']} = {s['source']}" for s in symbols)
+
+
 def render_recompiles(capture, compile) -> str:
     recompiles = capture.recompiles
     if not recompiles:
@@ -12,14 +22,17 @@ def render_recompiles(capture, compile) -> str:
     for recompile in recompiles:
         for number, reason in enumerate(recompile.get("reasons") or [{}]):
             first = number == 0
+            dynamic = _became_dynamic(capture, recompile["compile_id"]) if first else ""
             rows.append([code(recompile["compile_id"]) if first else "", recompile.get("name") if first else "",
-                         code(reason.get("against") or "?"), reason.get("guard"), reason.get("detail") or ""])
+                         code(reason.get("against") or "?"), reason.get("guard"), reason.get("detail") or "",
+                         code(dynamic) if dynamic else ""])
             marks.append("tc-selected" if compile is not None and recompile["compile_id"] == compile.compile_id
                          else None)
     return join([
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
              "cached compiles (newest first) and each one failed the guard shown."),
-        table(["new compile", "function", "rejected compile", "failing guard", "values"], rows, marks),
+        table(["new compile", "function", "rejected compile", "failing guard", "values",
+               "became dynamic (new symbols)"], rows, marks, drop_empty=True),
         para("Tip: a size that changes between calls recompiles once, then torch marks it dynamic; "
              "mark_dynamic or dynamic=True avoid the first recompile.", cls="tc-muted"),
     ])
