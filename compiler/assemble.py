@@ -118,10 +118,20 @@ def _last_payload(records, kind):
     return found[-1] if found else None
 
 
+def _guarded(build, *args) -> dict:
+    """One stage's parse; if torch wrote something this parser does not understand, that stage
+    says so and every other stage is still built."""
+    try:
+        return build(*args)
+    except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
+        return unavailable(f"tcompile could not parse what torch logged for this stage "
+                           f"({type(exc).__name__}: {exc}); the raw records are in capture.records")
+
+
 def build_compile(compile_id, records, strings, hook_data, options, events) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
-    source = source_stage(records, strings, metrics)
+    source = _guarded(source_stage, records, strings, metrics)
     backend = str(options.get("backend") or "unknown")
     cache_note = _cache_note(records)
     compile_data = {
@@ -131,26 +141,26 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
         "status": _status(records, metrics),
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
         "source": source,
-        "bytecode": bytecode_stage(hook_data, {r.kind[len("artifact:"):]: r.payload for r in records
+        "bytecode": _guarded(bytecode_stage, hook_data, {r.kind[len("artifact:"):]: r.payload for r in records
                                                if r.kind.endswith("_BYTECODE")}),
-        "graph": graph_stage(_last_payload(records, "dynamo_output_graph"),
+        "graph": _guarded(graph_stage, _last_payload(records, "dynamo_output_graph"),
                              "Dynamo produced no FX graph for this frame (no tensor operations were traced, "
                              "or tracing failed before the graph was built)"),
-        "guards": guards_stage(_last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"), metrics,
-                               _source_lines(source)),
-        "recompile": recompile_stage(_last_payload(records, "artifact:recompile_reasons"), metrics),
-        "aot": aot_stage(records, backend, cache_note),
-        "inductor": inductor_stage(records, backend, cache_note),
-        "timings": timings_stage(events, metrics, _cache_events(records)),
+        "guards": _guarded(guards_stage, _last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"),
+                           metrics, _source_lines(source)),
+        "recompile": _guarded(recompile_stage, _last_payload(records, "artifact:recompile_reasons"), metrics),
+        "aot": _guarded(aot_stage, records, backend, cache_note),
+        "inductor": _guarded(inductor_stage, records, backend, cache_note),
+        "timings": _guarded(timings_stage, events, metrics, _cache_events(records)),
         "restart_reasons": metrics.get("restart_reasons") or [],
         "_breaks": [breaks_mod.parse_break(r.payload) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
     }
-    compile_data["kernels"] = kernels_stage(compile_data["inductor"])
+    compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
     ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
                 if run["ir"].get("available")]
-    compile_data["shapes"] = shapes_stage(records, options, compile_data["recompile"],
-                                          compile_data["guards"].get("table", []), ir_texts)
+    compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],
+                                      compile_data["guards"].get("table", []), ir_texts)
     if metrics.get("fail_type"):
         compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
                                  "file": metrics.get("fail_user_frame_filename"),

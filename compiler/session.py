@@ -135,10 +135,15 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
                 raise
         finally:
             stack.close()
-            result.data = assemble(collector.records, collector.strings, bytecode.by_compile,
-                                   recorded_options, environment(), error,
-                                   _counters_delta(before, _counters_snapshot()), autotune.results)
             result.records = collector.records  # raw records, live only (not saved)
+            try:
+                result.data = assemble(collector.records, collector.strings, bytecode.by_compile,
+                                       recorded_options, environment(), error,
+                                       _counters_delta(before, _counters_snapshot()), autotune.results)
+            except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
+                result.data = Capture.from_error(
+                    exc, stage="tcompile assembling the capture (a tcompile bug; the raw records are in "
+                               "capture.records)").data
 
 
 def _jsonable_options(kwargs: dict) -> dict:

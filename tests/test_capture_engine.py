@@ -355,3 +355,18 @@ def test_what_if_with_only_the_frame_code():
     assert cap.what_if(code, torch.ones(3), torch.ones(3)).recompiles
     with pytest.raises(TypeError, match="missing y"):
         cap.what_if(code, torch.ones(2))
+
+
+def test_a_stage_parser_failure_costs_only_that_stage(monkeypatch):
+    import compiler.assemble as assemble
+
+    def broken(*args):
+        raise ValueError("unexpected format")
+
+    monkeypatch.setattr(assemble, "guards_stage", broken)
+    with compiler.capture() as cap:
+        out = torch.compile(with_print, backend="eager")(torch.ones(3))
+    assert torch.allclose(out, with_print(torch.ones(3)))
+    c = cap.compiles[0]
+    assert not c.guards.available and "could not parse" in c.guards.reason and "unexpected format" in c.guards.reason
+    assert c.graph.available and cap.breaks["total"] == 1
