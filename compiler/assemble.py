@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import linecache
 from collections import Counter, defaultdict
 
@@ -14,7 +13,7 @@ from .fx_graph import graph_stage
 from .guards import guards_stage
 from .inductor_ir import ir_stage
 from .kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
-from .model import FORMAT, VERSION, unavailable
+from .model import FORMAT, VERSION, resume_origin, unavailable
 from .recompiles import recompile_stage
 from .shapes import shapes_stage
 from .timings import chromium_event, fold_events, timings_stage
@@ -91,17 +90,14 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     return data
 
 
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
-
-
 def _resume_sources(compiles: list[dict]) -> None:
     """A resume function's own source is one line; show the function it resumes, with the line."""
     by_name = {(c["source"].get("filename"), c["name"]): c["source"] for c in compiles if c["source"].get("available")}
     for c in compiles:
-        match = _RESUME.match(c["name"] or "")
-        original = match and by_name.get((c["source"].get("filename"), match["fn"]))
+        origin = resume_origin(c["name"])
+        original = origin and by_name.get((c["source"].get("filename"), origin[0]))
         if original:
-            c["source"] = {**original, "name": c["name"], "resumes": match["fn"], "resume_line": int(match["line"])}
+            c["source"] = {**original, "name": c["name"], "resumes": origin[0], "resume_line": origin[1]}
 
 
 def records_of(by_compile):

@@ -7,6 +7,7 @@ which need the live guards.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 FORMAT = "tcompile-capture"
@@ -18,6 +19,15 @@ STAGES = ("source", "bytecode", "graph", "guards", "breaks", "recompile", "aot",
 
 class CaptureFormatError(ValueError):
     """A capture file that is not a tcompile capture, has an unknown major version, or is malformed."""
+
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+def resume_origin(name: str | None) -> tuple[str, int] | None:
+    """``torch_dynamo_resume_in_f_at_4`` → ``("f", 4)``: the function and line a resume frame continues."""
+    match = _RESUME.match(name or "")
+    return (match["fn"], int(match["line"])) if match else None
 
 
 def unavailable(reason: str, **extra) -> dict:

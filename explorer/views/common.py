@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import compiler.model
+
 from ..html import Html, code, join, para, plural, shorten
 
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
 # FX prints Python operators as expressions: ``sin * 1``, ``-x``, ``a[0]``
 _OPERATOR = re.compile(r"^[\w.]*\s*(?P<op>[-+*/@%<>=!&|^~]+|\[)\s*")
 
@@ -17,13 +18,12 @@ def capture_title(capture) -> str:
 
 
 def is_resume(compile) -> bool:
-    return bool(compile.name and _RESUME.match(compile.name))
+    return resume_origin(compile) is not None
 
 
 def resume_origin(compile) -> tuple[str, int] | None:
     """``torch_dynamo_resume_in_f_at_4`` → ``("f", 4)``: the function and line it continues."""
-    match = _RESUME.match(compile.name or "")
-    return (match["function"], int(match["line"])) if match else None
+    return compiler.model.resume_origin(compile.name)
 
 
 def compile_label(compile) -> str:
@@ -32,15 +32,6 @@ def compile_label(compile) -> str:
             else "recompile" if compile.data.get("frame_compile_id") else "first compile")
     status = "" if compile.status == "compiled" else f", {compile.status}"
     return f"{compile.compile_id} {compile.name or '?'} — {role}{status}"
-
-
-def parent_compile(capture, compile):
-    """For a resume function, the first compile of the function it continues (same file)."""
-    origin = resume_origin(compile)
-    if not origin:
-        return None
-    filename = compile.source.get("filename")
-    return next((c for c in capture.compiles if c.name == origin[0] and c.source.get("filename") == filename), None)
 
 
 def break_title(item: dict) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..html import Html, badge, highlighted_lines, join, note, para, plural, shorten, tag, unavailable
-from .common import break_title, parent_compile, resume_origin
+from .common import break_title, resume_origin
 
 
 def _breaks_by_line(capture, filename) -> dict[int, list[dict]]:
@@ -55,13 +55,11 @@ def _source_table(source: dict, breaks, guards, ops, resume_line=None) -> Html:
 
 
 def render_source(capture, compile) -> str:
-    source = compile.source
+    source = compile.source  # for a resume frame, the capture holds the function it resumes
     origin = resume_origin(compile)
-    parent = parent_compile(capture, compile) if origin else None
-    shown = parent.source if parent is not None and parent.source.available else source
-    if not shown.available:
+    if not source.available:
         return unavailable("Source", source.reason)
-    data = shown.data
+    data = source.data
     filename = data["filename"]
     breaks = _breaks_by_line(capture, filename)
     intro = para(tag("code", f"{data['name']}"), f" in {filename}:{data['firstlineno']}", cls="tc-muted")
