@@ -51,9 +51,9 @@ def _leading_comments(code: str, start: int) -> str:
     return "\n".join(reversed(block)).strip()
 
 
-def _body(code: str, start: int, quote: str) -> tuple[str, int]:
-    end = code.find("'''", start)
-    return code[start:end], end
+def _body(code: str, start: int) -> str:
+    """The kernel source between ``'''`` quotes, from ``start`` (just after the opening quotes)."""
+    return code[start:code.find("'''", start)]
 
 
 def parse_kernels(code: str) -> list[dict]:
@@ -62,7 +62,7 @@ def parse_kernels(code: str) -> list[dict]:
     for match in _DEF.finditer(code):
         name = match["var"]
         language = _language(match["how"])
-        source, _ = _body(code, match.end(), match["quote"])
+        source = _body(code, match.end())
         comments = _leading_comments(code, match.start())
         fields = {k: (rx.search(comments).group(1) if rx.search(comments) else None) for k, rx in _COMMENT_FIELDS.items()}
         kernels.append({

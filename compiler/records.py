@@ -62,13 +62,13 @@ def _compile_id_of(metadata: dict) -> str | None:
     return None
 
 
-def _current_compile_id() -> tuple[str | None, int]:
+def _current_compile_id() -> str | None:
     from torch._guards import CompileContext
 
     cid = CompileContext.current_compile_id()
     if cid is None or cid.frame_id is None:
-        return None, 0
-    return f"{cid.frame_id}/{cid.frame_compile_id}", 0
+        return None
+    return f"{cid.frame_id}/{cid.frame_compile_id}"
 
 
 class _TraceHandler(logging.Handler):
@@ -103,11 +103,11 @@ class _ArtifactHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        compile_id, attempt = _current_compile_id()
+        compile_id = _current_compile_id()
         match = _COMPILE_ID_PREFIX.match(message)
         if compile_id is None and match:
             compile_id = f"{match.group(1)}/{match.group(2)}"
-        self.sink.append(Record(kind="log:" + self.kind, compile_id=compile_id, attempt=attempt,
+        self.sink.append(Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0,
                                 metadata={"logger": record.name, "level": record.levelname},
                                 payload=message))
 
