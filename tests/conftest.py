@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -21,13 +20,5 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-@pytest.fixture
-def artifact_dir(request):
-    path = REPO / "test-output" / request.node.name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def pytest_collection_modifyitems(config, items):
-    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
-        return
+pytest.register_assert_rewrite("jupyterlab_harness")
+from jupyterlab_harness import artifact_dir  # noqa: E402,F401 — one test-output/<test>/ fixture for all tests
