@@ -49,7 +49,12 @@ def _is_known(kind: str) -> bool:
 
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
-             error: dict | None, counters: dict, autotune: list | None = None) -> dict:
+             error: dict | None, counters: dict, autotune: list | None = None,
+             measurements: dict | None = None) -> dict:
+    """Everything captured, as capture data. ``measurements`` are what was measured after the
+    compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
+    ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards."""
+    measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
     loose = []
@@ -86,8 +91,24 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
+    _add_measurements(data, measurements)
     data["summary"] = summarize(data)
     return data
+
+
+def _add_measurements(data: dict, measurements: dict) -> None:
+    from .gpu import match_profile
+
+    data["runtime"] = measurements.get("runtime") or unavailable("not measured")
+    data["first_call_s"] = measurements.get("first_call_s")
+    if measurements.get("gpu_profile"):
+        data["gpu_profile"] = measurements["gpu_profile"]
+        for c in data["compiles"]:
+            match_profile(c["kernels"].get("kernels", []), measurements["gpu_profile"])
+    if measurements.get("cudagraph_comparison"):
+        data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
+    if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):
+        data["cudagraphs"]["memory"] = measurements["cudagraph_memory"]
 
 
 def _resume_sources(compiles: list[dict]) -> None:
