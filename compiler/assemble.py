@@ -177,7 +177,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
     ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
                 if run["ir"].get("available")]
     compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],
-                                      compile_data["guards"].get("table", []), ir_texts)
+                                      compile_data["guards"].get("rows", []), ir_texts)
     if metrics.get("fail_type"):
         compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
                                  "file": metrics.get("fail_user_frame_filename"),

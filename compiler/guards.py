@@ -73,7 +73,7 @@ def guards_stage(tree_text: str | None, user_file: str | None, metrics: dict,
         row["user_line"] = bool(row["origin"] and user_file and _same_file(row["origin"], user_file)
                                 and (user_lines is None or row["line"] in user_lines))
     latency = _LATENCY.search(tree_text)
-    return {"available": True, "tree": tree_text.strip("\n"), "table": rows, "count": len(rows),
+    return {"available": True, "tree": tree_text.strip("\n"), "rows": rows, "count": len(rows),
             "guard_count_torch": metrics.get("guard_count"),
             "latency_us": float(latency.group(1)) if latency else metrics.get("guard_latency_us")}
 

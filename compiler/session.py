@@ -108,9 +108,9 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     import torch
     import torch._inductor.config as inductor_config
 
-    result = Capture({}, live=LiveState())
+    result = Capture.empty(live=LiveState())
     collector = RecordCollector(with_artifact_logs=artifact_logs)
-    bytecode = _BytecodeRecorder(result._live)
+    bytecode = _BytecodeRecorder(result.live)
     autotune = AutotuneRecorder()
     before = _counters_snapshot()
     recorded_options = dict(options or {})
@@ -137,13 +137,14 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
             stack.close()
             result.records = collector.records  # raw records, live only (not saved)
             try:
-                result.data = assemble(collector.records, collector.strings, bytecode.by_compile,
-                                       recorded_options, environment(), error,
-                                       _counters_delta(before, _counters_snapshot()), autotune.results)
+                result._become(Capture.from_data(
+                    assemble(collector.records, collector.strings, bytecode.by_compile, recorded_options,
+                             environment(), error, _counters_delta(before, _counters_snapshot()),
+                             autotune.results), live=result.live))
             except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
-                result.data = Capture.from_error(
+                result._become(Capture.from_error(
                     exc, stage="tcompile assembling the capture (a tcompile bug; the raw records are in "
-                               "capture.records)").data
+                               "capture.records)", live=result.live))
 
 
 def _jsonable_options(kwargs: dict) -> dict:

@@ -1,0 +1,1055 @@
+"""The capture schema: every field of every stage, declared once, with its type.
+
+A capture is plain data — JSON on disk — read into the typed objects below. The same code reads a
+file and a capture just built in this process (``Capture.from_data``), so a loaded capture and a
+live one are the same objects; only ``Capture.live`` (guard managers, the compiled function, raw
+records) is live-only.
+
+Reading checks every field against its declared type and raises ``CaptureFormatError`` naming
+the JSON path (``compiles[0].guards: expected an object, got 5``). Keys this reader does not know
+(written by a newer minor version) are kept and written back unchanged.
+
+Each stage is an object the way ``jax.stages`` reads: declared attributes, ``available`` and
+``reason``, ``as_text()`` that reads like the stage, ``_repr_html_`` drawn by ``explorer``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import html
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+FORMAT = "tcompile-capture"
+VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
+MAX_DEPTH = 200  # deeper JSON than this is not a capture (and would exhaust the stack)
+
+
+class CaptureFormatError(ValueError):
+    """A file that is not a tcompile capture, has an unknown major version, or is malformed."""
+
+
+# --- reading and writing typed data -------------------------------------------------------------
+
+def _shown(value) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+               bool: "true or false"}
+
+
+def _expected(tp) -> str:
+    return _JSON_NAMES.get(typing.get_origin(tp) or tp, "an object" if isinstance(tp, type) else str(tp))
+
+
+def _convert(tp, value, path: str):
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _convert(option, value, path)
+            except CaptureFormatError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if origin is list:
+        if not isinstance(value, list):
+            raise CaptureFormatError(f"{path}: expected a list, got {_shown(value)}")
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise CaptureFormatError(f"{path}: expected an object, got {_shown(value)}")
+        _, item = typing.get_args(tp)
+        return {str(k): _convert(item, v, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, Data):
+        return tp.from_data(value, path)
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, tp):
+        return value
+    raise CaptureFormatError(f"{path}: expected {_expected(tp)}, got {_shown(value)}")
+
+
+def _dump(value):
+    if isinstance(value, Data):
+        return value.to_data()
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _fields(cls) -> tuple[tuple[str, str, Any, bool], ...]:
+    """(attribute, JSON key, type, required) for each saved field of ``cls``."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("live"):
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append((f.name, f.metadata.get("key", f.name), hints[f.name], required))
+    return tuple(out)
+
+
+@dataclass(repr=False, eq=False)
+class Data:
+    """Typed, JSON-backed data: ``from_data`` checks each declared field, ``to_data`` writes it back
+    together with any unknown keys it was read with."""
+
+    @classmethod
+    def from_data(cls, value, path: str = ""):
+        if not isinstance(value, dict):
+            raise CaptureFormatError(f"{path or 'capture'}: expected an object, got {_shown(value)}")
+        kwargs, known = {}, set()
+        for name, key, tp, required in _fields(cls):
+            known.add(key)
+            where = f"{path}.{key}" if path else key
+            if key in value:
+                kwargs[name] = _convert(tp, value[key], where)
+            elif required:
+                raise CaptureFormatError(f"{where}: missing")
+        obj = cls(**kwargs)
+        unknown = {k: v for k, v in value.items() if k not in known}
+        if unknown:
+            obj.__dict__["_unknown"] = unknown
+        return obj
+
+    def to_data(self) -> dict:
+        out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
+        out.update(self.__dict__.get("_unknown", {}))
+        return out
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, _, tp, _ in _fields(type(self))
+                          if getattr(self, name) not in (None, [], {}, "") and not _is_big(getattr(self, name)))
+        return f"{type(self).__name__}({shown})"
+
+
+def _is_big(value) -> bool:
+    return isinstance(value, (Data, list, dict)) or (isinstance(value, str) and len(value) > 80)
+
+
+def _frame(text: str) -> str:
+    return f'<pre style="white-space: pre-wrap">{html.escape(text)}</pre>'
+
+
+@dataclass(repr=False, eq=False)
+class Stage(Data):
+    """One stage: ``available``, and when not, the ``reason``; ``as_text()`` reads like the stage."""
+
+    NAME: ClassVar[str] = "stage"
+    available: bool = False
+    reason: str | None = None
+
+    def as_text(self) -> str:
+        if not self.available:
+            return f"[{self.NAME}: unavailable — {self.reason or 'no reason recorded'}]"
+        return self._text()
+
+    def _text(self) -> str:
+        return ""
+
+    def _repr_html_(self) -> str:
+        try:
+            from explorer.views import render_stage
+        except ImportError:
+            return _frame(self.as_text())
+        return render_stage(self)
+
+    def __repr__(self) -> str:
+        if not self.available:
+            return f"<{type(self).__name__} unavailable: {self.reason}>"
+        return f"<{type(self).__name__} {self._summary()}>".replace("  ", " ").replace(" >", ">")
+
+    def _summary(self) -> str:
+        return "available"
+
+
+def _table(rows):
+    import pandas as pd
+
+    return pd.DataFrame([r.to_data() if isinstance(r, Data) else r for r in rows])
+
+
+def _text_table(rows, columns) -> str:
+    """Rows as an aligned plain-text table of the given columns."""
+    cells = [[str(getattr(r, c) if getattr(r, c) is not None else "") for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(columns), line(["-" * w for w in widths]), *(line(row) for row in cells)])
+
+
+# --- source and bytecode ------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Source(Stage):
+    NAME: ClassVar[str] = "source"
+    filename: str | None = None
+    firstlineno: int | None = None
+    name: str | None = None
+    text: str = ""
+    resumes: str | None = None  # a resume frame shows the function it resumes …
+    resume_line: int | None = None  # … from this line
+
+    def _text(self):
+        return self.text
+
+    def _summary(self):
+        return f"{self.name} at {self.filename}:{self.firstlineno}"
+
+
+@dataclass(repr=False, eq=False)
+class Instruction(Data):
+    offset: int = 0
+    opname: str = ""
+    arg: int | None = None
+    argrepr: str = ""
+    line: int | None = None
+    is_jump_target: bool = False
+
+
+@dataclass(repr=False, eq=False)
+class CodeListing(Data):
+    """One code object as ``dis`` lists it."""
+
+    name: str | None = None
+    filename: str | None = None
+    firstlineno: int | None = None
+    text: str = ""
+    instructions: list[Instruction] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class Bytecode(Stage):
+    NAME: ClassVar[str] = "bytecode"
+    original: CodeListing | None = None
+    transformed: CodeListing | None = None
+    is_resume: bool = False
+    source: str | None = None  # where the listings came from (the bytecode hook or torch's artifacts)
+
+    def _text(self):
+        parts = [f"# original ({self.original.name})\n{self.original.text}" if self.original else None,
+                 f"# transformed by Dynamo ({self.transformed.name})\n{self.transformed.text}"
+                 if self.transformed else None]
+        return "\n\n".join(p for p in parts if p)
+
+    def _summary(self):
+        counts = [f"{len(c.instructions)} instructions {what}" for what, c in
+                  (("before", self.original), ("after", self.transformed)) if c]
+        return ", ".join(counts)
+
+
+# --- FX graphs ----------------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class GraphNode(Data):
+    name: str = ""
+    op: str = ""  # placeholder, call_function, call_method, call_module, get_attr, output, alias
+    target: str | None = None
+    args: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    type: str | None = None
+    dtype: str | None = None
+    shape: list[str] | None = None
+    stride: list[str] | None = None
+    device: str | None = None
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+    module: str | None = None  # nn.Module path, from torch's comments
+    module_guess: str | None = None  # … or guessed from parameter names
+
+
+@dataclass(repr=False, eq=False)
+class Graph(Stage):
+    """An FX graph as torch printed it, parsed into nodes and edges."""
+
+    NAME: ClassVar[str] = "graph"
+    code: str = ""
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[list[str]] = field(default_factory=list)
+    op_count: int = 0
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
+
+    def _text(self):
+        return self.code
+
+    def _summary(self):
+        return f"{self.op_count} ops, {len(self.nodes)} nodes"
+
+    @property
+    def table(self):
+        """The nodes as a pandas DataFrame."""
+        return _table(self.nodes)
+
+
+@dataclass(repr=False, eq=False)
+class AotGraphs(Stage):
+    NAME: ClassVar[str] = "aot"
+    graphs: dict[str, Graph] = field(default_factory=dict)  # by role: inference, joint, forward, backward
+    training: bool = False
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {role} =====\n{g.code}" for role, g in self.graphs.items())
+
+    def _summary(self):
+        return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())
+
+
+# --- guards -------------------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class GuardRow(Data):
+    kind: str = ""
+    source: str = ""
+    condition: str = ""
+    depth: int = 0
+    line: int | None = None
+    user_line: bool = False
+    user_code: str | None = None
+    origin: str | None = None
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Guards(Stage):
+    NAME: ClassVar[str] = "guards"
+    tree: str = ""  # torch's guard tree, as it prints it
+    rows: list[GuardRow] = field(default_factory=list)
+    count: int = 0
+    guard_count_torch: int | None = None  # torch's own guard_count metric, for comparison
+    latency_us: float | None = None
+
+    def _text(self):
+        return self.tree
+
+    def _summary(self):
+        return f"{self.count} guards"
+
+    @property
+    def table(self):
+        """The guards as a pandas DataFrame (one row per guard)."""
+        return _table(self.rows)
+
+
+# --- graph breaks and recompiles ----------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Location(Data):
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class BreakRegistry(Data):
+    """torch's graph-break registry entry for a GB code."""
+
+    type: str | None = None
+    context: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class GraphBreak(Data):
+    headline: str = ""
+    reason: str = ""
+    gb_code: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    stack: list[Location] = field(default_factory=list)
+    registry: BreakRegistry | None = None
+    fatal: bool = False  # under fullgraph=True: the compile failed
+    count: int = 1
+    compile_id: str | None = None
+    compile_ids: list[str] = field(default_factory=list)
+
+    def as_text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "unknown location"
+        lines = [f"{self.gb_code or 'graph break'}: {self.headline} at {where}"
+                 + (f" (x{self.count})" if self.count > 1 else "")]
+        if self.code:
+            lines.append(f"    {self.code}")
+        if self.explanation:
+            lines.append(f"  why: {self.explanation}")
+        lines += [f"  hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+
+@dataclass(repr=False, eq=False)
+class Breaks(Stage):
+    """Every graph break of the capture, deduplicated (``count`` per place). Indexable: ``cap.breaks[0]``."""
+
+    NAME: ClassVar[str] = "breaks"
+    items: list[GraphBreak] = field(default_factory=list)
+    total: int = 0
+
+    def __getitem__(self, index) -> GraphBreak:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def _text(self):
+        if not self.items:
+            return "no graph breaks"
+        return "\n\n".join(item.as_text() for item in self.items)
+
+    def _summary(self):
+        return f"{self.total} graph breaks, {len(self.items)} unique"
+
+    @property
+    def table(self):
+        return _table(self.items)
+
+
+@dataclass(repr=False, eq=False)
+class RecompileReason(Data):
+    text: str = ""
+    guard: str = ""  # the guard that failed
+    detail: str | None = None
+    against: str | None = None  # the compile id whose guards failed
+    note: str | None = None
+    user_stack: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Recompile(Stage):
+    """Why this compile happened although the frame had compiled before."""
+
+    NAME: ClassVar[str] = "recompile"
+    reasons: list[RecompileReason] = field(default_factory=list)
+    compile_id: str | None = None  # set in ``Capture.recompiles``
+    name: str | None = None
+
+    @property
+    def failed_guard(self) -> str | None:
+        """The first guard that failed (torch lists the reasons against each earlier compile)."""
+        return self.reasons[0].guard if self.reasons else None
+
+    def _text(self):
+        head = f"recompile {self.compile_id} ({self.name})\n" if self.compile_id else ""
+        return head + "\n".join(f"  against {r.against}: {r.text}" for r in self.reasons)
+
+    def _summary(self):
+        return f"{self.compile_id or ''} {self.failed_guard}"
+
+
+# --- AOT, Inductor and kernels ------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class IrNode(Data):
+    name: str = ""
+    kind: str = ""
+    ops: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # [first, last] line in the IR text
+    detail: str | None = None
+    extern_kernel: str | None = None
+    text: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class IrText(Data):
+    """Inductor's scheduler nodes as its IR log prints them."""
+
+    text: str = ""
+    nodes: list[IrNode] = field(default_factory=list)
+
+    def as_text(self) -> str:
+        return self.text
+
+
+@dataclass(repr=False, eq=False)
+class FusionRow(Data):
+    fused: str = ""
+    members: list[str] = field(default_factory=list)
+    kind: str = ""
+    is_fusion: bool = False
+    kernel: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class InductorIR(Stage):
+    NAME: ClassVar[str] = "ir"
+    pre_fusion: IrText | None = None
+    post_fusion: IrText | None = None
+    fusion: list[FusionRow] = field(default_factory=list)
+    nodes_before: int = 0
+    nodes_after: int = 0
+
+    def _text(self):
+        return (self.post_fusion or IrText()).text
+
+    def _summary(self):
+        return f"{self.nodes_before} nodes before fusion, {self.nodes_after} after"
+
+
+@dataclass(repr=False, eq=False)
+class Kernel(Data):
+    name: str = ""
+    language: str = ""  # cpp, triton, extern
+    kind: str | None = None
+    source: str | None = None
+    comments: str | None = None
+    call_args: list[str] = field(default_factory=list)
+    aten_ops: list[str] = field(default_factory=list)
+    source_nodes: list[str] = field(default_factory=list)
+    ops_from_name: list[str] = field(default_factory=list)
+    ir_node: str | None = None
+    ir_nodes: list[str] = field(default_factory=list)
+    ir_members: list[str] = field(default_factory=list)
+    ir_ops: list[str] = field(default_factory=list)
+    kernel_path: str | None = None
+    kernel_info: dict[str, Any] | None = None  # triton_kernel_info (GPU)
+    triton: dict[str, Any] | None = None  # @triton_heuristics metadata (GPU)
+    role: str | None = None
+    gpu_time_us_per_call: float | None = None
+    profiled_calls: int | None = None
+
+    def as_text(self) -> str:
+        return self.source or ""
+
+
+@dataclass(repr=False, eq=False)
+class GeneratedCode(Stage):
+    NAME: ClassVar[str] = "code"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    aot_id: str | None = None
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels ({', '.join(self.languages)})"
+
+
+@dataclass(repr=False, eq=False)
+class InductorRun(Data):
+    """One Inductor compile: inference, or the forward or backward of a training graph."""
+
+    role: str | None = None
+    pre_grad: Graph = field(default_factory=Graph)
+    post_grad: Graph = field(default_factory=Graph)
+    ir: InductorIR = field(default_factory=InductorIR)
+    code: GeneratedCode = field(default_factory=GeneratedCode)
+
+    @property
+    def ir_before(self) -> IrText:
+        """Inductor's IR before fusion."""
+        return self.ir.pre_fusion or IrText()
+
+    @property
+    def ir_after(self) -> IrText:
+        """Inductor's IR after fusion."""
+        return self.ir.post_fusion or IrText()
+
+
+@dataclass(repr=False, eq=False)
+class Inductor(Stage):
+    NAME: ClassVar[str] = "inductor"
+    runs: list[InductorRun] = field(default_factory=list)
+    cache: str | None = None  # why lowering and fusion were not seen (a cache hit)
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {run.role or 'inference'}: IR after fusion =====\n{run.ir_after.text}"
+                           for run in self.runs)
+
+    def _summary(self):
+        return f"{len(self.runs)} Inductor compiles ({', '.join(r.role or 'inference' for r in self.runs)})"
+
+
+@dataclass(repr=False, eq=False)
+class Kernels(Stage):
+    """Every kernel of the compile's generated code (all Inductor runs)."""
+
+    NAME: ClassVar[str] = "kernels"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.kernels)
+
+
+@dataclass(repr=False, eq=False)
+class AutotuneChoice(Data):
+    name: str = ""
+    description: str | None = None
+    time_ms: float | None = None
+    chosen: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Autotune(Data):
+    op: str | None = None
+    compile_id: str | None = None
+    input_sizes: list[Any] = field(default_factory=list)
+    choices: list[AutotuneChoice] = field(default_factory=list)
+
+
+# --- timings, shapes ----------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Phase(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    count: int = 1
+
+
+@dataclass(repr=False, eq=False)
+class TimingEvent(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    start: float = 0.0
+    depth: int = 0
+
+
+@dataclass(repr=False, eq=False)
+class CacheEvent(Data):
+    artifact: str = ""
+    cache_state: str | None = None
+    cache_status_detailed: str | None = None
+    key: str | None = None
+    cache_bypass_reason: str | None = None
+    reason: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Timings(Stage):
+    NAME: ClassVar[str] = "timings"
+    phases: list[Phase] = field(default_factory=list)
+    events: list[TimingEvent] = field(default_factory=list)
+    cache: list[CacheEvent] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def _text(self):
+        return _text_table(self.phases, ["label", "seconds", "count"])
+
+    def _summary(self):
+        return f"{len(self.phases)} phases"
+
+    @property
+    def table(self):
+        return _table(self.phases)
+
+
+@dataclass(repr=False, eq=False)
+class ShapeSymbol(Data):
+    symbol: str | None = None
+    kind: str = "backed"  # backed or unbacked
+    source: str | None = None
+    hint: Any = None
+    range: str | None = None
+    origin: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class ShapeGuard(Data):
+    expr: str = ""
+    pretty: str | None = None
+    latex: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Specialization(Data):
+    symbol: str | None = None
+    sources: list[str] | None = None
+    value: Any = None
+    reason: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class IndexExpression(Data):
+    index: str = ""
+    expr: str = ""
+    symbols: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Shapes(Stage):
+    NAME: ClassVar[str] = "shapes"
+    symbols: list[ShapeSymbol] = field(default_factory=list)
+    guards: list[ShapeGuard] = field(default_factory=list)
+    specializations: list[Specialization] = field(default_factory=list)
+    index_expressions: list[IndexExpression] = field(default_factory=list)
+    symbol_sources: dict[str, str] = field(default_factory=dict)
+
+    def _text(self):
+        lines = [f"{s.symbol} = {s.source}  range {s.range}  ({s.origin})" for s in self.symbols]
+        lines += [f"guard: {g.expr}" for g in self.guards]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return f"{len(self.symbols)} symbols, {len(self.guards)} shape guards"
+
+    @property
+    def table(self):
+        return _table(self.symbols)
+
+
+@dataclass(repr=False, eq=False)
+class CompileError(Data):
+    type: str | None = None
+    message: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Compile(Data):
+    """Everything captured for one frame compile (compile id ``frame/compile``)."""
+
+    compile_id: str
+    frame_id: int = 0
+    frame_compile_id: int = 0
+    attempts: int = 1
+    name: str | None = None
+    status: str = "incomplete"  # compiled, skipped, failed, incomplete
+    metrics: dict[str, Any] = field(default_factory=dict)  # torch's compilation_metrics
+    restart_reasons: list[str] = field(default_factory=list)
+    error: CompileError | None = None
+    source: Source = field(default_factory=Source)
+    bytecode: Bytecode = field(default_factory=Bytecode)
+    graph: Graph = field(default_factory=Graph)
+    guards: Guards = field(default_factory=Guards)
+    recompile: Recompile = field(default_factory=Recompile)
+    aot: AotGraphs = field(default_factory=AotGraphs)
+    inductor: Inductor = field(default_factory=Inductor)
+    kernels: Kernels = field(default_factory=Kernels)
+    timings: Timings = field(default_factory=Timings)
+    shapes: Shapes = field(default_factory=Shapes)
+    autotune: list[Autotune] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"<Compile {self.compile_id} {self.name} {self.status}>"
+
+    def stage(self, name: str) -> Stage:
+        if name not in STAGES:
+            raise KeyError(f"no stage {name!r}; stages: {', '.join(STAGES)}")
+        return getattr(self, name)
+
+    def as_text(self) -> str:
+        return "\n\n".join(f"=== {name} ===\n{getattr(self, name).as_text()}" for name in STAGES)
+
+    def _repr_html_(self) -> str:
+        try:
+            from explorer.views import render_compile
+        except ImportError:
+            return _frame(self.as_text())
+        return render_compile(self)
+
+
+STAGES = tuple(f.name for f in dataclasses.fields(Compile)
+               if isinstance(f.default_factory, type) and issubclass(f.default_factory, Stage))
+
+
+# --- capture-wide stages ------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class CallTiming(Data):
+    median_s: float = 0.0
+    min_s: float = 0.0
+    max_s: float = 0.0
+    q1_s: float = 0.0
+    q3_s: float = 0.0
+    samples: int = 0
+    calls_per_sample: int = 1
+
+
+@dataclass(repr=False, eq=False)
+class Runtime(Stage):
+    NAME: ClassVar[str] = "runtime"
+    device: str = "cpu"
+    eager: CallTiming | None = None
+    compiled: CallTiming | None = None
+    speedup: float | None = None
+    first_call_s: float | None = None
+    threads: int | None = None
+    cpu_count: int | None = None
+    load_average: float | None = None
+    busy: bool = False  # the machine was loaded while timing: numbers are less reliable
+    method: str | None = None
+
+    def _text(self):
+        lines = [f"eager {self.eager.median_s:.6g} s, compiled {self.compiled.median_s:.6g} s (median)"
+                 if self.eager and self.compiled else "",
+                 f"speedup {self.speedup:.2f}x" if self.speedup else "", self.method or "",
+                 "warning: the machine was busy while timing" if self.busy else ""]
+        return "\n".join(line for line in lines if line)
+
+    def _summary(self):
+        return f"speedup {self.speedup:.2f}x" if self.speedup else "measured"
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphEvent(Data):
+    kind: str = ""
+    message: str | None = None
+    compile_id: str | None = None
+    function: str | None = None
+    graph_id: int | None = None
+    key: str | None = None
+    reason: str | None = None
+    user_reason: str | None = None
+    found_from: Location | None = None
+    time: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphMemory(Data):
+    reserved_growth_bytes: int = 0
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphs(Stage):
+    NAME: ClassVar[str] = "cudagraphs"
+    used: bool = False
+    skipped: bool = False
+    warmups: int = 0
+    recorded: int = 0
+    replays: int = 0
+    re_recordings: int = 0
+    trees: list[str] = field(default_factory=list)
+    events: list[CudaGraphEvent] = field(default_factory=list)
+    skip_reasons: list[str] = field(default_factory=list)
+    skip_reasons_user: list[str] = field(default_factory=list)
+    skip_locations: list[Location] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)
+    calls_under_capture: int | None = None
+    memory: CudaGraphMemory | None = None
+
+    def _text(self):
+        lines = [f"warm-ups {self.warmups}, recordings {self.recorded}, replays {self.replays}, "
+                 f"re-recordings {self.re_recordings}"]
+        lines += [f"skipped: {r}" for r in self.skip_reasons_user or self.skip_reasons]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return "skipped" if self.skipped else f"{self.recorded} recorded, {self.replays} replays"
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphComparison(Stage):
+    NAME: ClassVar[str] = "cudagraph_comparison"
+    mode: str | None = None
+    with_cudagraphs: CallTiming | None = None
+    without_cudagraphs: CallTiming | None = None
+    speedup: float | None = None
+    memory_reserved_growth_bytes: int | None = None
+
+    def _text(self):
+        return f"with CUDA graphs {self.speedup:.2f}x faster" if self.speedup else ""
+
+
+@dataclass(repr=False, eq=False)
+class ProfiledKernel(Data):
+    name: str = ""
+    gpu_time_us: float = 0.0
+    calls: int = 0
+    gpu_time_us_per_call: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
+class GpuProfile(Stage):
+    NAME: ClassVar[str] = "gpu_profile"
+    iters: int = 0
+    kernels: list[ProfiledKernel] = field(default_factory=list)
+    gpu_time_us_per_call: float | None = None
+    wall_time_us_per_call: float | None = None
+    launch_overhead_share: float | None = None
+
+    def _text(self):
+        return _text_table(self.kernels, ["name", "gpu_time_us_per_call", "calls"])
+
+
+@dataclass(repr=False, eq=False)
+class CaptureError(Data):
+    """The exception that ended the captured block, and the stage it came from in the user's terms."""
+
+    type: str = ""
+    message: str = ""
+    stage: str = ""
+    module: str | None = None
+    cause: str | None = None
+    compile_id: str | None = None
+    last_record: str | None = None
+    traceback: str | None = None
+
+    def as_text(self) -> str:
+        return f"{self.type} in {self.stage}: {self.message}"
+
+
+@dataclass(repr=False, eq=False)
+class Summary(Data):
+    frames: int = 0
+    compiles: int = 0
+    graphs: int = 0
+    graph_breaks: int = 0
+    unique_graph_breaks: int = 0
+    recompiles: int = 0
+    guards: int = 0
+    kernels: int = 0
+    compile_time_s: float = 0.0
+    failed_compiles: int = 0
+
+
+def _unavailable(stage_type, reason: str):
+    return lambda: stage_type(available=False, reason=reason)
+
+
+@dataclass(repr=False, eq=False)
+class CaptureData(Data):
+    """The saved part of a capture; ``Capture`` adds the live-only state and the methods."""
+
+    format: str
+    version: list[int]
+    environment: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    compiles: list[Compile] = field(default_factory=list)
+    breaks: Breaks = field(default_factory=lambda: Breaks(available=True))
+    recompiles: list[Recompile] = field(default_factory=list)
+    cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
+    runtime: Runtime = field(default_factory=_unavailable(Runtime, "not measured"))
+    first_call_s: float | None = None
+    gpu_profile: GpuProfile | None = None
+    cudagraph_comparison: CudaGraphComparison | None = None
+    counters: dict[str, Any] = field(default_factory=dict)  # torch's dynamo counters during the capture
+    error: CaptureError | None = None
+    unknown_records: dict[str, int] = field(default_factory=dict)  # record kinds tcompile does not know, counted
+    extra_records: list[Any] = field(default_factory=list)  # … and those records, trimmed
+    summary: Summary = field(default_factory=Summary)
+
+
+def check_header(data) -> None:
+    """Reject anything that is not a capture of a version this reader knows (before reading fields)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CaptureFormatError(f"not a tcompile capture: missing \"format\": \"{FORMAT}\"")
+    version = data.get("version")
+    if not (isinstance(version, list) and len(version) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in version)):
+        raise CaptureFormatError(f"version: expected [major, minor], got {_shown(version)}")
+    if version[0] != VERSION[0]:
+        raise CaptureFormatError(f"capture format version {version[0]}.{version[1]} is not supported "
+                                 f"by this tcompile (reads {VERSION[0]}.x)")
+
+
+def read_json_text(raw: bytes | str, what: str):
+    """JSON text → Python value; anything that is not UTF-8 JSON of sane depth is a CaptureFormatError."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CaptureFormatError(f"not a tcompile {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CaptureFormatError(f"not a tcompile {what}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than Python can read") from None
+    if _depth(value) > MAX_DEPTH:
+        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value) -> int:
+    """Nesting depth, iteratively (a recursive walk would itself overflow)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            return level
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+class JsonFile:
+    """Saved and loaded as versioned JSON — data only, never pickle, never executed. A subclass
+    names its ``document`` kind; ``from_data`` checks what was read (here: ``validate_data`` on
+    a plain ``data`` dict; typed documents such as ``Capture`` check every field instead)."""
+
+    document = "capture"
+
+    def to_data(self) -> dict:
+        return self.data
+
+    @staticmethod
+    def validate_data(data) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def from_data(cls, data):
+        cls.validate_data(data)
+        return cls(data)
+
+    def to_json(self) -> str:
+        # compact: a GPT-2-sized capture stays under 5 MB (indented it is ~20 % larger)
+        return json.dumps(self.to_data(), separators=(",", ":"), default=str)
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, text: str | bytes):
+        return cls.from_data(read_json_text(text, cls.document))
+
+    @classmethod
+    def load(cls, path):
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise CaptureFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return cls.from_json(raw)
