@@ -56,6 +56,35 @@ def record_kind(metadata: dict) -> str:
     return "unknown"
 
 
+# Names that drifted across torch versions (2.3 → 2.13): the older name → the one tcompile reads.
+RENAMED_KINDS = {"inductor_pre_grad_graph": "artifact:before_pre_grad_graph"}
+RENAMED_METRICS = {"entire_frame_compile_time_s": "dynamo_cumulative_compile_time_us",
+                   "backend_compile_time_s": "aot_autograd_cumulative_compile_time_us",
+                   "inductor_compile_time_s": "inductor_cumulative_compile_time_us",
+                   "code_gen_time_s": "inductor_code_gen_cumulative_compile_time_us"}
+
+
+def _fill_renamed_metrics(metrics: dict) -> None:
+    """Torch ~2.6 logged some compile times only in microseconds under other names."""
+    for name, micros in RENAMED_METRICS.items():
+        if metrics.get(name) is None and isinstance(metrics.get(micros), (int, float)):
+            metrics[name] = metrics[micros] / 1e6
+
+
+def record_from_metadata(metadata: dict, payload: str | None, when: float | None = None) -> Record:
+    """The Record of one structured-trace envelope: the live handler and the TORCH_TRACE file reader
+    (``compiler.trace``) both build records here."""
+    kind = record_kind(metadata)
+    kind = RENAMED_KINDS.get(kind, kind)
+    if kind == "compilation_metrics" and isinstance(metadata.get(kind), dict):
+        _fill_renamed_metrics(metadata[kind])
+    record = Record(kind=kind, compile_id=_compile_id_of(metadata),
+                    attempt=int(metadata.get("attempt", 0) or 0), metadata=metadata, payload=payload)
+    if when is not None:
+        record.time = when
+    return record
+
+
 def _compile_id_of(metadata: dict) -> str | None:
     if "frame_id" in metadata and "frame_compile_id" in metadata:
         return f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
@@ -84,13 +113,7 @@ class _TraceHandler(logging.Handler):
             text, index = metadata["str"]
             self.strings[index] = text
             return
-        self.sink.append(Record(
-            kind=record_kind(metadata),
-            compile_id=_compile_id_of(metadata),
-            attempt=int(metadata.get("attempt", 0) or 0),
-            metadata=metadata,
-            payload=getattr(record, "payload", None),
-        ))
+        self.sink.append(record_from_metadata(metadata, getattr(record, "payload", None)))
         for listener in self.listeners:
             listener(self.sink[-1])
 
