@@ -11,6 +11,16 @@ the JSON path (``compiles[0].guards: expected an object, got 5``). Keys this rea
 
 Each stage is an object the way ``jax.stages`` reads: declared attributes, ``available`` and
 ``reason``, ``as_text()`` that reads like the stage, ``_repr_html_`` drawn by ``explorer``.
+
+    >>> node = GraphNode.from_data({"name": "sin", "op": "call_function", "target": "torch.sin", "line": 3})
+    >>> node.name, node.line, node.shape
+    ('sin', 3, None)
+    >>> Graph.from_data({"available": True, "nodes": [{"name": "x", "line": "3"}]})
+    Traceback (most recent call last):
+    ...
+    compiler.schema.CaptureFormatError: nodes[0].line: expected an integer, got '3'
+    >>> print(Guards(available=False, reason="cache hit").as_text())
+    [guards: unavailable — cache hit]
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The capture engine against real torch.compile runs on CPU; counts are checked against torch's
 own counters from the same run, never hard-coded."""
+import json
 import logging
 
 import pytest
@@ -31,31 +32,31 @@ def test_print_graph_break_matches_counters_and_explain(capsys):
         out = torch.compile(with_print, backend="eager")(torch.ones(3))
     assert torch.allclose(out, with_print(torch.ones(3)))
     breaks = cap.breaks
-    assert breaks["total"] == graph_break_total() == 1
-    item = breaks["items"][0]
-    assert item["code"] == 'print("tcompile-test")'
-    assert item["line"] == with_print.__code__.co_firstlineno + 2
-    assert item["gb_code"] and item["gb_code"].startswith("GB")
-    assert item["registry"]["type"] == item["headline"]
-    assert item["registry"]["hints"]
+    assert breaks.total == graph_break_total() == 1
+    item = breaks.items[0]
+    assert item.code == 'print("tcompile-test")'
+    assert item.line == with_print.__code__.co_firstlineno + 2
+    assert item.gb_code and item.gb_code.startswith("GB")
+    assert item.registry.type == item.headline
+    assert item.registry.hints
     explained = torch._dynamo.explain(with_print)(torch.ones(3))
-    assert cap.summary["graphs"] == explained.graph_count
-    assert cap.summary["graph_breaks"] == explained.graph_break_count
+    assert cap.summary.graphs == explained.graph_count
+    assert cap.summary.graph_breaks == explained.graph_break_count
 
 
 def test_data_dependent_branch_breaks_and_resumes():
     with compiler.capture() as cap:
         torch.compile(data_dependent, backend="eager")(torch.ones(4))
     explained = torch._dynamo.explain(data_dependent)(torch.ones(4))
-    assert cap.breaks["total"] == explained.graph_break_count == 1
-    assert "data-dependent" in cap.breaks["items"][0]["reason"].lower() or "generic_jump" in cap.breaks["items"][0]["reason"]
+    assert cap.breaks.total == explained.graph_break_count == 1
+    assert "data-dependent" in cap.breaks.items[0].reason.lower() or "generic_jump" in cap.breaks.items[0].reason
     names = [c.name for c in cap.compiles]
     assert names[0] == "data_dependent"
     assert any(n.startswith("torch_dynamo_resume_in_data_dependent") for n in names)
     resume = next(c for c in cap.compiles if c.name.startswith("torch_dynamo_resume"))
-    assert resume.bytecode.available and resume.bytecode["is_resume"]
+    assert resume.bytecode.available and resume.bytecode.is_resume
     first = cap.compiles[0]
-    lines = {i["line"] for i in first.bytecode["original"]["instructions"]}
+    lines = {i.line for i in first.bytecode.original.instructions}
     assert data_dependent.__code__.co_firstlineno + 2 in lines
 
 
@@ -72,10 +73,10 @@ def test_shape_and_dtype_recompiles_in_order():
     assert len(cap.compiles) == counters["frames"]["total"] == counters["stats"]["unique_graphs"] == 3
     assert len(cap.recompiles) == counters["frames"]["total"] - 1
     first, second = cap.recompiles
-    assert "size mismatch at index 0" in first["reasons"][0]["guard"]
-    assert first["reasons"][0]["detail"] == "expected 4, actual 8"
-    assert "dtype mismatch" in second["reasons"][0]["guard"]
-    assert [r["against"] for r in second["reasons"]] == ["0/1", "0/0"]
+    assert "size mismatch at index 0" in first.reasons[0].guard
+    assert first.reasons[0].detail == "expected 4, actual 8"
+    assert "dtype mismatch" in second.reasons[0].guard
+    assert [r.against for r in second.reasons] == ["0/1", "0/0"]
 
 
 def test_dynamic_true_graph_has_symbolic_shapes():
@@ -85,9 +86,9 @@ def test_dynamic_true_graph_has_symbolic_shapes():
     with compiler.capture() as cap:
         torch.compile(f, backend="eager", dynamic=True)(torch.ones(5, 3))
     graph = cap.compiles[0].graph
-    placeholder = next(n for n in graph["nodes"] if n["op"] == "placeholder" and n.get("shape"))
-    assert any(d.startswith("s") for d in placeholder["shape"])
-    assert any("Sym(" in (n.get("type") or "") for n in graph["nodes"]) or "s" in "".join(placeholder["shape"])
+    placeholder = next(n for n in graph.nodes if n.op == "placeholder" and n.shape)
+    assert any(d.startswith("s") for d in placeholder.shape)
+    assert any("Sym(" in (n.type or "") for n in graph.nodes) or "s" in "".join(placeholder.shape)
 
 
 class MLP(torch.nn.Module):
@@ -107,15 +108,15 @@ def test_module_parameters_have_module_paths_and_guards():
         out = torch.compile(model, backend="eager")(x)
     assert torch.allclose(out, model(x))
     graph = cap.compiles[0].graph
-    modules = {n.get("module") for n in graph["nodes"]}
+    modules = {n.module for n in graph.nodes}
     assert {"fc1", "fc2"} <= modules
-    linear = [n for n in graph["nodes"] if n["target"].endswith("linear")]
-    assert [n["module"] for n in linear] == ["fc1", "fc2"]
-    assert linear[0]["shape"] == ["2", "16"] and linear[0]["dtype"] == "float32"
+    linear = [n for n in graph.nodes if n.target.endswith("linear")]
+    assert [n.module for n in linear] == ["fc1", "fc2"]
+    assert linear[0].shape == ["2", "16"] and linear[0].dtype == "float32"
     guards = cap.compiles[0].guards
-    assert guards["count"] == len(guards["table"]) > 0
-    tensor_guards = [g for g in guards["table"] if g["kind"] == "TENSOR_MATCH"]
-    assert any(g["source"] == "L['x']" for g in tensor_guards)
+    assert guards.count == len(guards.rows) > 0
+    tensor_guards = [g for g in guards.rows if g.kind == "TENSOR_MATCH"]
+    assert any(g.source == "L['x']" for g in tensor_guards)
 
 
 def test_training_step_captures_joint_forward_backward_and_lazy_backward():
@@ -125,10 +126,10 @@ def test_training_step_captures_joint_forward_backward_and_lazy_backward():
     with compiler.capture() as cap:
         loss = cm(x).sum()
         loss.backward()
-    graphs = cap.compiles[0].aot["graphs"]
+    graphs = cap.compiles[0].aot.graphs
     assert {"forward", "backward"} <= set(graphs)
-    assert any("aten.mm" in n["target"] or "aten.addmm" in n["target"] for n in graphs["backward"]["nodes"])
-    assert cap.compiles[0].aot["training"]
+    assert any("aten.mm" in n.target or "aten.addmm" in n.target for n in graphs["backward"].nodes)
+    assert cap.compiles[0].aot.training
     ref = MLP()
     ref.load_state_dict(model.state_dict())
     ref(x).sum().backward()
@@ -139,22 +140,22 @@ def test_inference_under_no_grad_has_inference_graph_only():
     model = MLP()
     with torch.no_grad(), compiler.capture() as cap:
         torch.compile(model, backend="aot_eager")(torch.randn(2, 8))
-    assert set(cap.compiles[0].aot["graphs"]) == {"inference"}
+    assert set(cap.compiles[0].aot.graphs) == {"inference"}
 
 
 def test_fullgraph_failure_keeps_stages_and_names_the_stage():
     with pytest.raises(Exception) as raised:
         with compiler.capture() as cap:
             torch.compile(with_print, backend="eager", fullgraph=True)(torch.ones(3))
-    assert cap.error["type"] == type(raised.value).__name__
-    assert "fullgraph" in cap.error["stage"]
+    assert cap.error.type == type(raised.value).__name__
+    assert "fullgraph" in cap.error.stage
     assert cap.compiles and cap.compiles[0].source.available
-    assert "print" in cap.error["message"]
+    assert "print" in cap.error.message
 
 
 def test_fullgraph_failure_can_be_kept_instead_of_raised():
     cap = compiler.explore(with_print, torch.ones(3), backend="eager", fullgraph=True, errors="return")
-    assert cap.error and "fullgraph" in cap.error["stage"]
+    assert cap.error and "fullgraph" in cap.error.stage
     assert not cap.runtime.available and "failed" in cap.runtime.reason
 
 
@@ -169,8 +170,8 @@ def test_backend_that_raises_is_reported_as_backend_compile():
     with pytest.raises(Exception):
         with compiler.capture() as cap:
             torch.compile(f, backend=failing_backend)(torch.ones(2))
-    assert cap.error["stage"] == "backend compile"
-    assert "backend exploded on purpose" in (cap.error["cause"] or cap.error["message"])
+    assert cap.error.stage == "backend compile"
+    assert "backend exploded on purpose" in (cap.error.cause or cap.error.message)
     assert cap.compiles[0].graph.available  # Dynamo's graph was captured before the backend ran
 
 
@@ -180,8 +181,8 @@ def test_user_code_exception_is_kept():
 
     with compiler.capture(suppress_errors=True) as cap:
         torch.compile(f, backend="eager")(torch.ones(2))
-    assert cap.error["type"] == "ValueError"
-    assert cap.error["stage"] == "running the user's code"
+    assert cap.error.type == "ValueError"
+    assert cap.error.stage == "running the user's code"
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -269,12 +270,12 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
         torch.compile(with_print, backend="eager")(torch.ones(3))
     path = cap.save(tmp_path / "cap.json")
     loaded = compiler.load(path)
-    assert loaded == cap and loaded.data == cap.data
+    assert loaded == cap and loaded.to_data() == cap.to_data()
     assert loaded.compiles[0].graph.as_text() == cap.compiles[0].graph.as_text()
     assert not loaded.is_live
     text = path.read_text()
-    assert "pickle" not in text[:200]
-    bad_version = text.replace('"version":[1,', '"version":[9,', 1)
+    assert json.loads(text)["format"] == "tcompile-capture"  # plain JSON data
+    bad_version = text.replace('"version":[2,', '"version":[9,', 1)
     assert bad_version != text
     (tmp_path / "v9.json").write_text(bad_version)
     with pytest.raises(compiler.CaptureFormatError, match="version 9"):
@@ -287,13 +288,55 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
         compiler.load(tmp_path / "other.json")
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(error="boom"), r"^error: expected an object, got 'boom'$"),
+    (lambda d: d.update(summary=[]), r"^summary: expected an object, got \[\]$"),
+    (lambda d: d["compiles"][0].update(guards=5), r"^compiles\[0\]\.guards: expected an object, got 5$"),
+    (lambda d: d["compiles"][0]["graph"]["nodes"][0].update(line="7"),
+     r"^compiles\[0\]\.graph\.nodes\[0\]\.line: expected an integer, got '7'$"),
+    (lambda d: d["compiles"][0].pop("compile_id"), r"^compiles\[0\]\.compile_id: missing$"),
+    (lambda d: d["breaks"].update(items={}), r"^breaks\.items: expected a list, got \{\}$"),
+])
+def test_wrongly_shaped_files_name_the_json_path(tmp_path, change, message):
+    with compiler.capture() as cap:
+        torch.compile(with_print, backend="eager")(torch.ones(3))
+    data = cap.to_data()
+    change(data)
+    with pytest.raises(compiler.CaptureFormatError, match=message):
+        compiler.Capture.from_json(json.dumps(data))
+
+
+def test_unreadable_bytes_and_absurd_nesting_are_format_errors(tmp_path):
+    (tmp_path / "latin1.json").write_bytes(b'{"format": "tcompile-capture", "x": "\xff\xfe"}')
+    with pytest.raises(compiler.CaptureFormatError, match="not UTF-8"):
+        compiler.load(tmp_path / "latin1.json")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(compiler.CaptureFormatError, match="nested deeper"):
+        compiler.load(tmp_path / "deep.json")
+    with pytest.raises(compiler.CaptureFormatError, match="cannot read"):
+        compiler.load(tmp_path / "missing.json")
+
+
+def test_unknown_keys_from_a_newer_minor_version_are_kept():
+    with compiler.capture() as cap:
+        torch.compile(with_print, backend="eager")(torch.ones(3))
+    data = cap.to_data()
+    data["version"] = [2, 7]
+    data["new_capture_field"] = {"a": 1}
+    data["compiles"][0]["graph"]["new_stage_field"] = [1, 2]
+    loaded = compiler.Capture.from_json(json.dumps(data))
+    assert loaded.to_data()["new_capture_field"] == {"a": 1}
+    assert loaded.compiles[0].graph.to_data()["new_stage_field"] == [1, 2]
+    assert loaded.to_data() == data
+
+
 def test_unknown_records_are_kept_and_counted():
     from torch._logging import trace_structured
 
     with compiler.capture() as cap:
         trace_structured("tcompile_test_event", metadata_fn=lambda: {"x": 1}, payload_fn=lambda: "hello")
     assert cap.unknown_records == {"tcompile_test_event": 1}
-    assert cap.data["extra_records"][0]["payload"] == "hello"
+    assert cap.extra_records[0]["payload"] == "hello"
 
 
 def test_environment_and_options_recorded():
@@ -308,17 +351,17 @@ def test_environment_and_options_recorded():
 
 def test_fullgraph_break_is_listed_as_a_fatal_graph_break():
     cap = compiler.explore(with_print, torch.ones(3), backend="eager", fullgraph=True, errors="return")
-    (item,) = cap.breaks["items"]
-    assert item["fatal"] and item["code"] == 'print("tcompile-test")' and item["gb_code"] == "GB0059"
-    assert cap.summary["graph_breaks"] == 1
+    (item,) = cap.breaks.items
+    assert item.fatal and item.code == 'print("tcompile-test")' and item.gb_code == "GB0059"
+    assert cap.summary.graph_breaks == 1
 
 
 def test_resume_function_shows_the_function_it_resumes():
     cap = compiler.explore(with_print, torch.ones(3), backend="eager", timing=False)
     resume = next(c for c in cap.compiles if c.name.startswith("torch_dynamo_resume"))
-    assert resume.source["resumes"] == "with_print"
-    assert resume.source["text"] == cap.compiles[0].source["text"]
-    assert resume.source["resume_line"] == with_print.__code__.co_firstlineno + 2
+    assert resume.source.resumes == "with_print"
+    assert resume.source.text == cap.compiles[0].source.text
+    assert resume.source.resume_line == with_print.__code__.co_firstlineno + 2
 
 
 def test_timing_is_quiet_and_works_on_copies(capsys):
@@ -331,7 +374,7 @@ def test_timing_is_quiet_and_works_on_copies(capsys):
     cap = compiler.explore(bump, x, backend="eager", repeat=3)
     assert torch.equal(x, torch.ones(3))  # only the captured call touched the caller's tensor
     assert capsys.readouterr().out.count("side effect") == 1
-    assert cap.data["first_call_s"] > 0 and cap.runtime.available
+    assert cap.first_call_s > 0 and cap.runtime.available
 
 
 def test_capture_from_error_holds_only_the_error():
@@ -339,7 +382,7 @@ def test_capture_from_error_holds_only_the_error():
         compile("x = (", "<cell>", "exec")
     except SyntaxError as exc:
         cap = compiler.Capture.from_error(exc, stage="parsing the cell")
-    assert cap.error["stage"] == "parsing the cell" and cap.compiles == []
+    assert cap.error.stage == "parsing the cell" and cap.compiles == []
     assert compiler.Capture.from_json(cap.to_json()) == cap
 
 
@@ -369,4 +412,4 @@ def test_a_stage_parser_failure_costs_only_that_stage(monkeypatch):
     assert torch.allclose(out, with_print(torch.ones(3)))
     c = cap.compiles[0]
     assert not c.guards.available and "could not parse" in c.guards.reason and "unexpected format" in c.guards.reason
-    assert c.graph.available and cap.breaks["total"] == 1
+    assert c.graph.available and cap.breaks.total == 1
