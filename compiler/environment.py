@@ -1,6 +1,7 @@
 """What a capture was made with: versions, device, the compile options."""
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -15,6 +16,7 @@ def environment() -> dict:
     if torch.cuda.is_available():
         env.update(device="cuda", device_name=torch.cuda.get_device_name(0),
                    device_capability=".".join(map(str, torch.cuda.get_device_capability(0))))
+    env.update(distributed())
     try:
         import triton
 
@@ -22,3 +24,19 @@ def environment() -> dict:
     except ImportError:
         env["triton"] = None
     return env
+
+
+def distributed() -> dict:
+    """The rank and world size of a distributed job (torch.distributed once initialized, else the
+    RANK / WORLD_SIZE / LOCAL_RANK variables torchrun sets); empty outside a job."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        out = {"rank": dist.get_rank(), "world_size": dist.get_world_size()}
+    elif "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        out = {"rank": int(os.environ["RANK"]), "world_size": int(os.environ["WORLD_SIZE"])}
+    else:
+        return {}
+    if "LOCAL_RANK" in os.environ:
+        out["local_rank"] = int(os.environ["LOCAL_RANK"])
+    return out

@@ -501,3 +501,18 @@ def _diverging_compile_time(captures) -> Divergence | None:
                       f"Rank {slowest} spent the longest compiling ({times[slowest]:.2f} s vs {times[fastest]:.2f} s "
                       f"on rank {fastest}){where}. The other ranks wait for it at the first collective.",
                       severity="info")
+
+
+# --- saving a rank's capture ---------------------------------------------------------------------
+
+def save_rank(capture, job_dir) -> Path:
+    """Save ``capture`` as ``job_dir/tcompile_capture_rank_N.json`` (N: the rank it recorded, 0
+    outside a distributed job), so ``load_trace(job_dir)`` loads the job's captures as a ``Job``."""
+    job_dir = Path(job_dir)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    rank = capture.environment.get("rank")
+    if rank is None:
+        from .environment import distributed
+
+        rank = distributed().get("rank", 0)
+    return capture.save(job_dir / f"{CAPTURE_PREFIX}{int(rank)}.json")

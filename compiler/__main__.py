@@ -1,0 +1,49 @@
+"""``python -m compiler report PATH -o report.html``: one standalone HTML file (every stage; for a job,
+the rank comparison first) from a TORCH_TRACE log, a job directory or a saved capture — no Jupyter,
+no server; opens offline."""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compiler", description=__doc__.split(":", 1)[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="write a standalone HTML report of a trace, a job or a capture")
+    report.add_argument("path", help="a TORCH_TRACE log file, a directory of per-rank logs or saved captures, "
+                                     "or a tcompile capture (.json)")
+    report.add_argument("-o", "--output", default="report.html", help="the HTML file to write (report.html)")
+    report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
+    args = parser.parse_args(argv)
+
+    from .job import Job, load_trace
+    from .schema import CaptureFormatError
+    from .trace import TraceError, TraceWarning
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TraceWarning)
+            loaded = load_trace(args.path, strict=args.strict)
+    except (TraceError, CaptureFormatError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    try:
+        from explorer.job_view import write_report
+    except ImportError as exc:
+        print(f"error: the HTML report needs tcompile's explorer package (and its dependencies: pygments, "
+              f"graphviz, ipywidgets), which could not be imported ({exc}); install tcompile with "
+              "`pip install -e .`", file=sys.stderr)
+        return 3
+    out = write_report(loaded, args.output)
+    what = (f"job of {len(loaded.captures)} ranks, {len(loaded.divergences)} divergences"
+            if isinstance(loaded, Job) else f"{len(loaded.compiles)} compiles")
+    print(f"wrote {out} ({what})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""A distributed job (``compiler.job.Job``) as HTML: the ranks overview with divergences first,
+then every rank's full explorer (``render_static``), one ``<details>`` each; and standalone report
+pages for the ``python -m compiler report`` CLI."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .html import (Html, badge, details, esc, heading, join, note, para, plural, render_static, seconds, style_tag,
+                   table, tag)
+
+SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
+
+
+def ranks_label(ranks) -> str:
+    ranks = list(ranks)
+    return f"{'Ranks' if len(ranks) != 1 else 'Rank'}: {', '.join(map(str, ranks))}"
+
+
+def render_divergence(divergence) -> Html:
+    kind = SEVERITY_KIND.get(divergence.severity, "info")
+    rows = [[ranks_label(group), behaviour] for group, behaviour in zip(divergence.groups, divergence.behaviours)]
+    return note(tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind),
+                para(divergence.explanation), table(["ranks", "what they did"], rows), kind=kind)
+
+
+def render_ranks_table(job) -> Html:
+    rows = []
+    for rank in job.ranks:
+        cap = job.captures[rank]
+        s = cap.summary
+        rows.append([str(rank), Path(job.files[rank]).name, str(s.compiles), str(s.graph_breaks), str(s.recompiles),
+                     seconds(s.compile_time_s), cap.environment.get("torch") or "?"])
+    return table(["rank", "file", "compiles", "graph breaks", "recompiles", "compile time", "torch"], rows)
+
+
+def render_job_overview(job) -> Html:
+    """Divergences first (what can hang the job), then what was skipped, then the ranks table."""
+    parts = [heading(f"Job: {plural(len(job.captures), 'rank')} from {job.path}", 3)]
+    if job.divergences:
+        parts.append(para(f"{plural(len(job.divergences), 'divergence')} across ranks — the ranks did not compile "
+                          "the same way:"))
+        parts += [render_divergence(d) for d in job.divergences]
+    else:
+        parts.append(note("The ranks compiled the same way: same compile ids, recompiles, graph breaks"
+                          + (", cache pattern" if len(job.captures) > 1 else "") + ".", kind="ok"))
+    if job.problems:
+        parts.append(details(f"{plural(len(job.problems), 'file problem')} (skipped or suspicious)",
+                             tag("ul", *(tag("li", str(p)) for p in job.problems))))
+    parts.append(render_ranks_table(job))
+    return tag("div", *parts, cls="tcompile tc-view")
+
+
+def render_job(job) -> str:
+    """The overview, then each rank's full explorer (static), as one HTML fragment."""
+    ranks = [details(f"Rank {rank} — {Path(job.files[rank]).name}", Html(render_static(job.captures[rank])),
+                     cls="tc-section") for rank in job.ranks]
+    return str(tag("div", style_tag(), render_job_overview(job), heading("Every rank's explorer", 3), *ranks,
+                   cls="tcompile tc-static"))
+
+
+def render_trace_problems(capture) -> Html:
+    info = getattr(capture, "trace", None)
+    if info is None or not info.problems:
+        return Html("")
+    return details(f"{plural(len(info.problems), 'problem')} reading {Path(info.file).name}",
+                   tag("ul", *(tag("li", str(p)) for p in info.problems)))
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
+<body>
+{body}
+</body></html>
+"""
+
+
+def report_page(obj, title: str | None = None) -> str:
+    """A standalone HTML page (CSS inlined, no JavaScript, no server) for a Capture or a Job."""
+    from compiler.job import Job
+
+    if isinstance(obj, Job):
+        body = render_job(obj)
+        title = title or f"tcompile job report — {obj.path}"
+    else:
+        body = join([render_trace_problems(obj), Html(render_static(obj))])
+        title = title or "tcompile report"
+    return PAGE.format(title=esc(title), body=body)
+
+
+def write_report(obj, out) -> Path:
+    out = Path(out)
+    out.write_text(report_page(obj), encoding="utf-8")
+    return out

@@ -1,0 +1,89 @@
+"""A distributed job in the notebook: the ranks overview (divergences first) and, below it, the full
+``Explorer`` of the rank picked in a dropdown (built when first picked); and ``show_path``, what
+``%tcompile --load PATH`` shows for a trace file, a job directory or a saved capture."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .html import render_static, style_tag, summary_text
+from .job_view import render_job, render_job_overview, render_trace_problems
+from .widget import Explorer, show
+
+
+class JobExplorer(widgets.VBox):
+    """The ranks of a ``compiler.job.Job``: overview first, then one rank's explorer."""
+
+    def __init__(self, job, rank: int | None = None):
+        self.job = job
+        self.overview = widgets.HTML(str(render_job_overview(job)))
+        first_odd = next((d.groups[-1][0] for d in job.divergences if len(d.groups) > 1), None)
+        start = rank if rank is not None else (first_odd if first_odd is not None else job.ranks[0])
+        self.selector = widgets.Dropdown(options=[(f"rank {r}", r) for r in job.ranks], value=start,
+                                         description="Rank:")
+        self.holder = widgets.VBox()
+        self._explorers: dict[int, Explorer] = {}
+        self.selector.observe(lambda _: self.refresh(), names="value")
+        super().__init__([widgets.HTML(style_tag()), self.overview, self.selector, self.holder])
+        self.add_class("tc-explorer")
+        self.refresh()
+
+    @property
+    def explorer(self) -> Explorer:
+        """The explorer of the selected rank."""
+        rank = self.selector.value
+        if rank not in self._explorers:
+            self._explorers[rank] = Explorer(self.job.captures[rank], static_html=False)
+        return self._explorers[rank]
+
+    def refresh(self) -> None:
+        self.holder.children = [self.explorer]
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        return {**bundle, "text/plain": self.job.as_text()}
+
+
+class StaticJob:
+    """The job's static rendering, shown where the widget is not (saved notebooks, nbconvert)."""
+
+    def __init__(self, job):
+        self.job = job
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {"text/html": render_job(self.job).replace("tc-static", "tc-static tc-fallback", 1),
+                "text/plain": self.job.as_text()}
+
+
+def show_job(job, rank: int | None = None) -> None:
+    from IPython.display import display
+
+    display(JobExplorer(job, rank=rank))
+    display(StaticJob(job))
+
+
+class _TraceProblems:
+    def __init__(self, capture):
+        self.capture = capture
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {"text/html": str(render_trace_problems(self.capture)), "text/plain": summary_text(self.capture)}
+
+
+def show_path(path, strict: bool = False):
+    """Load a TORCH_TRACE log, a job directory (per-rank logs or saved captures) or a saved capture,
+    and show it (what ``%tcompile --load PATH`` does). Returns the Capture or Job."""
+    from IPython.display import display
+
+    from compiler.job import Job, load_trace
+
+    loaded = load_trace(path, strict=strict)
+    if isinstance(loaded, Job):
+        show_job(loaded)
+    else:
+        if getattr(loaded, "trace", None) is not None and loaded.trace.problems:
+            display(_TraceProblems(loaded))
+        show(loaded)
+    return loaded
+
+
+__all__ = ["JobExplorer", "render_static", "show_job", "show_path"]

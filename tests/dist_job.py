@@ -1,0 +1,54 @@
+"""A small distributed training job for tests and lab 8: ``torchrun --nproc_per_node 2 tests/dist_job.py OUT``.
+
+Gloo on CPU, DDP + torch.compile (backend aot_eager). Every rank trains on batches of 32, except
+rank 1 at step 2, which gets 48 rows: rank 1 recompiles, the others do not. Run it with
+TORCH_TRACE=dir to get one trace per rank; it also captures with tcompile and saves one capture per
+rank into OUT (``capture(job_dir=OUT)``). ``--dynamic`` marks the batch dimension dynamic from the
+start (the fix): no rank recompiles.
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import compiler  # noqa: E402
+
+BATCH, ODD_BATCH, ODD_RANK, ODD_STEP, STEPS = 32, 48, 1, 2, 3
+
+
+def batch_size(rank: int, step: int) -> int:
+    return ODD_BATCH if (rank, step) == (ODD_RANK, ODD_STEP) else BATCH
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", help="directory for one tcompile capture per rank")
+    parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic (the fix)")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    compiled = torch.compile(ddp, backend="aot_eager")
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    with compiler.capture(job_dir=args.out):
+        for step in range(STEPS):
+            x = torch.randn(batch_size(rank, step), 16)
+            if args.dynamic:
+                torch._dynamo.mark_dynamic(x, 0)
+            loss = compiled(x).square().mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
