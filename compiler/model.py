@@ -121,6 +121,13 @@ class Capture(CaptureData, JsonFile):
                                "a capture loaded from a file only holds their text")
         return what_if(self.live, fn, args, kwargs, self.compiles)
 
+    def save_trace(self, path):
+        """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.trace.save_trace``):
+        a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""
+        from .trace import save_trace
+
+        return save_trace(self, path)
+
     def diff(self, other, **kwargs):
         """Stage-by-stage differences to another capture (``compiler.diff.diff``)."""
         from .diff import diff

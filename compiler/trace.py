@@ -351,7 +351,7 @@ def save_trace(capture, path) -> Path:
 
     A live capture and one read from a trace keep their raw records; a capture loaded from tcompile
     JSON does not (it holds the assembled stages only), so it cannot be written as a trace."""
-    records = getattr(capture, "records", None)
+    records = getattr(capture, "records", None) or getattr(getattr(capture, "live", None), "records", None)
     if not records:
         raise TraceError("save_trace needs the raw records of the capture: a live capture or one read from a "
                          "TORCH_TRACE log has them; a capture loaded from tcompile JSON holds only the assembled "
