@@ -10,8 +10,9 @@ Imports torch and the standard library only (pandas lazily, for tables).
 from . import knobs
 from .compare import Comparison, compare, parse_compare_spec
 from .diff import CaptureDiff, diff_captures
+from .job import Divergence, Job, load_job, load_trace
 from .model import Capture, CaptureFormatError, Compile, Stage, load
 from .session import capture, explore
 
-__all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Stage", "capture",
+__all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Divergence", "Job", "load_job", "load_trace", "Stage", "capture",
            "compare", "diff_captures", "explore", "knobs", "load", "parse_compare_spec"]
