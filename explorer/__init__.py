@@ -5,11 +5,14 @@ static HTML where widgets cannot run.
     cap = compiler.explore(fn, x)
     explorer.show(cap, fn)          # the widget
     html = explorer.render_static(cap)
+    explorer.show_path("trace_dir/")  # a TORCH_TRACE log, a job directory or a saved capture
 
 ``%load_ext explorer`` registers the ``%%tcompile`` magics.
 """
 from .compare_widget import CompareExplorer, show_comparison
 from .html import render_static, summary_text
+from .job_view import render_job, write_report
+from .job_widget import JobExplorer, show_job, show_path
 from .views import VIEWS, dataframes, render_view
 from .widget import Explorer, show
 
@@ -26,5 +29,5 @@ def load_ipython_extension(ipython) -> None:
     magics.register(ipython)
 
 
-__all__ = ["CompareExplorer", "Explorer", "VIEWS", "dataframes", "load_ipython_extension", "render_static", "render_view", "show",
+__all__ = ["CompareExplorer", "Explorer", "JobExplorer", "render_job", "show_job", "show_path", "write_report", "VIEWS", "dataframes", "load_ipython_extension", "render_static", "render_view", "show",
            "show_comparison", "summary_text"]
