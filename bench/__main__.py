@@ -10,12 +10,12 @@ import json
 import time
 from pathlib import Path
 
-from . import breakdown, compile_time, rendering, steady_state, timing_accuracy
+from . import breakdown, compare_accounting, compile_time, rendering, steady_state, timing_accuracy
 from .machine import load_average, machine
 from .table import Row, format_table, markdown_table
 
 FIGURES = {"compile": compile_time, "breakdown": breakdown, "steady": steady_state, "timing": timing_accuracy,
-           "rendering": rendering}  # rendering last: the views are still being written
+           "compare": compare_accounting, "rendering": rendering}  # rendering last: the views are still being written
 
 
 def parse_args(argv=None):

@@ -1,11 +1,11 @@
 """Figure 3 — timing accuracy: tcompile's eager and compiled medians (``compiler.explore(...).runtime``,
-i.e. ``compiler.runtime.time_calls``) vs an independent reference on the same workload.
+i.e. ``compiler.runtime.interleaved``, the one timer) vs an independent reference on the same workload.
 
 Reference on CPU: ``torch.utils.benchmark.Timer(...).blocked_autorange()`` median, with
 ``num_threads`` set to this process's thread count (the Timer's default is 1 thread, which would
 time a different thing). On CUDA: ``triton.testing.do_bench`` median (it syncs and flushes L2).
 
-Round 1 uses the numbers ``explore()`` reported; later rounds call ``time_calls`` again. tcompile
+Round 1 uses the numbers ``explore()`` reported; later rounds call ``interleaved`` again. tcompile
 and the reference alternate; the ratio is the median of the per-round ratios. One intra-op
 thread on both sides (see ``workloads.threads``).
 """
@@ -36,7 +36,7 @@ def measure(workload: str, rounds: int, min_run_time: float) -> dict:
     import torch
 
     import compiler
-    from compiler.runtime import time_calls
+    from compiler.runtime import interleaved
 
     fn, args = make(workload)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -46,15 +46,15 @@ def measure(workload: str, rounds: int, min_run_time: float) -> dict:
     with torch.no_grad(), threads(1):
         cap = compiler.explore(fresh_entry(fn), *args)
         runtime = cap.runtime
-        callables = {"eager": fn, "compiled": cap.compiled_fn}
-        ours = {k: [runtime[k]["median_s"]] for k in callables}
+        callables = {"eager": fn, "compiled": cap.live.compiled_fn}
+        ours = {k: [getattr(runtime, k).median_s] for k in callables}
         ref = {k: [] for k in callables}
         for i in range(rounds):
             for kind, f in callables.items():
                 ref[kind].append(reference_seconds(f, args, device, min_run_time))
                 if i + 1 < rounds:
-                    ours[kind].append(time_calls(f, args, {}, device=device)["median_s"])
-    return {"device": device, "method": runtime["method"],
+                    ours[kind].append(interleaved([f], args, {}, device=device)[0]["median_s"])
+    return {"device": device, "method": runtime.method,
             **{kind: {"tcompile_s": statistics.median(ours[kind]), "reference_s": statistics.median(ref[kind]),
                       "tcompile_rounds_s": ours[kind], "reference_rounds_s": ref[kind]} for kind in callables}}
 

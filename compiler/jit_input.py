@@ -3,7 +3,7 @@ next to compiling the original directly.
 
     from compiler.jit_input import explore_jit_trace
     cmp = explore_jit_trace(fn, (x, y), check_trace=True, strict=True)
-    cmp.data["jit_trace"]["findings"]       # what really happened, in sentences
+    cmp.jit_trace["findings"]               # what really happened, in sentences
     cmp.diff(0, 1)                          # traced vs direct, stage by stage
 
 What torch 2.13 does (checked here, and re-derived from each run's captures rather than assumed):
@@ -22,7 +22,8 @@ from __future__ import annotations
 import time
 import warnings
 
-from .compare import _device, build, check_eager, run_config, time_interleaved
+from .compare import build, check_eager, run_config
+from .runtime import time_interleaved
 
 TRACED_LABEL = "torch.compile(torch.jit.trace(fn))"
 DIRECT_LABEL = "torch.compile(fn)"
@@ -71,7 +72,7 @@ def explore_jit_trace(fn, example_inputs=None, *, check_trace: bool = True, chec
                       compare_direct: bool = True, fresh: bool = True, timing: bool = True, repeat: int = 15,
                       **compile_kwargs):
     """Explore ``torch.compile(torch.jit.trace(fn, …))`` and (``compare_direct``) ``torch.compile(fn)``
-    as a two-configuration Comparison; ``data["jit_trace"]`` holds the trace's record and findings."""
+    as a two-configuration Comparison; ``cmp.jit_trace`` holds the trace's record and findings."""
     start = time.perf_counter()
     args, kwargs = _args(example_inputs, example_kwarg_inputs)
     info = {"error": None}
@@ -94,8 +95,7 @@ def explore_jit_trace(fn, example_inputs=None, *, check_trace: bool = True, chec
         info["compile_warnings"] = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
         if timing and (eager_check or {}).get("available"):
             # the traced object run as TorchScript, uncompiled, against the eager Python function
-            info["torchscript_runtime"] = time_interleaved(fn, traced, args, kwargs, device=_device(args, kwargs),
-                                                           repeat=repeat)
+            info["torchscript_runtime"] = time_interleaved(fn, traced, args, kwargs, repeat=repeat)
     else:
         entry, cap = {"label": TRACED_LABEL, "config": compile_kwargs, "capture": None, "error": info["error"],
                       "explore_s": 0.0, "timing_s": 0.0, "mode_options": None}, None
@@ -106,17 +106,15 @@ def explore_jit_trace(fn, example_inputs=None, *, check_trace: bool = True, chec
                                    eager_check=eager_check, repeat=repeat, timing=timing)
         entries.append(entry)
         captures.append(direct)
-    comparison = build(fn, entries, captures, eager_check, start, spec="torch.jit.trace vs direct",
-                       common=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat)
     info["findings"] = findings(info, captures[0], captures[1] if compare_direct else None)
-    comparison.data["jit_trace"] = info
-    return comparison
+    return build(fn, entries, captures, eager_check, start, spec="torch.jit.trace vs direct", common=compile_kwargs,
+                 fresh=fresh, timing=timing, repeat=repeat, jit_trace=info)
 
 
 def _ops(cap) -> list[str]:
     """The graph's operations by FX node name (``sin``, ``add``, ``cos``): input names left out."""
-    return [n.get("name") for c in cap.compiles if c.graph.available for n in c.graph.get("nodes") or []
-            if n.get("op") not in ("placeholder", "alias", "output", "get_attr")]
+    return [n.name for c in cap.compiles if c.graph.available for n in c.graph.nodes
+            if n.op not in ("placeholder", "alias", "output", "get_attr")]
 
 
 def findings(info: dict, traced_cap, direct_cap) -> list[str]:
@@ -130,7 +128,7 @@ def findings(info: dict, traced_cap, direct_cap) -> list[str]:
         out.append("torch.jit.trace set _torchdynamo_inline on the traced function: Dynamo traces the original "
                    "Python function, not the TorchScript graph")
     if traced_cap.error:
-        out.append(f"compiling the traced {info['kind']} failed in {traced_cap.error['stage']}: {traced_cap.error['type']}")
+        out.append(f"compiling the traced {info['kind']} failed in {traced_cap.error.stage}: {traced_cap.error.type}")
     compiles = traced_cap.compiles
     if not compiles and not traced_cap.error:
         out.append(f"Dynamo compiled nothing: the {info['kind']}'s forward runs in the TorchScript interpreter (C++), "
@@ -138,9 +136,9 @@ def findings(info: dict, traced_cap, direct_cap) -> list[str]:
     names = sorted({c.name for c in compiles if c.name})
     if compiles:
         out.append(f"Dynamo compiled {len(compiles)} frame(s) ({', '.join(names)}) into "
-                   f"{traced_cap.summary.get('graphs', 0)} graph(s) with {traced_cap.summary.get('graph_breaks', 0)} graph break(s)")
-    for item in traced_cap.breaks.get("items") or []:
-        out.append(f"graph break: {item.get('headline')}")
+                   f"{traced_cap.summary.graphs} graph(s) with {traced_cap.summary.graph_breaks} graph break(s)")
+    for item in traced_cap.breaks.items:
+        out.append(f"graph break: {item.headline}")
     if direct_cap is not None and compiles and direct_cap.compiles:
         same = _ops(traced_cap) == _ops(direct_cap)
         out.append("the traced graph has the same operations as compiling fn directly" if same else

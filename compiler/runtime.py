@@ -1,10 +1,24 @@
-"""Runtime of eager vs compiled calls, measured after capture (nothing of tcompile on the hot path)."""
+"""The one timer: eager and compiled timed in alternating samples, on copies of the arguments.
+
+Every path that times a compiled function — ``explore``, ``%%tcompile``/``%tcompile``, ``compare``,
+the torch.jit.trace input, the CUDA-graph comparison — measures through ``time_interleaved`` (or,
+for any two callables, ``interleaved``), after the capture (nothing of tcompile is on the hot path).
+
+Alternating samples let both variants see the same machine load: timed one after the other on a
+busy machine, either can look several times slower. The load average at the end is recorded, and
+``busy`` warns when it exceeded 3/4 of the cores.
+"""
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import statistics
 import time
+
+WARMUP_CALLS = 3
+MIN_SAMPLE_S = 0.002  # each sample times enough calls to last this long (clock resolution)
+MAX_CALLS_PER_SAMPLE = 1 << 16
 
 
 def _sync(device: str) -> None:
@@ -14,62 +28,136 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_calls(fn, args, kwargs, *, device: str = "cpu", warmup: int = 3, repeat: int = 15,
-               min_sample_s: float = 0.002) -> dict:
-    """Median and spread of one call, in seconds: after warm-up, each sample times enough calls
-    to last ``min_sample_s`` (so clock resolution does not dominate tiny functions)."""
-    for _ in range(warmup):
-        fn(*args, **kwargs)
-    _sync(device)
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args, **kwargs)
-        _sync(device)
-        if time.perf_counter() - start >= min_sample_s or number >= 1 << 16:
-            break
-        number *= 2
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args, **kwargs)
-        _sync(device)
-        samples.append((time.perf_counter() - start) / number)
-    quartiles = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return {"median_s": statistics.median(samples), "min_s": min(samples), "max_s": max(samples),
-            "q1_s": quartiles[0], "q3_s": quartiles[2], "samples": len(samples), "calls_per_sample": number}
+def device_of(args, kwargs=None) -> str:
+    """"cuda" when any tensor argument (at any depth) is on a CUDA device, else "cpu"."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    leaves = tree_leaves((tuple(args), dict(kwargs or {})))
+    return "cuda" if any(isinstance(a, torch.Tensor) and a.is_cuda for a in leaves) else "cpu"
 
 
-def _copies(args, kwargs):
-    """Timing runs on copies of tensor arguments, so in-place updates never reach the caller's."""
+def copy_arguments(args, kwargs=None):
+    """Copies of the tensor arguments (``tree_map``, any depth), so repeated calls never update the
+    caller's tensors in place. Parameters stay Parameters (a plain tensor would fail a guard and
+    recompile); other tensor subclasses and non-tensors are passed as they are."""
     import torch
     from torch.utils._pytree import tree_map
 
     def copy(value):
-        return value.detach().clone().requires_grad_(value.requires_grad) if isinstance(value, torch.Tensor) else value
+        if type(value) is torch.Tensor:
+            return value.detach().clone().requires_grad_(value.requires_grad)
+        if type(value) is torch.nn.Parameter:
+            return torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+        return value
 
-    return tree_map(copy, args), tree_map(copy, kwargs)
+    return tuple(tree_map(copy, tuple(args))), tree_map(copy, dict(kwargs or {}))
 
 
-def compare(eager, compiled, args, kwargs, *, device: str, first_call_s: float | None, repeat: int = 15,
-            quiet: bool = True) -> dict:
-    """Eager vs compiled; ``quiet`` drops what the function prints while it is timed."""
-    args, kwargs = _copies(args, kwargs)
-    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
-        eager_t = time_calls(eager, args, kwargs, device=device, repeat=repeat)
-        compiled_t = time_calls(compiled, args, kwargs, device=device, repeat=repeat)
-    import os
+def _calls_per_sample(fn, args, kwargs, device: str) -> int:
+    number = 1
+    while number < MAX_CALLS_PER_SAMPLE:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*args, **kwargs)
+        _sync(device)
+        if time.perf_counter() - start >= MIN_SAMPLE_S:
+            break
+        number *= 2
+    return number
 
+
+def _stats(values: list[float], number: int) -> dict:
+    quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),
+            "q1_s": quartiles[0], "q3_s": quartiles[2], "samples": len(values), "calls_per_sample": number}
+
+
+def interleaved(fns: list, args, kwargs=None, *, device: str = "cpu", repeat: int = 15) -> list[dict]:
+    """Time each callable in ``fns`` on the same copies of the arguments, in alternating samples
+    (after ``WARMUP_CALLS`` warm-up calls each) → one stats dict per callable (median, quartiles,
+    min, max, samples, calls per sample), in seconds per call."""
+    args, kwargs = copy_arguments(args, kwargs)
+    for fn in fns:
+        for _ in range(WARMUP_CALLS):
+            fn(*args, **kwargs)
+    _sync(device)
+    numbers = [_calls_per_sample(fn, args, kwargs, device) for fn in fns]
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, number, values in zip(fns, numbers, samples):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn(*args, **kwargs)
+            _sync(device)
+            values.append((time.perf_counter() - start) / number)
+    return [_stats(values, number) for values, number in zip(samples, numbers)]
+
+
+def machine_load() -> dict:
+    """Threads, cores, the 1-minute load average and whether the machine was busy (> 3/4 of the cores)."""
     import torch
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     cores = os.cpu_count() or 1
-    return {"available": True, "device": device, "eager": eager_t, "compiled": compiled_t,
-            "threads": torch.get_num_threads(), "cpu_count": cores, "load_average": load,
-            "busy": load is not None and load > 0.75 * cores,
-            "speedup": eager_t["median_s"] / compiled_t["median_s"] if compiled_t["median_s"] else None,
-            "first_call_s": first_call_s,
-            "method": f"median of {repeat} samples after 3 warm-up calls, on copies of the tensor arguments"
-                      + (", CUDA-synchronized" if device == "cuda" else "")}
+    return {"threads": torch.get_num_threads(), "cpu_count": cores, "load_average": load,
+            "busy": load is not None and load > 0.75 * cores}
+
+
+def _frames_compiled() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["frames"]["total"]
+
+
+def time_interleaved(eager, compiled, args, kwargs=None, *, device: str | None = None, repeat: int = 15,
+                     first_call_s: float | None = None, stance: str | None = None) -> dict:
+    """Eager vs compiled → the capture's ``runtime``: medians and spreads, speedup, machine load.
+
+    The function is re-run many times on copies of the tensor arguments with its output (stdout,
+    stderr) discarded, under ``torch.compiler.set_stance(stance)`` when given. Compiles that happen
+    while timing (guards failing on objects the code creates each run) are counted and noted.
+    Never raises: a failure gives ``{"available": False, "reason": …}``.
+    """
+    import torch
+
+    kwargs = kwargs or {}
+    device = device or device_of(args, kwargs)
+    frames_before = _frames_compiled()
+    start = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                (torch.compiler.set_stance(stance) if stance else contextlib.nullcontext()):
+            try:
+                eager_t, compiled_t = interleaved([eager, compiled], args, kwargs, device=device, repeat=repeat)
+            except Exception:
+                eager_error = _eager_error(eager, args, kwargs)
+                if eager_error:
+                    return {"available": False, "reason": f"not timed: the eager call failed: {eager_error}"}
+                raise
+    except Exception as exc:  # noqa: BLE001 — timing is optional; say why it is missing
+        return {"available": False, "reason": f"timing failed: {type(exc).__name__}: {exc}"}
+    result = {"available": True, "device": device, "eager": eager_t, "compiled": compiled_t,
+              **machine_load(),
+              "speedup": eager_t["median_s"] / compiled_t["median_s"] if compiled_t["median_s"] else None,
+              "first_call_s": first_call_s,
+              "method": f"median of {repeat} samples, eager and compiled alternating, after {WARMUP_CALLS} "
+                        "warm-up calls each, on copies of the tensor arguments"
+                        + (", CUDA-synchronized" if device == "cuda" else ""),
+              "note": "the code was re-run for timing (its output discarded, tensor arguments copied)",
+              "wall_s": time.perf_counter() - start}
+    recompiled = _frames_compiled() - frames_before
+    if recompiled:
+        result["recompiles_while_timing"] = recompiled
+        result["note"] += (f"; it compiled {recompiled} more frame(s) while being timed, so the compiled "
+                           "timing includes recompiles (guards on objects the code creates each run?)")
+    return result
+
+
+def _eager_error(eager, args, kwargs) -> str | None:
+    try:
+        args, kwargs = copy_arguments(args, kwargs)
+        eager(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    return None

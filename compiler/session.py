@@ -1,4 +1,5 @@
-"""``capture()``: watch torch.compile while a block runs; ``explore()``: compile and call one function.
+"""``capture()``: watch torch.compile while a block runs (``Recorder`` installs and removes the hooks,
+``Recorder.build`` makes the Capture once).
 
 Everything installed on entry — log handlers, the bytecode hook, config patches — is removed on
 exit, also when the block raises. Capturing never changes what torch computes or runs.
@@ -6,8 +7,6 @@ exit, also when the block raises. Capturing never changes what torch computes or
 from __future__ import annotations
 
 import contextlib
-import copy
-import time
 import traceback
 
 from .assemble import assemble
@@ -17,9 +16,6 @@ from .environment import environment
 from .model import Capture
 from .records import RecordCollector
 from .whatif import LiveState
-
-COMPILE_KWARGS = ("backend", "mode", "dynamic", "fullgraph", "options", "disable", "recompile_limit", "name",
-                  "isolate_recompiles", "shapes_spec")
 
 
 class _BytecodeRecorder:
@@ -95,137 +91,103 @@ def classify_error(exc: BaseException, records) -> dict:
             "traceback": "".join(traceback.format_exception(exc))[-8000:]}
 
 
+class Recorder:
+    """The hooks that watch torch.compile, as one context manager: on entry it installs the log
+    handlers, the bytecode hook, the autotune hook and (``fresh``) the cache-disabling config patch;
+    on exit — normal, error or KeyboardInterrupt — it removes every one of them, in reverse order.
+    An exception raised in the block is classified into ``error`` (and swallowed only when
+    ``suppress_errors`` and it is an ``Exception``). ``build(measurements)`` then makes the Capture,
+    once."""
+
+    def __init__(self, *, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
+                 options: dict | None = None, live: LiveState | None = None):
+        import torch
+        import torch._inductor.config as inductor_config
+
+        self.fresh, self.suppress_errors = fresh, suppress_errors
+        self.live = live if live is not None else LiveState()
+        self.collector = RecordCollector(with_artifact_logs=artifact_logs)
+        self.bytecode = _BytecodeRecorder(self.live)
+        self.autotune = AutotuneRecorder()
+        self.options = {**(options or {}), "fresh": fresh,
+                        "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
+                        "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
+        self.error: dict | None = None
+        self.counters: dict = {}
+        self._before: dict = {}
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> "Recorder":
+        import torch._inductor.config as inductor_config
+
+        self._before = _counters_snapshot()
+        stack = contextlib.ExitStack()
+        try:
+            stack.callback(self.collector.uninstall)
+            stack.callback(self.bytecode.uninstall)
+            stack.callback(self.autotune.uninstall)
+            self.collector.listeners.append(self.autotune.install)
+            self.collector.install()
+            self.bytecode.install()
+            self.autotune.install()
+            if self.fresh:
+                stack.enter_context(inductor_config.patch(force_disable_caches=True))
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            if exc is not None:
+                self.error = classify_error(exc, self.collector.records)
+        finally:
+            self._stack.close()
+            self.counters = _counters_delta(self._before, _counters_snapshot())
+            self.live.records = self.collector.records
+        return exc is not None and self.suppress_errors and isinstance(exc, Exception)
+
+    def build(self, measurements: dict | None = None) -> Capture:
+        """The Capture of what was recorded, plus what was measured after the compile
+        (``assemble``'s ``measurements``). A failure here is a tcompile bug: it becomes the
+        capture's error instead of reaching the user's code."""
+        try:
+            data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
+                            environment(), self.error, self.counters, self.autotune.results, measurements)
+            return new_capture(data, self.live)
+        except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
+            return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "
+                                                 "records are in capture.live.records)",
+                                      options=self.options, live=self.live)
+
+
+def new_capture(data: dict, live: LiveState | None) -> Capture:
+    """The one place a capture is constructed from assembled data."""
+    return Capture.from_data(data, live=live)
+
+
 @contextlib.contextmanager
 def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-            options: dict | None = None):
+            options: dict | None = None, job_dir=None):
     """Capture every torch.compile stage while the block runs.
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
     lowering and fusion, so IR stages would be missing). ``suppress_errors=True`` keeps an exception
     raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is filled
-    in when the block ends.
+    in when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
+    ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
+    under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.job``).
     """
-    import torch
-    import torch._inductor.config as inductor_config
-
-    result = Capture.empty(live=LiveState())
-    collector = RecordCollector(with_artifact_logs=artifact_logs)
-    bytecode = _BytecodeRecorder(result.live)
-    autotune = AutotuneRecorder()
-    before = _counters_snapshot()
-    recorded_options = dict(options or {})
-    recorded_options.update(fresh=fresh, caches_enabled=(not fresh) and bool(inductor_config.fx_graph_cache),
-                            autograd_cache_enabled=(not fresh) and bool(torch._functorch.config.enable_autograd_cache))
-    error = None
-    with contextlib.ExitStack() as stack:
-        stack.callback(collector.uninstall)
-        stack.callback(bytecode.uninstall)
-        stack.callback(autotune.uninstall)
-        collector.listeners.append(autotune.install)
-        collector.install()
-        bytecode.install()
-        autotune.install()
-        if fresh:
-            stack.enter_context(inductor_config.patch(force_disable_caches=True))
-        try:
+    recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
+                        options=options)
+    result = Capture.empty(live=recorder.live)
+    try:
+        with recorder:
             yield result
-        except BaseException as exc:  # noqa: BLE001 — recorded, then re-raised unless suppressed
-            error = classify_error(exc, collector.records)
-            if not suppress_errors or not isinstance(exc, Exception):
-                raise
-        finally:
-            stack.close()
-            result.records = collector.records  # raw records, live only (not saved)
-            try:
-                result._become(Capture.from_data(
-                    assemble(collector.records, collector.strings, bytecode.by_compile, recorded_options,
-                             environment(), error, _counters_delta(before, _counters_snapshot()),
-                             autotune.results), live=result.live))
-            except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
-                result._become(Capture.from_error(
-                    exc, stage="tcompile assembling the capture (a tcompile bug; the raw records are in "
-                               "capture.records)", live=result.live))
+    finally:
+        result._become(recorder.build())
+        if job_dir is not None:
+            from .job import save_rank
 
-
-def _jsonable_options(kwargs: dict) -> dict:
-    out = {}
-    for key, value in kwargs.items():
-        if key == "backend" and not isinstance(value, str):
-            value = getattr(value, "__name__", type(value).__name__)
-        out[key] = copy.deepcopy(value) if isinstance(value, (dict, list, str, int, float, bool, type(None))) else repr(value)
-    return out
-
-
-def _measure_gpu(cap: Capture, fn, compiled, args, kwargs, cudagraph_comparison: bool) -> None:
-    """Per-kernel GPU time (profiler) and, for CUDA-graph modes, the same function without them."""
-    from .cudagraphs import wants_cudagraphs
-    from .gpu import match_profile, profile_kernels, with_and_without_cudagraphs
-
-    profile = profile_kernels(compiled, args, kwargs)
-    cap.data["gpu_profile"] = profile
-    for c in cap.data["compiles"]:
-        match_profile(c["kernels"].get("kernels", []), profile)
-    if cudagraph_comparison and wants_cudagraphs(cap.options) and not kwargs:
-        cap.data["cudagraph_comparison"] = with_and_without_cudagraphs(fn, args, mode=cap.options.get("mode")
-                                                                       or "reduce-overhead")
-
-
-def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,
-            errors: str = "raise", stance: str | None = None, kwargs: dict | None = None,
-            cudagraph_comparison: bool = True, **compile_kwargs) -> Capture:
-    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``, capture every
-    stage, and (``timing=True``) time eager vs compiled calls afterwards.
-
-    On CUDA it also profiles each kernel's GPU time and, for CUDA-graph modes
-    (``cudagraph_comparison=True``), times the function compiled without CUDA graphs.
-    ``reset=True`` clears Dynamo's caches first (``torch._dynamo.reset()``) so the compile is
-    really observed; ``errors="return"`` keeps a failure in ``capture.error`` instead of raising.
-    """
-    import torch
-
-    unknown = set(compile_kwargs) - set(COMPILE_KWARGS)
-    if unknown:
-        raise TypeError(f"explore() got unknown torch.compile option(s) {sorted(unknown)}; "
-                        f"torch.compile takes {list(COMPILE_KWARGS)}")
-    if errors not in ("raise", "return"):
-        raise ValueError("errors must be 'raise' or 'return'")
-    kwargs = kwargs or {}
-    if reset:
-        torch._dynamo.reset()
-    if isinstance(compile_kwargs.get("options"), dict):
-        compile_kwargs["options"] = dict(compile_kwargs["options"])  # torch.compile pops keys from it
-    options = {"backend": "inductor", **_jsonable_options(compile_kwargs), "stance": stance}
-    compiled = torch.compile(fn, **compile_kwargs)
-    first_call_s = None
-    device = "cuda" if any(getattr(a, "is_cuda", False) for a in args) else "cpu"
-    from .cudagraphs import wants_cudagraphs
-
-    # CUDA graphs warm up on the first call and record on the second: make both (and one replay)
-    # under capture, so the CUDA-graph stage shows the whole life cycle.
-    calls = 3 if device == "cuda" and wants_cudagraphs(options) else 1
-    options["calls_under_capture"] = calls
-    memory_before = torch.cuda.memory_reserved() if device == "cuda" else None
-    with capture(fresh=fresh, suppress_errors=(errors == "return"), options=options) as cap:
-        with torch.compiler.set_stance(stance) if stance else contextlib.nullcontext():
-            start = time.perf_counter()
-            compiled(*args, **kwargs)
-            first_call_s = time.perf_counter() - start
-            for _ in range(calls - 1):
-                compiled(*args, **kwargs)
-    if memory_before is not None and cap.cudagraphs.available:
-        cap.data["cudagraphs"]["memory"] = {"reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
-                                            "note": "CUDA memory reserved while warming up and recording"}
-    if timing and cap.error is None:
-        from .runtime import compare
-
-        cap.data["runtime"] = compare(fn, compiled, args, kwargs, device=device,
-                                      first_call_s=first_call_s, repeat=repeat, quiet=True)
-        if device == "cuda":
-            _measure_gpu(cap, fn, compiled, args, kwargs, cudagraph_comparison)
-    elif not timing:
-        cap.data["runtime"] = {"available": False, "reason": "timing was turned off (timing=False / --no-timing)"}
-    else:
-        cap.data["runtime"] = {"available": False, "reason": "not timed: the compiled call failed"}
-    cap.data["first_call_s"] = first_call_s
-    cap.compiled_fn = compiled
-    return cap
+            save_rank(result, job_dir)

@@ -11,9 +11,23 @@ from dataclasses import dataclass, field
 
 @dataclass
 class LiveState:
-    """Live objects a capture keeps in-process (never saved): code objects seen compiling."""
+    """What a capture made in this process keeps besides its data (``cap.live``; never saved, and
+    None on a capture loaded from a file).
+
+    - ``codes``: compile id → the original code object Dynamo compiled (its cache entries hold the
+      guard managers that ``what_if`` runs).
+    - ``records``: the raw records the capture was built from (``compiler.records.Record``), for
+      debugging tcompile itself.
+    - ``compiled_fn``: the ``torch.compile``-d function ``compiler.run`` called (None for
+      ``compiler.capture()``, where the user compiles).
+    - ``result``: what the first compiled call returned (``compiler.run``; the ``%%tcompile`` cell's
+      names and value come from it).
+    """
 
     codes: dict = field(default_factory=dict)  # compile id → original code object
+    records: list = field(default_factory=list)
+    compiled_fn: object = None
+    result: object = None
 
     def entries(self, code):
         from torch._dynamo.eval_frame import _debug_get_cache_entry_list
@@ -93,8 +107,8 @@ def what_if(live: LiveState, fn, args, kwargs, compiles=()) -> WhatIf:
         info = entry.guard_manager.check_verbose(f_locals)
         compile_id = str(entry.compile_id)
         compiled = by_id.get(compile_id)
-        shape_checks = (check_shape_guards(compiled.guards.get("table", []), f_locals,
-                                           compiled.shapes.get("symbol_sources", {}))
+        shape_checks = (check_shape_guards([row.to_data() for row in compiled.guards.rows], f_locals,
+                                           compiled.shapes.symbol_sources)
                         if compiled is not None else [])
         checks.append({"compile_id": compile_id, "passed": bool(info.result),
                        "failed_guard": None if info.result else "; ".join(info.verbose_code_parts),

@@ -7,7 +7,8 @@ The cell becomes a function the way ``%%tcompile`` makes it (``explorer.cell.com
 other ``%%tcompile`` options (``--backend``, ``--mode``, ``--dynamic``, ``--no-timing``, ``--repeat``,
 ``--stance``, ``--name``, ``--save`` …) apply to every configuration, the SPEC's keys win; every
 configuration compiles fresh (caches off). Each configuration runs
-the cell under capture and, for timing, many more times (tensor inputs copied, output discarded);
+the cell through ``compiler.run`` on copies of its tensor inputs: once under capture and, for
+timing, many more times (output discarded);
 finally the cell runs once in plain Python, so its output shows and the names it assigns are
 written back to the notebook as after a normal run.
 """
@@ -38,9 +39,9 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     Every configuration compiles fresh (Inductor caches off) whether or not ``--fresh`` was given: with
     warm caches the later configurations would show cache hits, not compiles.
     """
-    from compiler.compare import compare, parse_compare_spec
+    from compiler import compare, parse_compare_spec
 
-    from .magics import Progress, _copy, _unquote
+    from .magics import Progress, _unquote
 
     base = _base(base_args)
     spec = _unquote(spec.strip())
@@ -63,10 +64,9 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
             progress.set(label if index < 0 else f"configuration {index + 1}/{total}: {label}")
 
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            comparison = compare(compiled_cell.fn, *[_copy(a) for a in args], configs=configs,
-                                 fresh=True, timing=base["timing"], repeat=base["repeat"],
-                                 progress=report, spec=spec, **common)
-    comparison.data["magic"] = "%%tcompile --compare"
+            comparison = compare(compiled_cell.fn, *args, configs=configs, fresh=True, timing=base["timing"],
+                                 repeat=base["repeat"], progress=report, spec=spec, magic="%%tcompile --compare",
+                                 **common)
     value = compiled_cell.write_back(namespace, compiled_cell.fn(*args))
     if base["name"]:
         namespace[base["name"]] = comparison

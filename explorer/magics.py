@@ -1,19 +1,20 @@
 """``%%tcompile`` (compile a whole cell) and ``%tcompile f(x)`` (compile one call), with
 torch.compile's own option names. ``%load_ext explorer`` registers them (``register``).
 
-The cell form compiles the cell body as one function (see ``explorer.cell``), runs it under
-``compiler.capture()`` — so every other torch.compile the cell triggers is captured too — writes
-the names the cell assigns back into the notebook, then times the cell eager vs compiled
-(re-running the cell body; ``--no-timing`` skips that). Errors never escape as a traceback: the
-capture records the stage reached and the cause, and is shown with whatever was captured.
+The cell form compiles the cell body as one function (see ``explorer.cell``) and hands it to
+``compiler.run`` — the same path as ``compiler.explore``: compile, call under capture (so every
+other torch.compile the cell triggers is captured too), time eager vs compiled (re-running the
+cell body; ``--no-timing`` skips that), profile on CUDA. The names the cell assigns are written back
+from the first compiled call. Errors never escape as a traceback: the capture records the stage
+reached and the cause, and is shown with whatever was captured.
+
+This module only parses, calls ``compiler`` and shows: option values are checked by
+``compiler.options`` (its ``OptionError`` becomes a one-line ``UsageError``).
 """
 from __future__ import annotations
 
 import ast
 import contextlib
-import difflib
-import io
-import json
 import re
 import sys
 import threading
@@ -24,11 +25,12 @@ from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+import compiler
+from compiler import options as compile_options
+from compiler.options import DYNAMIC, STANCES, OptionError
+
 from . import cell as cell_mod
 
-STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
-           "eager_then_compile", "aot_eager_then_compile")  # torch.compiler.set_stance (it does not validate)
-DYNAMIC = {"true": True, "false": False, "auto": None}
 COLD_HINT = "a cold Inductor compile on CPU takes ~15 s"
 
 
@@ -136,49 +138,27 @@ def split_line(line: str) -> tuple[str, str]:
 
 
 def parse_options(args, namespace: dict) -> Options:
-    """Validate parsed magic arguments; a bad value raises a one-line UsageError naming the option."""
-    options = _inductor_options(args.options)
-    if args.mode is not None and options:
-        raise UsageError("--mode and --options cannot be used together (torch.compile takes one or the other)")
+    """Validate parsed magic arguments (``compiler.options``); a bad value raises a one-line
+    UsageError naming the option."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.name is not None and not args.name.isidentifier():
         raise UsageError(f"--name must be a Python identifier, got {args.name!r}")
-    kwargs = {"backend": _backend(args.backend, namespace), "dynamic": DYNAMIC[args.dynamic],
-              "fullgraph": args.fullgraph}
-    if args.mode is not None:
-        kwargs["mode"] = _mode(args.mode)
+    try:
+        options = (compile_options.check_inductor_options(compile_options.parse_dict(_unquote(args.options)))
+                   if args.options is not None else {})
+        compile_options.check_mode_and_options(args.mode, options)
+        kwargs = {"backend": compile_options.check_backend(args.backend, namespace),
+                  "dynamic": compile_options.check_dynamic(args.dynamic), "fullgraph": args.fullgraph}
+        if args.mode is not None:
+            kwargs["mode"] = compile_options.check_mode(args.mode)
+        stance = compile_options.check_stance(args.stance)
+    except OptionError as exc:
+        raise UsageError(f"--{exc}") from None
     if options:
         kwargs["options"] = options
-    recorded = {**kwargs, "backend": args.backend, "stance": args.stance}
-    return Options(kwargs, recorded, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
-                   stance=args.stance, name=args.name, save=_unquote(args.save) if args.save else None)
-
-
-def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=3)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-
-
-def _backend(name: str, namespace: dict):
-    import torch._dynamo
-
-    if name in torch._dynamo.list_backends(exclude_tags=()):
-        return name
-    if callable(namespace.get(name)):
-        return namespace[name]  # a custom backend defined in the notebook
-    known = torch._dynamo.list_backends() + ["eager", "aot_eager"]
-    raise UsageError(f"--backend: unknown backend {name!r}{_suggest(name, known)} "
-                     f"(e.g. {', '.join(sorted(known))}; or a callable in the notebook)")
-
-
-def _mode(name: str) -> str:
-    import torch._inductor
-
-    modes = list(torch._inductor.list_mode_options())
-    if name not in modes:
-        raise UsageError(f"--mode: unknown mode {name!r}{_suggest(name, modes)} (modes: {', '.join(modes)})")
-    return name
+    return Options(kwargs, {"backend": args.backend}, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
+                   stance=stance, name=args.name, save=_unquote(args.save) if args.save else None)
 
 
 def _unquote(text: str) -> str:
@@ -188,111 +168,48 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _inductor_options(text: str | None) -> dict:
-    if text is None:
-        return {}
-    text = _unquote(text)
-    try:
-        value = json.loads(text)
-    except ValueError:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise UsageError(f"--options: not a JSON or Python dict: {text!r} "
-                             "(quote it: --options '{\"max_autotune\": True}')") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"--options must be a dict, got {type(value).__name__}: {text!r}")
-    import torch._inductor
-
-    known = torch._inductor.list_options()
-    for key in value:
-        if key not in known:
-            raise UsageError(f"--options: unknown Inductor option {key!r}{_suggest(str(key), known)} "
-                             "(see torch._inductor.list_options())")
-    return value
-
-
 # --- the cell form ------------------------------------------------------------------------------
 
 def run_cell(shell, opts: Options, cell: str):
-    """Compile and run the cell under capture; write its names back; return its last value."""
+    """Compile and run the cell through ``compiler.run``; write its names back from the first
+    compiled call; return its last value."""
     namespace = shell.user_ns
     recorded = {**opts.recorded, "magic": "%%tcompile"}
     try:
         compiled_cell = cell_mod.compile_cell(cell, namespace)
     except SyntaxError as exc:
-        finish(shell, _syntax_error_capture(exc, recorded), opts, fn=None, wrote_back=False)
+        line = (exc.text or "").strip()
+        cap = compiler.Capture.from_error(exc, stage="parsing the cell (before any compile)", options=recorded,
+                                          message=f"{exc.msg} (line {exc.lineno}" + (f": {line})" if line else ")"))
+        finish(shell, cap, opts, wrote_back=False)
         return None
-    args = compiled_cell.arguments(namespace)
-    value = None
-    with Progress(shell, _progress_text(opts)) as progress:
-        cap, result, first_call_s = capture_call(opts, recorded, compiled_cell.fn, args)
-        if cap.error is None:
-            value = compiled_cell.write_back(namespace, result)
-            progress.set("timing the cell eager vs compiled (re-running it)")
-            cap.data["runtime"] = timing(opts, compiled_cell.fn, cap.compiled_fn, args, {}, first_call_s)
-        else:
-            cap.data["runtime"] = {"available": False, "reason": "not timed: the cell failed"}
-    finish(shell, cap, opts, fn=cap.compiled_fn, wrote_back=cap.error is None)
+    cap = run(shell, opts, compiled_cell.fn, compiled_cell.arguments(namespace), {}, recorded, reset=False)
+    value = compiled_cell.write_back(namespace, cap.live.result) if cap.error is None else None
+    finish(shell, cap, opts, wrote_back=cap.error is None)
     return value
 
 
-def capture_call(opts: Options, recorded: dict, fn, args):
-    """``torch.compile(fn)(*args)`` once under ``compiler.capture()`` (which also sees every other
-    compile the call triggers); an error is kept in ``cap.error``. → (capture, result, seconds)."""
-    import torch
-
-    import compiler
-
-    compiled = result = first_call_s = None
-    with compiler.capture(fresh=opts.fresh, suppress_errors=True, options=recorded) as cap:
-        compiled = torch.compile(fn, **opts.compile_kwargs)
-        with _stance(opts.stance):
-            start = time.perf_counter()
-            result = compiled(*args)
-            first_call_s = time.perf_counter() - start
-    cap.compiled_fn = compiled
-    return cap, result, first_call_s
-
-
-def _syntax_error_capture(exc: SyntaxError, recorded: dict):
-    """A capture with no compiles whose error says the cell did not parse."""
-    import compiler
-
-    with compiler.capture(suppress_errors=True, options=recorded) as cap:
-        raise exc
-    line = (exc.text or "").strip()
-    cap.data["error"].update(stage="parsing the cell (before any compile)",
-                             message=f"{exc.msg} (line {exc.lineno}" + (f": {line})" if line else ")"))
-    return cap
-
-
-@contextlib.contextmanager
-def _stance(name: str | None):
-    if name is None:
-        yield
-        return
-    import torch
-
-    with torch.compiler.set_stance(name):
-        yield
+def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
+    """``compiler.run`` with the magic's options, under a progress display; torch.compile rejecting
+    its arguments becomes the capture's error."""
+    with Progress(shell, _progress_text(opts)) as progress:
+        try:
+            return compiler.run(fn, args, kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
+                                timing=True if opts.timing else "timing was turned off (--no-timing)",
+                                repeat=opts.repeat, stance=opts.stance, errors="return", reset=reset,
+                                options=recorded, progress=progress.set)
+        except Exception as exc:  # noqa: BLE001 — shown as the capture's error, in one line
+            return compiler.Capture.from_error(exc, stage="torch.compile arguments (before compiling)",
+                                               options=recorded)
 
 
 # --- the line form ------------------------------------------------------------------------------
 
 def run_line(shell, opts: Options, expr: str):
     """``%tcompile f(x)``: compile f with the options, call it on the evaluated args, show the capture."""
-    import compiler
-
     fn, args, kwargs = evaluate_call(expr, shell.user_ns)
-    with Progress(shell, _progress_text(opts)) as progress:
-        cap = compiler.explore(fn, *args, kwargs=kwargs, fresh=opts.fresh, timing=False, errors="return",
-                               stance=opts.stance, **opts.compile_kwargs)
-        cap.data["options"]["magic"] = "%tcompile"
-        if cap.error is None:
-            progress.set("timing eager vs compiled")
-            cap.data["runtime"] = timing(opts, fn, cap.compiled_fn, args, kwargs, None)
-    finish(shell, cap, opts, fn=cap.compiled_fn, wrote_back=None)
+    cap = run(shell, opts, fn, args, kwargs, {**opts.recorded, "magic": "%tcompile"}, reset=True)
+    finish(shell, cap, opts, wrote_back=None)
     return None
 
 
@@ -316,50 +233,9 @@ def evaluate_call(expr: str, namespace: dict):
         raise UsageError(f"%tcompile: could not evaluate {expr!r}: {type(exc).__name__}: {exc}") from None
 
 
-# --- shared: timing, progress, finishing ------------------------------------------------------
+# --- shared: progress, finishing ----------------------------------------------------------------
 
-def timing(opts: Options, eager, compiled, args, kwargs, first_call_s) -> dict:
-    """Eager vs compiled, via compiler.runtime.compare: re-runs the code with copies of tensor
-    inputs (so in-place updates do not pile up on the notebook's tensors); output is discarded."""
-    if not opts.timing:
-        return {"available": False, "reason": "timing was turned off (--no-timing)"}
-    from compiler.runtime import compare
-
-    args = [_copy(a) for a in args]
-    kwargs = {k: _copy(v) for k, v in kwargs.items()}
-    device = "cuda" if any(getattr(a, "is_cuda", False) for a in [*args, *kwargs.values()]) else "cpu"
-    frames_before = _frames_compiled()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                _stance(opts.stance):
-            result = compare(eager, compiled, args, kwargs, device=device, first_call_s=first_call_s,
-                             repeat=opts.repeat)
-    except Exception as exc:  # noqa: BLE001 — timing is optional; say why it is missing
-        return {"available": False, "reason": f"timing failed: {type(exc).__name__}: {exc}"}
-    result["note"] = "the code was re-run for timing (its output discarded, tensor inputs copied)"
-    recompiled = _frames_compiled() - frames_before
-    if recompiled:
-        result["recompiles_while_timing"] = recompiled
-        result["note"] += (f"; it compiled {recompiled} more frame(s) while being timed, so the compiled "
-                           "timing includes recompiles (guards on objects the code creates each run?)")
-    return result
-
-
-def _frames_compiled() -> int:
-    from torch._dynamo.utils import counters
-
-    return counters["frames"]["total"]
-
-
-def _copy(value):
-    import torch
-
-    if type(value) is torch.Tensor:
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    return value
-
-
-def finish(shell, cap, opts: Options, *, fn, wrote_back) -> None:
+def finish(shell, cap, opts: Options, *, wrote_back) -> None:
     """Store (--name), save (--save), report an error in one line, and show the capture."""
     if opts.name:
         shell.user_ns[opts.name] = cap
@@ -370,14 +246,15 @@ def finish(shell, cap, opts: Options, *, fn, wrote_back) -> None:
             print(f"tcompile: --save {opts.save}: {exc}", file=sys.stderr)
     if cap.error:
         print(error_line(cap.error, wrote_back, bool(cap.compiles)), file=sys.stderr)
-    show(cap, fn, shell.user_ns, opts.name)
+    show(cap, cap.live.compiled_fn if cap.live else None, shell.user_ns, opts.name)
 
 
-def error_line(error: dict, wrote_back, captured: bool) -> str:
-    message = (error.get("message") or "").strip().splitlines()
-    text = f"tcompile: {error['type']} in {error['stage']}: {message[0] if message else ''}"
-    if error.get("cause"):
-        text += f" (cause: {error['cause'].splitlines()[0]})"
+def error_line(error, wrote_back, captured: bool) -> str:
+    """One line for the capture's error (``compiler.schema.CaptureError``)."""
+    message = (error.message or "").strip().splitlines()
+    text = f"tcompile: {error.type} in {error.stage}: {message[0] if message else ''}"
+    if error.cause:
+        text += f" (cause: {error.cause.splitlines()[0]})"
     if wrote_back is False:
         text += " — nothing was written back to the notebook"
     return text + ("; the stages captured so far are shown below." if captured else ".")

@@ -1,7 +1,8 @@
 """Record the shipped GPU captures: `python -m scripts.record_gpu_captures [OUT_DIR] [CASE …]`.
 
-Runs every case of scripts/gpu_cases.py on a CUDA machine under `compiler.explore(fresh=True)`,
-calls the extra arguments under the same capture, and writes `<case>.json` (default
+Runs every case of scripts/gpu_cases.py on a CUDA machine through `compiler.run(fresh=True)` (or a
+`Recorder` when a case calls extra arguments under the same capture), records the case's name in
+`options["case"]`, and writes `<case>.json` (default
 `assets/gpu/`). Each capture's `environment` names the GPU, torch and triton versions.
 """
 import json
@@ -12,7 +13,9 @@ from pathlib import Path
 import torch
 
 import compiler
-import compiler.runtime
+from compiler.model import unavailable
+from compiler.runtime import time_interleaved
+from compiler.session import Recorder
 from scripts.gpu_cases import CASES
 
 
@@ -20,37 +23,38 @@ def record(name: str, out_dir: Path) -> dict:
     fn, args, compile_kwargs, calls = CASES[name]()
     keep_first_output = compile_kwargs.pop("_keep_first_output", False)
     start = time.perf_counter()
+    options = {"backend": "inductor", **compile_kwargs, "stance": None, "case": name}
     if keep_first_output:  # use an output after later replays overwrote it
         torch._dynamo.reset()
         compiled = torch.compile(fn, **compile_kwargs)
-        options = {"backend": "inductor", **compile_kwargs, "stance": None, "calls_under_capture": 3}
-        with compiler.capture(fresh=True, options=options, suppress_errors=True) as cap:
+        recorder = Recorder(fresh=True, suppress_errors=True, options={**options, "calls_under_capture": 3})
+        with recorder:
             first = compiled(*args)
             compiled(*args)
             compiled(*args)
             first + 1
-        cap.data["runtime"] = {"available": False, "reason": "this case demonstrates an error"}
+        cap = recorder.build({"runtime": unavailable("this case demonstrates an error")})
     elif calls:  # extra shapes: capture the whole sequence of calls
         torch._dynamo.reset()
         compiled = torch.compile(fn, **compile_kwargs)
-        options = {"backend": "inductor", **compile_kwargs, "stance": None,
-                   "calls_under_capture": 2 * (1 + len(calls))}
-        with compiler.capture(fresh=True, options=options) as cap:
+        recorder = Recorder(fresh=True, options={**options, "calls_under_capture": 2 * (1 + len(calls))})
+        with recorder:
             for call_args in [args, *calls]:  # twice each: warm-up, then record
                 compiled(*call_args)
                 compiled(*call_args)
-        cap.data["runtime"] = compiler.runtime.compare(fn, compiled, args, {}, device="cuda", first_call_s=None)
+        cap = recorder.build({"runtime": time_interleaved(fn, compiled, args, {}, device="cuda")})
     else:
-        cap = compiler.explore(fn, *args, fresh=True, errors="return", **compile_kwargs)
-    cap.data["case"] = name
+        cap = compiler.run(fn, args, compile_kwargs=compile_kwargs, fresh=True, errors="return",
+                           options={"case": name})
     path = cap.save(out_dir / f"{name}.json")
     if "--raw" in sys.argv:  # the raw log records behind the GPU stages, for parser development
-        raw = [r.to_json() for r in cap.records if r.kind.startswith("log:") or "triton" in r.kind]
+        raw = [r.to_json() for r in cap.live.records if r.kind.startswith("log:") or "triton" in r.kind]
         (out_dir / f"raw_{name}.json").write_text(json.dumps(raw, default=str))
+    graphs = cap.cudagraphs
     return {"case": name, "seconds": round(time.perf_counter() - start, 1), "bytes": path.stat().st_size,
-            "summary": cap.summary, "cudagraphs": {k: cap.cudagraphs.data.get(k) for k in
-                                                   ("available", "reason", "recorded", "skipped", "skip_reasons")},
-            "unknown": cap.unknown_records}
+            "summary": cap.summary.to_data(), "unknown": cap.unknown_records,
+            "cudagraphs": {"available": graphs.available, "reason": graphs.reason, "recorded": graphs.recorded,
+                           "skipped": graphs.skipped, "skip_reasons": graphs.skip_reasons}}
 
 
 def main(argv):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import zlib
+from html import escape
 
 import pytest
 import torch
 
-from compiler import knobs
-from compiler.compare import Comparison, compare, parse_compare_spec
+from compiler import experiments, knobs
+from compiler.compare import compare
+from compiler.compare_spec import parse_compare_spec
+from compiler.comparison import Comparison
 from compiler.diff import CaptureDiff, diff, side_by_side
 from compiler.jit_input import explore_jit_trace
 from compiler.model import CaptureFormatError
@@ -149,22 +152,18 @@ def test_three_modes_compile_and_record_their_options(modes_cmp, artifact_dir):
         mode = entry["config"]["mode"]
         assert cap.options["mode"] == mode and cap.options["fresh"] is True
         assert entry["mode_options"] == torch._inductor.list_mode_options(mode)
-        assert cap.summary["kernels"] >= 1 and cap.compiles[0].kernels.available
+        assert cap.summary.kernels >= 1 and cap.compiles[0].kernels.available
     rows = modes_cmp.rows()
     assert rows[0]["cudagraphs"] == "off"
     assert rows[1]["cudagraphs"] == rows[2]["cudagraphs"] == "requested, not used (no CUDA)"
     assert modes_cmp.entries[2]["mode_options"]["max_autotune"] is True
-    # wall time: the compiles, the rest of each explore and the timing runs — nothing hidden
+    # the wall time is accounted for, part by part (how fast each part is: bench/compare_accounting.py)
     acc = modes_cmp.data["accounting"]
-    (artifact_dir / "modes_accounting.json").write_text(json.dumps(
-        {**acc, "per_config": [{"label": e["label"], "explore_s": e["explore_s"], "timing_s": e["timing_s"],
-                                "compile_s": e["capture"]["summary"]["compile_time_s"]} for e in modes_cmp.entries]},
-        indent=1))
-    print("\nthree modes:", modes_cmp.as_text())
-    # the one-time Inductor start-up is paid by the warm-up, not by the first mode
-    assert acc["warmup_s"] > 0 and rows[0]["compile_s"] < 3 * min(r["compile_s"] for r in rows[1:]) + 1
-    assert acc["wall_s"] <= acc["warmup_s"] + acc["compile_s"] + acc["timing_s"] + acc["eager_check_s"] + 5.0
-    assert acc["explore_overhead_s"] < 3.0 and acc["other_s"] < 1.0
+    (artifact_dir / "modes_accounting.json").write_text(json.dumps(acc, indent=1))
+    assert acc["warmup_s"] > 0 and acc["compile_s"] > 0 and acc["timing_s"] > 0
+    assert acc["compile_s"] == pytest.approx(sum(cap.summary.compile_time_s for cap in modes_cmp.captures))
+    parts = acc["warmup_s"] + acc["explore_s"] + acc["timing_s"] + acc["eager_check_s"] + acc["other_s"]
+    assert parts == pytest.approx(acc["wall_s"])
 
 
 def test_mode_diff_lists_option_changes(modes_cmp):
@@ -251,7 +250,7 @@ def test_modes_options_and_stances_as_data():
 
 
 def test_guard_filters_remove_guards():
-    result = knobs.guard_filter_effects(Net(), torch.randn(4, 8))
+    result = experiments.guard_filter_effects(Net(), torch.randn(4, 8))
     baseline = result["baseline"]["guards"]
     by_name = {f["name"]: f for f in result["filters"]}
     assert set(by_name) == set(knobs.GUARD_FILTERS)
@@ -266,7 +265,7 @@ def test_guard_filters_remove_guards():
 
 
 def test_disable_and_allow_in_graph_change_graph_breaks(capsys):
-    rows = knobs.graph_break_effects(calls_helper, torch.randn(4), target="helper")
+    rows = experiments.graph_break_effects(calls_helper, torch.randn(4), target="helper")
     counts = {r["variant"]: (r["graph_breaks"], r["graphs"]) for r in rows}
     assert counts == {"as is": (2, 3), "torch.compiler.disable(helper)": (1, 2),
                       "torch.compiler.allow_in_graph(helper)": (0, 1)}
@@ -275,7 +274,7 @@ def test_disable_and_allow_in_graph_change_graph_breaks(capsys):
 
 
 def test_substitute_in_graph_removes_a_graph_break():
-    before, after = knobs.substitute_effect(calls_crc32, torch.randn(4), original=zlib.crc32,
+    before, after = experiments.substitute_effect(calls_crc32, torch.randn(4), original=zlib.crc32,
                                             polyfill=crc32_polyfill, skip_signature_check=True)
     assert (before["graph_breaks"], before["explain_graph_breaks"]) == (1, 1)
     if after["note"] is None:  # torch refuses a second registration in one process
@@ -287,7 +286,7 @@ def test_recompile_limit_behaviour():
     def f(x):
         return x.sin() * x.shape[0]
 
-    result = knobs.recompile_limit_effect(f, [(torch.randn(n),) for n in (1, 2, 3, 4, 2)], limit=2, dynamic=False)
+    result = experiments.recompile_limit_effect(f, [(torch.randn(n),) for n in (1, 2, 3, 4, 2)], limit=2, dynamic=False)
     assert [c["status"] for c in result["calls"]] == [
         "compiled", "recompiled", "hit the recompile limit: ran eagerly",
         "ran eagerly (the frame stopped compiling after the limit)", "reused compile 0/1"]
@@ -300,12 +299,12 @@ def test_jit_trace_function_is_inlined_by_dynamo():
     x, y = torch.randn(4, 8), torch.randn(4, 8)
     cmp = explore_jit_trace(traceable, (x, y), check_trace=True, check_inputs=[(torch.randn(2, 8), torch.randn(2, 8))],
                             check_tolerance=1e-4, strict=True, backend="eager", timing=False)
-    info = cmp.data["jit_trace"]
+    info = cmp.jit_trace
     assert info["kind"] == "ScriptFunction" and info["inlines_original"]
     assert info["parameters"]["check_tolerance"] == 1e-4 and info["parameters"]["check_inputs"] == "1 input set(s)"
     assert any("deprecated" in w for w in info["warnings"])
     traced, direct = cmp.captures
-    assert traced.summary["graphs"] == direct.summary["graphs"] == 1
+    assert traced.summary.graphs == direct.summary.graphs == 1
     assert traced.compiles[0].name == "inner"  # torch's wrapper frame around the inlined function
     assert "the traced graph has the same operations as compiling fn directly" in info["findings"]
     assert "graph" in cmp.diff(0, 1).changed_stages  # input names differ: L['args'][0] vs L['x']
@@ -314,10 +313,10 @@ def test_jit_trace_function_is_inlined_by_dynamo():
 def test_jit_trace_module_is_not_compiled():
     x = torch.randn(4, 8)
     cmp = explore_jit_trace(Net(), x, backend="eager", repeat=3)
-    info = cmp.data["jit_trace"]
+    info = cmp.jit_trace
     assert info["kind"] == "TopLevelTracedModule" and "aten::relu" in info["graph"]
     traced, direct = cmp.captures
-    assert traced.summary["compiles"] == 0 and direct.summary["graphs"] == 1
+    assert traced.summary.compiles == 0 and direct.summary.graphs == 1
     assert any("Dynamo compiled nothing" in f for f in info["findings"])
     assert info["torchscript_runtime"]["available"]
 
@@ -326,8 +325,8 @@ def test_jit_trace_kwarg_inputs_and_trace_errors():
     x, y = torch.randn(3), torch.randn(3)
     cmp = explore_jit_trace(traceable, example_kwarg_inputs={"x": x, "y": y}, strict=False, check_trace=False,
                             backend="eager", timing=False)
-    assert cmp.data["jit_trace"]["parameters"]["example_kwarg_inputs"] == ["x", "y"]
-    assert cmp.captures[0].summary["graphs"] == 1
+    assert cmp.jit_trace["parameters"]["example_kwarg_inputs"] == ["x", "y"]
+    assert cmp.captures[0].summary.graphs == 1
     failing = explore_jit_trace(lambda x: x.nonexistent(), (x,), backend="eager", timing=False)
     assert failing.entries[0]["error"]["stage"] == "torch.jit.trace"
     assert failing.rows()[0]["ok"] is False
@@ -350,8 +349,15 @@ def test_views_escape_and_render(dynamic_cmp, backends_cmp):
     failed = render_compare_static(backends_cmp)
     if not _importable("tvm"):
         assert "apache-tvm" in failed and "tc-cmp-failed" in failed
+    d = dynamic_cmp.diff(0, 1)
+    shown = {"graph": "Sym(s", "guards": "size=[32, 16]", "aot": "Sym(s"}  # what differs, drawn in the pane
     for stage in ("summary", "graph", "guards", "aot", "ir_pre", "kernels", "timings"):
-        assert render_diff(dynamic_cmp.diff(0, 1), stage)
+        pane = render_diff(d, stage)
+        assert "dynamic=true" in pane and "dynamic=false" in pane  # both configurations are named
+        if not d.stage(stage)["available"]:  # no Inductor with aot_eager: the pane says why
+            assert escape(d.stage(stage)["reason"]) in pane, stage
+        elif stage in shown:
+            assert shown[stage] in pane, stage
 
 
 def test_compare_widget(dynamic_cmp):
@@ -401,12 +407,17 @@ def test_tcompile_compare_cell_magic(monkeypatch):
 
 
 def test_screenshots(dynamic_cmp, artifact_dir):
-    from jupyterlab_harness import render_html_screenshot, require_browser
+    from jupyterlab_harness import open_browser, render_html_screenshot, require_browser
 
     from explorer.views.compare import render_compare_static
 
     require_browser()
     html = render_compare_static(dynamic_cmp)
-    for theme in ("light", "dark"):
-        path = render_html_screenshot(html, artifact_dir / f"compare_{theme}.png", theme=theme, width=1200)
-        assert path.stat().st_size > 10_000
+    with open_browser() as page:
+        page.set_content(html, wait_until="load")
+        labels = page.locator(".tc-cmp-label")
+        assert labels.all_inner_texts() == dynamic_cmp.labels  # one visible row per configuration
+        assert labels.first.evaluate("e => getComputedStyle(e).fontWeight") == "600"  # compare.css applies
+        assert page.locator(".tc-cmp-table").first.bounding_box()["height"] > 0
+    for theme in ("light", "dark"):  # for people to look at
+        render_html_screenshot(html, artifact_dir / f"compare_{theme}.png", theme=theme, width=1200)

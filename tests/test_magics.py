@@ -67,12 +67,12 @@ def test_graph_break_is_counted_and_points_at_the_cell_line(break_run):
     result, cap, delta, _ = break_run
     assert result.error_in_exec is None
     assert cap.error is None
-    assert delta == 1 == cap.summary["graph_breaks"]
-    item = cap.breaks["items"][0]
-    assert item["line"] == 3  # the %%tcompile line is line 1, as in the notebook
-    assert item["code"] == 'print("hello from the cell", y)'
-    assert item["file"].startswith("<tcompile-cell-")
-    assert linecache.getline(item["file"], 3).strip() == item["code"]
+    assert delta == 1 == cap.summary.graph_breaks
+    item = cap.breaks[0]
+    assert item.line == 3  # the %%tcompile line is line 1, as in the notebook
+    assert item.code == 'print("hello from the cell", y)'
+    assert item.file.startswith("<tcompile-cell-")
+    assert linecache.getline(item.file, 3).strip() == item.code
 
 
 def test_fx_comments_and_source_show_the_cell(break_run):
@@ -97,7 +97,7 @@ def test_assigned_names_written_back_and_equal_eager(break_run, shell):
 
 def test_explorer_shown_with_the_capture(break_run, shell):
     _, cap, _, calls = break_run
-    assert calls == [(cap, cap.compiled_fn, shell.user_ns)]
+    assert calls == [(cap, cap.live.compiled_fn, shell.user_ns)]
     assert cap.options["backend"] == "eager" and cap.options["magic"] == "%%tcompile"
 
 
@@ -105,8 +105,8 @@ def test_what_if_on_the_cell_inputs(shell):
     # conftest resets Dynamo between tests, so this test compiles its own cell
     run(shell, "%%tcompile --backend eager --no-timing --name cap_wi\nwi = x * w")
     cap = shell.user_ns["cap_wi"]
-    assert cap.what_if(cap.compiled_fn).accepted_by == "0/0"  # defaults: the inputs the cell ran with
-    changed = cap.what_if(cap.compiled_fn, x=torch.zeros(7))  # another shape for L['x']
+    assert cap.what_if(cap.live.compiled_fn).accepted_by == "0/0"  # defaults: the inputs the cell ran with
+    changed = cap.what_if(cap.live.compiled_fn, x=torch.zeros(7))  # another shape for L['x']
     assert changed.recompiles and "L['x']" in changed.checks[0]["failed_guard"]
 
 
@@ -134,7 +134,7 @@ def test_timing_reruns_cell_quietly_on_copies(shell, capsys):
     torch.testing.assert_close(shell.user_ns["t"], torch.ones(2))  # in-place update applied once
     torch.testing.assert_close(shell.user_ns["u"], torch.full((2,), 2.0))
     runtime = shell.user_ns["cap_t"].runtime
-    assert runtime.available and runtime["compiled"]["samples"] == 2 and "re-run" in runtime["note"]
+    assert runtime.available and runtime.compiled.samples == 2 and "re-run" in runtime.to_data()["note"]
 
 
 def test_show_receives_capture_fn_and_namespace(shell, shown):
@@ -149,10 +149,10 @@ def test_fullgraph_failure_keeps_stages_and_error_stage(shell, capsys):
     result = run(shell, "%%tcompile --backend eager --fullgraph --name cap_fg\nfg_y = x + 1\nprint(fg_y)\nfg_z = fg_y * 2")
     assert result.error_in_exec is None  # no exception escapes
     cap = shell.user_ns["cap_fg"]
-    assert cap.error["type"] == "Unsupported"
-    assert "fullgraph" in cap.error["stage"]
+    assert cap.error.type == "Unsupported"
+    assert "fullgraph" in cap.error.stage
     assert cap.compiles and cap.compiles[0].source.available  # what was captured is still there
-    assert cap.compiles[0].error["line"] == 3 and cap.compiles[0].error["file"].startswith("<tcompile-cell-")
+    assert cap.compiles[0].error.line == 3 and cap.compiles[0].error.file.startswith("<tcompile-cell-")
     assert cap.runtime.reason.startswith("not timed")
     assert "fg_y" not in shell.user_ns
     err = capsys.readouterr().err
@@ -165,8 +165,8 @@ def test_cell_raising_keeps_kernel_alive_and_namespace_consistent(shell, capsys)
                         "raise ValueError('boom')")
     assert result.error_in_exec is None
     cap = shell.user_ns["cap_err"]
-    assert cap.error["type"] == "ValueError" and "boom" in cap.error["message"]
-    assert cap.error["stage"] == "running the user's code"
+    assert cap.error.type == "ValueError" and "boom" in cap.error.message
+    assert cap.error.stage == "running the user's code"
     assert shell.user_ns["before"] == 1 and "after" not in shell.user_ns  # nothing half-written
     assert "nothing was written back" in capsys.readouterr().err
     assert shell.run_cell("before + 41").result == 42  # the kernel goes on
@@ -176,8 +176,8 @@ def test_syntax_error_cell(shell, shown, capsys):
     result = run(shell, "%%tcompile --backend eager --name cap_syn\ny = 1\nz = (x +\n")
     assert result.error_in_exec is None
     cap = shell.user_ns["cap_syn"]
-    assert cap.error["type"] == "SyntaxError"
-    assert cap.error["stage"].startswith("parsing the cell")
+    assert cap.error.type == "SyntaxError"
+    assert cap.error.stage.startswith("parsing the cell")
     assert cap.compiles == []
     assert shown[-1][0] is cap
     assert "SyntaxError in parsing the cell" in capsys.readouterr().err
@@ -185,7 +185,7 @@ def test_syntax_error_cell(shell, shown, capsys):
 
 def test_top_level_return_is_rejected(shell):
     run(shell, "%%tcompile --backend eager --name cap_ret\nreturn x")
-    assert "'return' outside function" in shell.user_ns["cap_ret"].error["message"]
+    assert "'return' outside function" in shell.user_ns["cap_ret"].error.message
 
 
 def test_dynamic_false_name_and_save(shell, tmp_path):
@@ -195,7 +195,7 @@ def test_dynamic_false_name_and_save(shell, tmp_path):
     assert cap.options["dynamic"] is False and cap.options["backend"] == "eager"
     assert cap.runtime.reason.startswith("timing was turned off")
     loaded = compiler.load(path)
-    assert loaded.data == json.loads(cap.to_json())
+    assert loaded.to_data() == json.loads(cap.to_json())
     assert len(loaded.compiles) == 1
     assert "ds" in shell.user_ns
 
@@ -219,14 +219,14 @@ def test_inductor_cell_with_loop_and_module(shell):
     assert shell.user_ns["step"] == 1
     with torch.no_grad():
         torch.testing.assert_close(shell.user_ns["acts"], shell.user_ns["model"](shell.user_ns["xs"]).relu())
-    assert cap.runtime.available and cap.runtime["compiled"]["samples"] == 2
+    assert cap.runtime.available and cap.runtime.compiled.samples == 2
 
 
 def test_timing_notes_recompiles_while_timing(shell):
     run(shell, "%%tcompile --backend eager --repeat 2 --name cap_rc\nclass Point:\n    pass\n"
                "rc = x + 1\nrc_point = Point()")
     runtime = shell.user_ns["cap_rc"].runtime
-    assert runtime.available and runtime["recompiles_while_timing"] >= 1 and "recompiles" in runtime["note"]
+    assert runtime.available and runtime.to_data()["recompiles_while_timing"] >= 1 and "recompiles" in runtime.to_data()["note"]
 
 
 def test_compiles_inside_the_cell_are_captured(shell):
@@ -253,8 +253,8 @@ def test_compiles_inside_the_cell_are_captured(shell):
     ("--backend indcutor", "did you mean 'inductor'"),
     ("--dynamic maybe", "argument --dynamic: invalid choice"),
     ("--stance nope", "argument --stance: invalid choice"),
-    ("--mode max-autotune --options '{\"debug\": True}'", "--mode and --options cannot be used together"),
-    ("--options '[1, 2]'", "--options must be a dict"),
+    ("--mode max-autotune --options '{\"debug\": True}'", "--mode: cannot be used together with options"),
+    ("--options '[1, 2]'", "--options: must be a dict"),
     ("--repeat 0", "--repeat must be at least 1"),
 ])
 def test_bad_option_is_one_line_usage_error(shell, line, message):
@@ -288,14 +288,14 @@ def test_line_magic_compiles_one_call(shell, shown):
     cap = shell.user_ns["cap_line"]
     assert [c.name for c in cap.compiles] == ["f"] and cap.error is None
     assert cap.runtime.available and cap.options["magic"] == "%tcompile"
-    assert shown[-1][0] is cap and shown[-1][1] is cap.compiled_fn
+    assert shown[-1][0] is cap and shown[-1][1] is cap.live.compiled_fn
 
 
 def test_line_magic_fullgraph_failure(shell, capsys):
     shell.run_cell("def g(a):\n    print('side effect')\n    return a + 1\n")
     result = run(shell, "%tcompile --fullgraph --backend eager --name cap_lfg g(x)")
     assert result.error_in_exec is None
-    assert "fullgraph" in shell.user_ns["cap_lfg"].error["stage"]
+    assert "fullgraph" in shell.user_ns["cap_lfg"].error.stage
     assert "tcompile: Unsupported" in capsys.readouterr().err
 
 
@@ -368,8 +368,10 @@ def test_progress_is_silent_outside_a_frontend_and_cleans_up_in_one(capsys):
         kernel = object()
 
     with magics.Progress(FakeKernelShell(), "compiling") as progress:
-        pass
-    assert progress.label is None or progress.label.comm is None  # closed
+        assert progress.label is not None and progress.label.value == "compiling…"  # shown
+        progress.set("timing")
+        assert progress.label.value == "timing…"
+    assert progress.label.comm is None and not progress.thread.is_alive()  # closed, no longer ticking
 
 
 # --- in a real Jupyter kernel ------------------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""The one run path: compile a function, call it under capture, time it, profile it, build the
+Capture once.
+
+``explore``, ``%%tcompile``/``%tcompile``, ``compare`` (each configuration), the torch.jit.trace
+input and the labs all go through ``run``:
+
+1. ``torch.compile(fn, **compile_kwargs)`` (``torch._dynamo.reset()`` first when ``reset``).
+2. Under a ``Recorder`` (every hook removed again on exit, error or interrupt): the first call on the
+   caller's own arguments (its result is ``cap.live.result``), and — on CUDA, when the
+   configuration wants CUDA graphs — two more calls on copies of the arguments, so the capture
+   shows the whole warm-up / record / replay life cycle.
+3. Measured after the compile: eager vs compiled with the one timer (``compiler.runtime``), and on
+   CUDA the per-kernel GPU profile, the CUDA-graph memory and the same function without CUDA graphs.
+4. ``Recorder.build(measurements)``: the Capture, built once, with the compiled function in
+   ``cap.live.compiled_fn``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+
+from .model import Capture, unavailable
+from .options import check_compile_kwargs, jsonable
+from .runtime import copy_arguments, device_of, time_interleaved
+from .session import Recorder
+from .whatif import LiveState
+
+TIMING_OFF = "timing was turned off (timing=False / --no-timing)"
+
+
+def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None = None, fresh: bool = False,
+        timing: bool | str = True, repeat: int = 15, stance: str | None = None, errors: str = "raise",
+        reset: bool = True, options: dict | None = None, eager_fn=None, dynamo_config: dict | None = None,
+        cudagraph_comparison: bool = True, progress=None) -> Capture:
+    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``/``kwargs`` under
+    capture, time and (on CUDA) profile it; → the Capture.
+
+    - ``timing``: True times eager (``eager_fn``, default ``fn``) against compiled in alternating
+      samples (``repeat`` each); False, or a string saying why, skips timing.
+    - ``stance``: calls and timing run under ``torch.compiler.set_stance(stance)``.
+    - ``errors="return"`` keeps an error of the compiled call in ``cap.error``; ``"raise"`` re-raises
+      it. torch.compile rejecting its arguments always raises (nothing was compiled).
+    - ``options``: extra facts recorded in ``cap.options`` (a label, the configuration, the magic).
+    - ``dynamo_config``: a ``torch._dynamo.config.patch`` for compiling, calling and timing.
+    - ``cudagraph_comparison``: on CUDA with a CUDA-graph mode, also time the function without them.
+    - ``progress(text)``: told what runs next (timing, profiling), for a progress display.
+    """
+    import torch
+
+    if errors not in ("raise", "return"):
+        raise ValueError("errors must be 'raise' or 'return'")
+    compile_kwargs = dict(compile_kwargs or {})
+    check_compile_kwargs(compile_kwargs)
+    if isinstance(compile_kwargs.get("options"), dict):
+        compile_kwargs["options"] = dict(compile_kwargs["options"])  # torch.compile pops keys from it
+    args, kwargs = tuple(args), dict(kwargs or {})
+    device = device_of(args, kwargs)
+    recorded = {"backend": "inductor", **jsonable(compile_kwargs), "stance": stance, **(options or {})}
+    from .cudagraphs import wants_cudagraphs
+
+    # CUDA graphs warm up on the first call and record on the second: make both (and one replay)
+    # under capture, so the CUDA-graph stage shows the whole life cycle.
+    calls = 3 if device == "cuda" and wants_cudagraphs(recorded) else 1
+    recorded["calls_under_capture"] = calls
+    live = LiveState()
+    measurements: dict = {"first_call_s": None}
+    with torch._dynamo.config.patch(**(dynamo_config or {})):
+        if reset:
+            torch._dynamo.reset()
+        compiled = torch.compile(fn, **compile_kwargs)
+        live.compiled_fn = compiled
+        memory_before = torch.cuda.memory_reserved() if device == "cuda" else None
+        recorder = Recorder(fresh=fresh, suppress_errors=errors == "return", options=recorded, live=live)
+        with recorder, _stance(stance):
+            start = time.perf_counter()
+            live.result = compiled(*args, **kwargs)
+            measurements["first_call_s"] = time.perf_counter() - start
+            if calls > 1:
+                live.result = _keep(live.result)  # a later replay may overwrite CUDA-graph outputs
+                repeat_args, repeat_kwargs = copy_arguments(args, kwargs)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    for _ in range(calls - 1):
+                        compiled(*repeat_args, **repeat_kwargs)
+        if memory_before is not None and recorder.error is None:
+            measurements["cudagraph_memory"] = {
+                "reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
+                "note": "CUDA memory reserved while warming up and recording"}
+        if progress and timing is True and recorder.error is None:
+            progress("timing eager vs compiled (re-running the code)")
+        measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
+                                           device=device, repeat=repeat, stance=stance,
+                                           first_call_s=measurements["first_call_s"])
+        if device == "cuda" and timing is True and recorder.error is None:
+            if progress:
+                progress("profiling the GPU kernels")
+            measurements.update(_measure_gpu(fn, compiled, args, kwargs, recorded, cudagraph_comparison))
+    return recorder.build(measurements)
+
+
+def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,
+            errors: str = "raise", stance: str | None = None, kwargs: dict | None = None,
+            cudagraph_comparison: bool = True, **compile_kwargs) -> Capture:
+    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``, capture every
+    stage, and (``timing=True``) time eager vs compiled calls afterwards (``compiler.run``).
+
+    On CUDA it also profiles each kernel's GPU time and, for CUDA-graph modes
+    (``cudagraph_comparison=True``), times the function compiled without CUDA graphs.
+    ``reset=True`` clears Dynamo's caches first (``torch._dynamo.reset()``) so the compile is
+    really observed; ``errors="return"`` keeps a failure in ``capture.error`` instead of raising.
+    The compiled function is ``cap.live.compiled_fn``.
+    """
+    return run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat,
+               stance=stance, errors=errors, reset=reset, cudagraph_comparison=cudagraph_comparison)
+
+
+def _stance(name: str | None):
+    if not name:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.compiler.set_stance(name)
+
+
+def _keep(result):
+    """Clones of the tensors in ``result`` (CUDA-graph outputs live in a pool a replay reuses)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, result)
+
+
+def _runtime(error, timing, eager, compiled, args, kwargs, **how) -> dict:
+    if error is not None:
+        return unavailable("not timed: the compiled call failed")
+    if timing is not True:
+        return unavailable(timing if isinstance(timing, str) else TIMING_OFF)
+    return time_interleaved(eager, compiled, args, kwargs, **how)
+
+
+def _measure_gpu(fn, compiled, args, kwargs, recorded: dict, cudagraph_comparison: bool) -> dict:
+    """Per-kernel GPU time (profiler) and, for CUDA-graph modes, the same function without them."""
+    from .cudagraphs import wants_cudagraphs
+    from .gpu import profile_kernels, with_and_without_cudagraphs
+
+    profile_args, profile_kwargs = copy_arguments(args, kwargs)
+    out = {"gpu_profile": profile_kernels(compiled, profile_args, profile_kwargs)}
+    if cudagraph_comparison and wants_cudagraphs(recorded) and not kwargs:
+        out["cudagraph_comparison"] = with_and_without_cudagraphs(fn, args, mode=recorded.get("mode") or "reduce-overhead")
+    return out
