@@ -1,4 +1,5 @@
-# tcompile: `make lab` starts JupyterLab on the labs, `make test` runs every test.
+# tcompile: `make lab` starts JupyterLab on the labs, `make test` runs every test, `make test-fast` the
+# day-to-day subset (no browser, no slow marks).
 # Both set up everything they need into .venv on a fresh machine.
 PY ?= python3
 VENV := .venv
@@ -6,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.tcompile-installed
 
-.PHONY: setup lab test bench clean system-deps
+.PHONY: setup lab test test-fast bench clean
 
 setup: $(STAMP)
 
@@ -27,6 +28,9 @@ lab: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not browser and not slow"
 
 bench: setup
 	$(BIN)/python -m bench --quick

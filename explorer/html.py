@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import html
-from pathlib import Path
+from importlib.resources import files
 from string import Template
 
-CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "tcompile.css"
+CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
 
 
 class Html(str):
@@ -146,7 +146,7 @@ def _highlighted(text: str, language: str) -> Html:
 
 
 def code_block(text: str | None, language: str = "python") -> Html:
-    """Source code highlighted with pygments CSS classes (coloured by assets/tcompile.css); the
+    """Source code highlighted with pygments CSS classes (coloured by explorer/static/tcompile.css); the
     first ``HIGHLIGHT_LINES`` lines only, so huge modules stay fast to show."""
     if not text:
         return note("(empty)", kind="muted")
@@ -178,7 +178,7 @@ def shorten(text, limit: int = 120) -> str:
 
 @functools.lru_cache(maxsize=1)
 def stylesheet() -> str:
-    return CSS_PATH.read_text(encoding="utf-8") if CSS_PATH.exists() else ""
+    return CSS_PATH.read_text(encoding="utf-8") if CSS_PATH.is_file() else ""
 
 
 def style_tag() -> Html:

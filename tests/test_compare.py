@@ -406,6 +406,7 @@ def test_tcompile_compare_cell_magic(monkeypatch):
     assert torch.equal(shell.user_ns["y"], torch.arange(4.0).cos() + 1)
 
 
+@pytest.mark.browser
 def test_screenshots(dynamic_cmp, artifact_dir):
     from jupyterlab_harness import open_browser, render_html_screenshot, require_browser
 

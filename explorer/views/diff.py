@@ -3,25 +3,25 @@ compile, kernel or graph, changed lines highlighted, long unchanged runs folded.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 
 from compiler.diff import STAGE_TITLES, inline_changes, side_by_side
 
 from ..html import (Html, badge, code, details, esc, join, note, para, plural, seconds, shorten, table, tag,
                     unavailable)
 
-COMPARE_CSS = Path(__file__).resolve().parents[2] / "assets" / "compare.css"
+COMPARE_CSS = files("explorer") / "static" / "compare.css"  # package data (importlib.resources)
 STATUS_KIND = {"same": "ok", "changed": "warn", "added": "info", "removed": "error", "unavailable": "muted"}
 FOLD_CONTEXT = 3  # unchanged lines shown around a change; longer runs fold into one row
 
 
 @lru_cache(maxsize=1)
 def compare_stylesheet() -> str:
-    return COMPARE_CSS.read_text(encoding="utf-8") if COMPARE_CSS.exists() else ""
+    return COMPARE_CSS.read_text(encoding="utf-8") if COMPARE_CSS.is_file() else ""
 
 
 def compare_style_tag() -> Html:
-    """The compare/diff CSS (assets/compare.css); use with ``explorer.html.style_tag()``."""
+    """The compare/diff CSS (explorer/static/compare.css); use with ``explorer.html.style_tag()``."""
     return Html(f"<style>{compare_stylesheet()}</style>")
 
 
