@@ -44,8 +44,7 @@ def _compile_once(variant: str, fn, args) -> dict:
     out["cpu_s"] = _cpu_seconds() - cpu_start
     if variant == "capture":  # sanity: a real compile, with the Inductor IR stages present
         out["capture_json_bytes"] = len(cap.to_json().encode())
-        out["inductor_ir"] = any(run.get("ir", {}).get("available")
-                                 for c in cap.compiles if c.inductor.available for run in c.inductor["runs"])
+        out["inductor_ir"] = any(run.ir.available for c in cap.compiles for run in c.inductor.runs)
     return out
 
 

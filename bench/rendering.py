@@ -78,7 +78,7 @@ def chain_capture(n_ops: int):
     start = time.perf_counter()
     with compiler.capture() as cap:
         torch.compile(fn, backend="eager")(torch.randn(8))
-    nodes = len(cap.compiles[0].graph["nodes"])
+    nodes = len(cap.compiles[0].graph.nodes)
     return cap, {"ops": n_ops, "fx_nodes": nodes, "capture_s": time.perf_counter() - start,
                  "json_bytes": len(cap.to_json().encode())}
 
@@ -104,13 +104,13 @@ def gpt2_capture() -> tuple:
     with torch.no_grad(), compiler.capture(fresh=True) as cap:
         torch.compile(fn)(*args)
     return cap, {"capture_s": time.perf_counter() - start, "json_bytes": len(cap.to_json().encode()),
-                 "json_bytes_without_indent": len(json.dumps(cap.data, separators=(",", ":"), default=str).encode()),
+                 "json_bytes_without_indent": len(json.dumps(cap.to_data(), separators=(",", ":"), default=str).encode()),
                  "json_bytes_by_stage": stage_sizes(cap)}
 
 
 def stage_sizes(cap) -> dict:
     """JSON bytes of each stage of the first compile: where the size goes."""
-    data = cap.data["compiles"][0]
+    data = cap.to_data()["compiles"][0]
     return {k: len(json.dumps(v, indent=1, default=str)) for k, v in sorted(
         data.items(), key=lambda kv: -len(json.dumps(kv[1], default=str)))}
 
