@@ -19,7 +19,7 @@ def test_every_shipped_capture_states_where_it_came_from(path):
     env = cap.environment
     assert env["device"] == "cuda" and "H100" in env["device_name"]
     assert env["torch"] and env["triton"] and env["cuda"]
-    assert cap.data["case"] == path.stem
+    assert cap.options["case"] == path.stem
     assert cap.compiles and not cap.is_live
 
 
