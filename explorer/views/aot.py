@@ -10,20 +10,20 @@ ROLES = {"inference": "Inference graph: no gradients needed, so one graph",
          "backward": "Backward graph: what runs on .backward()"}
 
 
-def aot_graph_section(role: str, graph: dict):
+def aot_graph_section(role: str, graph):
+    """One AOT graph (a ``compiler.schema.Graph``): its ops at a glance and its code."""
     title = ROLES.get(role.split("_")[0], role)
-    if not graph.get("available"):
-        return join([heading(title, 4), para(graph.get("reason") or "not logged", cls="tc-muted")])
-    return join([heading(title, 4), op_summary(graph.get("nodes") or []),
-                 details(f"{role} graph code", code_block(graph.get("code"), "python"), open=role != "joint")])
+    if not graph.available:
+        return join([heading(title, 4), para(graph.reason or "not logged", cls="tc-muted")])
+    return join([heading(title, 4), op_summary(graph.nodes),
+                 details(f"{role} graph code", code_block(graph.code, "python"), open=role != "joint")])
 
 
 def render_aot(capture, compile) -> str:
     stage = compile.aot
     if not stage.available:
         return unavailable("AOT graphs", stage.reason)
-    graphs = stage.get("graphs") or {}
     intro = ("Training: AOTAutograd traced the joint graph and split it into a forward and a backward graph."
-             if stage.get("training") else
+             if stage.training else
              "Inference: no input requires grad, so AOTAutograd made one graph.")
-    return join([para(intro), *(aot_graph_section(role, graph) for role, graph in graphs.items())])
+    return join([para(intro), *(aot_graph_section(role, graph) for role, graph in stage.graphs.items())])
