@@ -93,13 +93,14 @@ def index_expressions(ir_texts: list[str], sources: dict) -> list[dict]:
     return out
 
 
-def check_shape_guards(guard_rows: list[dict], f_locals: dict, symbol_sources: dict) -> list[dict]:
-    """Evaluate the size guards (``L['b'].size()[0] == L['a'].size()[0]``) on would-be arguments."""
+def check_shape_guards(guard_rows: list, f_locals: dict, symbol_sources: dict) -> list[dict]:
+    """Evaluate the size guards (``L['b'].size()[0] == L['a'].size()[0]``) of a compile's guard rows
+    (``compiler.schema.GuardRow``) on would-be arguments."""
     results = []
     source_symbol = {v: k for k, v in symbol_sources.items()}
     for row in guard_rows:
-        condition = row["condition"]
-        if row["kind"] != "LAMBDA_GUARD" or ".size()[" not in condition:
+        condition = row.condition
+        if row.kind != "LAMBDA_GUARD" or ".size()[" not in condition:
             continue
         values = {}
         for match in _SIZE_SOURCE.finditer(condition):
@@ -112,7 +113,7 @@ def check_shape_guards(guard_rows: list[dict], f_locals: dict, symbol_sources: d
             passed = _safe_compare(numeric)
             symbolic = _SIZE_SOURCE.sub(lambda m: source_symbol.get(m.group(0), m.group(0)), condition)
             results.append({"condition": condition, "symbolic": symbolic, "with_values": numeric,
-                            "passed": passed, "note": row.get("note")})
+                            "passed": passed, "note": row.note})
     return results
 
 

@@ -107,8 +107,7 @@ def what_if(live: LiveState, fn, args, kwargs, compiles=()) -> WhatIf:
         info = entry.guard_manager.check_verbose(f_locals)
         compile_id = str(entry.compile_id)
         compiled = by_id.get(compile_id)
-        shape_checks = (check_shape_guards([row.to_data() for row in compiled.guards.rows], f_locals,
-                                           compiled.shapes.symbol_sources)
+        shape_checks = (check_shape_guards(compiled.guards.rows, f_locals, compiled.shapes.symbol_sources)
                         if compiled is not None else [])
         checks.append({"compile_id": compile_id, "passed": bool(info.result),
                        "failed_guard": None if info.result else "; ".join(info.verbose_code_parts),
