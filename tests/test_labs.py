@@ -1,11 +1,11 @@
-"""The teaching labs (notebooks/NN_*.ipynb) run top to bottom, and explorer/checks.py works.
+"""The teaching labs (notebooks/NN_*.ipynb) run top to bottom, and their checkers (notebooks/labs/checks.py) work.
 
 Each lab is executed headlessly with nbclient in this venv's ``python3`` kernel, with the solution
 cells in place: no cell may error except the exercise cells tagged ``raises-exception``, which
 must fail with the checker's ``CheckFailed`` (their starting code is not a solution yet); every
-solution cell that calls a checker must print its ✓ line; and a lab must finish within
-``LAB_BUDGET_S`` (≈3 min on a 2-core CPU). Set TCOMPILE_LABS_OUT=dir to keep the executed
-notebooks (for nbconvert / screenshots).
+solution cell that calls a checker must print its ✓ line (each lab's time is printed; how long
+the labs take is not asserted here). Set TCOMPILE_LABS_OUT=dir to keep the executed notebooks
+(for nbconvert / screenshots).
 """
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ import pytest
 import torch
 
 import compiler
-from explorer import checks
-from explorer.checks import CheckFailed
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
+sys.path.insert(0, str(NOTEBOOKS))  # the labs import their checkers as labs.checks, from notebooks/
+from labs import checks  # noqa: E402
+from labs.checks import CheckFailed  # noqa: E402
+
 LABS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-LAB_BUDGET_S = float(os.environ.get("TCOMPILE_LAB_BUDGET_S", 180))
 CELL_TIMEOUT_S = 180
 CHECK_CALL = re.compile(r"^\s*(?:assert\s+)?check_\w+\(", re.M)
 KERNEL_PROBE = "import sys; print('tcompile-kernel-python:', sys.executable)"
@@ -33,8 +34,8 @@ KERNEL_PROBE = "import sys; print('tcompile-kernel-python:', sys.executable)"
 
 # --- the labs -----------------------------------------------------------------------------------
 
-def test_there_are_eight_labs_in_order():
-    assert [p.name[:3] for p in LABS] == [f"0{i}_" for i in range(8)]
+def test_there_are_nine_labs_in_order():
+    assert [p.name[:3] for p in LABS] == [f"0{i}_" for i in range(9)]
     assert (NOTEBOOKS / "README.md").exists()
 
 
@@ -119,10 +120,9 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
-    assert elapsed < LAB_BUDGET_S, f"{path.name} took {elapsed:.0f} s (budget {LAB_BUDGET_S:.0f} s)"
 
 
-# --- explorer/checks.py, on real captures (backend="eager") ---------------------------------------
+# --- notebooks/labs/checks.py, on real captures (backend="eager") ---------------------------------------
 
 def _breaks(x):
     y = x.sin()

@@ -57,7 +57,7 @@ def cells():
             ## The same data from Python
 
             The explorer draws a `compiler.Capture`: plain data, one `Compile` per frame compile, each stage
-            an object with `.as_text()` and (for tables) `.df`. Everything on screen is there.
+            an object with `.as_text()` and (for tables) `.table`. Everything on screen is there.
             """),
         code("""
             print(tour)                              # the one-line summary
@@ -66,7 +66,7 @@ def cells():
             print(first.graph.as_text())             # the FX graph, as torch printed it
             """),
         code("""
-            first.guards.df[["source", "kind", "condition"]].head(8)
+            first.guards.table[["source", "kind", "condition"]].head(8)
             """),
         md("""
             For a function rather than a cell, `compiler.explore(fn, *args, **torch_compile_kwargs)` compiles,
@@ -95,14 +95,14 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, tour.summary["kernels"], "kernels generated for the tour cell",
+            check_answer(answer, tour.summary.kernels, "kernels generated for the tour cell",
                          hint="the 'kernels' card on the tour's Overview tab")
             """),
         solution_note(),
         solution("""
             # The Generated code tab lists one C++ kernel (cpp_fused_…) and one extern call (extern_kernels.mm).
-            answer = len([k for k in tour.compiles[0].kernels["kernels"] if k["language"] != "extern"])
-            check_answer(answer, tour.summary["kernels"], "kernels generated for the tour cell")
+            answer = len([k for k in tour.compiles[0].kernels.kernels if k.language != "extern"])
+            check_answer(answer, tour.summary.kernels, "kernels generated for the tour cell")
             """),
         md("""
             ## Exercise 0.2 — one graph, not two

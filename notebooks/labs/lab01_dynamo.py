@@ -70,9 +70,9 @@ def cells():
             """),
         code("""
             bc = cap.compiles[0].bytecode
-            print(bc["original"]["text"])
+            print(bc.original.text)
             print("-" * 60)
-            print(bc["transformed"]["text"])
+            print(bc.transformed.text)
             """),
         md("""
             ## 3. How the FX graph is traced
@@ -105,13 +105,13 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, steps.compiles[0].graph["op_count"], "operations in scale_steps' FX graph",
+            check_answer(answer, steps.compiles[0].graph.op_count, "operations in scale_steps' FX graph",
                          hint="count the lines with `= l_x_ * …` / `= x * …` in the graph: the loop was unrolled")
             """),
         solution_note(),
         solution("""
             answer = 3   # range(3) was unrolled while tracing: x * 1, x * 2, x * 3
-            check_answer(answer, steps.compiles[0].graph["op_count"], "operations in scale_steps' FX graph")
+            check_answer(answer, steps.compiles[0].graph.op_count, "operations in scale_steps' FX graph")
             """),
         md("""
             ## 4. Specialization: Python values become constants, and guards
@@ -139,8 +139,8 @@ def cells():
                 compiled(x, 4, 0.7, False, "sin")    # relu changed
             print(spec)
             for c in spec.compiles:
-                arg_guards = c.guards.df[c.guards.df.source.isin(["L['n']", "L['scale']", "L['relu']", "L['mode']"])]
-                reason = c.recompile.get("reasons", [{}])[0].get("text", "first compile") if c.recompile.available else "first compile"
+                arg_guards = c.guards.table[c.guards.table.source.isin(["L['n']", "L['scale']", "L['relu']", "L['mode']"])]
+                reason = c.recompile.reasons[0].text if c.recompile.available and c.recompile.reasons else "first compile"
                 print(f"{c.compile_id}  ({reason})")
                 for _, g in arg_guards.iterrows():
                     print(f"    {g.kind:14} {g.condition[:70]}")

@@ -53,10 +53,10 @@ def cells():
             def break_table(*captures):
                 rows = []
                 for c in captures:
-                    for b in c.breaks["items"]:
-                        rows.append({"function": c.compiles[0].name, "line": b["code"], "GB": b["gb_code"],
-                                     "type": (b.get("registry") or {}).get("type") or b["headline"],
-                                     "count": b["count"], "first hint": (b["hints"] or ["–"])[0][:100]})
+                    for b in c.breaks:
+                        rows.append({"function": c.compiles[0].name, "line": b.code, "GB": b.gb_code,
+                                     "type": (b.registry.type if b.registry else None) or b.headline,
+                                     "count": b.count, "first hint": (b.hints or ["–"])[0][:100]})
                 return pd.DataFrame(rows)
 
             break_table(cap)
@@ -184,8 +184,8 @@ def cells():
             """),
         code("""
             strict = compiler.explore(data_dependent, x, backend="eager", fullgraph=True, errors="return", timing=False)
-            print(strict.error["stage"])
-            print(strict.error["message"][:500])
+            print(strict.error.stage)
+            print(strict.error.message[:500])
             """),
         md("""
             The magic takes the same option. It reports the error in one line (the compile stage and torch's
@@ -252,8 +252,8 @@ def cells():
 
             ex22 = compiler.explore(clip_large, x, backend="eager", timing=False)
             check_no_graph_breaks(ex22)
-            check_allclose(ex22.compiled_fn(small), clip_reference(small), "result for a small input")
-            check_allclose(ex22.compiled_fn(large), clip_reference(large), "result for a large input")
+            check_allclose(ex22.live.compiled_fn(small), clip_reference(small), "result for a small input")
+            check_allclose(ex22.live.compiled_fn(large), clip_reference(large), "result for a large input")
             """),
         md("""
             <details><summary>Hint</summary>
@@ -270,8 +270,8 @@ def cells():
 
             ex22 = compiler.explore(clip_large, x, backend="eager", timing=False)
             check_no_graph_breaks(ex22)
-            check_allclose(ex22.compiled_fn(small), clip_reference(small), "result for a small input")
-            check_allclose(ex22.compiled_fn(large), clip_reference(large), "result for a large input")
+            check_allclose(ex22.live.compiled_fn(small), clip_reference(small), "result for a small input")
+            check_allclose(ex22.live.compiled_fn(large), clip_reference(large), "result for a large input")
             """),
         md("""
             ### Exercise 2.3 — `.item()`
@@ -299,7 +299,7 @@ def cells():
 
             ex23 = compiler.explore(normalize, x, backend="eager", timing=False)
             check_no_graph_breaks(ex23)
-            check_allclose(ex23.compiled_fn(x), x / x.abs().max().item(), "normalized x")
+            check_allclose(ex23.live.compiled_fn(x), x / x.abs().max().item(), "normalized x")
             """),
         md("""
             ### Exercise 2.4 — a custom op for opaque code
@@ -334,7 +334,7 @@ def cells():
             ex24 = compiler.explore(fingerprint, x, backend="eager", fullgraph=True, errors="return", timing=False)
             check_compiled(ex24)
             check_op(ex24, "lab.checksum")      # one opaque node: torch.ops.lab.checksum.default
-            check_allclose(ex24.compiled_fn(x), x * 2 + checksum(x * 2), "fingerprint")
+            check_allclose(ex24.live.compiled_fn(x), x * 2 + checksum(x * 2), "fingerprint")
             """),
         md("""
             **Next:** Lab 3 — guards: when a compile is reused, and why it is not.

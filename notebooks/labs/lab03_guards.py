@@ -39,7 +39,7 @@ def cells():
 
             model = Scale()
             cap = compiler.explore(model, x, backend="eager", timing=False)
-            guards = cap.compiles[0].guards.df
+            guards = cap.compiles[0].guards.table
             guards.groupby("kind").size().rename("guards").to_frame()
             """),
         md("""
@@ -86,8 +86,8 @@ def cells():
                 compiled(x, mode="tanh")
                 compiled(torch.randn(16, 4), mode="tanh")
             for r in rec.recompiles:
-                first = r["reasons"][0]        # the newest earlier compile's failing guard
-                print(f"{r['compile_id']} recompiled because {first['text']!r} failed")
+                first = r.reasons[0]        # the newest earlier compile's failing guard
+                print(f"{r.compile_id} recompiled because {first.text!r} failed")
             """),
         md("""
             ## 4. Dynamic shapes: `dynamic=None | True | False`
@@ -111,8 +111,8 @@ def cells():
                     cf = torch.compile(f, backend="eager", dynamic=dynamic)
                     for n in (8, 16, 32):
                         cf(torch.randn(n, 4))
-                symbols = [f"{s['symbol']}={s['source']} {s['range']}" for c in run.compiles
-                           for s in c.shapes.get("symbols", [])]
+                symbols = [f"{s.symbol}={s.source} {s.range}" for c in run.compiles
+                           for s in c.shapes.symbols]
                 rows.append({"dynamic": repr(dynamic), "compiles": len(run.compiles),
                              "recompiles": len(run.recompiles), "symbols": "; ".join(symbols) or "–"})
             pd.DataFrame(rows)
@@ -130,7 +130,7 @@ def cells():
             print(dyn.compiles[0].graph.as_text())
             print("batch 64:", dyn.what_if(f, torch.randn(64, 4)))
             print("batch 1: ", dyn.what_if(f, torch.randn(1, 4)))
-            dyn.compiles[0].guards.df.query("kind == 'LAMBDA_GUARD'")[["condition", "note"]]
+            dyn.compiles[0].guards.table.query("kind == 'LAMBDA_GUARD'")[["condition", "note"]]
             """),
         md("""
             In the FX graph the sizes are `Sym(s77)` inputs and `x.shape[0]` is the symbol itself (`* s77`), not
@@ -143,7 +143,7 @@ def cells():
             marked = torch.randn(8, 4)
             torch._dynamo.mark_dynamic(marked, 0, min=2, max=1024)
             md_cap = compiler.explore(f, marked, backend="eager", timing=False)
-            print(md_cap.compiles[0].shapes["symbols"])
+            print(md_cap.compiles[0].shapes.symbols)
             print("batch 512: ", md_cap.what_if(f, torch.randn(512, 4)))
             print("batch 2048:", md_cap.what_if(f, torch.randn(2048, 4)))
             """),
@@ -158,14 +158,14 @@ def cells():
 
             torch._dynamo.reset()
             duck = compiler.explore(add_rows, torch.randn(8), torch.randn(8), backend="eager", dynamic=True, timing=False)
-            print([(s["symbol"], s["source"]) for s in duck.compiles[0].shapes["symbols"]])
+            print([(s.symbol, s.source) for s in duck.compiles[0].shapes.symbols])
             print(duck.what_if(add_rows, torch.randn(8), torch.randn(9)))
 
             torch._dynamo.reset()
             with torch.fx.experimental._config.patch(use_duck_shape=False):
                 no_duck = compiler.explore(add_rows, torch.randn(8), torch.randn(8), backend="eager", dynamic=True,
                                            timing=False)
-            print([(s["symbol"], s["source"]) for s in no_duck.compiles[0].shapes["symbols"]])
+            print([(s.symbol, s.source) for s in no_duck.compiles[0].shapes.symbols])
             print(no_duck.what_if(add_rows, torch.randn(8), torch.randn(9)))
             """),
         md("""
@@ -226,9 +226,9 @@ def cells():
                 g = c.compiles[0].guards
                 print(f"{name:38} {g['count']:3} guards, {g.get('latency_us')} µs to check")
 
-            before = risky.compiled_fn(x)
+            before = risky.live.compiled_fn(x)
             risky_model.factor = 10.0                       # the guard on .factor was dropped…
-            after = risky.compiled_fn(x)
+            after = risky.live.compiled_fn(x)
             print("compiled result changed:", not torch.allclose(before, after))
             print("eager result changed:   ", not torch.allclose(before, risky_model(x)))
             """),
@@ -317,7 +317,7 @@ def cells():
             ex33 = compiler.explore(gain, x, backend="eager", timing=False)
             gain.gain.fill_(3.0)                             # update in place: same tensor, new value
             check_no_recompile(ex33, gain, x)
-            check_allclose(ex33.compiled_fn(x), x * 3.0, "the compiled model's output with gain 3.0")
+            check_allclose(ex33.live.compiled_fn(x), x * 3.0, "the compiled model's output with gain 3.0")
             """),
         md("""
             **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.

@@ -47,7 +47,7 @@ def cells():
             with torch.no_grad():
                 infer = compiler.explore(step, x, backend="aot_eager")
             check_inference(infer)
-            print(infer.compiles[0].aot["graphs"]["inference"]["code"])
+            print(infer.compiles[0].aot.graphs["inference"].code)
             """),
         md("""
             Compare with the FX graph tab (Dynamo's graph): each `nn.Linear` became `aten.t` (transpose the weight)
@@ -67,7 +67,7 @@ def cells():
                 return t + buf
 
             func = compiler.explore(bump, torch.ones(8, 16), x, backend="aot_eager", timing=False)
-            print(func.compiles[0].aot["graphs"]["inference"]["code"])
+            print(func.compiles[0].aot.graphs["inference"].code)
             """),
         md("""
             ## 4. Training: joint graph, forward and backward
@@ -87,10 +87,10 @@ def cells():
             explorer.show(train, fn=step)
             """),
         code("""
-            graphs = train.compiles[0].aot["graphs"]
-            print({role: g["op_count"] for role, g in graphs.items()})
+            graphs = train.compiles[0].aot.graphs
+            print({role: g.op_count for role, g in graphs.items()})
             print("saved for backward:", saved_for_backward(train))
-            print(graphs["forward"]["code"])
+            print(graphs["forward"].code)
             """),
         md("""
             **Which tensors to save is a trade-off.** Saving more costs memory until the backward runs;
@@ -106,8 +106,8 @@ def cells():
                 with compiler.capture() as c:
                     torch.compile(step, backend=backend)(x).backward()
                 rows.append({"backend": backend, "saved for backward": ", ".join(saved_for_backward(c)),
-                             "forward ops": c.compiles[0].aot["graphs"]["forward"]["op_count"],
-                             "backward ops": c.compiles[0].aot["graphs"]["backward"]["op_count"]})
+                             "forward ops": c.compiles[0].aot.graphs["forward"].op_count,
+                             "backward ops": c.compiles[0].aot.graphs["backward"].op_count})
             pd.DataFrame(rows)
             """),
         md("""
@@ -145,8 +145,8 @@ def cells():
                 loss = torch.compile(step)(x)
             with compiler.capture() as bwd_only:
                 loss.backward()
-            print("forward call:  Inductor compiled", [r["role"] for r in fwd_only.compiles[0].inductor["runs"]])
-            print("backward call: Inductor compiled", [r["role"] for c in bwd_only.compiles for r in c.inductor.get("runs", [])])
+            print("forward call:  Inductor compiled", [r.role for r in fwd_only.compiles[0].inductor.runs])
+            print("backward call: Inductor compiled", [r.role for c in bwd_only.compiles for r in c.inductor.runs])
             """),
         md("""
             The Inductor tab of a capture that covers both calls shows a *Forward graph* and a *Backward graph*
@@ -177,7 +177,7 @@ def cells():
             ### Exercise 4.2 — what is saved
 
             How many tensors does the forward graph of `ex41` save for the backward? Count the outputs marked
-            `SavedForBackwardsAOTOutput` in the forward graph (AOT graphs tab, or `ex41.compiles[0].aot["graphs"]["forward"]["code"]`).
+            `SavedForBackwardsAOTOutput` in the forward graph (AOT graphs tab, or `ex41.compiles[0].aot.graphs["forward"].code`).
             """),
         exercise("""
             answer = ...
@@ -186,7 +186,7 @@ def cells():
             """),
         solution_note(),
         solution("""
-            print(ex41.compiles[0].aot["graphs"]["forward"]["code"].split("return (")[1])
+            print(ex41.compiles[0].aot.graphs["forward"].code.split("return (")[1])
             answer = len(saved_for_backward(ex41))   # the inputs x and W2, the two addmm outputs, the GELU output
             check_answer(answer, len(saved_for_backward(ex41)), "tensors saved for backward")
             """),

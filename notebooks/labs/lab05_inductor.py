@@ -45,12 +45,12 @@ def cells():
             `div`, and the fusion table lists each node after fusion with the nodes it is made of. The same data:
             """),
         code("""
-            run = ind.compiles[0].inductor["runs"][0]
-            ir = run["ir"]
-            print(f"{ir['nodes_before']} scheduler nodes before fusion → {ir['nodes_after']} after")
-            for f in ir["fusion"]:
-                print(f"  {f['fused']:28} {f['kind']:28} ← {', '.join(f['members'])}")
-            print([k["name"] for k in ind.compiles[0].kernels["kernels"]])
+            run = ind.compiles[0].inductor.runs[0]
+            ir = run.ir
+            print(f"{ir.nodes_before} scheduler nodes before fusion → {ir.nodes_after} after")
+            for f in ir.fusion:
+                print(f"  {f.fused:28} {f.kind:28} ← {', '.join(f.members)}")
+            print([k.name for k in ind.compiles[0].kernels.kernels])
             """),
         md("""
             `op0` is the matmul: an `ExternKernelSchedulerNode` — Inductor calls a library GEMM
@@ -72,11 +72,11 @@ def cells():
                 return (x.sin() * 2).relu() + 1
 
             chain_cap = compiler.explore(chain, x, fresh=True, timing=False)
-            chain_run = chain_cap.compiles[0].inductor["runs"][0]
-            print(chain_run["ir"]["nodes_before"], "node before fusion:")
-            pre_fusion = chain_run["ir"]["pre_fusion"]
-            first, last = pre_fusion["nodes"][0]["lines"]  # the node's lines in the IR text
-            print("\\n".join(pre_fusion["text"].splitlines()[first:last + 1]))
+            chain_run = chain_cap.compiles[0].inductor.runs[0]
+            print(chain_run.ir.nodes_before, "node before fusion:")
+            pre_fusion = chain_run.ir_before
+            first, last = pre_fusion.nodes[0].lines  # the node's lines in the IR text
+            print("\\n".join(pre_fusion.text.splitlines()[first:last + 1]))
             """),
         md("""
             The loop body (`class op0_loop_body`) loads the input once, computes `sin`, `mul`, `relu`, `add`
@@ -86,9 +86,9 @@ def cells():
             ## 3. Reading the generated C++
             """),
         code("""
-            kernel = chain_cap.compiles[0].kernels["kernels"][0]
-            print(kernel["name"])
-            print(kernel["source"])
+            kernel = chain_cap.compiles[0].kernels.kernels[0]
+            print(kernel.name)
+            print(kernel.source)
             """),
         md("""
             - `extern "C" void kernel(const float* in_ptr0, float* out_ptr0)`: raw pointers to the input and the
@@ -102,7 +102,7 @@ def cells():
             stride, allocates the output with `empty_strided_cpu`, and calls the kernel:
             """),
         code("""
-            module = chain_cap.compiles[0].kernels["module"]
+            module = chain_cap.compiles[0].kernels.module
             print(module[module.index("def call("):module.index("runner = Runner")])
             """),
         md("""
@@ -114,10 +114,10 @@ def cells():
             from pathlib import Path
             GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
             gpu_chain = compiler.load(GPU_CAPTURES / "pointwise_chain.json")
-            triton_kernel = gpu_chain.compiles[0].kernels["kernels"][0]
-            print(gpu_chain.compiles[0].source["text"])
-            print(triton_kernel["name"], triton_kernel["triton"])
-            print(triton_kernel["source"])
+            triton_kernel = gpu_chain.compiles[0].kernels.kernels[0]
+            print(gpu_chain.compiles[0].source.text)
+            print(triton_kernel.name, triton_kernel.triton)
+            print(triton_kernel.source)
             """),
         md("""
             ## 4. Options and modes
@@ -148,9 +148,9 @@ def cells():
         code("""
             import pandas as pd
             tuned = compiler.load(GPU_CAPTURES / "matmul_epilogue_max_autotune.json")
-            (choice_set,) = tuned.compiles[0].data["autotune"]
-            print(tuned.compiles[0].source["text"])
-            pd.DataFrame(choice_set["choices"])[["name", "time_ms", "chosen", "description"]].head(8)
+            (choice_set,) = tuned.compiles[0].autotune
+            print(tuned.compiles[0].source.text)
+            pd.DataFrame([c.to_data() for c in choice_set.choices])[["name", "time_ms", "chosen", "description"]].head(8)
             """),
         md("""
             `trace.*` writes what tcompile shows into files, one directory per compile (handy for sharing, or for
@@ -213,8 +213,8 @@ def cells():
             # a fused node may hold at most max_fusion_size nodes: 1 means no two nodes can be fused
             ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={"max_fusion_size": 1})
             check_fused(ex52, fused=False)
-            source = ex52.compiles[0].kernels["kernels"][0]["source"]
-            print(len(ex52.compiles[0].kernels["kernels"]), "C++ kernel with", source.count("#pragma omp for"),
+            source = ex52.compiles[0].kernels.kernels[0].source
+            print(len(ex52.compiles[0].kernels.kernels), "C++ kernel with", source.count("#pragma omp for"),
                   "separate parallel loops")
             """),
         md("""
@@ -229,14 +229,14 @@ def cells():
             """),
         exercise("""
             answer = ...
-            extern = [k["ops_from_name"][0] for k in ind.compiles[0].kernels["kernels"] if k["language"] == "extern"]
+            extern = [k.ops_from_name[0] for k in ind.compiles[0].kernels.kernels if k.language == "extern"]
             check_answer(answer, extern[0], "the operator Inductor left to a library",
                          hint="Generated code: the kernel whose language is 'extern'")
             """),
         solution_note(),
         solution("""
             answer = "mm"     # extern_kernels.mm: the matmul runs in a library GEMM (oneDNN/MKL on CPU, cuBLAS on GPU)
-            extern = [k["ops_from_name"][0] for k in ind.compiles[0].kernels["kernels"] if k["language"] == "extern"]
+            extern = [k.ops_from_name[0] for k in ind.compiles[0].kernels.kernels if k.language == "extern"]
             check_answer(answer, extern[0], "the operator Inductor left to a library")
             """),
         md("""

@@ -59,13 +59,12 @@ def cells():
             def us(seconds):
                 return f"{seconds * 1e6:.0f} µs"
 
-            runtime, both = small.runtime, small.data["cudagraph_comparison"]
-            profile = small.data.get("gpu_profile") or {}
-            print("eager PyTorch:                    ", us(runtime["eager"]["median_s"]), "per call")
-            print("Inductor, CUDA graphs off:        ", us(both["without_cudagraphs"]["median_s"]))
-            print("Inductor, CUDA graphs on:         ", us(both["with_cudagraphs"]["median_s"]),
-                  f"→ {both['speedup']:.2f}× faster than without")
-            print("GPU busy per call (profiler):     ", f"{profile.get('gpu_time_us_per_call', float('nan')):.0f} µs")
+            runtime, both, profile = small.runtime, small.cudagraph_comparison, small.gpu_profile
+            print("eager PyTorch:                    ", us(runtime.eager.median_s), "per call")
+            print("Inductor, CUDA graphs off:        ", us(both.without_cudagraphs.median_s))
+            print("Inductor, CUDA graphs on:         ", us(both.with_cudagraphs.median_s),
+                  f"→ {both.speedup:.2f}× faster than without")
+            print("GPU busy per call (profiler):     ", f"{profile.gpu_time_us_per_call if profile else float('nan'):.0f} µs")
             """),
         md("""
             Read the numbers top to bottom. The GPU is busy for only a small part of each call; the rest is
@@ -86,9 +85,9 @@ def cells():
             """),
         code("""
             cg = small.cudagraphs
-            print(f"used={cg['used']}  warm-ups={cg['warmups']}  recorded={cg['recorded']}  "
-                  f"replays under capture={cg.get('replays')}  counters={cg['counters']}")
-            pd.DataFrame(cg["events"])[["compile_id", "kind", "function", "message"]].assign(
+            print(f"used={cg.used}  warm-ups={cg.warmups}  recorded={cg.recorded}  "
+                  f"replays under capture={cg.replays}  counters={cg.counters}")
+            pd.DataFrame([e.to_data() for e in cg.events])[["compile_id", "kind", "function", "message"]].assign(
                 message=lambda d: d.message.str.slice(0, 90))
             """),
         code("""
@@ -118,9 +117,9 @@ def cells():
                 return cap
 
             overwritten = overwritten_capture() if GPU else compiler.load(GPU_CAPTURES / "cudagraph_output_overwritten.json")
-            print(overwritten.error["stage"])
+            print(overwritten.error.stage)
             print()
-            print(overwritten.error["message"])
+            print(overwritten.error.message)
             """),
         md("""
             The fixes are in torch's message: **`.clone()`** an output you want to keep (it then lives outside the
@@ -148,10 +147,10 @@ def cells():
 
             skipped = mutation_capture() if GPU else compiler.load(GPU_CAPTURES / "cudagraphs_skipped_input_mutation.json")
             cg = skipped.cudagraphs
-            print("used:", cg["used"], "| skipped:", cg["skipped"])
-            print("torch says:   ", cg["skip_reasons"][0])
-            print("in plain words:", cg["skip_reasons_user"][0])
-            print("at:           ", cg["skip_locations"][0])
+            print("used:", cg.used, "| skipped:", cg.skipped)
+            print("torch says:   ", cg.skip_reasons[0])
+            print("in plain words:", cg.skip_reasons_user[0])
+            print("at:           ", cg.skip_locations[0])
             """),
         md("""
             The fix is in the function: return the new value instead of updating the input in place (or keep the
@@ -175,8 +174,8 @@ def cells():
                 return cap
 
             dyn = dynamic_capture() if GPU else compiler.load(GPU_CAPTURES / "dynamic_shapes_rerecord.json")
-            print(len(dyn.compiles), "Inductor compile;", dyn.cudagraphs["recorded"], "CUDA graphs recorded:")
-            for key in dyn.cudagraphs["trees"]:
+            print(len(dyn.compiles), "Inductor compile;", dyn.cudagraphs.recorded, "CUDA graphs recorded:")
+            for key in dyn.cudagraphs.trees:
                 print("   ", key)
             """),
         md("""
@@ -211,33 +210,33 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, dyn.cudagraphs["recorded"], "CUDA graphs recorded for four shapes",
+            check_answer(answer, dyn.cudagraphs.recorded, "CUDA graphs recorded for four shapes",
                          hint="count the 'record' events: one per distinct input shape")
             """),
         solution_note(),
         solution("""
             answer = 4    # one recording per distinct shape (32, 64, 96 and 128 rows), one Inductor compile
-            check_answer(answer, dyn.cudagraphs["recorded"], "CUDA graphs recorded for four shapes")
+            check_answer(answer, dyn.cudagraphs.recorded, "CUDA graphs recorded for four shapes")
             """),
         md("""
             ### Exercise 6.3 — what CUDA graphs save
 
-            From the two medians in `small.data["cudagraph_comparison"]` (`without_cudagraphs`,
+            From the two medians in `small.cudagraph_comparison` (`without_cudagraphs`,
             `with_cudagraphs`), compute the **fraction of the call time** that CUDA graphs removed for the small
             model (a number between 0 and 1).
             """),
         exercise("""
             saved_fraction = ...
-            check_close(saved_fraction, 1 - 1 / small.data["cudagraph_comparison"]["speedup"],
+            check_close(saved_fraction, 1 - 1 / small.cudagraph_comparison.speedup,
                         what="fraction of the call time removed by CUDA graphs")
             """),
         solution_note(),
         solution("""
-            both = small.data["cudagraph_comparison"]
-            without, with_ = both["without_cudagraphs"]["median_s"], both["with_cudagraphs"]["median_s"]
+            both = small.cudagraph_comparison
+            without, with_ = both.without_cudagraphs.median_s, both.with_cudagraphs.median_s
             saved_fraction = (without - with_) / without
             print(f"{(without - with_) * 1e6:.0f} µs of {without * 1e6:.0f} µs per call")
-            check_close(saved_fraction, 1 - 1 / small.data["cudagraph_comparison"]["speedup"],
+            check_close(saved_fraction, 1 - 1 / small.cudagraph_comparison.speedup,
                         what="fraction of the call time removed by CUDA graphs")
             """),
         md("""

@@ -27,11 +27,13 @@ def cells():
         md("""
             ## 1. How tcompile times a function
 
-            `compiler.explore(fn, *args, ...)` (and `%%tcompile`) time eager and compiled calls *after* the
-            capture: 3 warm-up calls, then `repeat` samples (15 by default), each sample timing enough calls to
-            last ≥ 2 ms (so the clock's resolution does not matter), CUDA-synchronized on a GPU. The result is
-            in `cap.runtime`: the **median** per call, the quartiles (`q1_s`, `q3_s`: half the samples lie
-            between them) and `first_call_s`, the first call including its compile.
+            `compiler.explore(fn, *args, ...)`, `%%tcompile` and `compiler.compare` share one timer
+            (`compiler.runtime`), run *after* the capture on copies of the tensor arguments: 3 warm-up calls
+            each, then `repeat` samples (15 by default) of eager and compiled **alternating**, so both see the
+            same machine load; each sample times enough calls to last ≥ 2 ms (so the clock's resolution does
+            not matter), CUDA-synchronized on a GPU. The result is in `cap.runtime`: the **median** per call,
+            the quartiles (`q1_s`, `q3_s`: half the samples lie between them), `first_call_s` (the first call,
+            including its compile) and `busy`, set when the load average exceeded 3/4 of the cores.
 
             On a shared 2-core machine the spread matters: another process taking a core can slow a sample by a
             lot (OpenMP threads wait for each other). Compare medians, look at the q1–q3 whiskers in the
@@ -51,13 +53,13 @@ def cells():
 
             def summarize(label, cap):
                 r = cap.runtime
-                eager, compiled = r["eager"]["median_s"], r["compiled"]["median_s"]
-                pays = (r["first_call_s"] - compiled) / (eager - compiled) if eager > compiled else math.inf
-                return {"config": label, "compile s": round(cap.summary["compile_time_s"], 2),
-                        "first call s": round(r["first_call_s"], 2),
+                eager, compiled = r.eager.median_s, r.compiled.median_s
+                pays = (r.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
+                return {"config": label, "compile s": round(cap.summary.compile_time_s, 2),
+                        "first call s": round(r.first_call_s, 2),
                         "eager µs": round(eager * 1e6), "compiled µs": round(compiled * 1e6),
                         "spread µs (q1–q3)": f"{r['compiled']['q1_s'] * 1e6:.0f}–{r['compiled']['q3_s'] * 1e6:.0f}",
-                        "speedup": round(r["speedup"], 2),
+                        "speedup": round(r.speedup, 2),
                         "break-even calls": round(pays) if math.isfinite(pays) else math.inf}
 
             configs = {
@@ -87,7 +89,7 @@ def cells():
             """),
         code("""
             inductor = results["inductor (default)"]
-            inductor.compiles[0].timings.df[["label", "seconds", "count"]]
+            inductor.compiles[0].timings.table[["label", "seconds", "count"]]
             """),
         code("""
             explorer.show(inductor, fn=pointwise)
@@ -117,8 +119,8 @@ def cells():
         solution_note(),
         solution("""
             r = inductor.runtime
-            eager, compiled = r["eager"]["median_s"], r["compiled"]["median_s"]
-            calls = round((r["first_call_s"] - compiled) / (eager - compiled)) if eager > compiled else math.inf
+            eager, compiled = r.eager.median_s, r.compiled.median_s
+            calls = round((r.first_call_s - compiled) / (eager - compiled)) if eager > compiled else math.inf
             check_close(calls, table.loc["inductor (default)", "break-even calls"], rel=0.01, what="break-even calls")
             """),
         md("""
@@ -146,7 +148,7 @@ def cells():
                 return torch.relu(x @ w1) @ w2
 
             mm_cap = compiler.explore(matmuls, torch.randn(256, 1024), fresh=True)
-            print([k["name"] for k in mm_cap.compiles[0].kernels["kernels"]])
+            print([k.name for k in mm_cap.compiles[0].kernels.kernels])
             pd.DataFrame([summarize("two matmuls + relu", mm_cap)]).set_index("config")
             """),
         md("""
@@ -160,7 +162,7 @@ def cells():
                 return y.sin() * x.cos() + y.tanh()
 
             broken = compiler.explore(pointwise_with_break, x, fresh=True)
-            print(broken.summary["graphs"], "graphs,", broken.summary["kernels"], "kernels")
+            print(broken.summary.graphs, "graphs,", broken.summary.kernels, "kernels")
             pd.DataFrame([summarize("pointwise, one graph", inductor),
                           summarize("pointwise, graph break", broken)]).set_index("config")
             """),

@@ -2,7 +2,7 @@
 prints one ``✓`` line when the answer is right, and otherwise raises ``CheckFailed`` — an
 ``AssertionError`` — whose message says what was found and gives a hint.
 
-    from explorer.checks import *
+    from labs.checks import *           # in notebooks/ (where the labs run)
     cap = compiler.explore(f, x, backend="eager")
     check_no_graph_breaks(cap)          # ✓ f compiles with zero graph breaks (1 graph)
 
@@ -66,8 +66,8 @@ def _plural(n: int, word: str) -> str:
 
 def _require_no_error(cap) -> None:
     if cap.error:
-        _fail(f"the capture ended with an error: {cap.error.get('type')} in {cap.error.get('stage')}: "
-              f"{(cap.error.get('message') or '').strip().splitlines()[0] if cap.error.get('message') else ''}",
+        message = (cap.error.message or "").strip().splitlines()
+        _fail(f"the capture ended with an error: {cap.error.type} in {cap.error.stage}: {message[0] if message else ''}",
               "fix the error first (with fullgraph=True, the first graph break is an error)")
     if not cap.compiles:
         _fail("nothing was compiled in this capture",
@@ -75,9 +75,9 @@ def _require_no_error(cap) -> None:
 
 
 def _break_lines(cap, limit: int = 3) -> str:
-    items = cap.breaks.get("items") or []
-    shown = [f"line {b.get('line')}: {b.get('code') or '?'} ({b.get('gb_code') or '?'}: "
-             f"{(b.get('registry') or {}).get('type') or b.get('headline')})" for b in items[:limit]]
+    items = cap.breaks.items
+    shown = [f"line {b.line}: {b.code or '?'} ({b.gb_code or '?'}: "
+             f"{(b.registry.type if b.registry else None) or b.headline})" for b in items[:limit]]
     return "; ".join(shown) + (" …" if len(items) > limit else "")
 
 
@@ -89,9 +89,8 @@ def graph_ops(cap, graph: str = "dynamo") -> list[str]:
     """
     targets = []
     for c in cap.compiles:
-        for data in _graphs_named(c, graph):
-            targets += [n.get("target") or "" for n in data.get("nodes") or []
-                        if n.get("op") not in ("placeholder", "output", "alias")]
+        for graph_stage in _graphs_named(c, graph):
+            targets += [n.target or "" for n in graph_stage.nodes if n.op not in ("placeholder", "output", "alias")]
     return targets
 
 
@@ -99,15 +98,16 @@ _AOT = ("forward", "backward", "joint", "inference")
 _INDUCTOR = ("post_grad", "pre_grad")
 
 
-def _graphs_named(compile, graph: str) -> list[dict]:
+def _graphs_named(compile, graph: str) -> list:
+    """The ``compiler.schema.Graph`` stages of ``compile`` called ``graph``."""
     if graph == "dynamo":
-        return [compile.graph.data] if compile.graph.available else []
+        return [compile.graph] if compile.graph.available else []
     if graph in _AOT:
-        graphs = compile.aot.get("graphs") or {} if compile.aot.available else {}
-        return [g for role, g in graphs.items() if role.split("_")[0] == graph and g.get("available")]
+        graphs = compile.aot.graphs if compile.aot.available else {}
+        return [g for role, g in graphs.items() if role.split("_")[0] == graph and g.available]
     if graph in _INDUCTOR:
-        runs = compile.inductor.get("runs") or [] if compile.inductor.available else []
-        return [r[graph] for r in runs if (r.get(graph) or {}).get("available")]
+        runs = compile.inductor.runs if compile.inductor.available else []
+        return [getattr(r, graph) for r in runs if getattr(r, graph).available]
     raise ValueError(f"unknown graph {graph!r}: use 'dynamo', {', '.join(map(repr, _AOT + _INDUCTOR))}")
 
 
@@ -122,7 +122,7 @@ def saved_for_backward(cap) -> list[str]:
     names = []
     for c in cap.compiles:
         for graph in _graphs_named(c, "forward"):
-            names += re.findall(r"^\s*(\w+),\s*# SavedForBackwards", graph.get("code") or "", re.M)
+            names += re.findall(r"^\s*(\w+),\s*# SavedForBackwards", graph.code or "", re.M)
     return names
 
 
@@ -134,8 +134,9 @@ def check_compiled(cap) -> None:
     failed = [c.compile_id for c in cap.compiles if c.status == "failed"]
     if failed:
         first = next(c for c in cap.compiles if c.status == "failed")
-        _fail(f"compile {', '.join(failed)} failed: {(first.error or {}).get('type')}: "
-              f"{str((first.error or {}).get('message') or '').splitlines()[0] if first.error else ''}",
+        message = str(first.error.message or "").splitlines() if first.error else []
+        _fail(f"compile {', '.join(failed)} failed: {first.error.type if first.error else None}: "
+              f"{message[0] if message else ''}",
               "look at the Overview and the failed compile's error")
     return _pass(f"{_name(cap)} compiled ({_plural(len(cap.compiles), 'compile')}, no errors)")
 
@@ -143,18 +144,18 @@ def check_compiled(cap) -> None:
 def check_no_graph_breaks(cap) -> None:
     """Everything the capture compiled is one graph per frame: zero graph breaks."""
     _require_no_error(cap)
-    breaks = cap.summary.get("graph_breaks", 0)
+    breaks = cap.summary.graph_breaks
     if breaks:
         _fail(f"{_name(cap)} still has {_plural(breaks, 'graph break')}: {_break_lines(cap)}",
-              "open the Graph breaks tab (or cap.breaks['items']): each entry names the line, "
+              "open the Graph breaks tab (or cap.breaks[0]): each entry names the line, "
               "the GB code and torch's hints")
     return _pass(f"{_name(cap)} compiles with zero graph breaks "
-                 f"({_plural(cap.summary.get('graphs', 0), 'graph')})")
+                 f"({_plural(cap.summary.graphs, 'graph')})")
 
 
 def check_graph_breaks(cap, n: int) -> None:
     """The capture has exactly ``n`` graph breaks (the Overview's "graph breaks" card)."""
-    found = cap.summary.get("graph_breaks", 0)
+    found = cap.summary.graph_breaks
     if found != n:
         where = f": {_break_lines(cap)}" if found else ""
         _fail(f"expected {_plural(n, 'graph break')}, found {found}{where}",
@@ -165,7 +166,7 @@ def check_graph_breaks(cap, n: int) -> None:
 def check_graph_count(cap, n: int) -> None:
     """Dynamo produced exactly ``n`` FX graphs (over every compile in the capture)."""
     _require_no_error(cap)
-    found = cap.summary.get("graphs", 0)
+    found = cap.summary.graphs
     if found != n:
         _fail(f"expected {_plural(n, 'graph')}, Dynamo produced {found} "
               f"(over {_plural(len(cap.compiles), 'compile')}: {', '.join(c.compile_id for c in cap.compiles)})",
@@ -199,7 +200,7 @@ def _what_if(cap, fn, args, kwargs):
         _fail("this capture was loaded from a file: what-if checks need the live guards",
               "capture in this notebook (compiler.explore / %%tcompile / compiler.capture())")
     if fn is None:
-        fn = getattr(cap, "compiled_fn", None)
+        fn = cap.live.compiled_fn
     return cap.what_if(fn, *args, **kwargs)
 
 
@@ -212,7 +213,7 @@ def _describe_args(args, kwargs) -> str:
 
 def check_no_recompile(cap, fn, *args, **kwargs) -> None:
     """Calling ``fn(*args, **kwargs)`` would reuse a compile of the capture (what-if on the live guards;
-    nothing runs). ``fn`` may be the function, the compiled function or ``None`` (``cap.compiled_fn``)."""
+    nothing runs). ``fn`` may be the function, the compiled function or ``None`` (``cap.live.compiled_fn``)."""
     result = _what_if(cap, fn, args, kwargs)
     if result.recompiles:
         _fail(f"calling with ({_describe_args(args, kwargs)}) would recompile: {result.as_text()}",
@@ -235,63 +236,62 @@ def check_recompile_count(cap, n: int) -> None:
     """The capture has exactly ``n`` recompiles (compiles of a frame that was compiled before)."""
     found = len(cap.recompiles)
     if found != n:
-        reasons = "; ".join(f"{r['compile_id']}: {r['reasons'][0]['text']}" for r in cap.recompiles
-                            if r.get("reasons"))
+        reasons = "; ".join(f"{r.compile_id}: {r.reasons[0].text}" for r in cap.recompiles if r.reasons)
         _fail(f"expected {_plural(n, 'recompile')}, found {found}" + (f" ({reasons[:400]})" if reasons else ""),
               "the Recompiles tab says which guard failed for each recompile")
     return _pass(f"{_plural(n, 'recompile')}, as expected")
 
 
-def _guard_rows(cap) -> list[tuple[str, dict]]:
-    return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.get("table") or []]
+def _guard_rows(cap) -> list[tuple[str, object]]:
+    return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.rows]
 
 
 def check_guard_on(cap, text: str) -> None:
     """Some guard of the capture mentions ``text`` (in its guarded value or its condition)."""
-    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.get("source") or "") or text in r["condition"]]
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.source or "") or text in r.condition]
     if not hits:
         _fail(f"no guard mentions {text!r}",
               "Dynamo guards what the traced code read: make the code read it (or remove the guard filter)")
     cid, row = hits[0]
-    return _pass(f"compile {cid} guards on {text}: {row['kind']} {row['condition'][:120]}")
+    return _pass(f"compile {cid} guards on {text}: {row.kind} {row.condition[:120]}")
 
 
 def check_no_guard_on(cap, text: str) -> None:
     """No guard of the capture mentions ``text``."""
-    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.get("source") or "") or text in r["condition"]]
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.source or "") or text in r.condition]
     if hits:
         cid, row = hits[0]
-        _fail(f"compile {cid} still guards on {text!r}: {row['kind']} {row['condition'][:160]} "
+        _fail(f"compile {cid} still guards on {text!r}: {row.kind} {row.condition[:160]} "
               f"({_plural(len(hits), 'guard')} in all)",
               "a guard_filter_fn (options={'guard_filter_fn': …}) drops guards; or stop reading the value")
     return _pass(f"no guard mentions {text} ({_plural(len(_guard_rows(cap)), 'guard')} checked)")
 
 
-def _symbols(cap) -> list[dict]:
-    return [s for c in cap.compiles if c.shapes.available for s in c.shapes.get("symbols") or []]
+def _symbols(cap) -> list:
+    return [s for c in cap.compiles if c.shapes.available for s in c.shapes.symbols]
 
 
 def check_dynamic(cap, input: str | None = None) -> None:
     """Some compile has symbolic (dynamic) sizes — for input ``input`` (e.g. ``"x"``) when given."""
     _require_no_error(cap)
-    symbols = [s for s in _symbols(cap) if s.get("kind") == "backed"]
+    symbols = [s for s in _symbols(cap) if s.kind == "backed"]
     if input is not None:
-        symbols = [s for s in symbols if f"L['{input}']" in (s.get("source") or "")]
+        symbols = [s for s in symbols if f"L['{input}']" in (s.source or "")]
     if not symbols:
         _fail(f"no dynamic size{f' for {input!r}' if input else ''}: every shape was compiled as a constant",
               "dynamic=True, torch._dynamo.mark_dynamic(x, dim) before the first call, or a second call "
               "with another size (automatic dynamic) makes a size symbolic")
-    shown = ", ".join(f"{s['symbol']} = {s['source']} (range {s.get('range')})" for s in symbols[:3])
+    shown = ", ".join(f"{s.symbol} = {s.source} (range {s.range})" for s in symbols[:3])
     return _pass(f"dynamic shapes: {shown}")
 
 
 def check_static(cap) -> None:
     """No compile of the capture has symbolic sizes: every shape is a constant."""
     _require_no_error(cap)
-    symbols = [s for s in _symbols(cap) if s.get("kind") == "backed"]
+    symbols = [s for s in _symbols(cap) if s.kind == "backed"]
     if symbols:
         _fail(f"{_plural(len(symbols), 'size')} compiled as symbols: "
-              + ", ".join(f"{s['symbol']} = {s['source']}" for s in symbols[:3]),
+              + ", ".join(f"{s.symbol} = {s.source}" for s in symbols[:3]),
               "dynamic=False specializes every size (a new size recompiles instead)")
     return _pass(f"every shape is static ({_plural(len(cap.compiles), 'compile')})")
 
@@ -299,7 +299,7 @@ def check_static(cap) -> None:
 # --- AOTAutograd --------------------------------------------------------------------------------
 
 def _aot_roles(cap) -> set[str]:
-    return {role.split("_")[0] for c in cap.compiles if c.aot.available for role in c.aot.get("graphs") or {}}
+    return {role.split("_")[0] for c in cap.compiles if c.aot.available for role in c.aot.graphs}
 
 
 def check_training(cap) -> None:
@@ -326,21 +326,23 @@ def check_inference(cap) -> None:
 
 # --- Inductor -----------------------------------------------------------------------------------
 
-def _kernels(cap) -> list[dict]:
-    return [k for c in cap.compiles if c.kernels.available for k in c.kernels.get("kernels") or []
-            if k.get("language") != "extern"]
+def _kernels(cap) -> list:
+    return [k for c in cap.compiles if c.kernels.available for k in c.kernels.kernels if k.language != "extern"]
 
 
-def _kernel_ops(kernel: dict) -> set[str]:
-    ops = set(kernel.get("ops_from_name") or []) | set(kernel.get("ir_ops") or [])
-    for name in list(kernel.get("aten_ops") or []) + list(kernel.get("source_nodes") or []):
+def _kernel_ops(kernel) -> set[str]:
+    ops = set(kernel.ops_from_name) | set(kernel.ir_ops)
+    for name in kernel.aten_ops + kernel.source_nodes:
         ops.add(name.split(".")[-1] if not name.startswith("aten.") else name.split(".")[1])
     return {op.strip("_") for op in ops}
 
 
-def _fusions(cap) -> list[dict]:
-    return [f for c in cap.compiles if c.inductor.available for run in c.inductor.get("runs") or []
-            if run["ir"].get("available") for f in run["ir"].get("fusion") or [] if f.get("is_fusion")]
+def _ir_runs(cap) -> list:
+    return [run for c in cap.compiles if c.inductor.available for run in c.inductor.runs if run.ir.available]
+
+
+def _fusions(cap) -> list:
+    return [f for run in _ir_runs(cap) for f in run.ir.fusion if f.is_fusion]
 
 
 def check_fused(cap, ops=None, fused: bool = True) -> None:
@@ -356,12 +358,11 @@ def check_fused(cap, ops=None, fused: bool = True) -> None:
         wanted = {op.strip("_") for op in ([ops] if isinstance(ops, str) else ops)}
         together = [k for k in kernels if wanted <= _kernel_ops(k)]
         if not together:
-            per_kernel = "; ".join(f"{k['name']}: {', '.join(sorted(_kernel_ops(k)))}" for k in kernels[:4])
+            per_kernel = "; ".join(f"{k.name}: {', '.join(sorted(_kernel_ops(k)))}" for k in kernels[:4])
             _fail(f"no single kernel computes all of {sorted(wanted)} ({per_kernel})",
                   "ops in different graphs (a graph break between them) can never share a kernel")
-        return _pass(f"{together[0]['name']} computes {', '.join(sorted(wanted))} in one kernel")
-    if not any(run["ir"].get("available") for c in cap.compiles if c.inductor.available
-               for run in c.inductor.get("runs") or []):
+        return _pass(f"{together[0].name} computes {', '.join(sorted(wanted))} in one kernel")
+    if not _ir_runs(cap):
         _fail("no Inductor IR in this capture (Inductor's cache was hit, or Inductor did not run)",
               "capture with fresh=True (--fresh) so Inductor lowers and fuses again")
     fusions = _fusions(cap)
@@ -369,15 +370,14 @@ def check_fused(cap, ops=None, fused: bool = True) -> None:
         _fail("Inductor's scheduler fused nothing: every node after fusion is one node before fusion",
               "fusion joins loops that can share an iteration (pointwise ops, a reduction and its epilogue)")
     if not fused and fusions:
-        _fail(f"Inductor fused {', '.join(fusions[0]['members'])} into {fusions[0]['fused']}"
+        _fail(f"Inductor fused {', '.join(fusions[0].members)} into {fusions[0].fused}"
               + (f" (and {_plural(len(fusions) - 1, 'more fused node')})" if len(fusions) > 1 else ""),
               "Inductor's options (torch._inductor.list_options()) include limits on fusion")
     if not fused:
-        nodes = sum(len(run["ir"].get("fusion") or []) for c in cap.compiles if c.inductor.available
-                    for run in c.inductor.get("runs") or [] if run["ir"].get("available"))
+        nodes = sum(len(run.ir.fusion) for run in _ir_runs(cap))
         return _pass(f"no fusion: {_plural(nodes, 'scheduler node')} after fusion, each one node before fusion")
     first = fusions[0]
-    return _pass(f"Inductor fused {', '.join(first['members'])} into {first['fused']}"
+    return _pass(f"Inductor fused {', '.join(first.members)} into {first.fused}"
                  + (f" (+{_plural(len(fusions) - 1, 'more fused node')})" if len(fusions) > 1 else ""))
 
 
@@ -389,9 +389,9 @@ def check_kernel_count(cap, n: int, at_most: bool = False) -> None:
     ok = len(kernels) <= n if at_most else len(kernels) == n
     if not ok:
         _fail(f"expected {'at most ' if at_most else ''}{_plural(n, 'generated kernel')}, found {len(kernels)}: "
-              + ", ".join(k["name"] for k in kernels[:6]),
+              + ", ".join(k.name for k in kernels[:6]),
               "fewer kernels means more fusion; graph breaks and extern calls split kernels")
-    return _pass(f"{_plural(len(kernels), 'generated kernel')}: " + ", ".join(k["name"] for k in kernels[:4]))
+    return _pass(f"{_plural(len(kernels), 'generated kernel')}: " + ", ".join(k.name for k in kernels[:4]))
 
 
 # --- CUDA graphs --------------------------------------------------------------------------------
@@ -402,16 +402,16 @@ def check_cudagraphs(cap, used: bool = True) -> None:
     if not stage.available:
         _fail(f"no CUDA-graph activity in this capture: {stage.reason}",
               "CUDA graphs need a CUDA device and mode='reduce-overhead' (or options={'triton.cudagraphs': True})")
-    if used and not stage["used"]:
-        _fail(f"CUDA graphs were skipped: {'; '.join(stage.get('skip_reasons_user') or stage.get('skip_reasons'))}",
+    if used and not stage.used:
+        _fail(f"CUDA graphs were skipped: {'; '.join(stage.skip_reasons_user or stage.skip_reasons)}",
               "remove what the skip reason names (e.g. mutate a copy instead of an input)")
-    if not used and stage["used"]:
-        _fail(f"CUDA graphs were used ({_plural(stage.get('recorded', 0), 'graph')} recorded), not skipped",
+    if not used and stage.used:
+        _fail(f"CUDA graphs were used ({_plural(stage.recorded, 'graph')} recorded), not skipped",
               "a skipped capture's CUDA graphs tab names the skip reason and the line that caused it")
     if used:
-        return _pass(f"CUDA graphs used: {_plural(stage.get('recorded', 0), 'graph')} recorded, "
-                     f"{_plural(stage.get('replays') or 0, 'replay')} under capture")
-    return _pass(f"CUDA graphs skipped: {'; '.join(stage.get('skip_reasons') or [])}")
+        return _pass(f"CUDA graphs used: {_plural(stage.recorded, 'graph')} recorded, "
+                     f"{_plural(stage.replays, 'replay')} under capture")
+    return _pass(f"CUDA graphs skipped: {'; '.join(stage.skip_reasons)}")
 
 
 # --- answers ------------------------------------------------------------------------------------
