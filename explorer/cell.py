@@ -15,7 +15,7 @@
   paths (inside ``if``/``for``/``try``) is passed in first, so it stays bound (with its old value,
   or ``UNSET`` when the notebook had none, which is then not written back).
 - The parameters' defaults are the values the cell ran with, so a what-if check can change one
-  input (``cap.what_if(cap.compiled_fn, x=torch.randn(8))``) and keep the others.
+  input (``cap.what_if(cap.live.compiled_fn, x=torch.randn(8))``) and keep the others.
 - A last bare expression (not ending in ``;``) is kept and returned as the cell's value.
 - The function's source is registered in ``linecache`` under a unique fake filename
   (``<tcompile-cell-N>``): graph-break messages, FX ``# File:`` comments and tracebacks show the
