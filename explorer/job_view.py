@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .html import (Html, badge, details, esc, heading, join, note, para, plural, render_static, seconds, style_tag,
-                   table, tag)
+from .html import Html, badge, details, esc, heading, join, note, para, plural, seconds, style_tag, table, tag
+from .page import render_static
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
 

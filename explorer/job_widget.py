@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .html import render_static, style_tag, summary_text
+from .html import style_tag
+from .page import render_static, summary_text
 from .job_view import render_job, render_job_overview, render_trace_problems
 from .widget import Explorer, show
 

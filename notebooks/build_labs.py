@@ -29,7 +29,7 @@ from nbformat.v4 import new_notebook
 
 HERE = Path(__file__).resolve().parent
 LAB_MODULES = ["lab00_tour", "lab01_dynamo", "lab02_graph_breaks", "lab03_guards", "lab04_aot",
-               "lab05_inductor", "lab06_cudagraphs", "lab07_performance"]
+               "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed"]
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 

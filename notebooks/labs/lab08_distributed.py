@@ -1,0 +1,157 @@
+"""Lab 8 — debugging a distributed job's compile from its trace."""
+from . import code, exercise, goals, md, setup, solution, solution_note
+
+FILE = "08_distributed_trace.ipynb"
+
+
+def cells():
+    return [
+        goals("Lab 8 — Debugging a distributed job's compile from its trace", """
+            - run a small `torchrun` job with `TORCH_TRACE` set, and know what it writes (one log per rank);
+            - load the logs with `compiler.load_trace(dir)` and read a `Job`: one capture per rank and the
+              *divergences* between ranks, each with the ranks grouped by behaviour and an explanation;
+            - find the rank that compiled differently, and why (a recompile on a changed batch size);
+            - fix it with `torch._dynamo.mark_dynamic`, and check that the ranks now compile alike;
+            - capture inside the job with `compiler.capture(job_dir=...)` and write an offline HTML report.
+            """, "Runs a 2-process job on this CPU (gloo backend, DDP + torch.compile with backend=\"aot_eager\") "
+                 "three times; about a minute."),
+        setup("""
+            import itertools
+            import os
+            import shutil
+            import subprocess
+            import sys
+            import tempfile
+            from pathlib import Path
+
+            REPO = Path(compiler.__file__).resolve().parent.parent
+            JOB = REPO / "tests" / "dist_job.py"
+            WORK = Path(tempfile.mkdtemp(prefix="lab08-"))
+            PORTS = itertools.count(29000 + os.getpid() % 500 * 2)
+
+
+            def run_job(name, *flags):
+                \"\"\"torchrun --nproc_per_node 2 dist_job.py: TORCH_TRACE logs in WORK/name/trace, one tcompile
+                capture per rank in WORK/name/captures.\"\"\"
+                out = WORK / name
+                shutil.rmtree(out, ignore_errors=True)  # a re-run starts from empty directories
+                env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "OMP_NUM_THREADS": "1"}
+                torchrun = Path(sys.executable).parent / "torchrun"
+                result = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(next(PORTS)), str(JOB),
+                                         str(out / "captures"), *flags], capture_output=True, text=True, env=env)
+                if result.returncode != 0:
+                    raise RuntimeError(result.stderr[-3000:])
+                return out
+            """),
+        md("""
+            ## 1. The job
+
+            `tests/dist_job.py` is a tiny data-parallel training loop: two processes (ranks) on this CPU, talking
+            through the **gloo** backend, each running `torch.compile(DistributedDataParallel(model))` for three
+            steps. Every rank trains on batches of 32 rows — except rank 1 at step 2, which gets 48 (think: the
+            last, uneven batch of a data loader shard). Read the loop:
+            """),
+        code("""
+            print(JOB.read_text().split("def main", 1)[1].split("if __name__", 1)[0])
+            """),
+        md("""
+            `torchrun --nproc_per_node 2` starts both ranks. With **`TORCH_TRACE=dir`** set, torch writes one
+            structured log per process, named `dedicated_log_torch_trace_rank_N_XXXX.log`: every compile's
+            graphs, guards, recompile reasons, graph breaks and timings — the file `tlparse` reads.
+            """),
+        code("""
+            broken = run_job("broken")
+            for path in sorted((broken / "trace").iterdir()):
+                print(f"{path.name}: {path.stat().st_size / 1e3:.0f} kB")
+            """),
+        md("""
+            ## 2. Load the job
+
+            `compiler.load_trace(path)` reads a log file as a `Capture` — the same object, built by the same code,
+            as a live `compiler.capture()` — and a directory of per-rank logs as a `Job`: `job.captures[rank]`,
+            and `job.divergences`, what the ranks did differently. A rank that compiles differently can run
+            different collectives, and then the job hangs, or runs at the pace of its slowest rank.
+            """),
+        code("""
+            job = compiler.load_trace(broken / "trace")
+            print(job.as_text())
+            """),
+        md("""
+            Each divergence has a `kind`, the ranks grouped by what they did (`groups`, `behaviours`) and an
+            `explanation`. The explorer shows the divergences first, then any rank's full explorer (pick the
+            rank in the dropdown): the Recompiles tab of rank 1 has torch's guard-failure text and the
+            user line.
+            """),
+        code("""
+            explorer.show_job(job)
+            """),
+        md("""
+            ### Exercise 8.1 — which rank, and why?
+
+            From `job.divergences`, find the rank that recompiled, and the frame compile it made
+            (a compile id such as `"0/1"`: frame 0, its second compile).
+            """),
+        exercise("""
+            odd_rank = ...
+            odd_compile = ...
+            check_answer(odd_rank, 1, "the rank that recompiled", hint="look at the groups of the 'recompiles' divergence")
+            check_answer(odd_compile, "0/1", "its new compile id", hint="job.captures[odd_rank].recompiles")
+            """),
+        solution_note(),
+        solution("""
+            recompiles = next(d for d in job.divergences if d.kind == "recompiles")
+            odd_rank = next(group[0] for group, did in zip(recompiles.groups, recompiles.behaviours)
+                            if did != "no recompiles")
+            odd_compile = job.captures[odd_rank].recompiles[0].compile_id
+            print(job.captures[odd_rank].recompiles[0].reasons[0].text)
+            check_answer(odd_rank, 1, "the rank that recompiled", hint="look at the groups of the 'recompiles' divergence")
+            check_answer(odd_compile, "0/1", "its new compile id", hint="job.captures[odd_rank].recompiles")
+            """),
+        md("""
+            ## 3. The same job, captured by tcompile
+
+            The job script also wraps its loop in `compiler.capture(job_dir=...)`: under `torchrun` the capture
+            records its rank and world size and saves `tcompile_capture_rank_N.json` into that directory, so the
+            captures load as a job the same way — and find the same divergence.
+            """),
+        code("""
+            captured = compiler.load_trace(broken / "captures")
+            print(captured[1].environment["rank"], captured[1].environment["world_size"])
+            print([d.kind for d in captured.divergences], "vs", [d.kind for d in job.divergences])
+            """),
+        md("""
+            ### Exercise 8.2 — make every rank compile alike
+
+            Rank 1 recompiled because its batch had 48 rows instead of 32: the first compile specialized the
+            batch size. `dist_job.py --dynamic` calls `torch._dynamo.mark_dynamic(x, 0)` on every batch, so the
+            batch dimension is symbolic from the first compile. Re-run the job with that flag and check that no
+            divergence that can hang the job (severity `"error"`) remains.
+            """),
+        exercise("""
+            fixed = run_job("fixed")          # add the flag that marks the batch dimension dynamic
+            fixed_job = compiler.load_trace(fixed / "trace")
+            check_answer([d.kind for d in fixed_job.divergences if d.severity == "error"], [],
+                         "divergences that can hang the job", hint="run_job(name, '--dynamic')")
+            """),
+        solution_note(),
+        solution("""
+            fixed = run_job("fixed", "--dynamic")
+            fixed_job = compiler.load_trace(fixed / "trace")
+            print(fixed_job.as_text().splitlines()[0])
+            check_answer([d.kind for d in fixed_job.divergences if d.severity == "error"], [],
+                         "divergences that can hang the job", hint="run_job(name, '--dynamic')")
+            """),
+        md("""
+            ## 4. A report without Jupyter
+
+            On a cluster there is no notebook: `python -m compiler report DIR -o report.html` writes one
+            standalone HTML file (no server, no JavaScript) with the rank comparison first and every rank's
+            stages below. `cap.save_trace(path)` goes the other way: it writes a capture as a TORCH_TRACE log
+            that `tlparse` reads.
+            """),
+        code("""
+            result = subprocess.run([sys.executable, "-m", "compiler", "report", str(broken / "trace"),
+                                     "-o", str(WORK / "report.html")], capture_output=True, text=True, cwd=REPO)
+            print(result.stdout or result.stderr)
+            """),
+    ]
