@@ -10,6 +10,7 @@ import ast
 
 import ipywidgets as widgets
 
+from .graph_viewer import INTERACTIVE, interactive_children
 from .html import Html, code, join, note, para, render_static, style_tag, summary_text, table, tag, view_frame
 from .views import VIEWS, render_view
 from .views.common import compile_label
@@ -140,7 +141,10 @@ class Explorer(widgets.VBox):
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
         self.guard_filter = GuardFilter(self._refilter_guards)
-        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane]) if view.key == "guards" else pane
+        # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
+        self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
+        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane]) if view.key == "guards"
+                        else widgets.VBox([pane, self.viewer_slots[view.key]]) if view.key in INTERACTIVE else pane
                         for view, pane in zip(VIEWS, self.panes)]
         self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
         self.tabs.add_class("tc-tabs")
@@ -175,7 +179,11 @@ class Explorer(widgets.VBox):
             return
         key = VIEWS[index].key
         options = self.guard_filter.values() if key == "guards" and self.compile is not None else {}
+        if key == "graph":
+            options["drawing"] = False  # the viewer draws it
         self.panes[index].value = render_view(key, self.capture, self.compile, **options)
+        if key in INTERACTIVE:
+            self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
 
     def _refilter_guards(self) -> None:

@@ -1,4 +1,8 @@
-"""FX graph: the graph Dynamo traced, drawn (clusters per nn.Module) and as readable code."""
+"""FX graph: the graph Dynamo traced, drawn (collapsible groups per nn.Module) and as readable code.
+
+In the widget the drawing is the interactive viewer (``explorer.graph_viewer``); the static view
+(``render_graph``) draws the viewer's opening state as an SVG.
+"""
 from __future__ import annotations
 
 from ..html import code_block, details, join, note, para, plural, unavailable
@@ -6,24 +10,38 @@ from .common import op_summary
 from .graph_svg import module_of, render_graph_svg
 
 
-def graph_facts(stage) -> str:
-    nodes = stage.get("nodes") or []
-    inputs = sum(n.get("op") == "placeholder" for n in nodes)
+def graph_facts(graph) -> str:
+    nodes = graph.nodes
+    inputs = sum(n.op == "placeholder" for n in nodes)
     modules = {module_of(n) for n in nodes} - {None}
-    return ", ".join([plural(stage.get("op_count", 0), "op"), plural(inputs, "input"),
-                      plural(len(modules), "module")])
+    return ", ".join([plural(graph.op_count, "op"), plural(inputs, "input"), plural(len(modules), "module")])
 
 
-def render_graph(capture, compile) -> str:
-    stage = compile.graph
-    if not stage.available:
-        return unavailable("FX graph", stage.reason)
-    svg, collapsed = render_graph_svg(stage.data)
+def render_graph(capture, compile, drawing: bool = True) -> str:
+    """The FX graph view; ``drawing=False`` leaves the static drawing out (the widget shows the
+    interactive viewer in its place)."""
+    graph = compile.graph
+    if not graph.available:
+        return unavailable("FX graph", graph.reason)
+    svg, collapsed = render_graph_svg(graph) if drawing else (None, None)
     return join([
-        para(graph_facts(stage), cls="tc-muted"),
-        op_summary(stage.get("nodes") or []),
+        para(graph_facts(graph), cls="tc-muted"),
+        op_summary(graph.nodes),
         note(collapsed, kind="info") if collapsed else None,
         svg,
-        details("Readable code (GraphModule.print_readable)", code_block(stage.get("code"), "python"),
-                open=True),
+        details("Readable code (GraphModule.print_readable)", code_block(graph.code, "python"), open=drawing),
     ])
+
+
+def graph_viewers(capture, compile) -> list:
+    """The interactive viewer(s) of the FX graph tab: the Dynamo graph, linked to kernels after Inductor."""
+    from ..graph_viewer import GraphViewer, kernel_links
+
+    graph = compile.graph
+    if not graph.available or not graph.nodes:
+        return []
+    links: dict[str, list[str]] = {}
+    for run in compile.inductor.runs if compile.inductor.available else []:
+        for name, kernels in kernel_links(run, graph.nodes).items():
+            links.setdefault(name, []).extend(k for k in kernels if k not in links.get(name, []))
+    return [GraphViewer(graph, kernels=links)]

@@ -1,0 +1,224 @@
+// tcompile graph viewer: draws the scene Python laid out with Graphviz (explorer/views/graph_layout.py).
+// Pan (drag, arrow keys), zoom (wheel, + / -), fit (0 or the Fit button), click a module to open it,
+// click an open module's title to close it, click a node for its source line and kernel.
+// Every text from the capture goes through textContent: nothing from torch is read as markup.
+
+const SVG = "http://www.w3.org/2000/svg";
+const PAD_Y = 10, LINE = 16;
+
+function svg(name, attrs = {}, parent = null) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function html(name, attrs = {}, text = null, parent = null) {
+  const node = document.createElement(name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== null) node.textContent = text;
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function render({ model, el }) {
+  el.classList.add("tc-gv", "tc-gv-interactive");
+  const toolbar = html("div", { class: "tc-gv-toolbar" }, null, el);
+  const search = html("input", { type: "search", placeholder: "search nodes: softmax, linear, line text…",
+                                 "aria-label": "search nodes" }, null, toolbar);
+  const count = html("span", { class: "tc-gv-count" }, "", toolbar);
+  const buttons = {};
+  for (const [key, label, title] of [["fit", "Fit", "fit the whole graph (0)"], ["in", "+", "zoom in (+)"],
+                                     ["out", "−", "zoom out (-)"], ["collapse", "Collapse all", "close every module"]]) {
+    buttons[key] = html("button", { type: "button", title, class: `tc-gv-${key}` }, label, toolbar);
+  }
+  html("span", { class: "tc-gv-hint" }, "drag to pan · wheel or +/− to zoom · click a module to open it", toolbar);
+  const viewport = html("div", { class: "tc-gv-viewport", tabindex: "0" }, null, el);
+  const root = svg("svg", {}, viewport);
+  const defs = svg("defs", {}, root);
+  const marker = svg("marker", { id: "tc-gv-arrow-" + Math.random().toString(36).slice(2), viewBox: "0 0 10 10",
+                                 refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto" }, defs);
+  svg("path", { d: "M0,0L10,5L0,10z", class: "tc-gv-arrowhead" }, marker);
+  const layer = svg("g", {}, root);
+  const busy = html("div", { class: "tc-gv-busy" }, "", viewport);
+  const details = html("div", { class: "tc-gv-details" }, null, el);
+  details.appendChild(html("span", { class: "tc-gv-muted" }, "Click a node for its source line (and, after Inductor, its kernel)."));
+
+  let view = { x: 0, y: 0, k: 1 };
+  let boxes = new Map();  // id → {entry, node}
+  let selected = null;
+  let fitted = false;
+
+  const apply = () => layer.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+  const size = () => ({ w: viewport.clientWidth || 800, h: viewport.clientHeight || 560 });
+
+  function fitTo(x, y, w, h, most = 1.25) {
+    const { w: W, h: H } = size();
+    const k = Math.min((W - 24) / Math.max(w, 1), (H - 24) / Math.max(h, 1), most);
+    view = { k, x: (W - w * k) / 2 - x * k, y: Math.max(12, (H - h * k) / 2) - y * k };
+    apply();
+  }
+  const fitAll = () => { const s = model.get("scene"); if (s && s.width) fitTo(0, 0, s.width, s.height); };
+
+  function zoomAt(factor, cx, cy) {
+    const k = Math.min(4, Math.max(0.02, view.k * factor));
+    view = { k, x: cx - (cx - view.x) * (k / view.k), y: cy - (cy - view.y) * (k / view.k) };
+    apply();
+  }
+
+  function draw() {
+    const scene = model.get("scene") || {};
+    layer.replaceChildren();
+    boxes = new Map();
+    for (const c of [...(scene.clusters || [])].sort((a, b) => a.depth - b.depth)) {
+      const g = svg("g", { class: `tc-gv-cluster tc-gv-${c.kind}`, "data-id": c.id }, layer);
+      svg("rect", { x: c.x, y: c.y, width: c.w, height: c.h, rx: 6 }, g);
+      const title = svg("text", { x: c.x + 8, y: c.y + 16 }, g);
+      title.textContent = "▾ " + c.label;
+      title.addEventListener("click", (event) => { event.stopPropagation(); toggle(c.id, false); });
+    }
+    const arrow = `url(#${marker.id})`;
+    for (const e of scene.edges || []) svg("path", { d: e.d, class: "tc-gv-edge", "marker-end": arrow }, layer);
+    for (const b of scene.boxes || []) {
+      const g = svg("g", { class: `tc-gv-box tc-gv-${b.kind}`, "data-id": b.id }, layer);
+      svg("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }, g);
+      b.label.forEach((line, i) => {
+        const t = svg("text", { x: b.x + b.w / 2, y: b.y + PAD_Y + (i + 0.75) * LINE, "text-anchor": "middle",
+                                class: i ? "tc-gv-sub" : "tc-gv-head" }, g);
+        t.textContent = (i === 0 && b.group ? "▸ " : "") + line;
+      });
+      const tip = svg("title", {}, g);
+      tip.textContent = b.group ? `${b.label.join(" · ")} — click to open` : b.label.join("\n");
+      g.addEventListener("click", (event) => {
+        if (moved) return;
+        event.stopPropagation();
+        if (b.group) toggle(b.id, true); else select(b);
+      });
+      boxes.set(b.id, { entry: b, node: g });
+    }
+    highlight();
+    if (selected && boxes.has(selected)) boxes.get(selected).node.classList.add("tc-gv-selected");
+  }
+
+  function toggle(id, open) {
+    let expanded = [...(model.get("expanded") || [])];
+    if (open) expanded.push(id);
+    else expanded = expanded.filter((e) => e !== id && !isInside(e, id));
+    busy.textContent = "laying out…";
+    model.set("focus", id);
+    model.set("expanded", expanded);
+    model.save_changes();
+  }
+  const isInside = (child, parent) => {
+    // ids nest: "m:transformer.h.0" lies in "m:transformer.h"; runs name their parent ("r:m:x:…")
+    const path = (s) => s.replace(/^m:/, "");
+    return (child.startsWith("m:") && parent.startsWith("m:") && path(child).startsWith(path(parent) + "."))
+      || child.startsWith(`r:${parent}:`);
+  };
+
+  function focusOn(id) {
+    const scene = model.get("scene") || {};
+    const cluster = (scene.clusters || []).find((c) => c.id === id);
+    const box = (scene.boxes || []).find((b) => b.id === id);
+    const target = cluster || box;
+    if (!target) return;
+    const { w: W, h: H } = size();
+    if (cluster) fitTo(cluster.x, cluster.y, cluster.w, cluster.h, Math.max(view.k, 1));
+    else { view.x = W / 2 - (box.x + box.w / 2) * view.k; view.y = H / 2 - (box.y + box.h / 2) * view.k; apply(); }
+  }
+
+  function highlight() {
+    const matches = model.get("matches") || {};
+    let nodes = 0, shown = 0;
+    for (const [id, { node }] of boxes) {
+      const hit = matches[id] || 0;
+      node.classList.toggle("tc-gv-match", hit > 0);
+      if (hit) { nodes += hit; shown += 1; }
+    }
+    const query = model.get("query");
+    count.textContent = query ? `${nodes} matching node${nodes === 1 ? "" : "s"} in ${shown} box${shown === 1 ? "" : "es"}` : "";
+  }
+
+  function select(b) {
+    if (selected && boxes.has(selected)) boxes.get(selected).node.classList.remove("tc-gv-selected");
+    selected = b.id;
+    boxes.get(b.id).node.classList.add("tc-gv-selected");
+    const info = b.info || {};
+    details.replaceChildren();
+    const head = html("div", {}, null, details);
+    html("strong", {}, info.name || b.label[0], head);
+    head.append(` (${info.op || b.kind})`);
+    const dl = html("dl", {}, null, details);
+    const row = (term, value) => { if (value === undefined || value === null || value === "") return;
+      html("dt", {}, term, dl); html("dd", {}, String(value), dl); };
+    row("target", info.target);
+    row("type", info.type);
+    row("module", info.module ? info.module + (info.module_guessed ? " (guessed)" : "") : null);
+    if (info.line) row("source", `${info.file}:${info.line}` + (info.function ? ` in ${info.function}` : ""));
+    else row("source", "no source line (torch made this node, e.g. an input or the output)");
+    if (info.kernels && info.kernels.length) row("kernel", info.kernels.join(", "));
+    if (info.code) html("pre", { class: "tc-gv-code" }, info.code, details);
+  }
+
+  // pan, zoom, keys
+  let drag = null, moved = false;
+  viewport.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    drag = { x: event.clientX, y: event.clientY, vx: view.x, vy: view.y };
+    moved = false;
+  });
+  viewport.addEventListener("pointermove", (event) => {
+    if (!drag) return;
+    const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+    if (!moved && Math.hypot(dx, dy) < 4) return;
+    if (!moved) { moved = true; viewport.setPointerCapture(event.pointerId); viewport.classList.add("tc-gv-dragging"); }
+    view.x = drag.vx + dx; view.y = drag.vy + dy; apply();
+  });
+  const endDrag = () => { drag = null; viewport.classList.remove("tc-gv-dragging"); setTimeout(() => { moved = false; }, 0); };
+  viewport.addEventListener("pointerup", endDrag);
+  viewport.addEventListener("pointercancel", endDrag);
+  viewport.addEventListener("wheel", (event) => {
+    event.preventDefault();
+    const r = viewport.getBoundingClientRect();
+    zoomAt(Math.exp(-event.deltaY * 0.0015), event.clientX - r.left, event.clientY - r.top);
+  }, { passive: false });
+  viewport.addEventListener("keydown", (event) => {
+    const { w: W, h: H } = size();
+    const step = 60;
+    const keys = { "+": () => zoomAt(1.25, W / 2, H / 2), "=": () => zoomAt(1.25, W / 2, H / 2),
+                   "-": () => zoomAt(0.8, W / 2, H / 2), "0": fitAll, "f": fitAll,
+                   ArrowLeft: () => { view.x += step; apply(); }, ArrowRight: () => { view.x -= step; apply(); },
+                   ArrowUp: () => { view.y += step; apply(); }, ArrowDown: () => { view.y -= step; apply(); } };
+    if (keys[event.key]) { event.preventDefault(); event.stopPropagation(); keys[event.key](); }
+  });
+  buttons.fit.addEventListener("click", fitAll);
+  buttons.in.addEventListener("click", () => { const { w, h } = size(); zoomAt(1.25, w / 2, h / 2); });
+  buttons.out.addEventListener("click", () => { const { w, h } = size(); zoomAt(0.8, w / 2, h / 2); });
+  buttons.collapse.addEventListener("click", () => {
+    model.set("focus", ""); model.set("expanded", []); model.save_changes(); fitted = false;
+  });
+  let timer = null;
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { model.set("query", search.value); model.save_changes(); }, 150);
+  });
+  search.addEventListener("keydown", (event) => event.stopPropagation());  // keep Lab's shortcuts out
+
+  model.on("change:scene", () => {
+    busy.textContent = model.get("error") || "";
+    draw();
+    const focus = model.get("focus");
+    if (focus && fitted) focusOn(focus); else { fitAll(); fitted = true; }
+  });
+  model.on("change:matches", highlight);
+  model.on("change:error", () => { busy.textContent = model.get("error") || ""; });
+
+  draw();
+  // fit once the viewport has its size (the tab may be hidden when the widget is first drawn)
+  const observer = new ResizeObserver(() => { if (!fitted && viewport.clientWidth > 0) { fitAll(); fitted = true; } });
+  observer.observe(viewport);
+  requestAnimationFrame(() => { if (viewport.clientWidth > 0) { fitAll(); fitted = true; } });
+  return () => observer.disconnect();
+}
+
+export default { render };
