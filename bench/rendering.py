@@ -2,7 +2,7 @@
 
 - Captures of 1,000 and 10,000 FX nodes: a generated chain of pointwise ops compiled with
   ``backend="eager"`` (making the capture is not timed; Dynamo needs seconds for 10,000 ops).
-- Timed: ``explorer.html.render_static(capture)`` (every view, one HTML page); the widget as a
+- Timed: ``explorer.page.render_static(capture)`` (every view, one HTML page); the widget as a
   notebook displays it, ``explorer.widget.Explorer(capture)._repr_mimebundle_()`` (first tab, plus
   the static HTML it carries for saved notebooks); and the widget with every tab shown (a tab
   renders when first shown). Each reports "not available yet" while the explorer lacks it.
@@ -25,9 +25,9 @@ JSON_BUDGET_BYTES = 5_000_000
 
 def _static_renderer():
     try:
-        from explorer.html import render_static
+        from explorer.page import render_static
     except (ImportError, AttributeError) as exc:
-        return None, f"explorer.html.render_static: {type(exc).__name__}: {exc}"
+        return None, f"explorer.page.render_static: {type(exc).__name__}: {exc}"
     return render_static, None
 
 

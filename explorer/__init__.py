@@ -10,7 +10,7 @@ static HTML where widgets cannot run.
 ``%load_ext explorer`` registers the ``%%tcompile`` magics.
 """
 from .compare_widget import CompareExplorer, show_comparison
-from .html import render_static, summary_text
+from .page import render_static, summary_text
 from .job_view import render_job, write_report
 from .job_widget import JobExplorer, show_job, show_path
 from .views import VIEWS, dataframes, render_view

@@ -1,5 +1,5 @@
-"""Small, escaping HTML builders, and ``render_static``: every view of a capture as one HTML
-fragment that needs no JavaScript (``<details>`` to navigate), for nbconvert and shared reports.
+"""Small, escaping HTML builders, and the stylesheet, that the views and pages are made of (a
+whole page of a capture is ``explorer.page``).
 
 Text is escaped by default: ``tag("td", torch_string)`` escapes the string; only ``Html`` (markup
 built here or by pygments/graphviz) passes through unchanged.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import html
 from importlib.resources import files
-from string import Template
 
 CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
 
@@ -174,7 +173,7 @@ def shorten(text, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# --- the stylesheet and the static document -----------------------------------------------------
+# --- the stylesheet and the frame of a view -------------------------------------------------------
 
 @functools.lru_cache(maxsize=1)
 def stylesheet() -> str:
@@ -188,60 +187,3 @@ def style_tag() -> Html:
 def view_frame(body) -> Html:
     """One view as the widget shows it: the ``.tcompile`` scope the stylesheet styles."""
     return tag("div", body, cls="tcompile tc-view")
-
-
-STATIC_PAGE = Template("""<div class="tcompile tc-static$fallback">
-$style
-<div class="tc-static-title">tcompile — $title</div>
-$error
-$capture_views
-$compiles
-</div>""")
-
-
-def render_static(capture, fallback: bool = False) -> str:
-    """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript).
-    ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides."""
-    from .views import VIEWS, render_view
-    from .views.common import capture_title, compile_label
-    from .views.error import render_error
-
-    compiles = capture.compiles
-    capture_views = [details(v.title_for(capture), render_view(v.key, capture, None), open=v.key == "overview",
-                             cls="tc-section") for v in VIEWS if v.scope == "capture"]
-    per_compile = [details(compile_label(c), *(details(v.title, render_view(v.key, capture, c), cls="tc-section")
-                                               for v in VIEWS if v.scope == "compile"),
-                           open=len(compiles) == 1, cls="tc-compile")
-                   for c in compiles]
-    return STATIC_PAGE.substitute(
-        fallback=" tc-fallback" if fallback else "", style=style_tag(), title=esc(capture_title(capture)),
-        error=render_error(capture, None),
-        capture_views=join(capture_views, "\n"),
-        compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3) + join(per_compile, "\n")
-        if compiles else "")
-
-
-def summary_text(capture) -> str:
-    """A plain-text summary: what a terminal or a notebook without HTML shows."""
-    from .views.common import break_title, capture_title
-
-    s = capture.summary
-    lines = [f"tcompile: {capture_title(capture)}",
-             f"  {plural(s.get('compiles', 0), 'compile')} of {plural(s.get('frames', 0), 'frame')}, "
-             f"{plural(s.get('graphs', 0), 'graph')}, {plural(s.get('graph_breaks', 0), 'graph break')}, "
-             f"{plural(s.get('recompiles', 0), 'recompile')}, {plural(s.get('guards', 0), 'guard')}, "
-             f"{plural(s.get('kernels', 0), 'kernel')}, compile time {seconds(s.get('compile_time_s'))}"]
-    runtime = capture.runtime
-    if runtime.available and runtime.get("speedup"):
-        lines.append(f"  speedup {runtime['speedup']:.2f}x (eager {seconds(runtime['eager']['median_s'])}, "
-                     f"compiled {seconds(runtime['compiled']['median_s'])} median)")
-    for item in capture.breaks.get("items") or []:
-        lines.append(f"  graph break at {item.get('file')}:{item.get('line')} (x{item.get('count', 1)}): "
-                     f"{break_title(item)}")
-    for recompile in capture.recompiles:
-        for reason in recompile.get("reasons", [])[:1]:
-            lines.append(f"  recompile {recompile['compile_id']}: {reason.get('text')}")
-    if capture.error:
-        lines.append(f"  ERROR in {capture.error.get('stage')}: {capture.error.get('type')}: "
-                     f"{shorten(capture.error.get('message'), 200)}")
-    return "\n".join(lines)

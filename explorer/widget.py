@@ -11,7 +11,8 @@ import ast
 import ipywidgets as widgets
 
 from .graph_viewer import INTERACTIVE, interactive_children
-from .html import Html, code, join, note, para, render_static, style_tag, summary_text, table, tag, view_frame
+from .html import Html, code, join, note, para, style_tag, table, tag, view_frame
+from .page import render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
 from .views.error import render_error
@@ -117,8 +118,9 @@ class GuardFilter(widgets.HBox):
             control.observe(lambda _: on_change(), names="value")
         super().__init__([self.text, self.kind])
 
-    def set_kinds(self, rows: list[dict]) -> None:
-        kinds = sorted({r.get("kind") for r in rows if r.get("kind")})
+    def set_kinds(self, rows: list) -> None:
+        """The kinds of these ``GuardRow``s become the dropdown's choices."""
+        kinds = sorted({row.kind for row in rows if row.kind})
         self.kind.options = [("all kinds", None)] + [(k, k) for k in kinds]
         self.kind.value = None
 
@@ -136,8 +138,8 @@ class Explorer(widgets.VBox):
         self.capture = capture
         self.static_html = static_html
         self.compiles = capture.compiles
-        self.fn = next((f for f in (fn, getattr(capture, "compiled_fn", None), capture.frame_code())
-                        if f is not None), None)
+        compiled_fn = capture.live.compiled_fn if capture.live is not None else None
+        self.fn = next((f for f in (fn, compiled_fn, capture.frame_code()) if f is not None), None)
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
         self.guard_filter = GuardFilter(self._refilter_guards)
@@ -169,7 +171,7 @@ class Explorer(widgets.VBox):
         """Re-render for the selected compile: the error box and the visible tab now, others when shown."""
         self._rendered.clear()
         if self.compile is not None:
-            self.guard_filter.set_kinds(self.compile.guards.get("table") or [])
+            self.guard_filter.set_kinds(self.compile.guards.rows)
         errors = render_error(self.capture, self.compile)
         self.error.value = view_frame(errors) if errors else ""
         self.show_tab(self.tabs.selected_index or 0)
