@@ -2,6 +2,9 @@
 
 ``VIEWS`` lists them in tab order. A view of scope ``capture`` shows the whole capture (the
 selected compile is only highlighted); a view of scope ``compile`` shows one compile.
+
+``render_stage`` and ``render_compile`` draw one stage object or one compile alone (stylesheet
+included): what ``_repr_html_`` of ``compiler.schema``'s objects shows in a notebook cell.
 """
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from ..html import Html, details, note, preformatted, tag, unavailable, view_frame
+from compiler.model import STAGES, Capture
+
+from ..html import Html, details, join, note, preformatted, style_tag, tag, unavailable, view_frame
 from .aot import render_aot
 from .breaks import render_breaks
 from .bytecode import render_bytecode
@@ -23,7 +28,8 @@ from .overview import render_overview
 from .recompiles import render_recompiles
 from .source import render_source
 from .tables import dataframes
-from .timings import render_timings
+from .common import compile_label
+from .timings import render_timings, runtime_section
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,8 @@ VIEWS = (
     View("bytecode", "Bytecode", "compile", render_bytecode),
     View("graph", "FX graph", "compile", render_graph),
     View("guards", "Guards", "compile", render_guards),
-    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: c.summary.get("graph_breaks", 0)),
-    View("recompiles", "Recompiles", "capture", render_recompiles, lambda c: c.summary.get("recompiles", 0)),
+    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: c.summary.graph_breaks),
+    View("recompiles", "Recompiles", "capture", render_recompiles, lambda c: c.summary.recompiles),
     View("aot", "AOT graphs", "compile", render_aot),
     View("inductor", "Inductor", "compile", render_inductor),
     View("code", "Generated code", "compile", render_code),
@@ -63,14 +69,85 @@ def render_view(key: str, capture, compile, **options) -> Html:
     if view.scope == "compile" and compile is None:
         return view_frame(unavailable(view.title, "no compile was captured: torch.compile never compiled a "
                                                   "frame in this run (see the Overview)"))
+    return view_frame(_guarded(view.title, view.render, capture, compile, **options))
+
+
+def _guarded(title: str, render: Callable, *args, **options) -> Html:
+    """``render(*args, **options)``, or a note saying it failed: one broken view must not hide the others."""
     try:
-        body = view.render(capture, compile, **options)
-    except Exception as exc:  # noqa: BLE001 — one broken view must not hide the others
-        body = note(tag("strong", f"The {view.title} view failed: "), f"{type(exc).__name__}: {exc}",
+        return Html(render(*args, **options))
+    except Exception as exc:  # noqa: BLE001
+        return note(tag("strong", f"The {title} view failed: "), f"{type(exc).__name__}: {exc}",
                     details("traceback", preformatted(traceback.format_exc())), kind="error")
-    return view_frame(body)
+
+
+# --- one stage or one compile alone (``_repr_html_``) -------------------------------------------
+
+COMPILE_STAGE_VIEWS = {"source": "source", "bytecode": "bytecode", "graph": "graph", "guards": "guards",
+                       "aot": "aot", "inductor": "inductor", "kernels": "code", "timings": "timings"}
+"""A compile's stage attribute → the view that draws it (``recompile`` and ``shapes`` have none)."""
+
+
+def _alone(title: str, *body) -> Html:
+    """A piece of the explorer shown on its own in a notebook cell: with the stylesheet and a title."""
+    return tag("div", style_tag(), tag("div", f"tcompile — {title}", cls="tc-static-title"), *body,
+               cls="tcompile tc-static")
+
+
+def _capture_of(compile) -> Capture:
+    """The capture a compile belongs to, or an empty stand-in for a compile built on its own."""
+    capture = compile.__dict__.get("_capture") if compile is not None else None
+    return capture if capture is not None else Capture.empty()
+
+
+def _as_text(stage) -> Html:
+    if not stage.available:
+        return unavailable(type(stage).__name__, stage.reason)
+    return preformatted(stage.as_text() or "(empty)")
+
+
+def _capture_stage(stage) -> Html | None:
+    """A capture-wide stage (``cap.breaks``, ``cap.cudagraphs``, ``cap.runtime``) drawn by its view."""
+    capture = stage.__dict__.get("_capture")
+    if capture is None or getattr(capture, stage.NAME, None) is not stage:
+        capture = Capture.empty()
+        setattr(capture, stage.NAME, stage)
+    if stage.NAME in ("breaks", "cudagraphs"):
+        view = BY_KEY[stage.NAME]
+        return _alone(view.title, render_view(view.key, capture, None))
+    return _alone("Runtime", view_frame(_guarded("Runtime", runtime_section, capture)))
+
+
+def render_stage(stage) -> Html:
+    """One stage object alone, drawn by the view of its stage (``Stage._repr_html_``).
+
+    A compile's stage is drawn with its compile and capture (a stage knows its compile through
+    ``_compile``, set by ``Capture``); capture-wide ``breaks``, ``cudagraphs`` and ``runtime`` by
+    their capture view; a stage no view draws (``shapes``, ``recompile``, a graph inside ``aot``)
+    as its text."""
+    compile = stage.__dict__.get("_compile")
+    name = next((n for n in STAGES if getattr(compile, n) is stage), None) if compile is not None else None
+    if name in COMPILE_STAGE_VIEWS:
+        view = BY_KEY[COMPILE_STAGE_VIEWS[name]]
+        return _alone(f"{view.title} of compile {compile_label(compile)}",
+                      render_view(view.key, _capture_of(compile), compile))
+    if compile is None and stage.NAME in ("breaks", "cudagraphs", "runtime"):
+        return _capture_stage(stage)
+    where = f" of compile {compile_label(compile)}" if compile is not None else ""
+    return _alone(f"{stage.NAME}{where}", view_frame(_as_text(stage)))
+
+
+def render_compile(compile) -> Html:
+    """One compile alone: its error, if any, then every compile view, one ``<details>`` each
+    (``Compile._repr_html_``)."""
+    capture = _capture_of(compile)
+    views = [details(v.title, render_view(v.key, capture, compile), cls="tc-section", open=v.key == "source")
+             for v in VIEWS if v.scope == "compile"]
+    error = render_error(None, compile)
+    return _alone(f"compile {compile_label(compile)}", view_frame(error) if error else None, join(views, "\n"))
 
 
 __all__ = ["BY_KEY", "VIEWS", "View", "dataframes", "render_aot", "render_breaks", "render_bytecode",
            "render_code", "render_cudagraphs", "render_error", "render_graph", "render_guards", "render_inductor",
-           "render_overview", "render_recompiles", "render_source", "render_timings", "render_view"]
+           "render_compile", "render_overview", "render_recompiles", "render_source", "render_stage", "render_timings",
+           "render_view"]

@@ -9,20 +9,22 @@ _CALLEES = (("__compiled_fn", "the compiled graph"), ("__resume_at", "a resume f
             ("__import_", "a module Dynamo imports"))
 
 
-def _called(instructions: list[dict]) -> list[tuple[str, str]]:
+def _called(instructions) -> list[tuple[str, str]]:
     found = {}
     for ins in instructions:
-        name = (ins.get("argrepr") or "").replace("NULL + ", "")
+        name = ins.argrepr.replace("NULL + ", "")
         for prefix, meaning in _CALLEES:
-            if ins.get("opname") in ("LOAD_GLOBAL", "LOAD_NAME") and name.startswith(prefix):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name.startswith(prefix):
                 found.setdefault(name, meaning)
     return list(found.items())
 
 
-def _pane(title: str, listing: dict):
-    count = len(listing.get("instructions") or [])
+def _pane(title: str, listing):
+    if listing is None:
+        return join([heading(title, 4), para("not recorded", cls="tc-muted")])
+    count = len(listing.instructions)
     return join([heading(title, 4), para(plural(count, "instruction"), cls="tc-muted") if count else None,
-                 preformatted(listing.get("text"), cls="tc-pre tc-bytecode")])
+                 preformatted(listing.text, cls="tc-pre tc-bytecode")])
 
 
 def _resume_functions(capture) -> dict[str, list[str]]:
@@ -38,8 +40,8 @@ def render_bytecode(capture, compile) -> str:
     stage = compile.bytecode
     if not stage.available:
         return unavailable("Bytecode", stage.reason)
-    original, transformed = stage["original"], stage["transformed"]
-    called = _called(transformed.get("instructions") or [])
+    original, transformed = stage.original, stage.transformed
+    called = _called(transformed.instructions if transformed else [])
     origin = resume_origin(compile)
     resumes = _resume_functions(capture)
     return join([
@@ -47,10 +49,10 @@ def render_bytecode(capture, compile) -> str:
              f"graph break at line {origin[1]}.", kind="info") if origin else None,
         para("The transformed code calls ", join([join([code(n), f" ({m})"]) for n, m in called], ", "), ".")
         if called else None,
-        columns(_pane(f"Original: {original.get('name') or compile.name}", original),
+        columns(_pane(f"Original: {(original and original.name) or compile.name}", original),
                 _pane("Transformed by Dynamo", transformed)),
         heading("Resume functions in this capture", 4)
         + tag("ul", *(tag("li", code(name), f" — compiles {', '.join(ids)}") for name, ids in resumes.items()))
         if resumes else None,
-        para(f"Source: {stage.get('source')}", cls="tc-muted"),
+        para(f"Source: {stage.source}", cls="tc-muted"),
     ])

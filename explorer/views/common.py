@@ -29,14 +29,14 @@ def resume_origin(compile) -> tuple[str, int] | None:
 def compile_label(compile) -> str:
     """``0/1 f — recompile`` as the compile selector and the static sections name it."""
     role = ("resume after graph break" if is_resume(compile)
-            else "recompile" if compile.data.get("frame_compile_id") else "first compile")
+            else "recompile" if compile.frame_compile_id else "first compile")
     status = "" if compile.status == "compiled" else f", {compile.status}"
     return f"{compile.compile_id} {compile.name or '?'} — {role}{status}"
 
 
-def break_title(item: dict) -> str:
-    """A graph break's name: its type in torch's registry, else torch's own headline."""
-    return (item.get("registry") or {}).get("type") or item.get("headline") or "graph break"
+def break_title(item) -> str:
+    """A graph break's name (a ``GraphBreak``): its type in torch's registry, else torch's own headline."""
+    return (item.registry and item.registry.type) or item.headline or "graph break"
 
 
 def short_target(target: str | None) -> str:
@@ -56,12 +56,12 @@ def op_label(target: str | None) -> str:
     return shorten(target, 28) if _OPERATOR.match(target or "") and short != target else short
 
 
-def op_counts(nodes: list[dict]) -> Counter:
-    """How often each operation (short name) occurs among a graph's nodes."""
-    return Counter(short_target(n.get("target")) for n in nodes if n.get("op") not in ("placeholder", "output", "alias"))
+def op_counts(nodes) -> Counter:
+    """How often each operation (short name) occurs among a graph's nodes (``GraphNode``s)."""
+    return Counter(short_target(n.target) for n in nodes if n.op not in ("placeholder", "output", "alias"))
 
 
-def op_summary(nodes: list[dict], most: int = 12) -> Html:
+def op_summary(nodes, most: int = 12) -> Html:
     """``ops: linear ×2, relu, softmax`` — what a graph computes, at a glance."""
     counts = op_counts(nodes)
     if not counts:
@@ -71,8 +71,8 @@ def op_summary(nodes: list[dict], most: int = 12) -> Html:
     return para(f"{plural(sum(counts.values()), 'op')}: ", join(shown, ", "), more, cls="tc-ops")
 
 
-def tensor_type(node: dict) -> str:
-    """``float32[4, 16]`` (or the symbolic type), as a node's tooltip and table show it."""
-    if node.get("dtype"):
-        return f"{node['dtype']}[{', '.join(node.get('shape') or [])}]"
-    return node.get("type") or ""
+def tensor_type(node) -> str:
+    """``float32[4, 16]`` (or the symbolic type) of a ``GraphNode``, as its tooltip and table show it."""
+    if node.dtype:
+        return f"{node.dtype}[{', '.join(node.shape or [])}]"
+    return node.type or ""

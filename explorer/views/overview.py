@@ -11,22 +11,22 @@ def findings(capture) -> list[tuple[str, str]]:
     s = capture.summary
     found = []
     if capture.error:
-        found.append(("error", f"{capture.error.get('type')} in {capture.error.get('stage')} "
+        found.append(("error", f"{capture.error.type} in {capture.error.stage} "
                                "(the error box above says more)"))
-    if s.get("failed_compiles"):
-        found.append(("error", f"{plural(s['failed_compiles'], 'compile')} failed"))
-    if s.get("graph_breaks"):
-        found.append(("warn", f"{plural(s['graph_breaks'], 'graph break')} at "
-                              f"{plural(s.get('unique_graph_breaks', 0), 'place')}: each ends a graph, runs "
+    if s.failed_compiles:
+        found.append(("error", f"{plural(s.failed_compiles, 'compile')} failed"))
+    if s.graph_breaks:
+        found.append(("warn", f"{plural(s.graph_breaks, 'graph break')} at "
+                              f"{plural(s.unique_graph_breaks, 'place')}: each ends a graph, runs "
                               "Python eagerly and resumes in a new frame; see Graph breaks"))
-    if s.get("recompiles"):
-        found.append(("warn", f"{plural(s['recompiles'], 'recompile')}: guards rejected an earlier "
+    if s.recompiles:
+        found.append(("warn", f"{plural(s.recompiles, 'recompile')}: guards rejected an earlier "
                               "compile for new inputs: see Recompiles"))
     skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
     if skipped:
         found.append(("warn", f"Dynamo produced no graph for {', '.join(skipped)} (the frame runs eagerly)"))
     if not found and capture.compiles:
-        found.append(("ok", f"Compiled cleanly into {plural(s.get('graphs', 0), 'graph')}: "
+        found.append(("ok", f"Compiled cleanly into {plural(s.graphs, 'graph')}: "
                             "no graph breaks, no recompiles"))
     if not capture.compiles and not capture.error:
         found.append(("warn", "torch.compile compiled nothing in this run"))
@@ -34,40 +34,40 @@ def findings(capture) -> list[tuple[str, str]]:
 
 
 def speed_findings(runtime) -> list[tuple[str, str]]:
-    speedup = runtime.get("speedup") if runtime.available else None
+    speedup = runtime.speedup if runtime.available else None
     if speedup is None:
         return []
-    medians = f"median {seconds(runtime['compiled']['median_s'])} vs {seconds(runtime['eager']['median_s'])} eager"
+    medians = (f" (median {seconds(runtime.compiled.median_s)} vs {seconds(runtime.eager.median_s)} eager)"
+               if runtime.compiled and runtime.eager else "")
     if speedup < 1:
-        return [("warn", f"The compiled function is slower than eager: {speedup:.2f}× ({medians})")]
-    return [("ok", f"{speedup:.2f}× faster than eager ({medians})")]
+        return [("warn", f"The compiled function is slower than eager: {speedup:.2f}×{medians}")]
+    return [("ok", f"{speedup:.2f}× faster than eager{medians}")]
 
 
 def _speedup_card(capture) -> tuple[str, str, str]:
     runtime = capture.runtime
-    if not runtime.available or not runtime.get("speedup"):
+    if not runtime.available or not runtime.speedup:
         return "speedup", "–", "muted"
-    speedup = runtime["speedup"]
+    speedup = runtime.speedup
     return "speedup vs eager", f"{speedup:.2f}×", "ok" if speedup >= 1 else "warn"
 
 
 def summary_cards(capture) -> Html:
     s = capture.summary
 
-    def counted(label, key, bad_kind="warn"):
-        value = s.get(key, 0)
+    def counted(label, value, bad_kind="warn"):
         return label, str(value), bad_kind if value else "ok"
 
     return cards([
-        ("frames", str(s.get("frames", 0)), "info"),
-        ("compiles", str(s.get("compiles", 0)), "info"),
-        ("graphs", str(s.get("graphs", 0)), "info"),
-        counted("graph breaks", "graph_breaks"),
-        counted("recompiles", "recompiles"),
-        counted("failed compiles", "failed_compiles", "error"),
-        ("guards", str(s.get("guards", 0)), "info"),
-        ("kernels", str(s.get("kernels", 0)), "info"),
-        ("compile time", seconds(s.get("compile_time_s")), "info"),
+        ("frames", str(s.frames), "info"),
+        ("compiles", str(s.compiles), "info"),
+        ("graphs", str(s.graphs), "info"),
+        counted("graph breaks", s.graph_breaks),
+        counted("recompiles", s.recompiles),
+        counted("failed compiles", s.failed_compiles, "error"),
+        ("guards", str(s.guards), "info"),
+        ("kernels", str(s.kernels), "info"),
+        ("compile time", seconds(s.compile_time_s), "info"),
         _speedup_card(capture),
     ])
 
@@ -75,9 +75,9 @@ def summary_cards(capture) -> Html:
 def _why(capture, compile) -> str:
     if is_resume(compile):
         return "resumes the function after a graph break"
-    recompile = next((r for r in capture.recompiles if r["compile_id"] == compile.compile_id), None)
-    if recompile and recompile.get("reasons"):
-        return f"recompile: {recompile['reasons'][0].get('text')}"
+    recompile = next((r for r in capture.recompiles if r.compile_id == compile.compile_id), None)
+    if recompile and recompile.reasons:
+        return f"recompile: {recompile.reasons[0].text}"
     return "first compile of this frame"
 
 
@@ -86,9 +86,9 @@ def compiles_table(capture, selected) -> Html:
     for c in capture.compiles:
         graph, guards, kernels = c.graph, c.guards, c.kernels
         rows.append([code(c.compile_id), c.name or "?", _status_badge(c.status),
-                     graph.get("op_count", "–") if graph.available else "–",
-                     guards.get("count", "–") if guards.available else "–",
-                     len([k for k in kernels.get("kernels", []) if k.get("language") != "extern"])
+                     graph.op_count if graph.available else "–",
+                     guards.count if guards.available else "–",
+                     len([k for k in kernels.kernels if k.language != "extern"])
                      if kernels.available else "–",
                      seconds(c.metrics.get("entire_frame_compile_time_s")), shorten(_why(capture, c), 110)])
         marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)

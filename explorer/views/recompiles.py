@@ -1,6 +1,8 @@
 """Recompiles, in order: which compile was rejected, on which guard, and with what values."""
 from __future__ import annotations
 
+from compiler.schema import RecompileReason
+
 from ..html import code, join, note, para, plural, table
 
 
@@ -10,8 +12,8 @@ def _became_dynamic(capture, compile_id: str) -> str:
         shapes = capture.compile(compile_id).shapes
     except KeyError:
         return ""
-    symbols = [s for s in shapes.get("symbols") or [] if s.get("origin", "").startswith("automatic dynamic")]
-    return ", ".join(f"{s['symbol']} = {s['source']}" for s in symbols)
+    symbols = [s for s in shapes.symbols if (s.origin or "").startswith("automatic dynamic")]
+    return ", ".join(f"{s.symbol} = {s.source}" for s in symbols)
 
 
 def render_recompiles(capture, compile) -> str:
@@ -20,13 +22,13 @@ def render_recompiles(capture, compile) -> str:
         return note("No recompiles: every later call was accepted by an existing compile's guards.", kind="ok")
     rows, marks = [], []
     for recompile in recompiles:
-        for number, reason in enumerate(recompile.get("reasons") or [{}]):
+        for number, reason in enumerate(recompile.reasons or [RecompileReason()]):
             first = number == 0
-            dynamic = _became_dynamic(capture, recompile["compile_id"]) if first else ""
-            rows.append([code(recompile["compile_id"]) if first else "", recompile.get("name") if first else "",
-                         code(reason.get("against") or "?"), reason.get("guard"), reason.get("detail") or "",
+            dynamic = _became_dynamic(capture, recompile.compile_id) if first else ""
+            rows.append([code(recompile.compile_id) if first else "", recompile.name if first else "",
+                         code(reason.against or "?"), reason.guard, reason.detail or "",
                          code(dynamic) if dynamic else ""])
-            marks.append("tc-selected" if compile is not None and recompile["compile_id"] == compile.compile_id
+            marks.append("tc-selected" if compile is not None and recompile.compile_id == compile.compile_id
                          else None)
     return join([
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "

@@ -30,13 +30,13 @@ def bar_chart(rows: list[tuple[str, float, int]]):
     return _svg(len(rows) * ROW + 4, *parts)
 
 
-def nesting(names: list[str], events: list[dict]) -> dict[str, int]:
-    """How many of the shown stages enclose each one in time (its first occurrence): an outline
-    of the stages shown, skipping the unnamed stages torch nests between them."""
+def nesting(names: list[str], events: list) -> dict[str, int]:
+    """How many of the shown stages enclose each one in time (its first occurrence of the
+    ``TimingEvent``s): an outline of the stages shown, skipping the unnamed stages torch nests between them."""
     spans = {}
     for event in events:
-        if event["name"] in names and event["name"] not in spans:
-            spans[event["name"]] = (event["start"], event["start"] + event["seconds"])
+        if event.name in names and event.name not in spans:
+            spans[event.name] = (event.start, event.start + event.seconds)
     return {name: sum(1 for other, (start, end) in spans.items()
                       if other != name and start <= spans[name][0] and spans[name][1] <= end)
             for name in spans}
@@ -46,42 +46,44 @@ def compile_time_section(compile):
     stage = compile.timings
     if not stage.available:
         return unavailable("Compile timings", stage.reason)
-    phases = stage.get("phases") or []
-    depth = nesting([p["name"] for p in phases], stage.get("events") or [])
-    rows = [(p["label"] + (f" ×{p['count']}" if p.get("count", 1) > 1 else ""), p["seconds"],
-             depth.get(p["name"], 0)) for p in phases]
+    phases = stage.phases
+    depth = nesting([p.name for p in phases], stage.events)
+    rows = [(p.label + (f" ×{p.count}" if p.count > 1 else ""), p.seconds, depth.get(p.name, 0)) for p in phases]
     return join([
         heading("Compile time of this frame", 4),
         bar_chart(rows) if rows else para("torch logged no compile-stage events for this compile.", cls="tc-muted"),
         para("Indented stages run inside the stage above them. Inductor ×2 means forward and backward; "
              "a backward compile happens on the first .backward(), outside the frame compile.", cls="tc-muted")
-        if any(p.get("count", 1) > 1 for p in phases) else None,
-        key_values([(k.replace("_", " "), f"{v:g}") for k, v in (stage.get("metrics") or {}).items()]),
+        if any(p.count > 1 for p in phases) else None,
+        key_values([(k.replace("_", " "), f"{v:g}" if isinstance(v, (int, float)) else str(v))
+                    for k, v in stage.metrics.items()]),
     ])
 
 
 def runtime_chart(runtime):
     """Eager and compiled: a bar to the median, a whisker across the q1–q3 spread."""
-    rows = [("eager", runtime["eager"]), ("compiled", runtime["compiled"])]
-    top = max(t["q3_s"] for _, t in rows) or 1
+    rows = [("eager", runtime.eager), ("compiled", runtime.compiled)]
+    top = max(t.q3_s for _, t in rows) or 1
     parts = []
     for i, (label, t) in enumerate(rows):
         y, scale = i * ROW * 1.5, BAR_WIDTH / top
         mid = y + ROW / 2 + 2
         parts += [_text(4, mid + 4, label),
-                  tag("rect", x=str(LABEL_WIDTH), y=f"{y + 6:.1f}", width=f"{max(1.0, t['median_s'] * scale):.1f}",
+                  tag("rect", x=str(LABEL_WIDTH), y=f"{y + 6:.1f}", width=f"{max(1.0, t.median_s * scale):.1f}",
                       height=str(ROW - 8), rx="2", cls=f"tc-bar tc-bar-{label}"),
-                  tag("line", x1=f"{LABEL_WIDTH + t['q1_s'] * scale:.1f}", x2=f"{LABEL_WIDTH + t['q3_s'] * scale:.1f}",
+                  tag("line", x1=f"{LABEL_WIDTH + t.q1_s * scale:.1f}", x2=f"{LABEL_WIDTH + t.q3_s * scale:.1f}",
                       y1=f"{mid:.1f}", y2=f"{mid:.1f}", cls="tc-whisker"),
-                  _text(LABEL_WIDTH + t["q3_s"] * scale + 6, mid + 4,
-                        f"{seconds(t['median_s'])} ({seconds(t['q1_s'])}–{seconds(t['q3_s'])})")]
+                  _text(LABEL_WIDTH + t.q3_s * scale + 6, mid + 4,
+                        f"{seconds(t.median_s)} ({seconds(t.q1_s)}–{seconds(t.q3_s)})")]
     return _svg(int(ROW * 3), *parts)
 
 
 def break_even_calls(runtime) -> float | None:
     """How many calls the compiled function needs to win back its first-call (compile) cost."""
-    eager, compiled, first = runtime["eager"]["median_s"], runtime["compiled"]["median_s"], runtime.get("first_call_s")
-    if not first or eager <= compiled:
+    if not (runtime.first_call_s and runtime.eager and runtime.compiled):
+        return None
+    eager, compiled, first = runtime.eager.median_s, runtime.compiled.median_s, runtime.first_call_s
+    if eager <= compiled:
         return None
     return max(0.0, first - compiled) / (eager - compiled)
 
@@ -90,24 +92,25 @@ def runtime_section(capture):
     runtime = capture.runtime
     if not runtime.available:
         return unavailable("Runtime (eager vs compiled)", runtime.reason)
-    speedup = runtime.get("speedup")
+    speedup = runtime.speedup
     calls = break_even_calls(runtime)
     kind = "ok" if speedup and speedup >= 1 else "warn"
     return join([
         heading("Runtime: eager vs compiled", 4),
         note(f"speedup {speedup:.2f}× (median)" if speedup else "speedup unknown",
-             f"; the first call took {seconds(runtime.get('first_call_s'))} (compile included)"
-             if runtime.get("first_call_s") else "",
+             f"; the first call took {seconds(runtime.first_call_s)} (compile included)"
+             if runtime.first_call_s else "",
              f", repaid after ≈{calls:,.0f} calls" if calls is not None else "", kind=kind),
-        note(f"The machine was busy while timing (load average {runtime['load_average']:.1f} on "
-             f"{runtime.get('cpu_count')} cores): other processes share the CPU, so these times are noisy — "
+        note(f"The machine was busy while timing (load average {runtime.load_average or 0:.1f} on "
+             f"{runtime.cpu_count} cores): other processes share the CPU, so these times are noisy — "
              "compare the fastest samples, or time again when it is idle.", kind="warn")
-        if runtime.get("busy") else None,
-        runtime_chart(runtime),
-        para(f"{runtime.get('method')}, on {runtime.get('device')}"
-             + (f" with {runtime['threads']} threads" if runtime.get("threads") else "")
-             + f". Fastest sample: eager {seconds(runtime['eager']['min_s'])}, compiled "
-               f"{seconds(runtime['compiled']['min_s'])}. Bars: median; whiskers: q1–q3.", cls="tc-muted"),
+        if runtime.busy else None,
+        join([runtime_chart(runtime),
+              para(f"{runtime.method}, on {runtime.device}"
+                   + (f" with {runtime.threads} threads" if runtime.threads else "")
+                   + f". Fastest sample: eager {seconds(runtime.eager.min_s)}, compiled "
+                     f"{seconds(runtime.compiled.min_s)}. Bars: median; whiskers: q1–q3.", cls="tc-muted")])
+        if runtime.eager and runtime.compiled else None,
     ])
 
 
