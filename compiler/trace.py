@@ -214,12 +214,18 @@ def _kind_name(metadata: dict) -> str:
 
 
 def _torch_version(records) -> str | None:
+    """torch's ``torch_version`` artifact (2.12+), else ``compilation_metrics.pytorch_version`` (2.11)."""
     for record in records:
         if record.kind == "artifact:torch_version" and record.payload:
             try:
                 return str(json.loads(record.payload).get("pytorch_version"))
             except (ValueError, AttributeError):
                 return None
+    for record in records:
+        if record.kind == "compilation_metrics":
+            version = (record.metadata.get("compilation_metrics") or {}).get("pytorch_version")
+            if version:
+                return str(version)
     return None
 
 

@@ -4,7 +4,7 @@ Gloo on CPU, DDP + torch.compile (backend aot_eager). Every rank trains on batch
 rank 1 at step 2, which gets 48 rows: rank 1 recompiles, the others do not. Run it with
 TORCH_TRACE=dir to get one trace per rank; it also captures with tcompile and saves one capture per
 rank into OUT (``capture(job_dir=OUT)``). ``--dynamic`` marks the batch dimension dynamic from the
-start (the fix): no rank recompiles.
+start (the fix): no rank recompiles. ``--nccl`` runs it on one GPU per rank with NCCL instead.
 """
 import argparse
 import os
@@ -29,17 +29,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", help="directory for one tcompile capture per rank")
     parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic (the fix)")
+    parser.add_argument("--nccl", action="store_true", help="NCCL, one GPU per rank (default: gloo on CPU)")
     args = parser.parse_args()
-    dist.init_process_group("gloo")
+    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}") if args.nccl else torch.device("cpu")
+    if args.nccl:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if args.nccl else "gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
-    ddp = nn.parallel.DistributedDataParallel(model)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if args.nccl else None)
     compiled = torch.compile(ddp, backend="aot_eager")
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     with compiler.capture(job_dir=args.out):
         for step in range(STEPS):
-            x = torch.randn(batch_size(rank, step), 16)
+            x = torch.randn(batch_size(rank, step), 16, device=device)
             if args.dynamic:
                 torch._dynamo.mark_dynamic(x, 0)
             loss = compiled(x).square().mean()
