@@ -5,10 +5,18 @@
     print(d.as_text())                            # unified diffs
     d.stage("kernels")["items"]                   # one item per kernel: status, unified diff, opcodes
 
-Every text diff item is plain data: ``status`` (same / changed / added / removed / unavailable), both
-texts, ``unified`` (difflib), ``opcodes`` (difflib.SequenceMatcher, for a side-by-side view) and line
-counts. Texts are normalized first (object ids, addresses and Inductor cache paths differ between any
-two runs and are not a change); ``normalize=False`` keeps them verbatim.
+The stages are ``summary`` (capture-wide counts and options) and then every per-compile stage of
+``compiler.schema.STAGES``, in that order: guards are compared as sets, AOT graphs per role, Inductor
+IR per run before and after fusion, kernels matched by name or ops, timings as numbers; any other
+stage by its ``as_text()``.
+
+A diff is a versioned JSON document (``CaptureDiff.save`` / ``CaptureDiff.load``) whose shape is
+declared below (``DiffDocument``) and checked on load: a wrongly shaped file raises
+``CaptureFormatError`` naming the JSON path. Every text diff item is plain data: ``status`` (same /
+changed / added / removed / unavailable), both texts, ``unified`` (difflib), ``opcodes``
+(difflib.SequenceMatcher, for a side-by-side view) and line counts. Texts are normalized first
+(object ids, addresses and Inductor cache paths differ between any two runs and are not a change);
+``normalize=False`` keeps them verbatim.
 """
 from __future__ import annotations
 
@@ -16,20 +24,33 @@ import difflib
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .model import CaptureFormatError, JsonFile
+from .model import Capture, CaptureFormatError, JsonFile
+from .schema import STAGES, Data
 
 FORMAT = "tcompile-diff"
-VERSION = [1, 0]
-STAGES = (("summary", "Summary"), ("graph", "Dynamo graph"), ("guards", "Guards"), ("aot", "AOT graphs"),
-          ("ir_pre", "IR before fusion"), ("ir_post", "IR after fusion"), ("kernels", "Generated kernels"),
-          ("timings", "Timings"))
-STAGE_TITLES = dict(STAGES)
+VERSION = [2, 0]  # 2.0: one diff stage per compiler.schema stage (Inductor's IR is the "inductor" stage)
+DIFF_STAGES = ("summary", *STAGES)  # what a diff compares, in order: the schema's stages after the summary
+_TITLES = {"summary": "Summary", "graph": "Dynamo graph", "recompile": "Recompile reasons", "aot": "AOT graphs",
+           "inductor": "Inductor IR", "kernels": "Generated kernels", "shapes": "Dynamic shapes"}
+
+
+def stage_title(name: str) -> str:
+    """How a diff stage is titled (``graph`` → ``Dynamo graph``)."""
+    return _TITLES.get(name, name.replace("_", " ").capitalize())
+
+
+STAGE_TITLES = {name: stage_title(name) for name in DIFF_STAGES}
 
 _NORMALIZE = [
     (re.compile(r"(?:/[^\s'\"]*)?/torchinductor_[^/\s'\"]+(?:/[^\s'\"]+)?"), "<inductor-cache>"),
     (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x…"),
+    # Dynamo's names for the compiled graph in the transformed bytecode: a counter and a uuid per run
+    (re.compile(r"[0-9a-f]{8}([-_])[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"(__compiled_fn)_\d+"), r"\1_<n>"),
     (re.compile(r"(?<![\w.])\d{10,}(?![\w.])"), "<id>"),
 ]
 
@@ -69,17 +90,21 @@ def text_diff(key: str, a: str | None, b: str | None, *, labels=("A", "B"), norm
 def side_by_side(item: dict) -> list[dict]:
     """Rows for a two-column view: ``{"tag", "a_no", "a", "b_no", "b"}`` (tag: equal, replace, delete,
     insert; line numbers from 1; None where a side has no line)."""
-    a_lines, b_lines = (item.get("a") or "").splitlines(), (item.get("b") or "").splitlines()
+    a_lines, b_lines = (item["a"] or "").splitlines(), (item["b"] or "").splitlines()
+
+    def line(lines, index):  # None past the end: a hand-edited file's opcodes may not fit its texts
+        return lines[index] if 0 <= index < len(lines) else None
+
     rows = []
-    for tag, i1, i2, j1, j2 in item.get("opcodes") or []:
+    for tag, i1, i2, j1, j2 in item["opcodes"]:
         if tag == "equal":
-            rows += [{"tag": tag, "a_no": i + 1, "a": a_lines[i], "b_no": j + 1, "b": b_lines[j]}
+            rows += [{"tag": tag, "a_no": i + 1, "a": line(a_lines, i), "b_no": j + 1, "b": line(b_lines, j)}
                      for i, j in zip(range(i1, i2), range(j1, j2))]
             continue
         for k in range(max(i2 - i1, j2 - j1)):
             i, j = i1 + k, j1 + k
-            rows.append({"tag": tag, "a_no": i + 1 if i < i2 else None, "a": a_lines[i] if i < i2 else None,
-                         "b_no": j + 1 if j < j2 else None, "b": b_lines[j] if j < j2 else None})
+            rows.append({"tag": tag, "a_no": i + 1 if i < i2 else None, "a": line(a_lines, i) if i < i2 else None,
+                         "b_no": j + 1 if j < j2 else None, "b": line(b_lines, j) if j < j2 else None})
     return rows
 
 
@@ -98,38 +123,41 @@ def inline_changes(a: str, b: str) -> tuple[list, list]:
 
 # --- inputs ------------------------------------------------------------------------------------------
 
-def _capture_data(value) -> dict:
-    from .model import Capture, validate
-
+def _capture(value) -> Capture:
     if isinstance(value, Capture):
-        return value.data
-    if isinstance(value, (str, Path)):
-        return Capture.load(value).data
-    if isinstance(value, dict):
-        validate(value)
         return value
+    if isinstance(value, (str, Path)):
+        return Capture.load(value)
+    if isinstance(value, dict):
+        return Capture.from_data(value)
     raise TypeError(f"diff() compares Captures, capture dicts or capture files, not {type(value).__name__}")
 
 
-def _pairs(a: dict, b: dict):
+def _pairs(a: Capture, b: Capture):
     """Compiles of both captures paired by compile id (``0/0`` with ``0/0``); unmatched ones alone."""
-    by_a = {c["compile_id"]: c for c in a.get("compiles", [])}
-    by_b = {c["compile_id"]: c for c in b.get("compiles", [])}
-    order = list(by_a) + [cid for cid in by_b if cid not in by_a]
-    for cid in order:
+    by_a = {c.compile_id: c for c in a.compiles}
+    by_b = {c.compile_id: c for c in b.compiles}
+    for cid in list(by_a) + [cid for cid in by_b if cid not in by_a]:
         ca, cb = by_a.get(cid), by_b.get(cid)
-        names = list(dict.fromkeys(c.get("name") or "?" for c in (ca, cb) if c))
+        names = list(dict.fromkeys(c.name or "?" for c in (ca, cb) if c))
         yield f"{cid} {' / '.join(names)}", ca, cb
 
 
-def _stage_text(compile_data: dict | None, stage: str, key: str) -> tuple[str | None, str | None]:
+_NO_COMPILE = "no such compile on this side"
+
+
+def _reason(compile, stage: str) -> str:
+    """Why a stage of one side has nothing to compare."""
+    if compile is None:
+        return _NO_COMPILE
+    return getattr(compile, stage).reason or "not recorded"
+
+
+def _stage_text(compile, stage: str, text=lambda s: s.as_text()) -> tuple[str | None, str | None]:
     """(text, reason when missing) of one stage of one compile."""
-    if compile_data is None:
-        return None, "no such compile on this side"
-    data = compile_data.get(stage) or {}
-    if not data.get("available"):
-        return None, data.get("reason") or "not recorded"
-    return data.get(key), None
+    if compile is None or not getattr(compile, stage).available:
+        return None, _reason(compile, stage)
+    return text(getattr(compile, stage)), None
 
 
 # --- stages ------------------------------------------------------------------------------------------
@@ -149,70 +177,74 @@ def _finish(items: list[dict], **extra) -> dict:
     available = any(item["status"] != "unavailable" for item in items)
     reason = None
     if not available:
-        reasons = {r for item in items for r in (item.get("reason_a"), item.get("reason_b")) if r}
+        reasons = {r for item in items for r in (item["reason_a"], item["reason_b"]) if r}
         reason = "; ".join(sorted(reasons)) or "nothing was compiled"
     return {"available": available, "reason": reason, "items": items, "counts": dict(counts),
             "changed": any(s in counts for s in ("changed", "added", "removed")), **extra}
 
 
+def _as_text(stage: str):
+    """Any stage compared by the text it reads as (``Stage.as_text()``)."""
+    def getter(ca, cb):
+        yield "", _stage_text(ca, stage), _stage_text(cb, stage)
+    return getter
+
+
 def _graph(ca, cb):
-    yield "", _stage_text(ca, "graph", "code"), _stage_text(cb, "graph", "code")
+    code = lambda graph: graph.code  # noqa: E731
+    yield "", _stage_text(ca, "graph", code), _stage_text(cb, "graph", code)
 
 
 def _aot(ca, cb):
-    roles_a = ((ca or {}).get("aot") or {}).get("graphs") or {}
-    roles_b = ((cb or {}).get("aot") or {}).get("graphs") or {}
+    roles_a = ca.aot.graphs if ca is not None and ca.aot.available else {}
+    roles_b = cb.aot.graphs if cb is not None and cb.aot.available else {}
     if not roles_a and not roles_b:
         yield "", (None, _reason(ca, "aot")), (None, _reason(cb, "aot"))
         return
     for role in list(roles_a) + [r for r in roles_b if r not in roles_a]:
         ga, gb = roles_a.get(role), roles_b.get(role)
-        yield (role, (ga.get("code"), None) if ga else (None, f"no {role} graph"),
-               (gb.get("code"), None) if gb else (None, f"no {role} graph"))
+        yield (role, (ga.code, None) if ga else (None, f"no {role} graph"),
+               (gb.code, None) if gb else (None, f"no {role} graph"))
 
 
-def _reason(compile_data: dict | None, stage: str) -> str:
-    if compile_data is None:
-        return "no such compile on this side"
-    return (compile_data.get(stage) or {}).get("reason") or "not recorded"
+_IR = (("before fusion", "ir_before"), ("after fusion", "ir_after"))
 
 
-def _ir(which: str):
-    def getter(ca, cb):
-        runs_a = (((ca or {}).get("inductor") or {}).get("runs")) or []
-        runs_b = (((cb or {}).get("inductor") or {}).get("runs")) or []
-        if not runs_a and not runs_b:
-            yield "", (None, _reason(ca, "inductor")), (None, _reason(cb, "inductor"))
-            return
-        for index in range(max(len(runs_a), len(runs_b))):
-            ra = runs_a[index] if index < len(runs_a) else None
-            rb = runs_b[index] if index < len(runs_b) else None
-            role = (ra or rb).get("role") or f"run {index}"
-            yield role, _ir_text(ra, which), _ir_text(rb, which)
-    return getter
+def _inductor(ca, cb):
+    """Inductor's scheduler IR, run by run (inference, or forward and backward), before and after fusion."""
+    runs_a = ca.inductor.runs if ca is not None and ca.inductor.available else []
+    runs_b = cb.inductor.runs if cb is not None and cb.inductor.available else []
+    if not runs_a and not runs_b:
+        yield "", (None, _reason(ca, "inductor")), (None, _reason(cb, "inductor"))
+        return
+    for index in range(max(len(runs_a), len(runs_b))):
+        ra = runs_a[index] if index < len(runs_a) else None
+        rb = runs_b[index] if index < len(runs_b) else None
+        role = (ra or rb).role or f"run {index}"
+        for phase, which in _IR:
+            yield f"{role} IR {phase}", _ir_text(ra, which), _ir_text(rb, which)
 
 
-def _ir_text(run: dict | None, which: str):
+def _ir_text(run, which: str):
     if run is None:
         return None, "no such Inductor run on this side"
-    ir = run.get("ir") or {}
-    if not ir.get("available"):
-        return None, ir.get("reason") or "no IR"
-    return (ir.get(which) or {}).get("text"), None
+    if not run.ir.available:
+        return None, run.ir.reason or "no IR"
+    return getattr(run, which).text, None
 
 
-def _kernel_ops(kernel: dict) -> tuple:
-    return tuple(sorted(kernel.get("aten_ops") or kernel.get("ops_from_name") or []))
+def _kernel_ops(kernel) -> tuple:
+    return tuple(sorted(kernel.aten_ops or kernel.ops_from_name))
 
 
-def match_kernels(kernels_a: list[dict], kernels_b: list[dict]) -> list[tuple[dict | None, dict | None]]:
-    """Pairs of kernels: same name first, then the same name without its index
-    (``cpp_fused_relu_0`` / ``cpp_fused_relu_1``), then the same ops; the rest alone."""
+def match_kernels(kernels_a: list, kernels_b: list) -> list[tuple]:
+    """Pairs of kernels (``compiler.schema.Kernel``): same name first, then the same name without its
+    index (``cpp_fused_relu_0`` / ``cpp_fused_relu_1``), then the same ops; the rest alone."""
     left, right = list(kernels_a), list(kernels_b)
     pairs = []
-    for key in (lambda k: (k.get("role"), k["name"]),
-                lambda k: (k.get("role"), re.sub(r"_\d+$", "", k["name"])),
-                lambda k: (k.get("role"), k.get("language"), _kernel_ops(k))):
+    for key in (lambda k: (k.role, k.name),
+                lambda k: (k.role, re.sub(r"_\d+$", "", k.name)),
+                lambda k: (k.role, k.language, _kernel_ops(k))):
         for ka in list(left):
             kb = next((k for k in right if key(k) == key(ka)), None)
             if kb is not None:
@@ -225,72 +257,70 @@ def match_kernels(kernels_a: list[dict], kernels_b: list[dict]) -> list[tuple[di
 def _kernels_stage(a, b, labels, normalized) -> dict:
     items = []
     for title, ca, cb in _pairs(a, b):
-        stage_a, stage_b = (ca or {}).get("kernels") or {}, (cb or {}).get("kernels") or {}
-        if not stage_a.get("available") and not stage_b.get("available"):
-            items.append(text_diff(title, None, None, reasons=(stage_a.get("reason") or "no such compile",
-                                                               stage_b.get("reason") or "no such compile")))
+        stage_a = ca.kernels if ca is not None else None
+        stage_b = cb.kernels if cb is not None else None
+        if not (stage_a and stage_a.available) and not (stage_b and stage_b.available):
+            items.append(text_diff(title, None, None, reasons=(_reason(ca, "kernels"), _reason(cb, "kernels"))))
             continue
-        for ka, kb in match_kernels(stage_a.get("kernels") or [], stage_b.get("kernels") or []):
-            name = ka["name"] if ka and kb and ka["name"] == kb["name"] else \
-                f"{ka['name'] if ka else '∅'} → {kb['name'] if kb else '∅'}"
+        for ka, kb in match_kernels(stage_a.kernels if stage_a else [], stage_b.kernels if stage_b else []):
+            name = ka.name if ka and kb and ka.name == kb.name else \
+                f"{ka.name if ka else '∅'} → {kb.name if kb else '∅'}"
             item = text_diff(f"{title} {name}", _kernel_text(ka), _kernel_text(kb), labels=labels,
                              normalized=normalized, reasons=(None if ka else f"no such kernel in {labels[0]}",
                                                              None if kb else f"no such kernel in {labels[1]}"))
-            item.update(kernel_a=ka and ka["name"], kernel_b=kb and kb["name"], compile=title,
-                        ops=list(_kernel_ops(ka or kb)), language=(ka or kb).get("language"))
+            item.update(kernel_a=ka and ka.name, kernel_b=kb and kb.name, compile=title,
+                        ops=list(_kernel_ops(ka or kb)), language=(ka or kb).language)
             items.append(item)
     return _finish(items)
 
 
-def _kernel_text(kernel: dict | None) -> str | None:
+def _kernel_text(kernel) -> str | None:
     if kernel is None:
         return None
-    if kernel.get("language") == "extern":
-        return f"{kernel['name']}({', '.join(kernel.get('call_args') or [])})"
-    return kernel.get("source") or ""
+    if kernel.language == "extern":
+        return f"{kernel.name}({', '.join(kernel.call_args)})"
+    return kernel.source or ""
 
 
-def _guard_key(row: dict) -> tuple:
-    return (row.get("source") or "", row.get("kind") or "", normalize(row.get("condition") or ""))
+def _guard_key(row) -> tuple:
+    return (row.source, row.kind, normalize(row.condition))
 
 
-def _guard_line(row: dict) -> str:
-    source, kind, condition = _guard_key(row)
+def _guard_line(row) -> str:
+    _, kind, condition = _guard_key(row)
     return f"{kind}: {condition}"
+
+
+def _guard_rows(compile) -> list:
+    return compile.guards.rows if compile is not None and compile.guards.available else []
 
 
 def guard_diff(a, b) -> dict:
     """Guards of two captures as sets of (guarded value, kind, condition), compile by compile:
     ``removed`` (only in a), ``added`` (only in b), ``common`` (count)."""
-    a, b = _capture_data(a), _capture_data(b)
+    a, b = _capture(a), _capture(b)
     removed, added, common = [], [], 0
     for title, ca, cb in _pairs(a, b):
-        rows_a = (((ca or {}).get("guards") or {}).get("table")) or []
-        rows_b = (((cb or {}).get("guards") or {}).get("table")) or []
+        rows_a, rows_b = _guard_rows(ca), _guard_rows(cb)
         keys_a, keys_b = Counter(map(_guard_key, rows_a)), Counter(map(_guard_key, rows_b))
         left, right = keys_a - keys_b, keys_b - keys_a
         common += sum((keys_a & keys_b).values())
         for rows, extra, out in ((rows_a, left, removed), (rows_b, right, added)):
             for row in rows:
                 key = _guard_key(row)
-                if extra.get(key):
+                if extra[key]:
                     extra[key] -= 1
-                    out.append({"compile": title, "source": row.get("source"), "kind": row.get("kind"),
-                                "condition": row.get("condition")})
+                    out.append({"compile": title, "source": row.source, "kind": row.kind,
+                                "condition": row.condition})
     return {"removed": removed, "added": added, "common": common}
 
 
 def _guards_stage(a, b, labels, normalized) -> dict:
+    def text(guards):
+        return "\n".join(sorted(f"{r.source or '(global)'}  {_guard_line(r)}" for r in guards.rows))
+
     def getter(ca, cb):
-        texts = []
-        for c in (ca, cb):
-            guards = (c or {}).get("guards") or {}
-            if c is None or not guards.get("available"):
-                texts.append((None, guards.get("reason") if c else "no such compile on this side"))
-            else:
-                texts.append(("\n".join(sorted(f"{r.get('source') or '(global)'}  {_guard_line(r)}"
-                                               for r in guards.get("table") or [])), None))
-        yield "", texts[0], texts[1]
+        yield "", _stage_text(ca, "guards", text), _stage_text(cb, "guards", text)
 
     stage = _text_stage(a, b, labels, normalized, getter)
     sets = guard_diff(a, b)
@@ -299,18 +329,20 @@ def _guards_stage(a, b, labels, normalized) -> dict:
     return stage
 
 
+def _phases(compile) -> dict:
+    return {p.label: p.seconds for p in compile.timings.phases} if compile is not None else {}
+
+
 def _timings_stage(a, b) -> dict:
     rows = []
     for title, ca, cb in _pairs(a, b):
-        phases_a = {p["label"]: p["seconds"] for p in (((ca or {}).get("timings") or {}).get("phases") or [])}
-        phases_b = {p["label"]: p["seconds"] for p in (((cb or {}).get("timings") or {}).get("phases") or [])}
+        phases_a, phases_b = _phases(ca), _phases(cb)
         for label in list(phases_a) + [p for p in phases_b if p not in phases_a]:
             rows.append(_number_row(title, label, phases_a.get(label), phases_b.get(label)))
-    runtime_a, runtime_b = a.get("runtime") or {}, b.get("runtime") or {}
-    for key, label in (("eager", "runtime: eager median"), ("compiled", "runtime: compiled median")):
-        if runtime_a.get("available") or runtime_b.get("available"):
-            rows.append(_number_row("run", label, (runtime_a.get(key) or {}).get("median_s"),
-                                    (runtime_b.get(key) or {}).get("median_s")))
+    if a.runtime.available or b.runtime.available:
+        for key, label in (("eager", "runtime: eager median"), ("compiled", "runtime: compiled median")):
+            timing_a, timing_b = getattr(a.runtime, key), getattr(b.runtime, key)
+            rows.append(_number_row("run", label, timing_a and timing_a.median_s, timing_b and timing_b.median_s))
     return {"available": bool(rows), "reason": None if rows else "no timings were recorded", "rows": rows,
             "items": [], "counts": {}, "changed": False,
             "note": "timings always differ a little between runs: compare the ratio, not the digits"}
@@ -323,10 +355,10 @@ def _number_row(group: str, label: str, value_a, value_b) -> dict:
 
 
 def _summary_stage(a, b) -> dict:
-    sa, sb = a.get("summary") or {}, b.get("summary") or {}
+    sa, sb = a.summary.to_data(), b.summary.to_data()
     rows = [{"label": key, "a": sa.get(key), "b": sb.get(key), "changed": sa.get(key) != sb.get(key)}
             for key in list(sa) + [k for k in sb if k not in sa]]
-    options_a, options_b = a.get("options") or {}, b.get("options") or {}
+    options_a, options_b = a.options, b.options
     options = [{"label": key, "a": _show(options_a.get(key)), "b": _show(options_b.get(key)),
                 "changed": options_a.get(key) != options_b.get(key)}
                for key in list(options_a) + [k for k in options_b if k not in options_a]]
@@ -338,10 +370,130 @@ def _show(value):
     return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, default=str)
 
 
+def _compare(stage: str, a, b, labels, normalized) -> dict:
+    """One diff stage: the summary, a stage with its own comparison, or any other by its text."""
+    if stage == "summary":
+        return _summary_stage(a, b)
+    if stage == "timings":
+        return _timings_stage(a, b)
+    if stage == "guards":
+        return _guards_stage(a, b, labels, normalized)
+    if stage == "kernels":
+        return _kernels_stage(a, b, labels, normalized)
+    getter = {"graph": _graph, "aot": _aot, "inductor": _inductor}.get(stage) or _as_text(stage)
+    return _text_stage(a, b, labels, normalized, getter)
+
+
+# --- the document ------------------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class DiffItem(Data):
+    """One compared text: a graph, a kernel, one IR of one Inductor run …"""
+
+    key: str
+    status: str  # same, changed, added, removed, unavailable
+    a: str | None = None
+    b: str | None = None
+    reason_a: str | None = None
+    reason_b: str | None = None
+    unified: str = ""
+    opcodes: list[list[Any]] = field(default_factory=list)  # difflib opcodes: [tag, i1, i2, j1, j2]
+    added: int = 0
+    removed: int = 0
+    compile: str | None = None  # kernels: the compile, both kernels' names, their ops and language
+    kernel_a: str | None = None
+    kernel_b: str | None = None
+    ops: list[str] = field(default_factory=list)
+    language: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class GuardChange(Data):
+    compile: str = ""
+    source: str | None = None
+    kind: str | None = None
+    condition: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class DiffRow(Data):
+    """A number or value on both sides: a summary count, an option, a timing."""
+
+    label: str
+    group: str | None = None
+    a: Any = None
+    b: Any = None
+    changed: bool = True
+    delta: float | None = None
+    ratio: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class DiffStage(Data):
+    available: bool
+    reason: str | None = None
+    changed: bool = False
+    items: list[DiffItem] = field(default_factory=list)  # text stages
+    counts: dict[str, int] = field(default_factory=dict)  # items per status
+    removed: list[GuardChange] = field(default_factory=list)  # guards: only in A …
+    added: list[GuardChange] = field(default_factory=list)  # … only in B
+    common: int = 0  # … in both
+    rows: list[DiffRow] = field(default_factory=list)  # summary and timings
+    options: list[DiffRow] = field(default_factory=list)  # summary: the recorded options
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class DiffDocument(Data):
+    """The shape of a saved diff (``CaptureDiff.data``), checked when one is loaded."""
+
+    format: str
+    version: list[int]
+    labels: list[str]
+    stages: dict[str, DiffStage]
+
+
+_OPCODE_TAGS = ("equal", "replace", "delete", "insert")
+_STATUSES = ("same", "changed", "added", "removed", "unavailable")
+
+
+def _check_values(document: DiffDocument) -> None:
+    """What types alone do not say: two labels, known statuses, opcodes of five fields."""
+    if len(document.labels) != 2:
+        raise CaptureFormatError(f"labels: expected two labels, got {len(document.labels)}")
+    for name, stage in document.stages.items():
+        for i, item in enumerate(stage.items):
+            where = f"stages.{name}.items[{i}]"
+            if item.status not in _STATUSES:
+                raise CaptureFormatError(f"{where}.status: expected one of {', '.join(_STATUSES)}, "
+                                         f"got {item.status!r}")
+            for j, op in enumerate(item.opcodes):
+                if not (len(op) == 5 and op[0] in _OPCODE_TAGS and all(
+                        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in op[1:])):
+                    raise CaptureFormatError(f"{where}.opcodes[{j}]: expected [tag, i1, i2, j1, j2], "
+                                             f"got {json.dumps(op, default=str)[:60]}")
+
+
+def _read(data) -> DiffDocument:
+    """Diff data → ``DiffDocument``, or ``CaptureFormatError`` naming what is wrong and where."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CaptureFormatError(f"not a tcompile diff: missing \"format\": \"{FORMAT}\"")
+    version = data.get("version")
+    if not (isinstance(version, list) and len(version) == 2 and version[0] == VERSION[0]):
+        raise CaptureFormatError(f"version: this tcompile reads diffs of version {VERSION[0]}.x, "
+                                 f"got {json.dumps(version, default=str)[:60]}")
+    document = DiffDocument.from_data(data)
+    _check_values(document)
+    return document
+
+
 # --- the entry point --------------------------------------------------------------------------------
 
 class CaptureDiff(JsonFile):
-    """Stage-by-stage differences between capture A and capture B (plain data in ``.data``)."""
+    """Stage-by-stage differences between capture A and capture B (plain data in ``.data``, shaped
+    as ``DiffDocument`` declares: every stage has every key, so readers index it directly)."""
+
+    document = "diff"
 
     def __init__(self, data: dict):
         self.data = data
@@ -350,37 +502,44 @@ class CaptureDiff(JsonFile):
     stages = property(lambda self: self.data["stages"])
 
     def stage(self, name: str) -> dict:
-        return self.data["stages"][name]
+        """One stage's data; a stage this diff does not hold (a newer tcompile's) reads as unavailable."""
+        if name in self.stages:
+            return self.stages[name]
+        return DiffStage(available=False, reason="not compared in this diff").to_data()
 
     @property
     def changed_stages(self) -> list[str]:
-        return [name for name, stage in self.stages.items() if stage.get("changed")]
+        return [name for name, stage in self.stages.items() if stage["changed"]]
 
     def as_text(self) -> str:
-        out = [f"tcompile diff: {self.labels[0]} → {self.labels[1]}; changed: {', '.join(self.changed_stages) or 'nothing'}"]
+        """A unified diff of every changed stage, and the summary and timing numbers that differ."""
+        out = [f"tcompile diff: {self.labels[0]} → {self.labels[1]}; "
+               f"changed: {', '.join(self.changed_stages) or 'nothing'}"]
         for name, stage in self.stages.items():
             if name in ("summary", "timings"):
-                rows = [r for r in stage.get("rows", []) if r.get("changed", True)]
-                out += [f"== {STAGE_TITLES[name]} =="] + [f"  {r.get('group', '') + ' ' if r.get('group') else ''}"
-                                                          f"{r['label']}: {r['a']} → {r['b']}" for r in rows]
+                out.append(f"== {stage_title(name)} ==")
+                out += [f"  {row['group'] + ' ' if row['group'] else ''}{row['label']}: {row['a']} → {row['b']}"
+                        for row in stage["rows"] if row["changed"]]
                 continue
             changed = [i for i in stage["items"] if i["status"] in ("changed", "added", "removed")]
-            if changed:
-                out.append(f"== {STAGE_TITLES[name]} ==")
-                out += [i["unified"] for i in changed]
-            if name == "guards" and (stage.get("removed") or stage.get("added")):
-                out += [f"  - {g['source']} {g['kind']}: {g['condition']}" for g in stage["removed"]]
-                out += [f"  + {g['source']} {g['kind']}: {g['condition']}" for g in stage["added"]]
+            if changed or stage["removed"] or stage["added"]:
+                out.append(f"== {stage_title(name)} ==")
+            out += [i["unified"] for i in changed]
+            out += [f"  - {g['source']} {g['kind']}: {g['condition']}" for g in stage["removed"]]
+            out += [f"  + {g['source']} {g['kind']}: {g['condition']}" for g in stage["added"]]
         return "\n".join(out)
 
     __str__ = as_text
 
-    document = "diff"
+    @classmethod
+    def from_data(cls, data) -> "CaptureDiff":
+        """A diff from its data, checked against ``DiffDocument`` (``CaptureFormatError`` naming the
+        JSON path when it is wrongly shaped) and completed with the declared defaults."""
+        return cls(_read(data).to_data())
 
     @staticmethod
     def validate_data(data) -> None:
-        if not isinstance(data, dict) or data.get("format") != FORMAT or (data.get("version") or [None])[0] != VERSION[0]:
-            raise CaptureFormatError(f"not a tcompile diff (format {FORMAT} {VERSION[0]}.x)")
+        _read(data)
 
     def __repr__(self) -> str:
         return f"<CaptureDiff {self.labels[0]} → {self.labels[1]}: changed {self.changed_stages}>"
@@ -388,19 +547,11 @@ class CaptureDiff(JsonFile):
 
 def diff(a, b, *, labels=("A", "B"), normalized: bool = True) -> CaptureDiff:
     """Compare two captures (Capture objects, capture dicts, or paths of saved captures) stage by stage."""
-    a, b = _capture_data(a), _capture_data(b)
+    a, b = _capture(a), _capture(b)
     labels = tuple(labels)
-    stages = {
-        "summary": _summary_stage(a, b),
-        "graph": _text_stage(a, b, labels, normalized, _graph),
-        "guards": _guards_stage(a, b, labels, normalized),
-        "aot": _text_stage(a, b, labels, normalized, _aot),
-        "ir_pre": _text_stage(a, b, labels, normalized, _ir("pre_fusion")),
-        "ir_post": _text_stage(a, b, labels, normalized, _ir("post_fusion")),
-        "kernels": _kernels_stage(a, b, labels, normalized),
-        "timings": _timings_stage(a, b),
-    }
-    return CaptureDiff({"format": FORMAT, "version": list(VERSION), "labels": list(labels), "stages": stages})
+    stages = {name: _compare(name, a, b, labels, normalized) for name in DIFF_STAGES}
+    return CaptureDiff.from_data({"format": FORMAT, "version": list(VERSION), "labels": list(labels),
+                                  "stages": stages})
 
 
 diff_captures = diff

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from compiler.diff import STAGES
+from compiler.diff import DIFF_STAGES, stage_title
 
 from .html import note, style_tag, tag, view_frame
 from .views.compare import render_compare, render_compare_static
@@ -25,7 +25,8 @@ class CompareExplorer(widgets.VBox):
                                          layout=widgets.Layout(width="min(100%, 420px)"))
         self.config_b = widgets.Dropdown(options=options, value=second[1] if second[1] is not None else first[1],
                                          description="B:", layout=widgets.Layout(width="min(100%, 420px)"))
-        self.stage = widgets.Dropdown(options=[("Changed stages", None)] + [(title, key) for key, title in STAGES],
+        stages = [("Changed stages", None)] + [(stage_title(key), key) for key in DIFF_STAGES]
+        self.stage = widgets.Dropdown(options=stages,
                                       value=None, description="Stage:", layout=widgets.Layout(width="min(100%, 300px)"))
         self.summary = widgets.HTML(view_frame(render_compare(comparison)))
         self.pane = widgets.HTML(layout=widgets.Layout(width="100%"))

@@ -175,7 +175,7 @@ def test_mode_diff_lists_option_changes(modes_cmp):
     d = modes_cmp.diff("mode=default", "mode=max-autotune")
     options = {r["label"]: r for r in d.stage("summary")["options"]}
     assert options["mode"]["changed"] and options["mode"]["b"] == "max-autotune"
-    assert d.stage("kernels")["available"] and d.stage("ir_post")["available"]
+    assert d.stage("kernels")["available"] and d.stage("inductor")["available"]
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_diff_dynamic_shows_real_differences(dynamic_cmp):
     assert any(g["kind"] == "LAMBDA_GUARD" and "size()" in g["condition"] for g in guards["removed"])
     assert any("size=[32, 16]" in g["condition"] for g in guards["added"])
     assert "+" in graph["unified"] and "-" in graph["unified"]
-    assert d.stage("timings")["available"] and d.stage("ir_pre")["available"] is False  # no Inductor
+    assert d.stage("timings")["available"] and d.stage("inductor")["available"] is False  # no Inductor
 
 
 def test_diff_of_two_saved_captures(dynamic_cmp, tmp_path):
@@ -211,12 +211,13 @@ def test_diff_of_two_saved_captures(dynamic_cmp, tmp_path):
 
 def test_kernel_matching():
     from compiler.diff import match_kernels
+    from compiler.schema import Kernel
 
-    a = [{"name": "cpp_fused_relu_0", "aten_ops": ["relu"]}, {"name": "cpp_fused_mul_1", "aten_ops": ["mul"]},
-         {"name": "extern_kernels.mm", "aten_ops": []}]
-    b = [{"name": "cpp_fused_relu_1", "aten_ops": ["relu"]}, {"name": "extern_kernels.mm", "aten_ops": []},
-         {"name": "cpp_fused_add_0", "aten_ops": ["add"]}]
-    pairs = {(x and x["name"], y and y["name"]) for x, y in match_kernels(a, b)}
+    a = [Kernel(name="cpp_fused_relu_0", aten_ops=["relu"]), Kernel(name="cpp_fused_mul_1", aten_ops=["mul"]),
+         Kernel(name="extern_kernels.mm")]
+    b = [Kernel(name="cpp_fused_relu_1", aten_ops=["relu"]), Kernel(name="extern_kernels.mm"),
+         Kernel(name="cpp_fused_add_0", aten_ops=["add"])]
+    pairs = {(x and x.name, y and y.name) for x, y in match_kernels(a, b)}
     assert pairs == {("extern_kernels.mm", "extern_kernels.mm"), ("cpp_fused_relu_0", "cpp_fused_relu_1"),
                      ("cpp_fused_mul_1", None), (None, "cpp_fused_add_0")}
 
@@ -351,7 +352,7 @@ def test_views_escape_and_render(dynamic_cmp, backends_cmp):
         assert "apache-tvm" in failed and "tc-cmp-failed" in failed
     d = dynamic_cmp.diff(0, 1)
     shown = {"graph": "Sym(s", "guards": "size=[32, 16]", "aot": "Sym(s"}  # what differs, drawn in the pane
-    for stage in ("summary", "graph", "guards", "aot", "ir_pre", "kernels", "timings"):
+    for stage in ("summary", "graph", "guards", "aot", "inductor", "kernels", "timings"):
         pane = render_diff(d, stage)
         assert "dynamic=true" in pane and "dynamic=false" in pane  # both configurations are named
         if not d.stage(stage)["available"]:  # no Inductor with aot_eager: the pane says why
@@ -416,7 +417,7 @@ def test_screenshots(dynamic_cmp, artifact_dir):
     html = render_compare_static(dynamic_cmp)
     with open_browser() as page:
         page.set_content(html, wait_until="load")
-        labels = page.locator(".tc-cmp-label")
+        labels = page.locator(".tc-cmp-table .tc-cmp-label:visible")
         assert labels.all_inner_texts() == dynamic_cmp.labels  # one visible row per configuration
         assert labels.first.evaluate("e => getComputedStyle(e).fontWeight") == "600"  # compare.css applies
         assert page.locator(".tc-cmp-table").first.bounding_box()["height"] > 0

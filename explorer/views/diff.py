@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.resources import files
 
-from compiler.diff import STAGE_TITLES, inline_changes, side_by_side
+from compiler.diff import DIFF_STAGES, inline_changes, side_by_side, stage_title
 
 from ..html import (Html, badge, code, details, esc, join, note, para, plural, seconds, shorten, table, tag,
                     unavailable)
@@ -102,25 +102,24 @@ def _status(item: dict) -> Html:
 def item_section(item: dict, labels, open: bool) -> Html:
     summary = join([_status(item), " ", code(item["key"])])
     if item["status"] == "unavailable":
-        return details(summary, note(f"{labels[0]}: {item.get('reason_a')}", tag("br"),
-                                     f"{labels[1]}: {item.get('reason_b')}", kind="muted"), open=open,
+        return details(summary, note(f"{labels[0]}: {item['reason_a']}", tag("br"),
+                                     f"{labels[1]}: {item['reason_b']}", kind="muted"), open=open,
                        cls="tc-diff-item")
-    missing = [f"{labels[i]}: {item.get(key)}" for i, key in enumerate(("reason_a", "reason_b")) if item.get(key)]
+    missing = [f"{labels[i]}: {item[key]}" for i, key in enumerate(("reason_a", "reason_b")) if item[key]]
     return details(summary, para(join(missing, "; "), cls="tc-muted") if missing else None,
                    side_by_side_table(item, labels), open=open, cls="tc-diff-item")
 
 
 def _counts_line(stage: dict) -> Html:
-    counts = stage.get("counts") or {}
-    parts = [badge(f"{n} {status}", STATUS_KIND.get(status, "info")) for status, n in counts.items()]
+    parts = [badge(f"{n} {status}", STATUS_KIND.get(status, "info")) for status, n in stage["counts"].items()]
     return para(*parts) if parts else None
 
 
 def _text_stage(stage: dict, labels, name: str) -> Html:
-    items = stage.get("items") or []
+    items = stage["items"]
     changed = [i for i in items if i["status"] in ("changed", "added", "removed")]
-    intro = para(f"{STAGE_TITLES[name]}: {len(changed)} of {plural(len(items), 'item')} differ." if changed else
-                 f"{STAGE_TITLES[name]}: identical in both configurations"
+    intro = para(f"{stage_title(name)}: {len(changed)} of {plural(len(items), 'item')} differ." if changed else
+                 f"{stage_title(name)}: identical in both configurations"
                  + (" (after normalizing object ids, addresses and cache paths)." if items else "."))
     order = changed + [i for i in items if i not in changed]
     return join([intro, _counts_line(stage),
@@ -130,15 +129,15 @@ def _text_stage(stage: dict, labels, name: str) -> Html:
 
 def _guard_rows(rows: list[dict]) -> Html:
     return table(["compile", "guarded value", "kind", "condition"],
-                 [[r.get("compile"), code(r.get("source") or "(global)"), r.get("kind"),
-                   tag("code", shorten(r.get("condition"), 200), title=r.get("condition"))] for r in rows])
+                 [[r["compile"], code(r["source"] or "(global)"), r["kind"],
+                   tag("code", shorten(r["condition"], 200), title=r["condition"])] for r in rows])
 
 
 def _guards_stage(stage: dict, labels) -> Html:
-    removed, added = stage.get("removed") or [], stage.get("added") or []
+    removed, added = stage["removed"], stage["added"]
     return join([
         para(f"{plural(len(removed), 'guard')} only in {labels[0]}, {plural(len(added), 'guard')} only in "
-             f"{labels[1]}, {stage.get('common', 0)} in both (compared as sets of guarded value, kind and "
+             f"{labels[1]}, {stage['common']} in both (compared as sets of guarded value, kind and "
              "condition; object ids ignored)."),
         details(join([badge(f"only in {labels[0]}", "error"), f" {len(removed)}"]), _guard_rows(removed),
                 open=bool(removed), cls="tc-diff-item") if removed else None,
@@ -149,7 +148,7 @@ def _guards_stage(stage: dict, labels) -> Html:
 
 
 def _ratio(row: dict) -> Html:
-    ratio = row.get("ratio")
+    ratio = row["ratio"]
     if ratio is None:
         return Html("–")
     kind = "ok" if ratio < 0.9 else "warn" if ratio > 1.1 else "muted"
@@ -157,10 +156,13 @@ def _ratio(row: dict) -> Html:
 
 
 def _timings_stage(stage: dict, labels) -> Html:
-    rows = [[row.get("group"), row["label"], seconds(row.get("a")), seconds(row.get("b")), _ratio(row)]
-            for row in stage.get("rows") or []]
-    return join([para(stage.get("note"), cls="tc-muted"),
+    rows = [[row["group"], row["label"], _seconds(row["a"]), _seconds(row["b"]), _ratio(row)] for row in stage["rows"]]
+    return join([para(stage["note"], cls="tc-muted"),
                  table(["compile", "phase", labels[0], labels[1], f"{labels[1]} / {labels[0]}"], rows)])
+
+
+def _seconds(value) -> str:
+    return seconds(value) if isinstance(value, (int, float)) or value is None else _value(value)
 
 
 def _value(value) -> str:
@@ -174,8 +176,8 @@ def _summary_stage(stage: dict, labels) -> Html:
         return ([[r["label"], _value(r["a"]), _value(r["b"])] for r in rows],
                 ["tc-diff-changed" if r["changed"] else None for r in rows])
 
-    summary_rows, summary_marks = rows_of(stage.get("rows") or [])
-    option_rows, option_marks = rows_of([r for r in stage.get("options") or [] if r["a"] is not None or r["b"] is not None])
+    summary_rows, summary_marks = rows_of(stage["rows"])
+    option_rows, option_marks = rows_of([r for r in stage["options"] if r["a"] is not None or r["b"] is not None])
     return join([table(["", labels[0], labels[1]], summary_rows, summary_marks),
                  details("Options recorded with each capture", table(["option", labels[0], labels[1]],
                                                                       option_rows, option_marks), open=True)])
@@ -185,8 +187,8 @@ def render_stage(capture_diff, stage: str) -> Html:
     """One stage of a CaptureDiff as HTML."""
     labels = capture_diff.labels
     data = capture_diff.stage(stage)
-    if not data.get("available"):
-        return unavailable(STAGE_TITLES[stage], data.get("reason"))
+    if not data["available"]:
+        return unavailable(stage_title(stage), data["reason"])
     if stage == "summary":
         return _summary_stage(data, labels)
     if stage == "timings":
@@ -199,13 +201,14 @@ def render_stage(capture_diff, stage: str) -> Html:
 def stage_overview(capture_diff) -> Html:
     """One badge per stage: changed or identical (or unavailable)."""
     parts = []
-    for key, title in STAGE_TITLES.items():
+    for key in DIFF_STAGES:
+        title = stage_title(key)
         stage = capture_diff.stage(key)
-        kind = "muted" if not stage.get("available") else "warn" if stage.get("changed") else "ok"
+        kind = "muted" if not stage["available"] else "warn" if stage["changed"] else "ok"
         text = "n/a" if kind == "muted" else "changed" if kind == "warn" else "same"
-        if key == "timings" and stage.get("available"):
+        if key == "timings" and stage["available"]:
             kind, text = "info", "compare"  # timings always differ a little: a table, not a verdict
-        parts.append(badge(f"{title}: {text}", kind, title=stage.get("reason")))
+        parts.append(badge(f"{title}: {text}", kind, title=stage["reason"]))
     return para(*parts, cls="tc-diff-stages")
 
 
@@ -218,6 +221,6 @@ def render_diff(capture_diff, stage: str | None = None) -> Html:
         body = [render_stage(capture_diff, stage)]
     else:
         changed = capture_diff.changed_stages or ["summary"]
-        body = [details(STAGE_TITLES[key], render_stage(capture_diff, key), open=True, cls="tc-section")
+        body = [details(stage_title(key), render_stage(capture_diff, key), open=True, cls="tc-section")
                 for key in changed]
     return tag("div", header, stage_overview(capture_diff), *body, cls="tc-diff-pane")
