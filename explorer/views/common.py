@@ -70,9 +70,3 @@ def op_summary(nodes, most: int = 12) -> Html:
     more = f" … and {plural(len(counts) - most, 'other')}" if len(counts) > most else ""
     return para(f"{plural(sum(counts.values()), 'op')}: ", join(shown, ", "), more, cls="tc-ops")
 
-
-def tensor_type(node) -> str:
-    """``float32[4, 16]`` (or the symbolic type) of a ``GraphNode``, as its tooltip and table show it."""
-    if node.dtype:
-        return f"{node.dtype}[{', '.join(node.shape or [])}]"
-    return node.type or ""
