@@ -20,50 +20,50 @@ def explore_case(name, **extra):
 
 def test_pointwise_chain_one_fused_triton_kernel_profiled():
     fn, args, cap = explore_case("pointwise_chain")
-    kernels = [k for k in cap.compiles[0].kernels["kernels"] if k["language"] == "Triton"]
-    assert len(kernels) == 1 and kernels[0]["kind"] == "pointwise"
+    kernels = [k for k in cap.compiles[0].kernels.kernels if k.language == "Triton"]
+    assert len(kernels) == 1 and kernels[0].kind == "pointwise"
     kernel = kernels[0]
-    assert "@triton.jit" in kernel["source"] and kernel["triton"]["heuristic"] == "pointwise"
-    assert {"sin", "cos", "relu"} <= set(kernel["ops_from_name"])
-    assert kernel["gpu_time_us_per_call"] > 0  # matched to the profiler's kernel of the same name
-    profile = cap.data["gpu_profile"]
-    assert profile["gpu_time_us_per_call"] <= profile["wall_time_us_per_call"]
-    assert torch.allclose(cap.compiled_fn(*args), fn(*args), atol=1e-5)
+    assert "@triton.jit" in kernel.source and kernel.triton["heuristic"] == "pointwise"
+    assert {"sin", "cos", "relu"} <= set(kernel.ops_from_name)
+    assert kernel.gpu_time_us_per_call > 0  # matched to the profiler's kernel of the same name
+    profile = cap.gpu_profile
+    assert profile.gpu_time_us_per_call <= profile.wall_time_us_per_call
+    assert torch.allclose(cap.live.compiled_fn(*args), fn(*args), atol=1e-5)
 
 
 def test_softmax_layernorm_reduction_kernels():
     _, _, cap = explore_case("softmax_layernorm")
-    kinds = {k["kind"] for k in cap.compiles[0].kernels["kernels"] if k["language"] == "Triton"}
+    kinds = {k.kind for k in cap.compiles[0].kernels.kernels if k.language == "Triton"}
     assert kinds & {"reduction", "persistent reduction"}
 
 
 def test_max_autotune_matmul_records_choices_and_the_winner():
     _, _, cap = explore_case("matmul_epilogue_max_autotune")
-    (tuning,) = [a for a in cap.compiles[0].data["autotune"] if a["op"].startswith("mm") or "addmm" in a["op"]][:1]
-    chosen = [c for c in tuning["choices"] if c["chosen"]]
-    assert len(tuning["choices"]) > 2 and len(chosen) == 1
-    assert chosen[0]["time_ms"] == min(c["time_ms"] for c in tuning["choices"])
+    (tuning,) = [a for a in cap.compiles[0].autotune if a.op.startswith("mm") or "addmm" in a.op][:1]
+    chosen = [c for c in tuning.choices if c.chosen]
+    assert len(tuning.choices) > 2 and len(chosen) == 1
+    assert chosen[0].time_ms == min(c.time_ms for c in tuning.choices)
 
 
 def test_mlp_forward_backward_triton_kernels_in_both_directions():
     _, _, cap = explore_case("mlp_forward_backward")
-    roles = {k["role"] for c in cap.compiles for k in c.kernels.get("kernels", [])}
+    roles = {k.role for c in cap.compiles for k in c.kernels.kernels}
     assert {"forward", "backward"} <= roles
 
 
 def test_reduce_overhead_uses_cuda_graphs_and_measures_the_gain():
     _, _, cap = explore_case("reduce_overhead_small_model")
     graphs = cap.cudagraphs
-    assert graphs["used"] and graphs["recorded"] >= 1 and graphs["warmups"] >= 1
-    assert graphs["replays"] >= 1
-    comparison = cap.data["cudagraph_comparison"]
-    assert comparison["with_cudagraphs"]["median_s"] > 0 and comparison["without_cudagraphs"]["median_s"] > 0
+    assert graphs.used and graphs.recorded >= 1 and graphs.warmups >= 1
+    assert graphs.replays >= 1
+    comparison = cap.cudagraph_comparison
+    assert comparison.with_cudagraphs.median_s > 0 and comparison.without_cudagraphs.median_s > 0
 
 
 def test_input_mutation_skips_cuda_graphs_with_the_reason():
     _, _, cap = explore_case("cudagraphs_skipped_input_mutation")
     graphs = cap.cudagraphs
-    assert graphs["skipped"] and not graphs["used"]
-    assert "mutated inputs" in graphs["skip_reasons"][0]
-    assert "mutated in place" in graphs["skip_reasons_user"][0]
-    assert graphs["skip_locations"][0]["code"] == "buf.add_(1)"
+    assert graphs.skipped and not graphs.used
+    assert "mutated inputs" in graphs.skip_reasons[0]
+    assert "mutated in place" in graphs.skip_reasons_user[0]
+    assert graphs.skip_locations[0].code == "buf.add_(1)"
