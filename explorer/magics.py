@@ -90,12 +90,17 @@ class TcompileMagics(Magics):
                                    "give every combination (cell form only)")
     @magic_arguments.argument("--save", default=None, metavar="PATH",
                               help="save the Capture as JSON to PATH (compiler.load reads it back)")
+    @magic_arguments.argument("--load", default=None, metavar="PATH",
+                              help="show a TORCH_TRACE log, a job directory (per-rank logs or saved captures) or a "
+                                   "saved capture instead of compiling (line form: %%tcompile --load PATH)")
     @line_cell_magic
     def tcompile(self, line, cell=None):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
         option_text, rest = split_line(line)
         args = magic_arguments.parse_argstring(self.tcompile, option_text)
         opts = parse_options(args, self.shell.user_ns)
+        if args.load is not None:
+            return load_path(self.shell, args.load, opts, cell, rest)
         if args.compare is not None:
             if cell is None:
                 raise UsageError("--compare works on a cell: %%tcompile --compare SPEC")
@@ -109,6 +114,23 @@ class TcompileMagics(Magics):
         return run_cell(self.shell, opts, cell)
 
 
+def load_path(shell, path: str, opts, cell, rest):
+    """``%tcompile --load PATH [--name VAR]``: show what a job left behind (``explorer.show_path``)."""
+    if cell is not None or rest:
+        raise UsageError("--load shows a file or directory: %tcompile --load PATH (no cell, no call)")
+    from compiler.job import TraceError
+    from compiler.schema import CaptureFormatError
+
+    from .job_widget import show_path
+
+    try:
+        loaded = show_path(_unquote(path))
+    except (TraceError, CaptureFormatError) as exc:
+        raise UsageError(f"--load: {exc}") from None
+    if opts.name:
+        shell.user_ns[opts.name] = loaded
+
+
 TcompileMagics.tcompile.parser.allow_abbrev = False  # options are split from EXPR by their full names
 
 
@@ -118,7 +140,7 @@ _WORD = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)"""  # a quoted string, o
 _OPTION = re.compile(rf"\s*(--?[\w-]+)(={_WORD})?")
 _VALUE = re.compile(rf"\s*{_WORD}")
 _TAKES_VALUE = {"--backend", "--mode", "--dynamic", "--options", "--repeat", "--stance", "--name", "--save",
-                "--compare"}
+                "--compare", "--load"}
 
 
 def split_line(line: str) -> tuple[str, str]:
