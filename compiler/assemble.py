@@ -14,6 +14,7 @@ from .guards import guards_stage
 from .inductor_ir import ir_stage
 from .kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from .model import FORMAT, VERSION, resume_origin, unavailable
+from .provenance import add_costs, provenance_stage
 from .recompiles import recompile_stage
 from .shapes import shapes_stage
 from .timings import chromium_event, fold_events, timings_stage
@@ -109,6 +110,7 @@ def _add_measurements(data: dict, measurements: dict) -> None:
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
     if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):
         data["cudagraphs"]["memory"] = measurements["cudagraph_memory"]
+    add_costs(data, measurements)  # kernel time per source line, and amortization (compiler.provenance)
 
 
 def _resume_sources(compiles: list[dict]) -> None:
@@ -174,6 +176,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
     }
     compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
+    compile_data["provenance"] = _guarded(provenance_stage, compile_data)
     ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
                 if run["ir"].get("available")]
     compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],

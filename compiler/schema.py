@@ -622,6 +622,118 @@ class Kernels(Stage):
         return _table(self.kernels)
 
 
+# --- provenance: source line ↔ nodes ↔ kernels, cost per line, amortization -------------------------
+
+@dataclass(repr=False, eq=False)
+class ProvenanceNode(Data):
+    """One node of one level (``dynamo``, ``aot``, ``post_grad``, ``ir_pre_fusion``, ``ir_post_fusion``)
+    with the source lines it came from and the kernels it ended up in (``role:name`` keys)."""
+
+    level: str = ""
+    role: str | None = None  # inference, forward, backward (None for Dynamo's graph)
+    name: str = ""
+    target: str | None = None
+    lines: list[int] = field(default_factory=list)
+    file: str | None = None
+    kernels: list[str] = field(default_factory=list)
+    post_grad_nodes: list[str] = field(default_factory=list)  # IR nodes: the post-grad nodes they compute
+
+
+@dataclass(repr=False, eq=False)
+class KernelProvenance(Data):
+    """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
+
+    key: str = ""  # "role:name" (kernel names repeat between forward and backward)
+    name: str = ""
+    role: str | None = None
+    language: str = ""
+    lines: list[int] = field(default_factory=list)
+    line_weights: dict[str, float] = field(default_factory=dict)  # str(line) → share of this kernel's work
+    post_grad_nodes: list[str] = field(default_factory=list)
+    ir_nodes: list[str] = field(default_factory=list)  # scheduler nodes before fusion
+    fused_nodes: list[str] = field(default_factory=list)  # … after fusion
+    how: str | None = None  # which metadata linked it (IR buffers, kernel comments, …)
+    file: str | None = None  # the source file of its lines
+    seconds: float | None = None  # measured time per call of the function
+    calls: float | None = None  # invocations per call of the function
+
+
+@dataclass(repr=False, eq=False)
+class LineProvenance(Data):
+    """One source line that produced work: its nodes at every level, its kernels, its cost."""
+
+    line: int = 0
+    file: str | None = None
+    code: str | None = None
+    dynamo_nodes: list[str] = field(default_factory=list)
+    aot_nodes: list[str] = field(default_factory=list)  # "role:name"
+    post_grad_nodes: list[str] = field(default_factory=list)  # "role:name"
+    ir_nodes: list[str] = field(default_factory=list)  # "role:name"
+    kernels: list[str] = field(default_factory=list)  # "role:name"
+    seconds: float | None = None  # this line's share of measured kernel time, per call of the function
+    time_share: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Provenance(Stage):
+    """Source line ↔ Dynamo nodes ↔ AOT nodes ↔ post-grad nodes ↔ scheduler nodes ↔ kernels, both
+    ways (``compiler.provenance`` says how it is derived and what is best effort)."""
+
+    NAME: ClassVar[str] = "provenance"
+    method: str = ""
+    lines: list[LineProvenance] = field(default_factory=list)
+    kernels: list[KernelProvenance] = field(default_factory=list)
+    nodes: list[ProvenanceNode] = field(default_factory=list)
+    time_source: str | None = None  # where kernel times came from (None: not measured)
+    unattributed_seconds: float | None = None  # measured time of kernels with no source line
+    notes: list[str] = field(default_factory=list)
+
+    def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
+        return [k for row in self.lines if row.line == line and file in (None, row.file) for k in row.kernels]
+
+    def lines_of_kernel(self, name: str, role: str | None = None) -> list[int]:
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({line for k in found for line in k.lines})
+
+    def nodes_of_line(self, line: int, level: str | None = None) -> list[ProvenanceNode]:
+        return [n for n in self.nodes if line in n.lines and level in (None, n.level)]
+
+    def kernel(self, name: str, role: str | None = None) -> KernelProvenance | None:
+        return next((k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)), None)
+
+    def _text(self):
+        rows = [f"line {r.line:>5}  {(r.time_share or 0) * 100:5.1f}%  {r.code or ''}\n"
+                f"             kernels: {', '.join(r.kernels) or '-'}" for r in self.lines]
+        return "\n".join(rows)
+
+    def _summary(self):
+        return f"{len(self.lines)} lines, {len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.lines)
+
+
+@dataclass(repr=False, eq=False)
+class Amortization(Stage):
+    """When compiling paid off: compile seconds ÷ the measured saving per call."""
+
+    NAME: ClassVar[str] = "amortization"
+    compile_s: float | None = None
+    saving_per_call_s: float | None = None
+    break_even_calls: int | None = None  # calls after which compiling paid off (None: it never does)
+    calls_per_function_call: float | None = None  # how often one call of the function ran this compile
+    calls_under_capture: float | None = None  # calls this cached compile served during the capture
+    method: str | None = None
+
+    def _text(self):
+        return (f"compile {self.compile_s or 0:.3g} s, saving {self.saving_per_call_s or 0:.3g} s per call, "
+                f"paid off after {self.break_even_calls if self.break_even_calls is not None else 'never'} calls")
+
+    def _summary(self):
+        return f"paid off after {self.break_even_calls} calls" if self.break_even_calls else "never paid off"
+
+
 @dataclass(repr=False, eq=False)
 class AutotuneChoice(Data):
     name: str = ""
@@ -775,6 +887,8 @@ class Compile(Data):
     kernels: Kernels = field(default_factory=Kernels)
     timings: Timings = field(default_factory=Timings)
     shapes: Shapes = field(default_factory=Shapes)
+    provenance: Provenance = field(default_factory=Provenance)
+    amortization: Amortization = field(default_factory=Amortization)
     autotune: list[Autotune] = field(default_factory=list)
 
     def __repr__(self) -> str:
