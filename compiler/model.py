@@ -98,6 +98,14 @@ class Capture(CaptureData, JsonFile):
         frames = [c.guards.table.assign(compile_id=c.compile_id) for c in self.compiles if c.guards.available]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    def line_table(self):
+        """Where the time goes, by line of the user's code: a pandas DataFrame with one row per source
+        line that produced work — ``line``, ``code``, ``nodes``, ``kernels``, ``time_share`` (sums to 1
+        when kernel times were measured), ``seconds`` per call (``compiler.provenance``)."""
+        from .provenance import line_table
+
+        return line_table(self)
+
     @property
     def is_live(self) -> bool:
         return self.live is not None

@@ -91,6 +91,11 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
         measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
                                            device=device, repeat=repeat, stance=stance,
                                            first_call_s=measurements["first_call_s"])
+        if device == "cpu" and timing is True and recorder.error is None:
+            from .provenance import measure_kernel_times  # CPU time per kernel, for cost per line
+
+            with _stance(stance):
+                measurements["kernel_times"] = measure_kernel_times(compiled, args, kwargs, live_codes=live.codes)
         if device == "cuda" and timing is True and recorder.error is None:
             if progress:
                 progress("profiling the GPU kernels")
