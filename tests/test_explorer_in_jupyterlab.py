@@ -31,7 +31,7 @@ z = y.cos().sum()
 
 CHECK = """\
 assert abs(float(z) - float((x.sin() + 1).cos().sum())) < 1e-5
-print("graph breaks:", cap.summary["graph_breaks"])
+print("graph breaks:", cap.summary.graph_breaks)
 """
 
 
