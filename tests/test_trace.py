@@ -358,3 +358,34 @@ def test_report_cli_for_a_job_a_trace_and_a_capture(dist_job, tmp_path):
     assert _report(saved, tmp_path / "cap.html").returncode == 0
     missing = _report(tmp_path / "nope", tmp_path / "x.html")
     assert missing.returncode == 2 and "nope: no such file or directory" in missing.stderr
+
+
+@needs_inputs
+def test_tcompile_load_magic():
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "explorer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        ip.run_line_magic("tcompile", f"--load {INPUTS / 'multi_rank_schedule'} --name job")
+        ip.run_line_magic("tcompile", f"--load {INPUTS / 'comp_metrics.log'} --name cap")
+    assert isinstance(ip.user_ns["job"], Job) and ip.user_ns["job"].divergences[0].kind == "collective_schedule"
+    assert [c.compile_id for c in ip.user_ns["cap"].compiles] == ["0/0", "1/0", "2/0"]
+    with pytest.raises(UsageError, match="--load: .*nope: no such file"):
+        ip.run_line_magic("tcompile", "--load /nope")
+
+
+def test_report_for_fixture_job_and_rank_views(tmp_path):
+    if not INPUTS.is_dir():
+        pytest.skip(f"tlparse's fixture logs are not at {INPUTS}")
+    from explorer.job_view import report_page
+
+    job = quiet_load(INPUTS / "multi_rank_runtime")
+    page = report_page(job)
+    assert page.index("Ranks exhibit divergent inductor tensor meta") < page.index("Every rank")
+    assert "Ranks: 5, 6" in page and page.count("<details") > len(job.ranks)
+    cap = quiet_load(INPUTS / "simple_corrupted_json.log")
+    page = report_page(cap)
+    assert "payload md5" in page and "TORCH_TRACE" in page  # the problem, and why IR/bytecode are missing
