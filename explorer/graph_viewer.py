@@ -38,6 +38,10 @@ class GraphViewer(anywidget.AnyWidget):
 
     def _opened(self, change) -> None:
         """A group just opened also opens its inner groups while that stays small (``OPEN_BOXES``)."""
+        if not change["new"] and self.tree.initial_expanded():  # "Reset": back to the opening view
+            self.focus = ""
+            self.expanded = self.tree.initial_expanded()
+            return
         new = [g for g in change["new"] if g not in (change["old"] or [])]
         inner = [g for group in new if group in self.tree.items for g in self.tree.opened(group)]
         grown = list(dict.fromkeys([*self.expanded, *inner]))

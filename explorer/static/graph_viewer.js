@@ -29,7 +29,7 @@ function render({ model, el }) {
   const count = html("span", { class: "tc-gv-count" }, "", toolbar);
   const buttons = {};
   for (const [key, label, title] of [["fit", "Fit", "fit the whole graph (0)"], ["in", "+", "zoom in (+)"],
-                                     ["out", "−", "zoom out (-)"], ["collapse", "Collapse all", "close every module"]]) {
+                                     ["out", "−", "zoom out (-)"], ["collapse", "Reset", "back to the opening view: modules closed"]]) {
     buttons[key] = html("button", { type: "button", title, class: `tc-gv-${key}` }, label, toolbar);
   }
   html("span", { class: "tc-gv-hint" }, "drag to pan · wheel or +/− to zoom · click a module to open it", toolbar);
@@ -123,8 +123,16 @@ function render({ model, el }) {
     const target = cluster || box;
     if (!target) return;
     const { w: W, h: H } = size();
-    if (cluster) fitTo(cluster.x, cluster.y, cluster.w, cluster.h, Math.max(view.k, 1));
-    else { view.x = W / 2 - (box.x + box.w / 2) * view.k; view.y = H / 2 - (box.y + box.h / 2) * view.k; apply(); }
+    if (cluster) {
+      // readable first: fit the opened group when that keeps text legible, else show its top at 80 %
+      const fit = Math.min((W - 24) / cluster.w, (H - 24) / cluster.h, 1.25);
+      if (fit >= 0.7) fitTo(cluster.x, cluster.y, cluster.w, cluster.h);
+      else {
+        const k = Math.min(0.8, Math.max(fit, (W - 24) / cluster.w));
+        view = { k, x: W / 2 - (cluster.x + cluster.w / 2) * k, y: 12 - cluster.y * k };
+        apply();
+      }
+    } else { view.x = W / 2 - (box.x + box.w / 2) * view.k; view.y = H / 2 - (box.y + box.h / 2) * view.k; apply(); }
   }
 
   function highlight() {
@@ -202,7 +210,18 @@ function render({ model, el }) {
     clearTimeout(timer);
     timer = setTimeout(() => { model.set("query", search.value); model.save_changes(); }, 150);
   });
-  search.addEventListener("keydown", (event) => event.stopPropagation());  // keep Lab's shortcuts out
+  let nextMatch = 0;
+  search.addEventListener("keydown", (event) => {
+    event.stopPropagation();  // keep Lab's shortcuts out
+    if (event.key !== "Enter") return;
+    // Enter: centre on the next matching box (innermost first: opened nodes before closed groups)
+    const hits = Object.keys(model.get("matches") || {}).filter((id) => boxes.has(id))
+      .sort((a, b) => (a.startsWith("n:") ? 0 : 1) - (b.startsWith("n:") ? 0 : 1));
+    if (!hits.length) return;
+    const id = hits[nextMatch++ % hits.length];
+    focusOn(id);
+    boxes.get(id).node.classList.add("tc-gv-selected");
+  });
 
   model.on("change:scene", () => {
     busy.textContent = model.get("error") || "";
