@@ -7,12 +7,25 @@ Two sources:
   fusion, CUDA-graph messages). Their records carry no compile id, so the current one is read
   from torch's CompileContext at emit time, and the ``[f/c]`` prefix where torch writes one.
 
-Everything installed here is removed and every logger setting restored in ``uninstall()``.
+Several captures at once. The handlers on torch's loggers (and the artifact loggers' level and
+``propagate`` flag) are installed once, by the first active ``RecordCollector``, and put back
+exactly as they were when the last one is removed — whatever the order captures end in, also on
+an error or a KeyboardInterrupt. A setting someone else made in between (``torch._logging.set_logs``
+inside the block) is kept. Each record goes to the active collectors it belongs to:
+
+- **per thread**: a record emitted on a thread that installed collectors goes to those collectors
+  only (torch compiles on the calling thread, so two threads each capturing their own compile
+  get only their own compile ids; nested captures on one thread all get it);
+- a record emitted on a thread with no collector of its own — autograd's worker threads running a
+  lazily compiled backward, helper threads — goes to the collectors that already saw its compile
+  id, else to every active collector. Inductor's compile workers are subprocesses (their logs
+  never reach this process's loggers), so they need no rule.
 """
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -100,28 +113,56 @@ def _current_compile_id() -> str | None:
     return f"{cid.frame_id}/{cid.frame_compile_id}"
 
 
+def _current_inductor_graph() -> str | None:
+    """The name of the graph Inductor is lowering right now: None for a compile's own graph, the
+    higher-order op's body (``true_graph_0``) while Inductor schedules a subgraph inside it."""
+    import sys
+
+    virtualized = sys.modules.get("torch._inductor.virtualized")  # never import Inductor for this
+    if virtualized is None:
+        return None
+    try:
+        return getattr(virtualized.V.graph, "name", None)
+    except Exception:  # noqa: BLE001 — no graph handler installed (outside a lowering)
+        return None
+
+
+# --- the one set of handlers on torch's loggers, shared by every active collector -------------------
+
+_lock = threading.RLock()
+_active: tuple[RecordCollector, ...] = ()  # installed collectors, oldest first
+_installed: dict[str, list[tuple]] = {}  # group → (logger, handler, level set?, old level, old propagate)
+
+
+def _targets(compile_id: str | None, artifact: bool) -> list[RecordCollector]:
+    """The collectors that receive a record emitted on the current thread (see the module docstring)."""
+    active = [c for c in _active if c.with_artifact_logs or not artifact]
+    thread = threading.get_ident()
+    own = [c for c in active if c.thread == thread]
+    if own:
+        return own
+    return [c for c in active if compile_id in c.compile_ids] or active
+
+
 class _TraceHandler(logging.Handler):
-    def __init__(self, sink: list[Record], strings: dict[int, str], listeners: list):
+    def __init__(self):
         super().__init__(logging.DEBUG)
-        self.sink = sink
-        self.strings = strings
-        self.listeners = listeners
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = dict(getattr(record, "metadata", None) or {})
-        if "str" in metadata:  # filename interning: [string, id]
+        if "str" in metadata:  # filename interning: [string, id], sent once per process
             text, index = metadata["str"]
-            self.strings[index] = text
+            for collector in _active:
+                collector.strings[index] = text
             return
-        self.sink.append(record_from_metadata(metadata, getattr(record, "payload", None)))
-        for listener in self.listeners:
-            listener(self.sink[-1])
+        entry = record_from_metadata(metadata, getattr(record, "payload", None))
+        for collector in _targets(entry.compile_id, artifact=False):
+            collector._add(entry)
 
 
 class _ArtifactHandler(logging.Handler):
-    def __init__(self, sink: list[Record], kind: str):
+    def __init__(self, kind: str):
         super().__init__(logging.DEBUG)
-        self.sink = sink
         self.kind = kind
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -130,46 +171,98 @@ class _ArtifactHandler(logging.Handler):
         match = _COMPILE_ID_PREFIX.match(message)
         if compile_id is None and match:
             compile_id = f"{match.group(1)}/{match.group(2)}"
-        self.sink.append(Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0,
-                                metadata={"logger": record.name, "level": record.levelname},
-                                payload=message))
+        metadata = {"logger": record.name, "level": record.levelname}
+        graph = _current_inductor_graph() if self.kind.startswith("ir_") else None
+        if graph:
+            metadata["graph"] = graph
+        entry = Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0, metadata=metadata,
+                       payload=message)
+        for collector in _targets(compile_id, artifact=True):
+            collector._add(entry)
 
 
-class RecordCollector:
-    """Attach handlers to torch's loggers; ``uninstall`` puts every logger back as it was."""
+def _attach_group(group: str) -> None:
+    from torch._logging._internal import trace_log
 
-    def __init__(self, with_artifact_logs: bool = True):
-        self.records: list[Record] = []
-        self.strings: dict[int, str] = {}
-        self.with_artifact_logs = with_artifact_logs
-        self.listeners: list = []  # called with each structured record as it arrives
-        self._restore: list[tuple[logging.Logger, logging.Handler, int, bool]] = []
-
-    def install(self) -> None:
-        from torch._logging._internal import trace_log
-        from torch._logging.structured import INTERN_TABLE
-
-        # Filenames interned before we attached are not re-sent: invert torch's table.
-        self.strings.update({index: text for text, index in INTERN_TABLE.items()})
-        self._attach(trace_log, _TraceHandler(self.records, self.strings, self.listeners), set_level=False)
-        if self.with_artifact_logs:
-            for kind, name in ARTIFACT_LOGGERS.items():
-                self._attach(logging.getLogger(name), _ArtifactHandler(self.records, kind), set_level=True)
-
-    def _attach(self, logger: logging.Logger, handler: logging.Handler, set_level: bool) -> None:
-        self._restore.append((logger, handler, logger.level, logger.propagate))
+    if group == "trace":
+        targets = [(trace_log, _TraceHandler(), False)]
+    else:
+        targets = [(logging.getLogger(name), _ArtifactHandler(kind), True) for kind, name in ARTIFACT_LOGGERS.items()]
+    undo = _installed[group] = []
+    for logger, handler, set_level in targets:
+        undo.append((logger, handler, set_level, logger.level, logger.propagate))
         logger.addHandler(handler)
         if set_level:
             # Level DEBUG turns the artifact on; propagate False keeps it off the user's stderr.
             logger.setLevel(logging.DEBUG)
             logger.propagate = False
 
-    def uninstall(self) -> None:
-        while self._restore:
-            logger, handler, level, propagate = self._restore.pop()
-            logger.removeHandler(handler)
+
+def _detach_group(group: str) -> None:
+    """Remove our handlers and put back the level and propagate flag we changed — unless someone
+    (``torch._logging.set_logs`` inside the block) has set them since: theirs stay."""
+    for logger, handler, set_level, level, propagate in reversed(_installed.pop(group)):
+        logger.removeHandler(handler)
+        if set_level and (logger.level, logger.propagate) == (logging.DEBUG, False):
             logger.setLevel(level)
             logger.propagate = propagate
+
+
+def _sync_handlers() -> None:
+    """Handlers installed exactly while some active collector needs them."""
+    wanted = {"trace": bool(_active), "artifacts": any(c.with_artifact_logs for c in _active)}
+    for group, want in wanted.items():
+        if want and group not in _installed:
+            _attach_group(group)
+        elif not want and group in _installed:
+            _detach_group(group)
+
+
+class RecordCollector:
+    """Records torch logs while installed; ``uninstall`` puts every logger back as it was.
+
+    Any number of collectors may be installed at once, nested or in several threads, and removed in
+    any order: the handlers on torch's loggers are shared and installed once (see the module docstring).
+    """
+
+    def __init__(self, with_artifact_logs: bool = True):
+        self.records: list[Record] = []
+        self.strings: dict[int, str] = {}
+        self.with_artifact_logs = with_artifact_logs
+        self.listeners: list = []  # called with each structured record as it arrives
+        self.thread: int | None = None  # the thread that installed this collector
+        self.compile_ids: set[str] = set()
+
+    def install(self) -> None:
+        global _active
+        from torch._logging.structured import INTERN_TABLE
+
+        with _lock:
+            if self in _active:
+                return
+            # Filenames interned before we attached are not re-sent: invert torch's table.
+            self.strings.update({index: text for text, index in INTERN_TABLE.items()})
+            self.thread = threading.get_ident()
+            _active = (*_active, self)
+            try:
+                _sync_handlers()
+            except BaseException:
+                self.uninstall()
+                raise
+
+    def uninstall(self) -> None:
+        global _active
+        with _lock:
+            _active = tuple(c for c in _active if c is not self)
+            _sync_handlers()
+
+    def _add(self, record: Record) -> None:
+        if record.compile_id:
+            self.compile_ids.add(record.compile_id)
+        self.records.append(record)
+        if not record.kind.startswith("log:"):
+            for listener in self.listeners:
+                listener(record)
 
     def filename(self, index) -> str | None:
         if isinstance(index, int):
