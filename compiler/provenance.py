@@ -439,7 +439,8 @@ def apply_times(provenance: dict, kernels: list[dict], kernel_times: dict | None
         row["time_share"] = seconds / total if total else None
     provenance["time_source"] = source
     provenance["unattributed_seconds"] = unattributed
-    if any(not k.get("seconds") for k in provenance["kernels"] if k["role"] == "backward"):
+    backward = [k for k in provenance["kernels"] if k["role"] == "backward"]
+    if backward and not any(k.get("seconds") for k in backward):
         provenance["notes"].append("backward kernels without a time: the timed calls did not run backward "
                                    "(call .backward() inside the function to time it)")
 
