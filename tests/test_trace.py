@@ -389,3 +389,27 @@ def test_report_for_fixture_job_and_rank_views(tmp_path):
     cap = quiet_load(INPUTS / "simple_corrupted_json.log")
     page = report_page(cap)
     assert "payload md5" in page and "TORCH_TRACE" in page  # the problem, and why IR/bytecode are missing
+
+
+@needs_tlparse
+def test_compiled_autograd_ids_round_trip(tmp_path):
+    """A backward compiled by compiled autograd: its records carry ``compiled_autograd_id``; tlparse
+    names that compile ``[!0/1/0]``, tcompile ``1/0``; both see the same compiles."""
+    model = torch.nn.Linear(4, 4)
+
+    def step(x):
+        model(x).sum().backward()
+
+    f = torch.compile(step, backend="aot_eager")
+    with compiler.capture() as cap:
+        with torch._dynamo.compiled_autograd._enable(torch.compile(backend="aot_eager")):
+            f(torch.randn(3, 4))
+    path = cap.save_trace(tmp_path / "ca.log")
+    back = load_trace(path)
+    with_ca = {r.compile_id for r in back.records if r.metadata.get("compiled_autograd_id") is not None}
+    assert with_ca - {None}, "no record of the compiled-autograd compile"
+    assert [c.compile_id for c in back.compiles] == [c.compile_id for c in cap.compiles]
+    assert run_tlparse(path, tmp_path / "out", "--strict").returncode == 0
+    keys = json.loads((tmp_path / "out" / "compile_directory.json").read_text())
+    assert any(k.startswith("[!") for k in keys)
+    assert tlparse_compile_ids(tmp_path / "out") == {c.compile_id for c in back.compiles}
