@@ -92,10 +92,7 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
                                            device=device, repeat=repeat, stance=stance,
                                            first_call_s=measurements["first_call_s"])
         if device == "cpu" and timing is True and recorder.error is None:
-            from .provenance import measure_kernel_times  # CPU time per kernel, for cost per line
-
-            with _stance(stance):
-                measurements["kernel_times"] = measure_kernel_times(compiled, args, kwargs, live_codes=live.codes)
+            measurements["kernel_times"] = _kernel_times(compiled, args, kwargs, live.codes, stance)
         if device == "cuda" and timing is True and recorder.error is None:
             if progress:
                 progress("profiling the GPU kernels")
@@ -141,6 +138,18 @@ def _runtime(error, timing, eager, compiled, args, kwargs, **how) -> dict:
     if timing is not True:
         return unavailable(timing if isinstance(timing, str) else TIMING_OFF)
     return time_interleaved(eager, compiled, args, kwargs, **how)
+
+
+def _kernel_times(compiled, args, kwargs, codes, stance) -> dict:
+    """CPU time per kernel (``compiler.provenance``), re-running the code quietly; a failure here is a
+    missing measurement, never a failed run."""
+    try:
+        from .provenance import measure_kernel_times
+
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _stance(stance):
+            return measure_kernel_times(compiled, args, kwargs, live_codes=codes)
+    except Exception as exc:  # noqa: BLE001
+        return unavailable(f"kernel times not measured: {type(exc).__name__}: {exc}")
 
 
 def _measure_gpu(fn, compiled, args, kwargs, recorded: dict, cudagraph_comparison: bool) -> dict:
