@@ -102,7 +102,7 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
 
 def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,
             errors: str = "raise", stance: str | None = None, kwargs: dict | None = None,
-            cudagraph_comparison: bool = True, **compile_kwargs) -> Capture:
+            cudagraph_comparison: bool = True, job_dir=None, **compile_kwargs) -> Capture:
     """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``, capture every
     stage, and (``timing=True``) time eager vs compiled calls afterwards (``compiler.run``).
 
@@ -110,10 +110,16 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
     (``cudagraph_comparison=True``), times the function compiled without CUDA graphs.
     ``reset=True`` clears Dynamo's caches first (``torch._dynamo.reset()``) so the compile is
     really observed; ``errors="return"`` keeps a failure in ``capture.error`` instead of raising.
-    The compiled function is ``cap.live.compiled_fn``.
+    The compiled function is ``cap.live.compiled_fn``. ``job_dir``: also save the capture there as
+    ``tcompile_capture_rank_N.json`` (N: this process's rank under torchrun; ``compiler.job``).
     """
-    return run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat,
-               stance=stance, errors=errors, reset=reset, cudagraph_comparison=cudagraph_comparison)
+    cap = run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat,
+              stance=stance, errors=errors, reset=reset, cudagraph_comparison=cudagraph_comparison)
+    if job_dir is not None:
+        from .job import save_rank
+
+        save_rank(cap, job_dir)
+    return cap
 
 
 def _stance(name: str | None):
