@@ -197,6 +197,10 @@ def _load_captures(job: Job, files: list[Path]) -> None:
         if rank is None:
             named = _RANK_IN_NAME.search(file.name)
             rank = int(named[1]) if named else len(job.captures)
+        if int(rank) in job.captures:
+            job.problems.append(TraceProblem(str(file), None, "duplicate_rank",
+                                             f"rank {rank} again (also {job.files[int(rank)]}); skipped"))
+            continue
         job.captures[int(rank)], job.files[int(rank)] = cap, str(file)
 
 
