@@ -241,11 +241,11 @@ class GraphTree:
         for leaf in sorted(child_of, key=self.position.__getitem__):
             if not sequence or sequence[-1] != child_of[leaf]:
                 sequence.append(child_of[leaf])
-        return sequence + [c for c in item.children if c not in child_of.values()]
+        placed = set(child_of.values())
+        return sequence + [c for c in item.children if c not in placed]
 
     def _run(self, item: Item, chunk: list[str]) -> str:
         run = Item(f"r:{item.id}:{chunk[0]}", "run", [], item.id, children=list(chunk))
-        item.children = [c for c in item.children if c not in set(chunk)]
         for child in chunk:
             self.items[child].parent = run.id
         self.items[run.id] = run
