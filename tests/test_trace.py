@@ -413,3 +413,33 @@ def test_compiled_autograd_ids_round_trip(tmp_path):
     keys = json.loads((tmp_path / "out" / "compile_directory.json").read_text())
     assert any(k.startswith("[!") for k in keys)
     assert tlparse_compile_ids(tmp_path / "out") == {c.compile_id for c in back.compiles}
+
+
+def test_graph_break_divergence_names_the_user_line():
+    """Rank 1 takes a branch with a graph break that rank 0 never reaches."""
+    from compiler.job import find_divergences
+
+    def step(x, odd):
+        y = x.cos()
+        if odd:
+            torch._dynamo.graph_break()
+        return y + 1
+
+    caps = {}
+    for rank in (0, 1):
+        torch._dynamo.reset()
+        with compiler.capture() as caps[rank]:
+            torch.compile(step, backend="eager")(torch.randn(4), bool(rank))
+    kinds = {d.kind: d for d in find_divergences(caps)}
+    breaks = kinds["graph_breaks"]
+    assert breaks.groups == [[0], [1]] and breaks.behaviours[0] == "no graph breaks"
+    line = caps[1].breaks.items[0].line
+    assert f"test_trace.py:{line}" in breaks.behaviours[1]
+
+
+@needs_inputs
+def test_slowest_rank_and_stage():
+    job = quiet_load(INPUTS / "multi_rank_logs")
+    slow = next(d for d in job.divergences if d.kind == "compile_time")
+    assert slow.groups[0] == [1, 3] and "Rank 3 spent the longest compiling" in slow.explanation
+    assert "Backend compile" in slow.explanation
