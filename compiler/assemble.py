@@ -271,7 +271,8 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
 
 
 def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
-    """One entry per Inductor compile (inference, or forward and backward)."""
+    """One entry per Inductor compile (inference, or forward and backward), each followed by one per
+    higher-order-op body it scheduled (role ``subgraph true_graph_0``)."""
     runs: list[dict] = []
     current: dict | None = None
     pre_grad: dict = {}
@@ -283,6 +284,10 @@ def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
         if key in ("before_pre_grad_graph", "after_pre_grad_graph"):
             pre_grad.setdefault(key, record.payload)
             continue
+        body = record.metadata.get("graph") if key.startswith("ir_") else None
+        if body and current is not None:  # a higher-order op's body, scheduled inside the current compile
+            current.setdefault("subgraphs", {}).setdefault(body, {}).setdefault(key, record.payload)
+            continue
         if key == "before_post_grad_graph" or current is None or key in current:
             current, pre_grad = dict(pre_grad), {}  # each Inductor compile starts at post-grad
             runs.append(current)
@@ -293,7 +298,24 @@ def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
         if backend not in ("inductor", "unknown"):
             return unavailable(f"backend {backend!r} does not run Inductor")
         return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
-    return {"available": True, "cache": cache_note, "runs": [_inductor_run(run, cache_note) for run in runs]}
+    built = []
+    for run in runs:
+        built.append(_inductor_run(run, cache_note))
+        built += [_subgraph_run(name, body, built[-1], cache_note) for name, body in run.get("subgraphs", {}).items()]
+    return {"available": True, "cache": cache_note, "runs": built}
+
+
+def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
+    """A higher-order op's body (``torch.cond``'s branches, a loop body…) that Inductor lowered and
+    scheduled inside its parent's compile — not another compile: its own IR, its post-grad graph
+    from the parent's, its kernels in the parent's generated code."""
+    within = parent["role"] or "inference"
+    post = (parent["post_grad"].get("subgraphs") or {}).get(name) or unavailable(
+        f"part of the {within} compile's post-grad graph")
+    return {"role": f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
+            "pre_grad": unavailable(f"part of the {within} compile's pre-grad graph"), "post_grad": post,
+            "ir": ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note),
+            "code": unavailable(f"generated inside the {within} compile's code")}
 
 
 def _inductor_run(run: dict, cache_note) -> dict:

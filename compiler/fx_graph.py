@@ -7,6 +7,7 @@ GraphModules) keeps captures plain data and lets one parser read torch 2.11 and 
 from __future__ import annotations
 
 import re
+import textwrap
 
 _FILE_COMMENT = re.compile(r"#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
 _ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
@@ -14,6 +15,9 @@ _PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*"(?P<type>[^"]*)"')
 _TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]*:?\d*)$")
 _PARAM_NAME = re.compile(r"^[lg]_(?P<path>.+?)_(?:parameters|buffers)_(?P<leaf>\w+?)_$")
 _IDENT = re.compile(r"(?<![\w.'\"])[A-Za-z_]\w*")
+_NESTED_CLASS = re.compile(r"^(?P<indent> *)class (?P<name>\w+)\(")
+_GET_ATTR = re.compile(r"^self\.(?P<attr>[\w.]+)$")
+NOT_OPS = ("placeholder", "output", "alias", "get_attr")  # nodes that compute nothing
 
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i64": "int64",
           "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool", "c64": "complex64",
@@ -74,10 +78,43 @@ def _op_kind(target: str, locals_: set[str]) -> str:
     return "call_function"
 
 
+def split_subgraphs(text: str) -> tuple[str, dict[str, str]]:
+    """A readable graph's own text, and the text of each module nested in it by name.
+
+    ``print_readable`` prints a higher-order op's bodies (``torch.cond``'s ``cond_true_0``,
+    ``while_loop``'s ``body_fn_0``, ``map_body_0``, checkpoint's ``wrap_body_0``, invoke_subgraph's
+    ``subgraph_0``…) as classes nested in the graph's class, after its ``forward``, at the indent of
+    that ``forward``; each may nest its own.
+    """
+    lines = text.splitlines()
+    forward_indent = next((len(line) - len(line.lstrip()) for line in lines
+                           if line.lstrip().startswith("def forward(")), None)
+    own: list[str] = []
+    nested: dict[str, list[str]] = {}
+    current = None
+    for line in lines:
+        if current is not None:
+            if not line.strip() or len(line) - len(line.lstrip()) > forward_indent:
+                nested[current].append(line)
+                continue
+            current = None
+        match = _NESTED_CLASS.match(line)
+        if match and forward_indent is not None and len(match["indent"]) == forward_indent:
+            current = match["name"]
+            nested[current] = [line]
+            continue
+        own.append(line)
+    return "\n".join(own), {name: textwrap.dedent("\n".join(block)).strip("\n") for name, block in nested.items()}
+
+
 def parse_readable(text: str | None) -> dict:
-    """Nodes (placeholders, calls, output) and edges of a readable FX graph."""
+    """Nodes (placeholders, calls, output) and edges of a readable FX graph, and of each graph
+    nested in it (``subgraphs``: a higher-order op's bodies, by name, each parsed alone). The node
+    that fetches a body (``cond_true_0 = self.cond_true_0``) is a ``get_attr`` node of that name,
+    and the op that runs it has it among its inputs, so the edges connect."""
     if not text:
-        return {"nodes": [], "edges": []}
+        return {"nodes": [], "edges": [], "subgraphs": {}}
+    text, nested = split_subgraphs(text)
     nodes: list[dict] = []
     names: set[str] = set()
     location: dict = {}
@@ -113,6 +150,12 @@ def parse_readable(text: str | None) -> dict:
             continue
         first_name = assign["names"].split(",")[0].strip()
         inputs = [n for n in dict.fromkeys(_IDENT.findall(f"{target} {args}")) if n in names]
+        attr = _GET_ATTR.match(target) if not args else None
+        if attr:  # ``cond_true_0 = self.cond_true_0``: a body or a constant of the module
+            names.add(first_name)
+            nodes.append({"name": first_name, "op": "get_attr", "target": attr["attr"], "args": "",
+                          "inputs": [], **parse_type(assign["type"]), **location})
+            continue
         if target in names and not args:  # alias such as ``l_x_ = L_x_``
             node_input = target
             names.add(first_name)
@@ -126,7 +169,7 @@ def parse_readable(text: str | None) -> dict:
         names.update(n.strip() for n in assign["names"].split(","))
     _inherit_modules(nodes)
     edges = [[src, node["name"]] for node in nodes for src in node.get("inputs", [])]
-    return {"nodes": nodes, "edges": edges}
+    return {"nodes": nodes, "edges": edges, "subgraphs": {name: graph_stage(body, "") for name, body in nested.items()}}
 
 
 def _logical_lines(text: str):
@@ -170,7 +213,7 @@ def _inherit_modules(nodes: list[dict]) -> None:
     when that node is the only producer (e.g. ``relu`` after ``fc1``): cheap, best effort."""
     by_name = {n["name"]: n for n in nodes}
     for node in nodes:
-        if node.get("module") or node["op"] in ("placeholder", "output"):
+        if node.get("module") or node["op"] in ("placeholder", "output", "get_attr"):
             continue
         parents = {by_name[i].get("module") for i in node.get("inputs", []) if i in by_name} - {None}
         if len(parents) == 1:
@@ -182,4 +225,4 @@ def graph_stage(text: str | None, reason_if_missing: str) -> dict:
         return {"available": False, "reason": reason_if_missing}
     parsed = parse_readable(text)
     return {"available": True, "code": text, **parsed,
-            "op_count": sum(n["op"] not in ("placeholder", "output", "alias") for n in parsed["nodes"])}
+            "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])}
