@@ -51,6 +51,10 @@ _NORMALIZE = [
     # Dynamo's names for the compiled graph in the transformed bytecode: a counter and a uuid per run
     (re.compile(r"[0-9a-f]{8}([-_])[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}"), "<uuid>"),
     (re.compile(r"(__compiled_fn)_\d+"), r"\1_<n>"),
+    # globals Dynamo installs, numbered per process: ``__builtins_dict___2``, ``__resume_at_30_5``,
+    # ``___context_manager_0_3`` (torch._dynamo's unique_id), ``…_<id(obj)>_c<compile>`` (install_global_by_id)
+    (re.compile(r"(?<![\w.])(__\w+?)_\d{6,}_c\d+(?!\w)"), r"\1_<id>_c<n>"),
+    (re.compile(r"(?<![\w.])(__\w+?)_\d+(?!\w)"), r"\1_<n>"),
     (re.compile(r"(?<![\w.])\d{10,}(?![\w.])"), "<id>"),
 ]
 
@@ -283,7 +287,7 @@ def _kernel_text(kernel) -> str | None:
 
 
 def _guard_key(row) -> tuple:
-    return (row.source, row.kind, normalize(row.condition))
+    return (normalize(row.source), row.kind, normalize(row.condition))
 
 
 def _guard_line(row) -> str:
@@ -380,6 +384,9 @@ def _compare(stage: str, a, b, labels, normalized) -> dict:
         return _guards_stage(a, b, labels, normalized)
     if stage == "kernels":
         return _kernels_stage(a, b, labels, normalized)
+    if stage == "amortization":  # measured seconds: two runs never agree to the digit
+        return {**_text_stage(a, b, labels, normalized, _as_text(stage)), "changed": False,
+                "note": "measured compile time and saving per call differ a little between runs: not a change"}
     getter = {"graph": _graph, "aot": _aot, "inductor": _inductor}.get(stage) or _as_text(stage)
     return _text_stage(a, b, labels, normalized, getter)
 
