@@ -136,12 +136,10 @@ _installed: dict[str, list[tuple]] = {}  # group → (logger, handler, level set
 
 def _targets(compile_id: str | None, artifact: bool) -> list[RecordCollector]:
     """The collectors that receive a record emitted on the current thread (see the module docstring)."""
-    active = [c for c in _active if c.with_artifact_logs or not artifact]
     thread = threading.get_ident()
-    own = [c for c in active if c.thread == thread]
-    if own:
-        return own
-    return [c for c in active if compile_id in c.compile_ids] or active
+    chosen = ([c for c in _active if c.thread == thread] or [c for c in _active if compile_id in c.compile_ids]
+              or list(_active))
+    return [c for c in chosen if c.with_artifact_logs or not artifact]
 
 
 class _TraceHandler(logging.Handler):

@@ -169,3 +169,29 @@ def test_install_and_uninstall_twice_are_harmless():
     assert logger_state() == before
     collector.uninstall()
     assert logger_state() == before
+
+
+def test_a_thread_capturing_without_artifact_logs_keeps_its_artifacts_to_itself():
+    """Thread A captures without the artifact loggers, thread B with them: A's recompile message is
+    A's own record (dropped, as A asked), never B's."""
+    plain, full = RecordCollector(with_artifact_logs=False), RecordCollector()
+    full_ready, done = threading.Event(), threading.Event()
+
+    def other_thread():
+        full.install()
+        full_ready.set()
+        done.wait(60)
+        full.uninstall()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    try:
+        assert full_ready.wait(60)
+        plain.install()
+        recompile_twice(double)
+    finally:
+        plain.uninstall()
+        done.set()
+        thread.join()
+    assert any(r.kind == "artifact:recompile_reasons" for r in plain.records)
+    assert not full.records and not any(r.kind.startswith("log:") for r in plain.records)
