@@ -144,7 +144,7 @@ def _guarded(build, *args) -> dict:
         return build(*args)
     except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
         return unavailable(f"tcompile could not parse what torch logged for this stage "
-                           f"({type(exc).__name__}: {exc}); the raw records are in capture.records")
+                           f"({type(exc).__name__}: {exc}); the raw records are in capture.live.records")
 
 
 def build_compile(compile_id, records, strings, hook_data, options, events) -> dict:

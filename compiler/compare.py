@@ -74,7 +74,7 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
         entry["error"] = _error(exc, "torch.compile arguments (before compiling)")
         return entry, None
     elapsed = time.perf_counter() - start
-    entry["timing_s"] = cap.runtime.to_data().get("wall_s") or 0.0  # how long the timer ran
+    entry["timing_s"] = cap.runtime.wall_s or 0.0  # how long the timer ran
     entry["explore_s"] = elapsed - entry["timing_s"]
     if cap.error:
         error = cap.error

@@ -49,12 +49,22 @@ class Capture(CaptureData, JsonFile):
 
     ``live`` (a ``compiler.whatif.LiveState``) holds what only exists in the process that made
     the capture — the guard managers and code objects for what-if, the raw records, the compiled
-    function — and is None for a capture loaded from a file. It is never saved.
+    function — and is None for a capture loaded from a file. ``trace`` (a
+    ``compiler.trace.TraceInfo``: file, counts, problems) and ``trace_records`` / ``trace_strings``
+    (the raw records and interned file names) are set on a capture read from a TORCH_TRACE log.
+    None of these is saved.
     """
 
     live: Any = field(default=None, metadata={"live": True})
+    trace: Any = field(default=None, metadata={"live": True})
+    trace_records: list = field(default_factory=list, metadata={"live": True})
+    trace_strings: dict = field(default_factory=dict, metadata={"live": True})
 
     def __post_init__(self):
+        for stage in (self.breaks, self.cudagraphs, self.runtime, self.gpu_profile, self.cudagraph_comparison,
+                      *self.recompiles):
+            if stage is not None:
+                stage.__dict__["_capture"] = self
         for c in self.compiles:
             c.__dict__["_capture"] = self
             for name in STAGES:

@@ -940,6 +940,9 @@ class Runtime(Stage):
     load_average: float | None = None
     busy: bool = False  # the machine was loaded while timing: numbers are less reliable
     method: str | None = None
+    note: str | None = None
+    recompiles_while_timing: int = 0  # frames compiled while being timed (the timed code was not steady)
+    wall_s: float | None = None  # how long timing took
 
     def _text(self):
         lines = [f"eager {self.eager.median_s:.6g} s, compiled {self.compiled.median_s:.6g} s (median)"

@@ -275,9 +275,7 @@ def load_trace_file(path, strict: bool = False, warn: bool = True):
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])})
     _trace_reasons(data)
     capture = Capture.from_data(data)
-    capture.records = records
-    capture.strings = strings
-    capture.trace = info
+    capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
 
 
@@ -357,13 +355,13 @@ def save_trace(capture, path) -> Path:
 
     A live capture and one read from a trace keep their raw records; a capture loaded from tcompile
     JSON does not (it holds the assembled stages only), so it cannot be written as a trace."""
-    records = getattr(capture, "records", None) or getattr(getattr(capture, "live", None), "records", None)
+    records = capture.trace_records or (capture.live.records if capture.live is not None else None)
     if not records:
         raise TraceError("save_trace needs the raw records of the capture: a live capture or one read from a "
                          "TORCH_TRACE log has them; a capture loaded from tcompile JSON holds only the assembled "
                          "stages (save it with .save(path) instead)")
     path = Path(path)
-    strings = _interned(records, getattr(capture, "strings", None) or {})
+    strings = _interned(records, capture.trace_strings)
     with open(path, "w", encoding="utf-8") as f:
         for line in trace_lines(records, strings):
             f.write(line + "\n")

@@ -81,7 +81,7 @@ def show_path(path, strict: bool = False):
     if isinstance(loaded, Job):
         show_job(loaded)
     else:
-        if getattr(loaded, "trace", None) is not None and loaded.trace.problems:
+        if loaded.trace is not None and loaded.trace.problems:
             display(_TraceProblems(loaded))
         show(loaded)
     return loaded

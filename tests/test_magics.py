@@ -134,7 +134,7 @@ def test_timing_reruns_cell_quietly_on_copies(shell, capsys):
     torch.testing.assert_close(shell.user_ns["t"], torch.ones(2))  # in-place update applied once
     torch.testing.assert_close(shell.user_ns["u"], torch.full((2,), 2.0))
     runtime = shell.user_ns["cap_t"].runtime
-    assert runtime.available and runtime.compiled.samples == 2 and "re-run" in runtime.to_data()["note"]
+    assert runtime.available and runtime.compiled.samples == 2 and "re-run" in runtime.note
 
 
 def test_show_receives_capture_fn_and_namespace(shell, shown):
@@ -226,7 +226,7 @@ def test_timing_notes_recompiles_while_timing(shell):
     run(shell, "%%tcompile --backend eager --repeat 2 --name cap_rc\nclass Point:\n    pass\n"
                "rc = x + 1\nrc_point = Point()")
     runtime = shell.user_ns["cap_rc"].runtime
-    assert runtime.available and runtime.to_data()["recompiles_while_timing"] >= 1 and "recompiles" in runtime.to_data()["note"]
+    assert runtime.available and runtime.recompiles_while_timing >= 1 and "recompiles" in runtime.note
 
 
 def test_compiles_inside_the_cell_are_captured(shell):

@@ -363,9 +363,10 @@ def test_report_cli_for_a_job_a_trace_and_a_capture(dist_job, tmp_path):
 @needs_inputs
 def test_tcompile_load_magic():
     from IPython.core.error import UsageError
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.core.interactiveshell import InteractiveShell
 
-    ip = start_ipython()
+    # the one shell of this process (other tests made one already; a second kind is refused)
+    ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "explorer")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceWarning)
@@ -406,7 +407,7 @@ def test_compiled_autograd_ids_round_trip(tmp_path):
             f(torch.randn(3, 4))
     path = cap.save_trace(tmp_path / "ca.log")
     back = load_trace(path)
-    with_ca = {r.compile_id for r in back.records if r.metadata.get("compiled_autograd_id") is not None}
+    with_ca = {r.compile_id for r in back.trace_records if r.metadata.get("compiled_autograd_id") is not None}
     assert with_ca - {None}, "no record of the compiled-autograd compile"
     assert [c.compile_id for c in back.compiles] == [c.compile_id for c in cap.compiles]
     assert run_tlparse(path, tmp_path / "out", "--strict").returncode == 0
