@@ -255,3 +255,10 @@ class _Scope(ast.NodeVisitor):
 
     def visit_Global(self, node):
         self.globals += node.names
+
+
+def unquote(text: str) -> str:
+    """IPython's argument splitter keeps quotes: ``'{"a": 1}'`` → ``{"a": 1}``."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text

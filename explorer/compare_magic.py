@@ -21,6 +21,7 @@ import sys
 from IPython.core.error import UsageError
 
 from . import cell as cell_mod
+from .progress import Progress
 
 
 def _base(base_args) -> dict:
@@ -41,10 +42,9 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     """
     from compiler import compare, parse_compare_spec
 
-    from .magics import Progress, _unquote
 
     base = _base(base_args)
-    spec = _unquote(spec.strip())
+    spec = cell_mod.unquote(spec.strip())
     try:
         configs = parse_compare_spec(spec)
     except ValueError as exc:

@@ -162,9 +162,15 @@ def _titled(title: str, viewer) -> "widgets.VBox":
 
 
 def fx_viewers(capture, compile) -> list:
-    from .views.fx_graph import graph_viewers
-
-    return graph_viewers(capture, compile)
+    """The interactive viewer(s) of the FX graph tab: the Dynamo graph, linked to kernels after Inductor."""
+    graph = compile.graph
+    if not graph.available or not graph.nodes:
+        return []
+    links: dict[str, list[str]] = {}
+    for run in compile.inductor.runs if compile.inductor.available else []:
+        for name, kernels in kernel_links(run, graph.nodes).items():
+            links.setdefault(name, []).extend(k for k in kernels if k not in links.get(name, []))
+    return [GraphViewer(graph, kernels=links)]
 
 
 def aot_viewers(capture, compile) -> list:

@@ -17,8 +17,6 @@ import ast
 import contextlib
 import re
 import sys
-import threading
-import time
 from dataclasses import dataclass
 
 from IPython.core import magic_arguments
@@ -30,6 +28,8 @@ from compiler import options as compile_options
 from compiler.options import DYNAMIC, STANCES, OptionError
 
 from . import cell as cell_mod
+from .cell import unquote
+from .progress import Progress
 
 COLD_HINT = "a cold Inductor compile on CPU takes ~15 s"
 
@@ -124,7 +124,7 @@ def load_path(shell, path: str, opts, cell, rest):
     from .job_widget import show_path
 
     try:
-        loaded = show_path(_unquote(path))
+        loaded = show_path(unquote(path))
     except (TraceError, CaptureFormatError) as exc:
         raise UsageError(f"--load: {exc}") from None
     if opts.name:
@@ -167,7 +167,7 @@ def parse_options(args, namespace: dict) -> Options:
     if args.name is not None and not args.name.isidentifier():
         raise UsageError(f"--name must be a Python identifier, got {args.name!r}")
     try:
-        options = (compile_options.check_inductor_options(compile_options.parse_dict(_unquote(args.options)))
+        options = (compile_options.check_inductor_options(compile_options.parse_dict(unquote(args.options)))
                    if args.options is not None else {})
         compile_options.check_mode_and_options(args.mode, options)
         kwargs = {"backend": compile_options.check_backend(args.backend, namespace),
@@ -180,14 +180,7 @@ def parse_options(args, namespace: dict) -> Options:
     if options:
         kwargs["options"] = options
     return Options(kwargs, {"backend": args.backend}, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
-                   stance=stance, name=args.name, save=_unquote(args.save) if args.save else None)
-
-
-def _unquote(text: str) -> str:
-    """IPython's argument splitter keeps quotes: ``'{"a": 1}'`` → ``{"a": 1}``."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+                   stance=stance, name=args.name, save=unquote(args.save) if args.save else None)
 
 
 # --- the cell form ------------------------------------------------------------------------------
@@ -284,14 +277,10 @@ def error_line(error, wrote_back, captured: bool) -> str:
 
 def show(cap, fn, namespace: dict, name: str | None) -> None:
     """Display the capture with ``explorer.show``; never let a display failure raise."""
-    import explorer
+    from . import widget
 
-    display_fn = getattr(explorer, "show", None)
-    if display_fn is None:  # the views are not there yet: a one-line summary
-        print(repr(cap))
-        return
     try:
-        display_fn(cap, fn=fn, namespace=namespace)
+        widget.show(cap, fn=fn, namespace=namespace)
     except Exception as exc:  # noqa: BLE001
         where = f" (it is in {name})" if name else " (use --name VAR to keep it)"
         print(f"tcompile: the explorer could not display the capture: {type(exc).__name__}: {exc}{where}",
@@ -302,50 +291,3 @@ def _progress_text(opts: Options) -> str:
     backend = opts.recorded["backend"]
     hint = f" ({COLD_HINT})" if backend == "inductor" else ""
     return f"compiling with backend={backend}{hint}"
-
-
-class Progress:
-    """A "compiling… 3 s" label while a block runs, in a Jupyter frontend (a kernel with widgets);
-    nothing elsewhere. It is removed when the block ends and never raises."""
-
-    def __init__(self, shell, text: str):
-        self.shell, self.text = shell, text
-        self.label = self.handle = self.thread = None
-        self.stop = threading.Event()
-        self.start = time.perf_counter()
-
-    def __enter__(self):
-        if getattr(self.shell, "kernel", None) is None:
-            return self
-        try:
-            import ipywidgets
-            from IPython.display import display
-
-            self.label = ipywidgets.Label(f"{self.text}…")
-            self.handle = display(self.label, display_id=True)
-            self.thread = threading.Thread(target=self._tick, daemon=True)
-            self.thread.start()
-        except Exception:  # noqa: BLE001 — progress is cosmetic
-            pass
-        return self
-
-    def set(self, text: str) -> None:
-        """Say what runs now (the clock restarts)."""
-        self.text, self.start = text, time.perf_counter()
-        if self.label is not None:
-            self.label.value = f"{text}…"
-
-    def _tick(self):
-        while not self.stop.wait(1.0):
-            self.label.value = f"{self.text}… {time.perf_counter() - self.start:.0f} s"
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        with contextlib.suppress(Exception):
-            if self.thread:
-                self.thread.join(timeout=2)
-            if self.handle:
-                self.handle.update({"text/plain": ""}, raw=True)
-            if self.label:
-                self.label.close()
-        return False

@@ -28,7 +28,7 @@ def shell():
 def shown(monkeypatch):
     """Record what the magics hand to explorer.show instead of drawing it."""
     calls = []
-    monkeypatch.setattr(explorer, "show", lambda cap, fn=None, namespace=None: calls.append((cap, fn, namespace)),
+    monkeypatch.setattr(explorer.widget, "show", lambda cap, fn=None, namespace=None: calls.append((cap, fn, namespace)),
                         raising=False)
     return calls
 
@@ -55,7 +55,7 @@ def break_run(shell):
     """One shared compile: a cell with a graph break (print) at notebook line 3."""
     calls = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(explorer, "show", lambda cap, fn=None, namespace=None: calls.append((cap, fn, namespace)),
+        mp.setattr(explorer.widget, "show", lambda cap, fn=None, namespace=None: calls.append((cap, fn, namespace)),
                    raising=False)
         before = graph_breaks()
         result = run(shell, f"%%tcompile --backend eager --name cap_break --repeat 3\n{BREAK_CELL}")
@@ -112,8 +112,6 @@ def test_what_if_on_the_cell_inputs(shell):
 
 def test_real_explorer_show_displays_without_error(shell, monkeypatch, capsys):
     monkeypatch.undo()  # the real explorer.show, whichever is installed
-    if not hasattr(explorer, "show"):
-        pytest.skip("explorer.show is not there yet")
     result = run(shell, "%%tcompile --backend eager --no-timing\nshown_y = x - 1")
     assert result.error_in_exec is None
     assert "could not display" not in capsys.readouterr().err

@@ -31,17 +31,3 @@ def render_graph(capture, compile, drawing: bool = True) -> str:
         svg,
         details("Readable code (GraphModule.print_readable)", code_block(graph.code, "python"), open=drawing),
     ])
-
-
-def graph_viewers(capture, compile) -> list:
-    """The interactive viewer(s) of the FX graph tab: the Dynamo graph, linked to kernels after Inductor."""
-    from ..graph_viewer import GraphViewer, kernel_links
-
-    graph = compile.graph
-    if not graph.available or not graph.nodes:
-        return []
-    links: dict[str, list[str]] = {}
-    for run in compile.inductor.runs if compile.inductor.available else []:
-        for name, kernels in kernel_links(run, graph.nodes).items():
-            links.setdefault(name, []).extend(k for k in kernels if k not in links.get(name, []))
-    return [GraphViewer(graph, kernels=links)]
