@@ -37,7 +37,7 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     """Run the comparison for ``%%tcompile --compare SPEC``; returns the cell's value (from the final
     plain run). ``base_args``: the magic's ``explorer.magics.Options`` (or a dict of the same fields).
 
-    Every configuration compiles fresh (Inductor caches off) whether or not ``--fresh`` was given: with
+    Every configuration compiles fresh (Inductor caches off), even with ``--cached``: with
     warm caches the later configurations would show cache hits, not compiles.
     """
     from compiler import compare, parse_compare_spec

@@ -17,6 +17,7 @@ import ast
 import contextlib
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 
 from IPython.core import magic_arguments
@@ -43,7 +44,7 @@ def register(ipython) -> None:
 class Options:
     compile_kwargs: dict  # passed to torch.compile
     recorded: dict  # what the capture records as its options (JSON-able)
-    fresh: bool = False
+    fresh: bool = True  # cache-free unless --cached
     timing: bool = True
     repeat: int = 15
     stance: str | None = None
@@ -73,8 +74,12 @@ class TcompileMagics(Magics):
                               help="fail on the first graph break instead of splitting the graph")
     @magic_arguments.argument("--options", default=None, metavar="DICT",
                               help="Inductor options as a JSON or Python dict, quoted: --options '{\"max_autotune\": True}'")
-    @magic_arguments.argument("--fresh", action="store_true",
-                              help="disable Inductor/AOTAutograd caches so every Inductor stage is captured")
+    @magic_arguments.argument("--cached", dest="fresh", action="store_false", default=True,
+                              help="let Inductor/AOTAutograd use their caches (faster recompiles, but a cache hit "
+                                   "skips lowering and fusion, so the IR before/after fusion is missing). Default: "
+                                   "cache-free, every Inductor stage is captured")
+    @magic_arguments.argument("--fresh", dest="fresh", action="store_true", default=True,
+                              help="cache-free compile: the default (kept so older notebooks still run)")
     @magic_arguments.argument("--no-timing", dest="timing", action="store_false",
                               help="do not time eager vs compiled (timing re-runs the code)")
     @magic_arguments.argument("--repeat", type=int, default=15, metavar="N",
@@ -207,7 +212,9 @@ def run_cell(shell, opts: Options, cell: str):
 def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
     """``compiler.run`` with the magic's options, under a progress display; torch.compile rejecting
     its arguments becomes the capture's error."""
-    with Progress(shell, _progress_text(opts)) as progress:
+    with Progress(shell, _progress_text(opts)) as progress, warnings.catch_warnings():
+        # cache-free is the default here, so torch's note that it also turns PGO off is noise
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         try:
             return compiler.run(fn, args, kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
                                 timing=True if opts.timing else "timing was turned off (--no-timing)",

@@ -205,6 +205,14 @@ def test_stance_force_eager_runs_without_compiling(shell):
     torch.testing.assert_close(shell.user_ns["fe"], shell.user_ns["x"] * 2)
 
 
+def test_cache_free_by_default_cached_opts_out(shell):
+    """Issue 16 item 5: the cell compiles with Inductor's caches off unless --cached; --fresh is the default."""
+    for flags, fresh in (("", True), ("--fresh", True), ("--cached", False)):
+        run(shell, f"%%tcompile {flags} --backend eager --no-timing --name cap_c\ncc = x + 1")
+        options = shell.user_ns["cap_c"].options
+        assert options["fresh"] is fresh and options["caches_enabled"] is not fresh, flags
+
+
 @pytest.mark.slow
 def test_inductor_cell_with_loop_and_module(shell):
     """The default backend, once: kernels captured; names assigned in a loop come back."""
@@ -272,7 +280,7 @@ def test_options_accepts_json_and_python_literals(shell):
 def test_help_lists_the_options(shell, capsys):
     shell.run_cell("%tcompile?")
     text = capsys.readouterr().out
-    for option in ("--backend", "--mode", "--dynamic", "--fullgraph", "--options", "--fresh", "--no-timing",
+    for option in ("--backend", "--mode", "--dynamic", "--fullgraph", "--options", "--cached", "--no-timing",
                    "--repeat", "--stance", "--name", "--save"):
         assert option in text
 

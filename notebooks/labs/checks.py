@@ -364,7 +364,7 @@ def check_fused(cap, ops=None, fused: bool = True) -> None:
         return _pass(f"{together[0].name} computes {', '.join(sorted(wanted))} in one kernel")
     if not _ir_runs(cap):
         _fail("no Inductor IR in this capture (Inductor's cache was hit, or Inductor did not run)",
-              "capture with fresh=True (--fresh) so Inductor lowers and fuses again")
+              "capture with fresh=True (%%tcompile's default; not --cached) so Inductor lowers and fuses again")
     fusions = _fusions(cap)
     if fused and not fusions:
         _fail("Inductor's scheduler fused nothing: every node after fusion is one node before fusion",

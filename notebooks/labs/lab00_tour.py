@@ -24,12 +24,12 @@ def cells():
             while recording everything torch logs, writes the names the cell assigns (`scores`, `y`) back into
             the notebook, then times the cell eager vs compiled.
 
-            `--fresh` switches Inductor's caches off for this compile, so every Inductor stage is produced
-            (a cache hit would skip lowering and fusion); `--name tour` keeps the `Capture` in the variable
-            `tour`. `%tcompile?` lists every option.
+            `%%tcompile` compiles with Inductor's caches off, so every Inductor stage is produced (a cache hit
+            would skip lowering and fusion; `--cached` lets the caches work); `--name tour` keeps the `Capture`
+            in the variable `tour`. `%tcompile?` lists every option.
             """),
         code("""
-            %%tcompile --fresh --name tour
+            %%tcompile --name tour
             scores = x @ w
             y = torch.softmax(scores, dim=-1) * 2 + torch.sin(scores)
             """),

@@ -32,11 +32,11 @@ def cells():
             | scheduling & fusion | one scheduler node per buffer that must exist in memory; nodes that can share loops are fused | Inductor › IR *after fusion*, fusion table |
             | code generation | C++ with OpenMP and `at::vec` (CPU) or Triton (GPU), plus a Python `call()` that allocates buffers and launches kernels | Generated code |
 
-            `--fresh` (`fresh=True`) matters here: on a cache hit Inductor loads the compiled code and none of
-            the IR is produced again.
+            Caches matter here: on a cache hit Inductor loads the compiled code and none of the IR is produced
+            again. `%%tcompile` compiles cache-free unless you pass `--cached`; in Python, pass `fresh=True`.
             """),
         code("""
-            %%tcompile --fresh --no-timing --name ind
+            %%tcompile --no-timing --name ind
             scores = x @ w
             out = torch.softmax(scores, dim=-1) * 2 + torch.sin(scores)
             """),
