@@ -371,6 +371,8 @@ class Location(Data):
     line: int | None = None
     function: str | None = None
     code: str | None = None
+    user: bool = True  # False: Python's runtime, Jupyter/IPython, torch or tcompile (not the model's code)
+    cell: int | None = None  # the notebook cell this file is: In [cell] (IPython's execution count)
 
 
 @dataclass(repr=False, eq=False)
@@ -393,7 +395,8 @@ class GraphBreak(Data):
     file: str | None = None
     line: int | None = None
     code: str | None = None
-    stack: list[Location] = field(default_factory=list)
+    cell: int | None = None  # ``file`` is the notebook cell In [cell]
+    stack: list[Location] = field(default_factory=list)  # outermost first; ``user`` marks the model's frames
     registry: BreakRegistry | None = None
     fatal: bool = False  # under fullgraph=True: the compile failed
     count: int = 1
