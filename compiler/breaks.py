@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import linecache
+import os
 import re
+import sys
 from pathlib import Path
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
@@ -35,11 +37,14 @@ def parse_break(payload: str) -> dict:
     reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()
     headline = _headline(reason_text)
     gb = _GB_CODE.search(payload)
-    stack = [{"file": m["file"], "line": int(m["line"]), "function": m["fn"], "code": m["code"].strip()}
-             for m in _TB_FRAME.finditer(traceback) if _is_user_file(m["file"])]
-    file = where["file"] if where else (stack[-1]["file"] if stack else None)
-    line = int(where["line"]) if where else (stack[-1]["line"] if stack else None)
-    item = {"file": file, "line": line, "code": _line_text(file, line, stack), "headline": headline,
+    stack = [{"file": m["file"], "line": int(m["line"]), "function": m["fn"], "code": m["code"].strip(),
+              "user": is_user_frame(m["file"]), "cell": cell_number(m["file"])}
+             for m in _TB_FRAME.finditer(traceback)]
+    user_stack = [frame for frame in stack if frame["user"]]
+    file = where["file"] if where else (user_stack[-1]["file"] if user_stack else None)
+    line = int(where["line"]) if where else (user_stack[-1]["line"] if user_stack else None)
+    item = {"file": file, "line": line, "cell": cell_number(file), "code": _line_text(file, line, user_stack),
+            "headline": headline,
             "reason": reason_text, "gb_code": gb.group(1).upper() if gb else None, "stack": stack,
             "explanation": _field(reason_text, "Explanation"), "hints": _hints(reason_text)}
     entry = registry().get((item["gb_code"] or "").lower())
@@ -50,24 +55,56 @@ def parse_break(payload: str) -> dict:
     return item
 
 
+# What runs the model's code without being it: Jupyter and IPython, the test runner, torch, tcompile.
+# Model libraries (transformers, …) are the code being compiled, so their frames count as user frames.
+_MACHINERY = ("IPython", "ipykernel", "tornado", "zmq", "jupyter_client", "jupyter_core", "traitlets", "comm",
+              "debugpy", "anyio", "ipywidgets", "_pytest", "pytest", "pluggy", "torch", "triton")
+
+
 @functools.lru_cache(maxsize=1)
 def _internal_dirs() -> tuple[str, ...]:
-    """Frames from these folders are tooling (torch, tcompile, IPython, pytest), not user code."""
+    """Folders whose frames are not user code: the packages in ``_MACHINERY`` and tcompile itself."""
     import importlib.util
 
-    import torch
-
     here = Path(__file__).resolve().parent
-    dirs = [str(Path(torch.__file__).parent), str(here), str(here.parent / "explorer")]
-    for package in ("IPython", "_pytest", "pluggy", "ipykernel"):
-        spec = importlib.util.find_spec(package)
+    dirs = [str(here), str(here.parent / "explorer")]
+    for package in _MACHINERY:
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
         if spec and spec.origin:
-            dirs.append(str(Path(spec.origin).parent))
+            dirs.append(str(Path(spec.origin).parent) + os.sep)
     return tuple(dirs)
 
 
-def _is_user_file(path: str) -> bool:
-    return not path.startswith(_internal_dirs())
+@functools.lru_cache(maxsize=1)
+def _stdlib_dir() -> str:
+    return str(Path(os.__file__).resolve().parent) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_frame(path: str | None) -> bool:
+    """Is a frame in this file the model's code (the notebook's, a script's, a model library's), rather
+    than Python's runtime (stdlib: runpy, asyncio, …), Jupyter/IPython, the test runner, torch or tcompile?"""
+    if not path:
+        return False
+    if path.startswith("<frozen ") or path.startswith(_internal_dirs()):
+        return False
+    resolved = str(Path(path).resolve()) if os.path.isabs(path) else path
+    in_stdlib = resolved.startswith(_stdlib_dir()) and not {"site-packages", "dist-packages"} & set(Path(resolved).parts)
+    return not in_stdlib and not resolved.startswith(_internal_dirs())
+
+
+def cell_number(path: str | None) -> int | None:
+    """The notebook cell a file is (``In [6]``), as the running IPython numbers it: its compiler maps
+    each cell's file name to the execution count (``%%tcompile`` cells are added there by explorer.cell).
+    None outside IPython or for other files. IPython is read only if already loaded, never imported."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = names.get(path) if isinstance(names, dict) and path else None
+    return number if isinstance(number, int) else None
 
 
 def _line_text(file, line, stack) -> str | None:

@@ -19,7 +19,8 @@
 - A last bare expression (not ending in ``;``) is kept and returned as the cell's value.
 - The function's source is registered in ``linecache`` under a unique fake filename
   (``<tcompile-cell-N>``): graph-break messages, FX ``# File:`` comments and tracebacks show the
-  cell's own lines, numbered as in the notebook (the ``%%tcompile`` line is line 1).
+  cell's own lines, numbered as in the notebook (the ``%%tcompile`` line is line 1); under IPython the
+  file is registered as the running cell, so tracebacks and tcompile's views name it ``In [N]``.
 
 Not supported (as in a function body): ``return``/``yield``/``await`` at top level, ``from m import *``
 and IPython syntax (``%magics``, ``!shell``) — they raise ``SyntaxError``.
@@ -94,7 +95,21 @@ def compile_cell(cell: str, namespace: dict) -> CompiledCell:
     fn = _build(body, params, outputs, source, filename, namespace)
     fn.__defaults__ = tuple(namespace.get(name, UNSET) for name in params) or None  # what-if: change one input
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _name_as_notebook_cell(filename)
     return CompiledCell(fn, filename, source, params, outputs, names.deleted)
+
+
+def _name_as_notebook_cell(filename: str) -> None:
+    """Register ``filename`` in IPython's map of cell file names to execution counts, as IPython does
+    for its own cells: tracebacks and tcompile's views then call it ``In [N]`` like any cell."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if isinstance(names, dict) and isinstance(getattr(shell, "execution_count", None), int):
+        names[filename] = shell.execution_count
 
 
 def _quiet(cell: str) -> bool:

@@ -12,6 +12,7 @@ import compiler
 import explorer
 from explorer.page import render_static, summary_text
 from explorer.views import VIEWS, dataframes, render_view
+from explorer.views.breaks import with_code_spans
 from explorer.views.common import op_counts
 from explorer.views.graph_layout import LEVEL_LIMIT
 from explorer.views.graph_svg import module_of, render_graph_svg
@@ -168,8 +169,60 @@ def test_graph_breaks_view_explains_each_break(module_cap):
     assert item.gb_code in markup and f"{item.gb_code.lower()}.html" in markup
     assert html.escape(item.registry.type) in markup
     assert html.escape(f"{item.file}:{item.line}") in markup and html.escape(item.code) in markup
-    assert html.escape(item.hints[0]) in markup
     assert f"×{item.count}" in markup and ", ".join(item.compile_ids) in markup
+
+
+def test_graph_break_hints_are_text_with_code_spans(module_cap):
+    item = module_cap.breaks[0]
+    markup = render_view("breaks", module_cap, module_cap.compiles[0])
+    hint = next(h for h in item.hints if "`" in h)  # torch writes `print` in backticks
+    assert str(with_code_spans(hint)) in markup and "<code>print</code>" in markup
+    hints = markup[markup.index("Hints"):markup.index("Your code")]
+    assert "`" not in hints
+
+
+def test_graph_break_shows_user_frames_and_folds_the_rest(module_cap):
+    item = module_cap.breaks[0]
+    frames = {(f.file, f.function): f.user for f in item.stack}
+    assert frames[(__file__, "forward_with_break")] and item.stack[-1].user is False  # torch raised it
+    torch_dir, pytest_dir = Path(torch.__file__).parent, Path(pytest.__file__).parent
+    for f in item.stack:
+        if f.file.startswith((str(torch_dir), str(pytest_dir))) or f.file.startswith("<frozen"):
+            assert not f.user, f
+    user = [f for f in item.stack if f.user]
+    assert user[-1].line == item.line and user[-1].file == item.file
+    markup = render_view("breaks", module_cap, module_cap.compiles[0])
+    shown, folded = markup.split('class="tc-all-frames"')
+    assert "symbolic_convert.py" not in shown and "symbolic_convert.py" in folded
+    assert f"show all frames ({len(item.stack)} frames" in markup
+
+
+def test_notebook_cells_are_named_as_the_notebook_names_them():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from explorer.cell import compile_cell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("import torch, compiler", store_history=True)
+    shell.run_cell("def tc_cell_fn(x):\n    y = x.cos()\n    print('cell break')\n    return y.sin()",
+                   store_history=True)
+    defined_in = shell.execution_count - 1
+    shell.run_cell("torch._dynamo.reset()\nwith compiler.capture() as tc_cell_cap:\n"
+                   "    torch.compile(tc_cell_fn, backend='eager')(torch.randn(3))", store_history=True)
+    called_in = shell.execution_count - 1
+    item = shell.user_ns["tc_cell_cap"].breaks[0]
+    assert (item.cell, item.line) == (defined_in, 3)
+    assert [(f.cell, f.line) for f in item.stack if f.user][-2:] == [(called_in, 3), (defined_in, 3)]
+    markup = render_view("breaks", shell.user_ns["tc_cell_cap"], None)
+    assert f"In [{defined_in}], line 3" in markup and f"In [{called_in}], line 3" in markup
+    compiled = compile_cell("y = x + 1", {"x": 1})  # a %%tcompile cell: named after the running cell
+    assert compiler.breaks.cell_number(compiled.filename) == shell.execution_count
+
+
+def test_recompiles_list_each_new_symbol_once(module_cap):
+    markup = render_view("recompiles", module_cap, None)
+    symbols = re.findall(r"s\d+ = L\[&#x27;\w+&#x27;\]\.size\(\)\[\d\]", markup)
+    assert symbols and len(symbols) == len(set(symbols)), symbols
 
 
 def test_recompiles_view_lists_failing_guards_in_order(module_cap):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..html import (badge, code, details, heading, join, key_values, note, para, plural, preformatted, tag,
+from ..html import (Html, badge, code, details, heading, join, key_values, note, para, plural, preformatted, tag,
                     unavailable)
 from compiler.schema import BreakRegistry
 
@@ -19,11 +19,37 @@ def _doc_link(gb_code: str | None):
                rel="noopener")
 
 
+def with_code_spans(text: str | None) -> Html:
+    """torch's markdown-ish text (``Avoid calling builtin `print` …``): backticked parts as code spans."""
+    parts = re.split(r"`([^`\n]+)`", text or "")
+    return join([code(part) if i % 2 else part for i, part in enumerate(parts)])
+
+
+def place(file: str | None, line: int | None, cell: int | None = None) -> str:
+    """Where a line is, named as the notebook names it: ``In [6], line 3``, else ``file:line``."""
+    if cell is not None:
+        return f"In [{cell}], line {line}"
+    return f"{file}:{line}" if file else "unknown location"
+
+
+def _frame(f, cls: str | None = None):
+    return tag("li", code(place(f.file, f.line, f.cell)), f" in {f.function}", ": " if f.code else "",
+               code(f.code) if f.code else None, cls=cls)
+
+
 def _stack(item):
+    """The user's frames (the model's code), outermost first; every frame under "show all frames"."""
     if not item.stack:
         return None
-    rows = [tag("li", code(f"{f.file}:{f.line}"), f" in {f.function}: ", code(f.code)) for f in item.stack]
-    return details("User stack", tag("ol", *rows))
+    user = [f for f in item.stack if f.user]
+    hidden = len(item.stack) - len(user)
+    everything = details(f"show all frames ({plural(len(item.stack), 'frame')}, {hidden} of Python, "
+                         "Jupyter, torch or tcompile)",
+                         tag("ol", *(_frame(f, None if f.user else "tc-muted") for f in item.stack)),
+                         cls="tc-all-frames") if hidden else None
+    return join([heading("Your code (outermost call first)", 5),
+                 tag("ol", *(_frame(f) for f in user)) if user else para("(no frame of your code)", cls="tc-muted"),
+                 everything])
 
 
 def break_card(item, selected_id: str | None):
@@ -31,16 +57,18 @@ def break_card(item, selected_id: str | None):
     registry = item.registry or BreakRegistry()
     in_selected = selected_id in item.compile_ids
     doc_link = _doc_link(item.gb_code)
+    summary = item.headline if item.headline and item.headline != registry.type else None
     return tag("div",
                tag("div", badge(item.gb_code or "no GB code", "error"),
                    tag("strong", f" {break_title(item)}"),
                    badge(f"×{item.count}", "warn", title="how often this break happened"),
                    cls="tc-card-title"),
-               para("at ", code(f"{item.file}:{item.line}"), "  ", code(item.code or "")),
-               key_values([("torch's summary", item.headline or None if item.headline != registry.type else None),
-                           ("explanation", item.explanation or registry.explanation),
+               para("at ", code(place(item.file, item.line, item.cell)), " ", code(item.code) if item.code else None),
+               key_values([("torch's summary", with_code_spans(summary) if summary else None),
+                           ("explanation", with_code_spans(item.explanation or registry.explanation)),
                            ("in compiles", ", ".join(item.compile_ids))]),
-               join([heading("Hints", 5), tag("ul", *(tag("li", h) for h in item.hints))]) if item.hints else None,
+               join([heading("Hints", 5), tag("ul", *(tag("li", with_code_spans(h)) for h in item.hints))])
+               if item.hints else None,
                _stack(item),
                details("Full reason (as torch logged it)", preformatted(item.reason)),
                para(doc_link) if doc_link else None,

@@ -12,8 +12,8 @@ def _became_dynamic(capture, compile_id: str) -> str:
         shapes = capture.compile(compile_id).shapes
     except KeyError:
         return ""
-    symbols = [s for s in shapes.symbols if (s.origin or "").startswith("automatic dynamic")]
-    return ", ".join(f"{s.symbol} = {s.source}" for s in symbols)
+    symbols = [f"{s.symbol} = {s.source}" for s in shapes.symbols if (s.origin or "").startswith("automatic dynamic")]
+    return ", ".join(dict.fromkeys(symbols))  # a frame restarted at a graph break creates them again
 
 
 def render_recompiles(capture, compile) -> str:
