@@ -127,17 +127,24 @@ class Capture(CaptureData, JsonFile):
             return None
         return self.live.codes.get(compile_id) if compile_id else next(iter(self.live.codes.values()))
 
-    def what_if(self, fn, *args, **kwargs):
+    def what_if(self, fn, *args, dry_run: bool = False, **kwargs):
         """Would calling ``fn(*args, **kwargs)`` hit a cached compile, or recompile — and why?
 
-        Checks the live guards without running ``fn``. Needs a live capture.
+        By default checks the entry frame's live guards without running ``fn`` (a ``WhatIf``; it
+        lists the frames it did not check: those after a graph break, hooks). ``dry_run=True``
+        calls ``fn`` once under ``torch.compiler.set_stance("eager_on_recompile")`` — this runs
+        your code, nothing is compiled — and reports every frame that would recompile, with its
+        failing guard (a ``DryRun``; ``.recompiles`` lists them). Needs a live capture
+        (``compiler.whatif``).
         """
-        from .whatif import what_if
+        from . import whatif
 
         if self.live is None:
             raise RuntimeError("what-if checks need the live guards of this Python process; "
                                "a capture loaded from a file only holds their text")
-        return what_if(self.live, fn, args, kwargs, self.compiles)
+        if dry_run:
+            return whatif.dry_run(self.live, fn, args, kwargs)
+        return whatif.what_if(self.live, fn, args, kwargs, self.compiles)
 
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.trace.save_trace``):

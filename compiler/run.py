@@ -63,7 +63,7 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     # under capture, so the CUDA-graph stage shows the whole life cycle.
     calls = 3 if device == "cuda" and wants_cudagraphs(recorded) else 1
     recorded["calls_under_capture"] = calls
-    live = LiveState()
+    live = LiveState(args=args, kwargs=kwargs)
     measurements: dict = {"first_call_s": None}
     with torch._dynamo.config.patch(**(dynamo_config or {})):
         if reset:

@@ -48,8 +48,8 @@ def evaluate_arguments(text: str, namespace: dict) -> tuple[tuple, dict]:
 
 def what_if_answer(result) -> Html:
     """The what-if result: the verdict, then each cached compile's check."""
-    rows = [[code(c["compile_id"]), "passed" if c["passed"] else "failed", c.get("failed_guard") or "",
-             c.get("guards_checked", "")] for c in result.checks]
+    rows = [[code(c.compile_id), "passed" if c.passed else "failed", c.failed_guard or "", c.guards_checked]
+            for c in result.checks]
     return join([note(result.as_text(), kind="warn" if result.recompiles else "ok"),
                  table(["cached compile", "guards", "failing guard", "guards checked"], rows) if rows else None])
 

@@ -107,7 +107,7 @@ def test_what_if_on_the_cell_inputs(shell):
     cap = shell.user_ns["cap_wi"]
     assert cap.what_if(cap.live.compiled_fn).accepted_by == "0/0"  # defaults: the inputs the cell ran with
     changed = cap.what_if(cap.live.compiled_fn, x=torch.zeros(7))  # another shape for L['x']
-    assert changed.recompiles and "L['x']" in changed.checks[0]["failed_guard"]
+    assert changed.recompiles and "L['x']" in changed.checks[0].failed_guard
 
 
 def test_real_explorer_show_displays_without_error(shell, monkeypatch, capsys):

@@ -228,7 +228,7 @@ def check_would_recompile(cap, fn, *args, **kwargs) -> None:
     if not result.recompiles:
         _fail(f"({_describe_args(args, kwargs)}) would reuse compile {result.accepted_by}: no recompile",
               "look at the Guards tab: pick an input that makes one of the guards fail")
-    failed = next((c.get("failed_shape_guards") or [c.get("failed_guard")] for c in result.checks), [""])
+    failed = next((c.failed_shape_guards or [c.failed_guard] for c in result.checks), [""])
     return _pass(f"({_describe_args(args, kwargs)}) would recompile: {str(failed[0])[:200]}")
 
 
