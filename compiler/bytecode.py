@@ -1,9 +1,16 @@
 """Bytecode before and after Dynamo, from ``register_bytecode_hook`` (observe only: the hook
-returns None, so torch keeps its own transformed code)."""
+returns None, so torch keeps its own transformed code), with the transformed code — and a resume
+function's own code — decompiled to Python by ``depyf`` when it is installed.
+
+The hook only lists the code objects (``transformation``); decompiling waits until the capture is
+assembled (``bytecode_stage``), so it adds nothing inside Dynamo's compile.
+"""
 from __future__ import annotations
 
 import dis
 import types
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"
 
 
 def listing(code: types.CodeType) -> list[dict]:
@@ -21,14 +28,35 @@ def describe(code: types.CodeType) -> dict:
 
 
 def transformation(code: types.CodeType, new_code: types.CodeType) -> dict:
+    """What the bytecode hook keeps: both listings, and the code objects for ``bytecode_stage``."""
     return {"original": describe(code), "transformed": describe(new_code),
-            "is_resume": code.co_name.startswith("torch_dynamo_resume_in_")}
+            "is_resume": code.co_name.startswith(RESUME_PREFIX), "code_objects": (code, new_code)}
+
+
+def decompile(code: types.CodeType) -> dict:
+    """``code`` as Python source by ``depyf`` → ``{"decompiled": text}``, or ``{"decompiled_reason": why not}``."""
+    try:
+        from depyf.decompiler import decompile as depyf_decompile
+    except ImportError as exc:
+        return {"decompiled_reason": f"depyf is not installed (pip install depyf): {exc}"}
+    try:
+        text = depyf_decompile(code)
+    except Exception as exc:  # noqa: BLE001 — depyf does not know every opcode of every Python
+        first = (str(exc).strip().splitlines() or [""])[0].removeprefix(f"{type(exc).__name__}: ")
+        return {"decompiled_reason": f"depyf could not decompile {code.co_name}: {type(exc).__name__}: {first}"}
+    return {"decompiled": text.rstrip() + "\n"}
 
 
 def bytecode_stage(from_hook: dict | None, artifacts: dict[str, str]) -> dict:
-    """Prefer the live hook (structured listings); fall back to torch's ``*_BYTECODE`` artifacts."""
+    """Prefer the live hook (structured listings, decompiled code); fall back to torch's ``*_BYTECODE`` artifacts."""
     if from_hook:
-        return {"available": True, "source": "bytecode_hook", **from_hook}
+        stage = {k: v for k, v in from_hook.items() if k != "code_objects"}
+        code, new_code = from_hook.get("code_objects") or (None, None)
+        if new_code is not None:
+            stage["transformed"] = {**stage["transformed"], **decompile(new_code)}
+        if code is not None and stage.get("is_resume"):  # a resume function's own code is Dynamo's too
+            stage["original"] = {**stage["original"], **decompile(code)}
+        return {"available": True, "source": "bytecode_hook", **stage}
     original = next((v for k, v in artifacts.items() if k.endswith("_ORIGINAL_BYTECODE")), None)
     modified = next((v for k, v in artifacts.items() if k.endswith("_MODIFIED_BYTECODE")), None)
     if original and modified:

@@ -247,6 +247,8 @@ class CodeListing(Data):
     firstlineno: int | None = None
     text: str = ""
     instructions: list[Instruction] = field(default_factory=list)
+    decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
+    decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
 
 
 @dataclass(repr=False, eq=False)
