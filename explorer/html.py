@@ -6,6 +6,8 @@ built here or by pygments/graphviz) passes through unchanged.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import html
 from importlib.resources import files
@@ -24,10 +26,15 @@ class Html(str):
 
 
 def esc(value) -> Html:
-    """Escaped text, or ``value`` unchanged when it is already ``Html``."""
+    """Escaped text, or ``value`` unchanged when it is already ``Html``. Text longer than
+    ``TEXT_CHARS`` is cut there, with a mark saying how much is left out (see ``cut_text``)."""
     if isinstance(value, Html):
         return value
-    return Html(html.escape("" if value is None else str(value), quote=True))
+    text = "" if value is None else str(value)
+    if len(text) > TEXT_CHARS:
+        shown, mark = cut_text(text, TEXT_CHARS, inline=True)
+        return Html(html.escape(shown, quote=True) + mark)
+    return Html(html.escape(text, quote=True))
 
 
 def join(parts, sep: str = "") -> Html:
@@ -41,7 +48,7 @@ def _attributes(attrs: dict) -> str:
         if value is None or value is False:
             continue
         name = "class" if name == "cls" else name.rstrip("_").replace("_", "-")
-        out.append(f" {name}" if value is True else f' {name}="{esc(value)}"')
+        out.append(f" {name}" if value is True else f' {name}="{html.escape(shorten(value, TEXT_CHARS))}"')
     return "".join(out)
 
 
@@ -113,7 +120,9 @@ def cards(items) -> Html:
 
 
 def preformatted(text, cls: str = "tc-pre") -> Html:
-    return tag("pre", text, cls=cls)
+    """Text as it is (escaped), in a ``<pre>``; the first ``BLOCK_CHARS`` of it (see ``cut_text``)."""
+    shown, mark = cut_text("" if text is None else str(text))
+    return join([tag("pre", Html(html.escape(shown, quote=True)), cls=cls), mark])
 
 
 @functools.lru_cache(maxsize=8)
@@ -124,32 +133,98 @@ def _lexer(language: str):
         language.lower(), TextLexer)()
 
 
-def highlighted_lines(text: str, language: str = "python") -> list[Html]:
-    """One line of pygments markup per source line (pygments closes its spans at line ends)."""
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-
-    markup = highlight(text, _lexer(language), HtmlFormatter(nowrap=True))
-    return [Html(line) for line in markup.rstrip("\n").split("\n")]
-
-
 HIGHLIGHT_LINES = 2000  # beyond this, plain escaped text: pygments is most of the render time
 
 
+def highlighted_lines(text: str, language: str = "python") -> list[Html]:
+    """One line of markup per source line of the first ``BLOCK_CHARS`` of ``text`` (the caller shows
+    ``cut_text``'s mark for the rest): pygments markup for the first ``HIGHLIGHT_LINES`` lines (pygments
+    closes its spans at line ends), escaped plain text after them."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    lines = text[:_cut_end(text, BLOCK_CHARS)].split("\n")
+    markup = highlight("\n".join(lines[:HIGHLIGHT_LINES]), _lexer(language), HtmlFormatter(nowrap=True))
+    out = [Html(line) for line in markup.rstrip("\n").split("\n")]
+    out += [Html(html.escape(line, quote=True)) for line in lines[HIGHLIGHT_LINES:]]
+    return out
+
+
 @functools.lru_cache(maxsize=64)
-def _highlighted(text: str, language: str) -> Html:
-    lines = text.split("\n")
-    head = "\n".join(highlighted_lines("\n".join(lines[:HIGHLIGHT_LINES]), language))
-    tail = "\n" + str(esc("\n".join(lines[HIGHLIGHT_LINES:]))) if len(lines) > HIGHLIGHT_LINES else ""
-    return Html(head + tail)
+def _highlighted(shown: str, language: str) -> Html:
+    return Html("\n".join(highlighted_lines(shown, language)))
 
 
 def code_block(text: str | None, language: str = "python") -> Html:
-    """Source code highlighted with pygments CSS classes (coloured by explorer/static/tcompile.css); the
-    first ``HIGHLIGHT_LINES`` lines only, so huge modules stay fast to show."""
+    """Source code highlighted with pygments CSS classes (coloured by explorer/static/tcompile.css): the
+    first ``BLOCK_CHARS`` of it (see ``cut_text``), of which the first ``HIGHLIGHT_LINES`` lines are
+    highlighted, so huge modules stay fast to show."""
     if not text:
         return note("(empty)", kind="muted")
-    return tag("div", tag("pre", _highlighted(text, language)), cls="tc-code")
+    shown, mark = cut_text(text)
+    return join([tag("div", tag("pre", _highlighted(shown, language)), cls="tc-code"), mark])
+
+
+# --- long texts ---------------------------------------------------------------------------------
+
+TEXT_CHARS = 20_000  # one piece of inline text: a table cell, a message, an attribute
+BLOCK_CHARS = 500_000  # one block of code or text (``code_block``, ``preformatted``): ~6,000 lines of code
+
+_CUT_TEXTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("tcompile_cut_texts", default=None)
+
+
+@contextlib.contextmanager
+def collecting_cut_texts():
+    """Within it, every text that the builders cut is appended, whole, to the list it yields, as
+    ``(text, characters shown)``, and its mark refers to it by number (``✂1``): the widget shows the
+    rest of each on demand (``explorer.full_text``). Outside it (the static page), the mark says
+    where the whole text is."""
+    found: list[tuple[str, int]] = []
+    token = _CUT_TEXTS.set(found)
+    try:
+        yield found
+    finally:
+        _CUT_TEXTS.reset(token)
+
+
+def cut_text(text: str, limit: int = BLOCK_CHARS, inline: bool = False) -> tuple[str, Html | None]:
+    """``(shown, mark)``: the first ``limit`` characters of ``text`` (ending at a line end near the limit
+    when there is one) and the mark to show after them, or ``(text, None)`` when it is short enough.
+    A view shows a bounded part of any text, however large the capture: the whole text stays in
+    the capture (and its saved JSON)."""
+    end = _cut_end(text, limit)
+    if end == len(text):
+        return text, None
+    found = _CUT_TEXTS.get()
+    label = "✂"
+    if found is not None:
+        number = next((i for i, (t, _) in enumerate(found, 1) if t is text), None)
+        if number is None:
+            found.append((text, end))
+            number = len(found)
+        elif end < found[number - 1][1]:
+            found[number - 1] = (text, end)
+        label = f"✂{number}"
+        where = f"“Show the rest of {label}” below this view loads them"
+    else:
+        where = "the capture holds the whole text (its saved JSON too; the explorer widget loads it on demand)"
+    words = f"{label} {len(text) - end:,} more characters not shown here"
+    if inline:
+        return text[:end], badge(f"… {label} {len(text) - end:,} more characters", "warn", title=f"{words}: {where}")
+    return text[:end], note(tag("strong", words), f" — {where}.", kind="warn")
+
+
+def _cut_end(text: str, limit: int) -> int:
+    if len(text) <= limit:
+        return len(text)
+    end = text.rfind("\n", limit - limit // 10, limit)
+    return limit if end < 0 else end + 1
+
+
+def cut_mark(text: str | None, limit: int = BLOCK_CHARS) -> Html | None:
+    """The mark ``cut_text`` shows after ``text`` if a view cut it (for views that show the lines of
+    ``highlighted_lines`` themselves)."""
+    return cut_text(text, limit)[1] if text else None
 
 
 # --- numbers ------------------------------------------------------------------------------------

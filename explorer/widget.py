@@ -10,8 +10,9 @@ import ast
 
 import ipywidgets as widgets
 
+from .full_text import CutTexts
 from .graph_viewer import INTERACTIVE, interactive_children
-from .html import Html, code, join, note, para, style_tag, table, tag, view_frame
+from .html import Html, code, collecting_cut_texts, join, note, para, style_tag, table, tag, view_frame
 from .page import render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
@@ -141,13 +142,15 @@ class Explorer(widgets.VBox):
         compiled_fn = capture.live.compiled_fn if capture.live is not None else None
         self.fn = next((f for f in (fn, compiled_fn, capture.frame_code()) if f is not None), None)
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
+        self.cut_texts = [CutTexts() for _ in VIEWS]  # the rest of the texts a view cut, on demand
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
         self.guard_filter = GuardFilter(self._refilter_guards)
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
         self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
-        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane]) if view.key == "guards"
-                        else widgets.VBox([pane, self.viewer_slots[view.key]]) if view.key in INTERACTIVE else pane
-                        for view, pane in zip(VIEWS, self.panes)]
+        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane, cut]) if view.key == "guards"
+                        else widgets.VBox([pane, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
+                        else widgets.VBox([pane, cut])
+                        for view, pane, cut in zip(VIEWS, self.panes, self.cut_texts)]
         self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
         self.tabs.add_class("tc-tabs")
         self.selector = widgets.Dropdown(options=[(compile_label(c), i) for i, c in enumerate(self.compiles)],
@@ -183,7 +186,9 @@ class Explorer(widgets.VBox):
         options = self.guard_filter.values() if key == "guards" and self.compile is not None else {}
         if key == "graph":
             options["drawing"] = False  # the viewer draws it
-        self.panes[index].value = render_view(key, self.capture, self.compile, **options)
+        with collecting_cut_texts() as cut:
+            self.panes[index].value = render_view(key, self.capture, self.compile, **options)
+        self.cut_texts[index].show(cut)
         if key in INTERACTIVE:
             self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)

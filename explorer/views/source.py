@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..html import Html, badge, highlighted_lines, join, note, para, plural, shorten, tag, unavailable
+from ..html import Html, badge, cut_mark, highlighted_lines, join, note, para, plural, shorten, tag, unavailable
 from .common import break_title, resume_origin
 
 
@@ -66,4 +66,5 @@ def render_source(capture, compile) -> str:
                   badge("ops", "muted"), " operations traced into this compile's graph", cls="tc-legend")
     return join([intro, resume_note, legend,
                  _source_table(source, breaks, _guards_by_line(compile), _ops_by_line(compile, filename),
-                               origin[1] if origin else None)])
+                               origin[1] if origin else None),
+                 cut_mark(source.text)])
