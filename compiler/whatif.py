@@ -184,7 +184,8 @@ class DryRun:
             text = ("no recompile: every frame reuses a compile ("
                     + ", ".join(f"{r.frame.function} → {r.compile_id}" for r in self.reused) + ")")
         else:
-            text = "no compiled frame was entered: the call would compile its frames for the first time"
+            text = ("no compiled frame was entered: the call would compile its frames for the first time "
+                    "(or it did not go through the compiled function: pass that, e.g. cap.live.compiled_fn)")
         if self.not_checked:
             text += (" (not reached, because a frame around them would recompile and ran eagerly: "
                      + "; ".join(f.kind for f in self.not_checked) + ")")
@@ -371,8 +372,13 @@ def dry_run(live: LiveState, fn, args, kwargs) -> DryRun:
 
     if isinstance(fn, types.CodeType) or not callable(fn):
         raise TypeError("a dry run calls the function: pass the function, module or compiled function "
-                        f"(cap.live.compiled_fn), not {type(fn).__name__}")
-    call = fn if _is_compiled(fn) else _run_only(fn)
+                        "(cap.live.compiled_fn), not a code object")
+    if _is_compiled(fn):
+        call = fn
+    elif live.compiled_fn is not None and _original(live.compiled_fn) is fn:
+        call = live.compiled_fn  # the same call path as the capture (a module's hooks run inside it)
+    else:
+        call = _run_only(fn)
     watcher = _FrameWatcher(live)
     result = DryRun()
     watcher.previous = sys.getprofile()
@@ -395,6 +401,10 @@ def _is_compiled(fn) -> bool:
     from torch._dynamo.eval_frame import OptimizedModule
 
     return isinstance(fn, OptimizedModule) or hasattr(fn, "_torchdynamo_orig_callable")
+
+
+def _original(compiled):
+    return getattr(compiled, "_orig_mod", None) or getattr(compiled, "_torchdynamo_orig_callable", None)
 
 
 def _run_only(fn):

@@ -1,0 +1,294 @@
+"""What-if over the whole call: the dry run (``cap.what_if(fn, *args, dry_run=True)``) predicts exactly
+the frames the real call then recompiles, counted from torch's own recompile records
+(``torch._dynamo.utils.guard_failures``, which Dynamo appends to each time it recompiles a frame),
+including frames the no-run check cannot see: resume frames after a graph break and hooks."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from torch._dynamo.utils import counters, guard_failures
+
+import compiler
+from compiler.whatif import DryRun, FrameRecompile, WhatIf
+
+SCALE = 2
+HOOK_STATE = {"scale": 2.0}
+
+
+def after_break_global(x):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y * SCALE
+
+
+def after_break_arg(x, z):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y + z.sum()
+
+
+def after_break_int(x, n):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y * n
+
+
+def entry_global(x):
+    return x.cos() * SCALE
+
+
+def dict_keys(d):
+    total = 0
+    for key, value in d.items():
+        total = total + value * len(key)
+    return total
+
+
+def helper(x):
+    y = x.cos()
+    torch._dynamo.graph_break()
+    return y * SCALE
+
+
+def calls_helper(x):
+    return helper(x.sin()) + 1
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = 2
+
+    def forward(self, x):
+        y = self.lin(x)
+        torch._dynamo.graph_break()
+        return y * self.scale
+
+
+def state_hook(module, args, output):
+    return output * HOOK_STATE["scale"]
+
+
+def resume(fn) -> str:
+    """The name of the resume frame Dynamo makes for the graph break in ``fn``."""
+    lines, start = inspect.getsourcelines(fn)
+    line = start + next(i for i, text in enumerate(lines) if "graph_break()" in text)
+    return f"torch_dynamo_resume_in_{fn.__name__}_at_{line}"
+
+
+def recompiled_by(call) -> list[str]:
+    """The frames a real call recompiled, from torch's records (one entry per recompile)."""
+    before = {code: len(reasons) for code, reasons in guard_failures.items()}
+    call()
+    return sorted(code.co_name for code, reasons in guard_failures.items()
+                  for _ in range(len(reasons) - before.get(code, 0)))
+
+
+def predict_and_call(cap, fn, *args, **kwargs) -> tuple[DryRun, list[str]]:
+    compiled_before = counters["frames"]["ok"]
+    dry = cap.what_if(fn, *args, dry_run=True, **kwargs)
+    assert isinstance(dry, DryRun)
+    assert counters["frames"]["ok"] == compiled_before, "the dry run must compile nothing"
+    call_fn = cap.live.compiled_fn
+    real = recompiled_by(lambda: call_fn(*args, **kwargs))
+    return dry, real
+
+
+def assert_exact(dry: DryRun, real: list[str]) -> None:
+    assert sorted(r.frame.function for r in dry.recompiles) == real
+    assert bool(dry.recompiles) == bool(real)
+
+
+@pytest.fixture(autouse=True)
+def _restore_globals():
+    global SCALE
+    yield
+    SCALE = 2
+    HOOK_STATE["scale"] = 2.0
+
+
+def explore(fn, *args, backend="eager", **kwargs):
+    return compiler.explore(fn, *args, backend=backend, timing=False, dynamic=False, **kwargs)
+
+
+def test_the_issue_example_a_global_read_after_a_break():
+    global SCALE
+    x = torch.randn(4)
+    cap = explore(after_break_global, x, backend="aot_eager")
+    SCALE = 3
+    quick = cap.what_if(after_break_global, x)
+    assert isinstance(quick, WhatIf) and quick.accepted_by == "0/0"
+    assert [f.function for f in quick.not_checked] == [resume(after_break_global)]
+    assert f"not checked: the frame after the graph break at line {resume(after_break_global).rsplit('_', 1)[1]}" in quick.as_text()
+    dry, real = predict_and_call(cap, after_break_global, x)
+    assert_exact(dry, real)
+    assert real == [resume(after_break_global)]
+    frame = dry.recompiles[0]
+    assert isinstance(frame, FrameRecompile) and frame.failed_guard == "G['SCALE'] == 2"
+    assert frame.frame.compile_ids == ["1/0"] and "[dry run: the function ran once]" in dry.as_text()
+
+
+def test_unchanged_call_is_a_control():
+    x = torch.randn(4)
+    cap = explore(after_break_global, x)
+    dry, real = predict_and_call(cap, after_break_global, x)
+    assert_exact(dry, real)
+    assert real == [] and dry.recompiles == []
+    assert [(r.frame.function, r.compile_id) for r in dry.reused] == [
+        ("after_break_global", "0/0"), (resume(after_break_global), "1/0")]
+    assert dry.as_text().startswith("no recompile")
+
+
+def test_module_attribute_read_after_a_break():
+    model = Scaled()
+    x = torch.randn(2, 4)
+    cap = explore(model, x)
+    model.scale = 3
+    assert not cap.what_if(model, x).recompiles  # the entry frame alone accepts it
+    dry, real = predict_and_call(cap, model, x)
+    assert_exact(dry, real)
+    assert len(real) == 1 and real == [resume(Scaled.forward)]
+    assert "scale" in dry.recompiles[0].failed_guard
+
+
+def test_hook_state():
+    model = torch.nn.Linear(4, 4)
+    model.register_forward_hook(state_hook)
+    x = torch.randn(2, 4)
+    cap = explore(model, x)
+    HOOK_STATE["scale"] = 3.0
+    dry, real = predict_and_call(cap, model, x)
+    assert_exact(dry, real)
+    assert real and "HOOK_STATE" in dry.recompiles[0].failed_guard
+
+
+def test_a_hook_added_after_the_compile():
+    model = torch.nn.Linear(4, 4)
+    model.register_forward_hook(state_hook)  # compiled with its hooks: Dynamo guards on them
+    x = torch.randn(2, 4)
+    cap = explore(model, x)
+    handle = model.register_forward_hook(lambda module, args, output: output + 1)
+    try:
+        dry, real = predict_and_call(cap, model, x)
+    finally:
+        handle.remove()
+    assert_exact(dry, real)
+    assert len(real) == 1 and "hooks" in dry.recompiles[0].failed_guard
+
+
+def test_a_hook_on_a_module_compiled_without_hooks_runs_outside_the_compile():
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    cap = explore(model, x)
+    handle = model.register_forward_hook(state_hook)
+    try:
+        dry, real = predict_and_call(cap, model, x)
+    finally:
+        handle.remove()
+    assert_exact(dry, real)
+    assert real == [] and [r.compile_id for r in dry.reused] == ["0/0"]
+
+
+def test_a_shape_that_reaches_only_the_resume_frame():
+    x = torch.randn(4)
+    cap = explore(after_break_arg, x, torch.randn(3))
+    assert not cap.what_if(after_break_arg, x, torch.randn(5)).recompiles  # z is not read before the break
+    dry, real = predict_and_call(cap, after_break_arg, x, torch.randn(5))
+    assert_exact(dry, real)
+    assert real == [resume(after_break_arg)]
+    assert "size mismatch" in dry.recompiles[0].failed_guard
+
+
+def test_a_dtype_that_reaches_only_the_resume_frame():
+    x = torch.randn(4)
+    cap = explore(after_break_arg, x, torch.randn(3))
+    dry, real = predict_and_call(cap, after_break_arg, x, torch.randn(3, dtype=torch.float64))
+    assert_exact(dry, real)
+    assert real == [resume(after_break_arg)]
+    assert "dtype mismatch" in dry.recompiles[0].failed_guard
+
+
+def test_a_python_int_that_reaches_only_the_resume_frame():
+    x = torch.randn(4)
+    cap = explore(after_break_int, x, 2)
+    dry, real = predict_and_call(cap, after_break_int, x, 3)
+    assert_exact(dry, real)
+    assert real == [resume(after_break_int)]
+    assert dry.recompiles[0].failed_guard == "n == 2"  # torch strips L[...]
+
+
+def test_requires_grad_in_the_entry_frame_agrees_with_the_no_run_check():
+    cap = explore(entry_global, torch.randn(4))
+    x = torch.randn(4, requires_grad=True)
+    quick = cap.what_if(entry_global, x)
+    dry, real = predict_and_call(cap, entry_global, x)
+    assert_exact(dry, real)
+    assert real == ["entry_global"] and quick.recompiles
+    assert "requires_grad" in dry.recompiles[0].failed_guard
+
+
+def test_dict_keys():
+    cap = explore(dict_keys, {"a": torch.ones(2), "bb": torch.ones(2)})
+    same_keys = {"a": torch.zeros(2), "bb": torch.zeros(2)}
+    dry, real = predict_and_call(cap, dict_keys, same_keys)
+    assert_exact(dry, real)
+    assert real == []
+    dry, real = predict_and_call(cap, dict_keys, {"a": torch.ones(2), "ccc": torch.ones(2)})
+    assert_exact(dry, real)
+    assert real == ["dict_keys"]
+
+
+def test_a_global_read_after_a_break_in_a_called_function():
+    global SCALE
+    x = torch.randn(4)
+    cap = explore(calls_helper, x)
+    SCALE = 5
+    quick = cap.what_if(calls_helper, x)
+    assert not quick.recompiles and len(quick.not_checked) >= 2  # helper's frames are their own
+    dry, real = predict_and_call(cap, calls_helper, x)
+    assert_exact(dry, real)
+    assert real == [resume(helper)]
+
+
+def test_an_entry_frame_that_recompiles_names_the_frames_it_could_not_reach():
+    """When the entry frame would recompile it runs eagerly as a whole: its resume frames are not
+    reached, and the answer says so (the real call may recompile them too)."""
+    x = torch.randn(4)
+    cap = explore(after_break_global, x)
+    dry, real = predict_and_call(cap, after_break_global, torch.randn(6))
+    assert dry.recompiles and real
+    assert [r.frame.function for r in dry.recompiles] == ["after_break_global"]
+    assert set(real) <= {"after_break_global", *(f.function for f in dry.not_checked)}
+    assert "not reached" in dry.as_text()
+
+
+def test_dry_run_restores_the_profile_hook_and_the_stance_and_reports_errors():
+    import sys
+
+    def boom(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        if y.sum() > -1e9:
+            raise ValueError("user code failed")
+        return y
+
+    cap = explore(after_break_global, torch.randn(4))
+    sentinel = []
+    sys.setprofile(lambda *a: sentinel.append(1))
+    try:
+        cap.what_if(after_break_global, torch.randn(4), dry_run=True)
+        assert sys.getprofile() is not None and sentinel  # chained and put back
+    finally:
+        sys.setprofile(None)
+    cap = compiler.explore(boom, torch.randn(4), backend="eager", timing=False, errors="return")
+    dry = cap.what_if(boom, torch.randn(4), dry_run=True)
+    assert dry.error == "ValueError: user code failed" and not dry.recompiles
+    assert torch.compiler.is_compiling() is False
+    from torch._dynamo.eval_frame import _stance
+
+    assert _stance.stance == "default"
+    with pytest.raises(TypeError, match="not a code object"):
+        cap.what_if(boom.__code__, torch.randn(4), dry_run=True)
