@@ -11,6 +11,8 @@ from .html import note, style_tag, tag, view_frame
 from .views.compare import render_compare, render_compare_static
 from .views.diff import compare_style_tag, render_diff
 
+CHANGED = "changed"
+
 
 class CompareExplorer(widgets.VBox):
     """Summary of a ``compiler.compare.Comparison`` and a diff between any two of its configurations."""
@@ -25,9 +27,10 @@ class CompareExplorer(widgets.VBox):
                                          layout=widgets.Layout(width="min(100%, 420px)"))
         self.config_b = widgets.Dropdown(options=options, value=second[1] if second[1] is not None else first[1],
                                          description="B:", layout=widgets.Layout(width="min(100%, 420px)"))
-        stages = [("Changed stages", None)] + [(stage_title(key), key) for key in DIFF_STAGES]
-        self.stage = widgets.Dropdown(options=stages,
-                                      value=None, description="Stage:", layout=widgets.Layout(width="min(100%, 300px)"))
+        # a None value would show blank: "changed" stands for the changed stages
+        stages = [("Changed stages", CHANGED)] + [(stage_title(key), key) for key in DIFF_STAGES]
+        self.stage = widgets.Dropdown(options=stages, value=CHANGED, description="Stage:",
+                                      layout=widgets.Layout(width="min(100%, 300px)"))
         self.summary = widgets.HTML(view_frame(render_compare(comparison)))
         self.pane = widgets.HTML(layout=widgets.Layout(width="100%"))
         for control in (self.config_a, self.config_b, self.stage):
@@ -54,7 +57,7 @@ class CompareExplorer(widgets.VBox):
                                               kind="muted"))
             return
         try:
-            body = render_diff(self.diff(a, b), self.stage.value)
+            body = render_diff(self.diff(a, b), None if self.stage.value == CHANGED else self.stage.value)
         except Exception as exc:  # noqa: BLE001 — one broken diff must not break the widget
             body = note(tag("strong", "The diff failed: "), f"{type(exc).__name__}: {exc}", kind="error")
         self.pane.value = view_frame(body)

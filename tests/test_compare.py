@@ -366,6 +366,7 @@ def test_compare_widget(dynamic_cmp):
 
     widget = CompareExplorer(dynamic_cmp)
     assert "Dynamo graph" in widget.pane.value
+    assert widget.stage.label == "Changed stages"  # never a blank dropdown
     widget.stage.value = "guards"
     assert "only in" in widget.pane.value
     widget.config_b.value = 0
