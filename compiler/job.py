@@ -221,7 +221,7 @@ def _check_versions(job: Job) -> None:
 # --- what each rank did (the few places that read capture data) ----------------------------------
 
 def _compile_time(cap) -> float:
-    return round(sum(c.metrics.get("entire_frame_compile_time_s") or 0 for c in cap.compiles), 4)
+    return round(sum(c.compile_seconds or 0 for c in cap.compiles), 4)
 
 
 def _compile_ids(cap) -> tuple[str, ...]:

@@ -58,44 +58,145 @@ def _expected(tp) -> str:
     return _JSON_NAMES.get(typing.get_origin(tp) or tp, "an object" if isinstance(tp, type) else str(tp))
 
 
-def _convert(tp, value, path: str):
+class _Mismatch(Exception):
+    """A value that is not of its declared type; ``where`` collects the JSON path on the way out."""
+
+    def __init__(self, expected: str, value):
+        self.expected, self.value, self.where = expected, value, []
+
+    def error(self, path: str) -> CaptureFormatError:
+        where = "".join(reversed(self.where))
+        where = f"{path}{where}" if path else where.lstrip(".") or "capture"
+        got = "missing" if self.expected == "missing" else f"expected {self.expected}, got {_shown(self.value)}"
+        return CaptureFormatError(f"{where}: {got}")
+
+
+def _same(value):
+    return value
+
+
+def _scalar(tp):
+    expected = _expected(tp)
+    if tp is float:
+        def check(value):
+            if type(value) is float or type(value) is int or (isinstance(value, (int, float))
+                                                                and not isinstance(value, bool)):
+                return value
+            raise _Mismatch(expected, value)
+    elif tp is int:
+        def check(value):
+            if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+                return value
+            raise _Mismatch(expected, value)
+    else:
+        def check(value):
+            if type(value) is tp or isinstance(value, tp):
+                return value
+            raise _Mismatch(expected, value)
+    return check
+
+
+def _first_failing(convert, items) -> int:
+    for index, item in enumerate(items):
+        try:
+            convert(item)
+        except _Mismatch:
+            return index
+    return 0
+
+
+@functools.cache
+def _converter(tp):
+    """A function that checks a JSON value against ``tp`` and returns it as ``tp`` (raising
+    ``_Mismatch``). Built once per type: a 100 MB trace converts millions of values."""
     if tp is Any:
-        return value
+        return _same
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _convert(option, value, path)
-            except CaptureFormatError as exc:
-                errors.append(exc)
-        raise errors[0]
+        nullable = type(None) in options
+        converters = [_converter(o) for o in options if o is not type(None)]
+        if len(converters) == 1:
+            (only,) = converters
+
+            def union(value):
+                return None if value is None and nullable else only(value)
+        else:
+            def union(value):
+                if value is None and nullable:
+                    return None
+                first = None
+                for convert in converters:
+                    try:
+                        return convert(value)
+                    except _Mismatch as exc:
+                        first = first or exc
+                raise first
+        return union
     if origin is list:
-        if not isinstance(value, list):
-            raise CaptureFormatError(f"{path}: expected a list, got {_shown(value)}")
-        (item,) = typing.get_args(tp)
-        return [_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        item = _converter(typing.get_args(tp)[0])
+
+        def list_of(value):
+            if type(value) is not list and not isinstance(value, list):
+                raise _Mismatch("a list", value)
+            try:
+                return [item(v) for v in value]
+            except _Mismatch as exc:
+                exc.where.append(f"[{_first_failing(item, value)}]")
+                raise
+        return list_of
     if origin is dict:
-        if not isinstance(value, dict):
-            raise CaptureFormatError(f"{path}: expected an object, got {_shown(value)}")
-        _, item = typing.get_args(tp)
-        return {str(k): _convert(item, v, f"{path}.{k}") for k, v in value.items()}
+        item = _converter(typing.get_args(tp)[1])
+
+        def dict_of(value):
+            if type(value) is not dict and not isinstance(value, dict):
+                raise _Mismatch("an object", value)
+            out = {}
+            for k, v in value.items():
+                try:
+                    out[str(k)] = item(v)
+                except _Mismatch as exc:
+                    exc.where.append(f".{k}")
+                    raise
+            return out
+        return dict_of
     if isinstance(tp, type) and issubclass(tp, Data):
-        return tp.from_data(value, path)
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(value, tp):
-        return value
-    raise CaptureFormatError(f"{path}: expected {_expected(tp)}, got {_shown(value)}")
+        return _data_converter(tp)
+    return _scalar(tp)
+
+
+_DATA_CONVERTERS: dict = {}
+
+
+def _data_converter(cls):
+    if cls in _DATA_CONVERTERS:  # registered before its fields are built: types nest (Graph.subgraphs)
+        return _DATA_CONVERTERS[cls]
+    fields = []
+
+    def data(value):
+        if type(value) is not dict and not isinstance(value, dict):
+            raise _Mismatch("an object", value)
+        kwargs = {}
+        for name, key, convert, required in fields:
+            if key in value:
+                try:
+                    kwargs[name] = convert(value[key])
+                except _Mismatch as exc:
+                    exc.where.append(f".{key}")
+                    raise
+            elif required:
+                exc = _Mismatch("missing", None)
+                exc.where.append(f".{key}")
+                raise exc
+        obj = cls(**kwargs)
+        if len(value) > len(kwargs):
+            known = {key for _, key, _, _ in fields}
+            obj.__dict__["_unknown"] = {k: v for k, v in value.items() if k not in known}
+        return obj
+
+    _DATA_CONVERTERS[cls] = data
+    fields.extend((name, key, _converter(tp), required) for name, key, tp, required in _fields(cls))
+    return data
 
 
 def _dump(value):
@@ -128,21 +229,10 @@ class Data:
 
     @classmethod
     def from_data(cls, value, path: str = ""):
-        if not isinstance(value, dict):
-            raise CaptureFormatError(f"{path or 'capture'}: expected an object, got {_shown(value)}")
-        kwargs, known = {}, set()
-        for name, key, tp, required in _fields(cls):
-            known.add(key)
-            where = f"{path}.{key}" if path else key
-            if key in value:
-                kwargs[name] = _convert(tp, value[key], where)
-            elif required:
-                raise CaptureFormatError(f"{where}: missing")
-        obj = cls(**kwargs)
-        unknown = {k: v for k, v in value.items() if k not in known}
-        if unknown:
-            obj.__dict__["_unknown"] = unknown
-        return obj
+        try:
+            return _converter(cls)(value)
+        except _Mismatch as exc:
+            raise exc.error(path) from None
 
     def to_data(self) -> dict:
         out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
@@ -532,6 +622,33 @@ class InductorIR(Stage):
 
 
 @dataclass(repr=False, eq=False)
+class KernelGpu(Data):
+    """GPU depth of one Triton kernel (``compiler.gpu``): what its compiled binary uses (from the launcher
+    Inductor runs), its launch configuration, the bytes it moves per launch (``compiler.kernels.
+    triton_bytes``) and the bandwidth that achieves against the GPU's peak; Triton's kept IR levels."""
+
+    registers: int | None = None  # per thread
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # block sizes of the launched config
+    configs_compiled: int | None = None
+    bytes_read: int | None = None  # per launch
+    bytes_written: int | None = None
+    bytes_per_call: int | None = None  # read + written, per launch
+    bytes_method: str | None = None
+    bytes_reason: str | None = None  # why the bytes are unknown
+    time_us_per_launch: float | None = None
+    achieved_bytes_per_s: float | None = None
+    peak_bytes_per_s: float | None = None
+    bandwidth_share: float | None = None  # achieved ÷ peak
+    ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
+    ir_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
 class Kernel(Data):
     name: str = ""
     language: str = ""  # cpp, triton, extern
@@ -552,6 +669,7 @@ class Kernel(Data):
     role: str | None = None
     gpu_time_us_per_call: float | None = None
     profiled_calls: int | None = None
+    gpu: KernelGpu | None = None  # Triton kernels: registers, spills, bandwidth, IR levels
 
     def as_text(self) -> str:
         return self.source or ""
@@ -899,6 +1017,12 @@ class Compile(Data):
     def __repr__(self) -> str:
         return f"<Compile {self.compile_id} {self.name} {self.status}>"
 
+    @property
+    def compile_seconds(self) -> float | None:
+        """torch's ``entire_frame_compile_time_s`` for this compile (None where it is not a number)."""
+        value = self.metrics.get("entire_frame_compile_time_s")
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     def stage(self, name: str) -> Stage:
         if name not in STAGES:
             raise KeyError(f"no stage {name!r}; stages: {', '.join(STAGES)}")
@@ -1037,6 +1161,8 @@ class GpuProfile(Stage):
     gpu_time_us_per_call: float | None = None
     wall_time_us_per_call: float | None = None
     launch_overhead_share: float | None = None
+    peak_bytes_per_s: float | None = None  # the GPU's peak DRAM bandwidth
+    peak_source: str | None = None  # device query, or the table of known GPUs
 
     def _text(self):
         return _text_table(self.kernels, ["name", "gpu_time_us_per_call", "calls"])

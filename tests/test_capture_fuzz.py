@@ -78,7 +78,8 @@ def _render_everything(cap):
     explorer.Explorer(cap, static_html=False)
 
 
-@settings(max_examples=520, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=520, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)  # the same 520 cases in every run: CI must not depend on the draw
 @given(data=st.data())
 def test_mutated_captures_fail_cleanly_or_render(documents, data):
     document = documents[data.draw(st.integers(0, len(documents) - 1), label="document")]

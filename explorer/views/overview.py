@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..html import (Html, cards, code, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
 from .common import is_resume
+from .tables import data_table
 
 
 def findings(capture) -> list[tuple[str, str]]:
@@ -90,9 +91,10 @@ def compiles_table(capture, selected) -> Html:
                      guards.count if guards.available else "–",
                      len([k for k in kernels.kernels if k.language != "extern"])
                      if kernels.available else "–",
-                     seconds(c.metrics.get("entire_frame_compile_time_s")), shorten(_why(capture, c), 110)])
+                     seconds(c.compile_seconds), shorten(_why(capture, c), 110)])
         marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)
-    return table(["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"], rows, marks)
+    return data_table("Compiles", ["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"],
+                      rows, marks, selectable=True)
 
 
 def _status_badge(status) -> Html:
