@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .html import Html, badge, details, esc, heading, join, note, para, plural, seconds, style_tag, table, tag
 from .page import render_static
+from .views.tables import datatables_script
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
 
@@ -70,12 +71,14 @@ PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
 <body>
 {body}
+{tables}
 </body></html>
 """
 
 
 def report_page(obj, title: str | None = None) -> str:
-    """A standalone HTML page (CSS inlined, no JavaScript, no server) for a Capture or a Job."""
+    """A standalone HTML page (CSS and itables' DataTables inlined: works offline, no server) for a Capture
+    or a Job; its big tables page, sort and search."""
     from compiler.job import Job
 
     if isinstance(obj, Job):
@@ -84,7 +87,7 @@ def report_page(obj, title: str | None = None) -> str:
     else:
         body = join([render_trace_problems(obj), Html(render_static(obj))])
         title = title or "tcompile report"
-    return PAGE.format(title=esc(title), body=body)
+    return PAGE.format(title=esc(title), body=body, tables=datatables_script())  # big tables page, offline
 
 
 def write_report(obj, out) -> Path:

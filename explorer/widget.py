@@ -16,6 +16,7 @@ from .html import Html, code, collecting_cut_texts, join, note, para, style_tag,
 from .page import render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
+from .views.tables import collecting_tables, split_view
 from .views.error import render_error
 
 ARGUMENTS_PLACEHOLDER = "x=torch.randn(16, 8)"
@@ -107,26 +108,16 @@ class WhatIfPanel(widgets.VBox):
         self.answer.value = view_frame(self.ask(self.arguments.value))
 
 
-class GuardFilter(widgets.HBox):
-    """Filter the guard table: text in any column, and one guard kind."""
-
-    def __init__(self, on_change):
-        self.text = widgets.Text(placeholder="filter: L['x'], TENSOR_MATCH, size…", description="Filter:",
-                                 continuous_update=False, layout=widgets.Layout(width="45%"))
-        self.kind = widgets.Dropdown(options=[("all kinds", None)], description="Kind:",
-                                     layout=widgets.Layout(width="auto"))
-        for control in (self.text, self.kind):
-            control.observe(lambda _: on_change(), names="value")
-        super().__init__([self.text, self.kind])
-
-    def set_kinds(self, rows: list) -> None:
-        """The kinds of these ``GuardRow``s become the dropdown's choices."""
-        kinds = sorted({row.kind for row in rows if row.kind})
-        self.kind.options = [("all kinds", None)] + [(k, k) for k in kinds]
-        self.kind.value = None
-
-    def values(self) -> dict:
-        return {"text": self.text.value, "kind": self.kind.value}
+def first_with_graph(compiles) -> int | None:
+    """Where the explorer opens: the first compile whose graph has operations (a ``%%tcompile`` cell's
+    own frame often has none: it breaks at once), else the first with a graph, else the first."""
+    if not compiles:
+        return None
+    for has_content in (lambda g: g.available and g.op_count > 0, lambda g: g.available):
+        found = next((i for i, c in enumerate(compiles) if has_content(c.graph)), None)
+        if found is not None:
+            return found
+    return 0
 
 
 class Explorer(widgets.VBox):
@@ -144,17 +135,18 @@ class Explorer(widgets.VBox):
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         self.cut_texts = [CutTexts() for _ in VIEWS]  # the rest of the texts a view cut, on demand
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
-        self.guard_filter = GuardFilter(self._refilter_guards)
+        # a view's big tables are itables widgets: each tab is its first HTML piece, then the rest in order
+        self.pieces = [widgets.VBox(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
         self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
-        tab_children = [widgets.VBox([self.what_if, self.guard_filter, pane, cut]) if view.key == "guards"
-                        else widgets.VBox([pane, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
-                        else widgets.VBox([pane, cut])
-                        for view, pane, cut in zip(VIEWS, self.panes, self.cut_texts)]
+        tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
+                        else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
+                        else widgets.VBox([pane, rest, cut])
+                        for view, pane, rest, cut in zip(VIEWS, self.panes, self.pieces, self.cut_texts)]
         self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
         self.tabs.add_class("tc-tabs")
         self.selector = widgets.Dropdown(options=[(compile_label(c), i) for i, c in enumerate(self.compiles)],
-                                         value=0 if self.compiles else None, description="Compile:",
+                                         value=first_with_graph(self.compiles), description="Compile:",
                                          layout=widgets.Layout(width="min(100%, 640px)"))
         self.error = widgets.HTML()
         self._rendered: set[int] = set()
@@ -173,8 +165,6 @@ class Explorer(widgets.VBox):
     def refresh(self) -> None:
         """Re-render for the selected compile: the error box and the visible tab now, others when shown."""
         self._rendered.clear()
-        if self.compile is not None:
-            self.guard_filter.set_kinds(self.compile.guards.rows)
         errors = render_error(self.capture, self.compile)
         self.error.value = view_frame(errors) if errors else ""
         self.show_tab(self.tabs.selected_index or 0)
@@ -183,21 +173,37 @@ class Explorer(widgets.VBox):
         if index is None or index in self._rendered:
             return
         key = VIEWS[index].key
-        options = self.guard_filter.values() if key == "guards" and self.compile is not None else {}
-        if key == "graph":
-            options["drawing"] = False  # the viewer draws it
-        with collecting_cut_texts() as cut:
-            self.panes[index].value = render_view(key, self.capture, self.compile, **options)
+        options = {"drawing": False} if key == "graph" else {}  # the viewer draws it
+        with collecting_cut_texts() as cut, collecting_tables() as tables:
+            markup = render_view(key, self.capture, self.compile, **options)
+        pieces = split_view(markup, tables)
+        first = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
+        self.panes[index].value = first
+        self.pieces[index].children = [self._piece(p) for p in pieces]
         self.cut_texts[index].show(cut)
         if key in INTERACTIVE:
             self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
 
-    def _refilter_guards(self) -> None:
-        index = next(i for i, v in enumerate(VIEWS) if v.key == "guards")
-        self._rendered.discard(index)
-        if self.tabs.selected_index == index:
-            self.show_tab(index)
+    def _piece(self, piece) -> widgets.Widget:
+        """A piece of a view: HTML, or a big table as an itables widget (the compiles table selects)."""
+        if isinstance(piece, str):
+            return widgets.HTML(piece, layout=widgets.Layout(width="100%"))
+        selected = self.selector.value if piece.selectable else None
+        table_widget = piece.widget(selected=selected)
+        if piece.selectable:
+            table_widget.observe(self._on_row_selected, names="selected_rows")
+        if not piece.collapsed:
+            return table_widget
+        folded = widgets.Accordion(children=[table_widget], titles=[piece.title], selected_index=None)
+        folded.add_class("tc-table-fold")
+        return folded
+
+    def _on_row_selected(self, change) -> None:
+        """A click on a compiles-table row selects that compile."""
+        rows = change["new"]
+        if rows and self.compiles and rows[0] != self.selector.value:
+            self.selector.value = rows[0]
 
     def select(self, key: str) -> widgets.HTML:
         """Show the tab of view ``key`` (e.g. "guards") and return its HTML pane."""

@@ -349,7 +349,8 @@ def test_report_cli_for_a_job_a_trace_and_a_capture(dist_job, tmp_path):
     result = _report(dist_job / "trace", tmp_path / "job.html")
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "job.html").read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert page.startswith("<!DOCTYPE html>") and 'id="tc-dt-bundle"' in page  # offline: DataTables inlined
+    assert page.count('<script type="') == 2  # the bundle (text, imported as a module) and the table setup
     assert "changed 32 → 48" in page and "Every rank" in page and "Rank 1" in page
     log = next((dist_job / "trace").glob("*rank_1*.log"))
     assert _report(log, tmp_path / "one.html").returncode == 0

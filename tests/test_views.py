@@ -158,7 +158,7 @@ def test_guards_view_lists_conditions_and_the_tree(module_cap):
     markup = render_view("guards", module_cap, module_cap.compiles[0])
     tensor_match = next(r for r in stage.rows if r.kind == "TENSOR_MATCH")
     assert html.escape(tensor_match.condition[:200]) in markup
-    assert f"{stage.count} guards" in markup
+    assert f"{stage.count} guards" in markup and "tc-datatable" in markup
     assert html.escape(stage.tree.splitlines()[1]) in markup
     assert 'class="tc-hit"' in markup  # guards from the user's lines stand out
 
@@ -401,3 +401,27 @@ def test_page_sits_above_views_above_html():
     for path in (EXPLORER / "views").glob("*.py"):
         assert not _explorer_imports(path) & {"page", "widget"}, path.name
     assert {"html", "views"} <= _explorer_imports(EXPLORER / "page.py")
+
+
+def test_big_tables_are_data_tables_split_out_for_the_widget(module_cap):
+    from explorer.views.tables import DataTable, collecting_tables, split_view
+
+    compile = module_cap.compiles[0]
+    expected = {"overview": "Compiles", "guards": "Guards", "graph": "All ", "recompiles": "Recompiles"}
+    for key, title in expected.items():
+        static = render_view(key, module_cap, compile)
+        assert 'class="tc-table-wrap tc-datatable' in static, key  # a plain table in static HTML
+        with collecting_tables() as found:
+            markup = render_view(key, module_cap, compile)
+        pieces = split_view(markup, found)
+        tables = [p for p in pieces if isinstance(p, DataTable)]
+        assert tables == found and tables[0].title.startswith(title), key
+        assert all(p.startswith('<div class="tcompile tc-view">') for p in pieces if isinstance(p, str)), key
+        assert "tc-datatable" not in "".join(p for p in pieces if isinstance(p, str)), key
+    guards = compile.guards.rows
+    with collecting_tables() as found:
+        render_view("guards", module_cap, compile)
+    frame = found[0].frame()
+    assert len(frame) == len(guards) and frame["kind"].tolist() == [r.kind for r in guards]
+    hit = next(i for i, r in enumerate(guards) if r.user_line)
+    assert frame.iloc[hit, 0].startswith('<span class="tc-row-hit"></span>')

@@ -145,11 +145,8 @@ def test_load_ipython_extension_without_magics_says_so(monkeypatch):
         explorer.load_ipython_extension(object())
 
 
-def test_guard_table_filters_by_text_and_kind():
-    import torch
-
-    import compiler
-    from explorer import Explorer
+def test_guard_table_is_an_interactive_table_of_every_guard():
+    from itables.widget import ITable
 
     def f(x, n):
         return x * n
@@ -157,11 +154,47 @@ def test_guard_table_filters_by_text_and_kind():
     cap = compiler.explore(f, torch.ones(3), 2, backend="eager", timing=False)
     widget = Explorer(cap)
     pane = widget.select("guards")
-    all_rows = pane.value.count("<tr")
-    widget.guard_filter.kind.value = "TENSOR_MATCH"
-    assert "Filtered: 1 of" in pane.value and "check_tensor(L[&#x27;x&#x27;]" in pane.value
-    widget.guard_filter.kind.value = None
-    widget.guard_filter.text.value = "L['n']"
-    assert "Filtered:" in pane.value and "L[&#x27;n&#x27;]" in pane.value and pane.value.count("<tr") < all_rows
-    widget.guard_filter.text.value = ""
-    assert pane.value.count("<tr") == all_rows
+    index = next(i for i, v in enumerate(VIEWS) if v.key == "guards")
+    (table,) = [w for w in widget.pieces[index].children if isinstance(w, ITable)]
+    rows = cap.compiles[0].guards.rows
+    assert len(table.df) == len(rows) and list(table.df.columns)[:3] == ["guarded value", "kind", "condition"]
+    assert html.escape(rows[0].condition) in table.df["condition"].iloc[0]
+    assert table._dt_args["paging"] is (len(rows) > 25) and "<table" not in pane.value  # no HTML rows
+    assert "Guard tree" in pane.value
+
+
+def test_opens_on_the_first_compile_with_a_graph_and_rows_select_compiles(break_cap):
+    from itables.widget import ITable
+
+    from explorer.widget import first_with_graph
+
+    def breaks_at_once(x):
+        print("tcompile-widget")  # the frame's first graph is empty, as a %%tcompile cell's wrapper often is
+        return x.sin() + 1
+
+    torch._dynamo.reset()
+    cap = compiler.explore(breaks_at_once, torch.randn(4), backend="eager", timing=False)
+    first = first_with_graph(cap.compiles)
+    assert first > 0 and not cap.compiles[0].graph.op_count and cap.compiles[first].graph.op_count
+    assert Explorer(cap).compile is cap.compiles[first]
+    ui = Explorer(break_cap)
+    first = first_with_graph(break_cap.compiles)
+    assert break_cap.compiles[first].graph.op_count > 0 and ui.selector.value == first
+    (compiles,) = [w for w in ui.pieces[0].children if isinstance(w, ITable)]
+    assert compiles.selected_rows == [first] and len(compiles.df) == len(break_cap.compiles)
+    compiles.selected_rows = [1]  # what a click on the row's cells sends from the browser
+    assert ui.selector.value == 1 and ui.compile is break_cap.compiles[1]
+    (again,) = [w for w in ui.pieces[0].children if isinstance(w, ITable)]
+    assert again.selected_rows == [1]
+
+
+def test_no_dropdown_shows_a_blank_value(break_cap):
+    ui = Explorer(break_cap)
+    dropdowns = [w for w in _descendants(ui) if isinstance(w, widgets.Dropdown)]
+    assert dropdowns and all(d.value is not None and d.label for d in dropdowns)
+
+
+def _descendants(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _descendants(child)

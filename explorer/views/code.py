@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
+from .tables import data_table
 
 LEXERS = {"C++": "cpp", "CUDA C++": "cpp", "Triton": "triton"}
 
@@ -31,8 +32,9 @@ def kernels_table(kernels: list):
              _list(k.source_nodes or k.aten_ops), _list(k.ops_from_name),
              f"{k.ir_node} ({_list(k.ir_members)})" if k.ir_node else "", _list(k.ir_ops)]
             for k in kernels]
-    return table(["kernel", "language", "kind", "graph", "GPU time / call", "source nodes / ATen ops",
-                  "ops in its name", "IR node (members)", "IR ops"], rows, cls="tc-wrap-first", drop_empty=True)
+    return data_table("Kernels", ["kernel", "language", "kind", "graph", "GPU time / call", "source nodes / ATen ops",
+                                  "ops in its name", "IR node (members)", "IR ops"], rows, cls="tc-wrap-first",
+                      drop_empty=True)
 
 
 def triton_launch(kernel):

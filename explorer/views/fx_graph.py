@@ -5,9 +5,10 @@ In the widget the drawing is the interactive viewer (``explorer.graph_viewer``);
 """
 from __future__ import annotations
 
-from ..html import code_block, details, join, note, para, plural, unavailable
+from ..html import Html, code, code_block, details, join, note, para, plural, unavailable
 from .common import op_summary
 from .graph_svg import module_of, render_graph_svg
+from .tables import data_table
 
 
 def graph_facts(graph) -> str:
@@ -15,6 +16,19 @@ def graph_facts(graph) -> str:
     inputs = sum(n.op == "placeholder" for n in nodes)
     modules = {module_of(n) for n in nodes} - {None}
     return ", ".join([plural(graph.op_count, "op"), plural(inputs, "input"), plural(len(modules), "module")])
+
+
+def nodes_table(graph) -> Html:
+    """Every node of the graph as a searchable table (collapsed at first)."""
+    def value(n):
+        return f"{n.dtype}[{', '.join(n.shape)}]" if n.dtype and n.shape is not None else n.type or ""
+
+    rows = [[code(n.name), n.op, code(n.target) if n.target else "", value(n), n.module or n.module_guess or "",
+             f"{n.file.rsplit('/', 1)[-1]}:{n.line}" if n.file else "", code(n.code) if n.code else ""]
+            for n in graph.nodes]
+    return data_table(f"All {plural(len(rows), 'node')} as a table (search, sort)",
+                      ["node", "op", "target", "value", "module", "line", "code"], rows, cls="tc-wrap-first",
+                      collapsed=True, drop_empty=True)
 
 
 def render_graph(capture, compile, drawing: bool = True) -> str:
@@ -30,4 +44,5 @@ def render_graph(capture, compile, drawing: bool = True) -> str:
         note(collapsed, kind="info") if collapsed else None,
         svg,
         details("Readable code (GraphModule.print_readable)", code_block(graph.code, "python"), open=drawing),
+        nodes_table(graph),
     ])

@@ -1,7 +1,8 @@
 """Guards: the checks torch runs before reusing this compile — as a table and as torch's tree."""
 from __future__ import annotations
 
-from ..html import code, details, join, para, plural, preformatted, shorten, table, tag, unavailable
+from ..html import Html, code, details, join, para, plural, preformatted, shorten, tag, unavailable
+from .tables import data_table
 
 
 def _origin(row):
@@ -10,13 +11,13 @@ def _origin(row):
     return tag("span", row.origin or "added by torch", cls="tc-muted")
 
 
-def guards_table(rows: list):
-    """``GuardRow``s as a table; guards from the user's lines are highlighted."""
-    cells = [[code(row.source or "(global)"), row.kind,
-              tag("code", shorten(row.condition, 220), title=row.condition), _origin(row)]
+def guards_table(rows: list) -> Html:
+    """``GuardRow``s as a paged, searchable table; guards from the user's lines are highlighted."""
+    cells = [[code(row.source or "(global)"), row.kind, tag("code", row.condition, cls="tc-wrap"), _origin(row)]
              for row in rows]
     marks = ["tc-hit" if row.user_line else None for row in rows]
-    return table(["guarded value", "kind", "condition", "because of"], cells, marks, cls="tc-wrap-first tc-guards")
+    return data_table(f"Guards ({len(rows)})", ["guarded value", "kind", "condition", "because of"], cells, marks,
+                      cls="tc-wrap-first tc-guards")
 
 
 def facts(stage) -> str:
@@ -30,27 +31,15 @@ def facts(stage) -> str:
     return "; ".join(parts)
 
 
-def filter_rows(rows: list, text: str = "", kind: str | None = None) -> list:
-    """Guards whose kind is ``kind`` (all when None) and whose value, kind, condition or origin
-    contains ``text`` (case-insensitive)."""
-    needle = text.strip().lower()
-    return [row for row in rows if (kind is None or row.kind == kind)
-            and (not needle or any(needle in (getattr(row, k) or "").lower()
-                                   for k in ("source", "kind", "condition", "user_code", "origin")))]
-
-
-def render_guards(capture, compile, text: str = "", kind: str | None = None) -> str:
+def render_guards(capture, compile) -> str:
     stage = compile.guards
     if not stage.available:
         return unavailable("Guards", stage.reason)
-    rows = stage.rows
-    shown = filter_rows(rows, text, kind)
     return join([
         para(facts(stage), cls="tc-muted"),
         para("Before each call torch checks these guards; when one fails on new inputs, "
-             "this compile is not reused and the frame recompiles (see Recompiles)."),
-        para(f"Filtered: {len(shown)} of {plural(len(rows), 'guard')} shown.", cls="tc-muted")
-        if len(shown) != len(rows) else None,
-        guards_table(shown),
+             "this compile is not reused and the frame recompiles (see Recompiles). Search and sort the table "
+             "by any column."),
         details("Guard tree (as torch prints it)", preformatted(stage.tree)),
+        guards_table(stage.rows),
     ])

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from compiler.schema import RecompileReason
 
-from ..html import code, join, note, para, plural, table
+from ..html import code, join, note, para, plural
+from .tables import data_table
 
 
 def _became_dynamic(capture, compile_id: str) -> str:
@@ -33,8 +34,8 @@ def render_recompiles(capture, compile) -> str:
     return join([
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
              "cached compiles (newest first) and each one failed the guard shown."),
-        table(["new compile", "function", "rejected compile", "failing guard", "values",
-               "became dynamic (new symbols)"], rows, marks, drop_empty=True),
+        data_table("Recompiles", ["new compile", "function", "rejected compile", "failing guard", "values",
+                                  "became dynamic (new symbols)"], rows, marks, drop_empty=True),
         para("Tip: a size that changes between calls recompiles once, then torch marks it dynamic; "
              "mark_dynamic or dynamic=True avoid the first recompile.", cls="tc-muted"),
     ])

@@ -1,5 +1,142 @@
-"""The capture's tables as pandas DataFrames, for sorting and filtering in a notebook."""
+"""The capture's tables: as pandas DataFrames (``dataframes``), and the views' big tables (guards, FX
+nodes, kernels, recompiles, compiles) as ``DataTable``s.
+
+A view calls ``data_table(...)`` where the table goes, at the top level of the view. In static HTML
+that is a plain table (``tc-datatable``: a standalone report pages, sorts and searches it with
+itables' DataTables bundle, see ``datatables_script``). The widget renders a view inside
+``collecting_tables()``: each table becomes a marker, and ``split_view`` cuts the view there so the
+widget shows an itables widget (paging, sorting, search; its JavaScript ships in the package, so it
+works offline) in the table's place.
+"""
 from __future__ import annotations
+
+import contextvars
+import functools
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..html import Html, details, esc, table, tag, view_frame
+
+PAGE_LENGTH = 25
+_FOUND: contextvars.ContextVar[list | None] = contextvars.ContextVar("tc_data_tables", default=None)
+_MARKER = re.compile(r'<div data-tc-table="(\d+)"></div>')
+_FRAME_OPEN = '<div class="tcompile tc-view">'
+
+
+@dataclass
+class DataTable:
+    """A table of escaped cells (``Html`` or plain values); ``marks`` give rows a class (``tc-hit``,
+    ``tc-selected``); ``collapsed`` tables start folded; ``selectable`` rows can be clicked (the
+    widget reports the clicked row)."""
+
+    title: str
+    headers: list[str]
+    rows: list[list]
+    marks: list[str | None] = field(default_factory=list)
+    cls: str | None = None
+    collapsed: bool = False
+    selectable: bool = False
+
+    def html(self) -> Html:
+        markup = table(self.headers, self.rows, self.marks or None, cls=f"tc-datatable {self.cls or ''}".strip())
+        return details(self.title, markup, cls="tc-table-details") if self.collapsed else markup
+
+    def frame(self):
+        """The table as a DataFrame of HTML cells (a row's mark rides in its first cell, for CSS)."""
+        import pandas as pd
+
+        def cell(value, index, mark):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return value
+            text = str(esc(value))
+            return f'<span class="tc-row-{mark}"></span>{text}' if index == 0 and mark else text
+
+        marks = self.marks or [None] * len(self.rows)
+        rows = [[cell(v, i, (m or "").removeprefix("tc-")) for i, v in enumerate(row)]
+                for row, m in zip(self.rows, marks)]
+        return pd.DataFrame(rows, columns=self.headers)
+
+    def widget(self, selected: int | None = None):
+        """An itables widget: paged when longer than a page, sortable, searchable."""
+        from itables.widget import ITable
+
+        options = dict(allow_html=True, maxBytes=0, maxRows=0, showIndex=False, classes="display compact tc-itable",
+                       pageLength=PAGE_LENGTH, lengthMenu=[10, 25, 100, 500], autoWidth=False,
+                       paging=len(self.rows) > PAGE_LENGTH, warn_on_undocumented_option=False)
+        if self.selectable:
+            options.update(select={"style": "single", "toggleable": False},
+                           selected_rows=[selected] if selected is not None else [])
+        table_widget = ITable(self.frame(), **options)
+        table_widget.add_class("tcompile")
+        table_widget.add_class("tc-itable-widget")
+        return table_widget
+
+
+def data_table(title: str, headers, rows, marks=None, cls: str | None = None, collapsed: bool = False,
+               selectable: bool = False, drop_empty: bool = False) -> Html:
+    """A view's big table: static HTML, or, inside ``collecting_tables()``, a marker for the widget.
+    ``drop_empty`` leaves out columns with no value in any row."""
+    headers, rows = list(headers), [list(r) for r in rows]
+    if drop_empty and rows:
+        keep = [i for i in range(len(headers)) if any(row[i] not in ("", None) for row in rows)]
+        headers, rows = [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
+    item = DataTable(title, headers, rows, list(marks or []), cls, collapsed, selectable)
+    found = _FOUND.get()
+    if found is None:
+        return item.html()
+    found.append(item)
+    return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
+
+
+@contextmanager
+def collecting_tables():
+    """Inside: ``data_table`` leaves markers; yields the list of ``DataTable``s, in marker order."""
+    found: list[DataTable] = []
+    token = _FOUND.set(found)
+    try:
+        yield found
+    finally:
+        _FOUND.reset(token)
+
+
+def split_view(markup: str, tables: list[DataTable]) -> list:
+    """A view rendered inside ``collecting_tables`` → its pieces in order: ``Html`` (each in its own
+    ``.tcompile`` frame) and ``DataTable``s."""
+    inner = markup
+    if markup.startswith(_FRAME_OPEN) and markup.endswith("</div>"):
+        inner = markup[len(_FRAME_OPEN):-len("</div>")]
+    pieces = _MARKER.split(inner)
+    out = []
+    for index, piece in enumerate(pieces):
+        if index % 2:
+            out.append(tables[int(piece)])
+        elif piece.strip():
+            out.append(view_frame(Html(piece)))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def datatables_script() -> Html:
+    """itables' DataTables bundle (inlined: the page works offline) and a script that pages, sorts and
+    searches every ``tc-datatable`` of a standalone page. About 1 MB: for report files, not outputs."""
+    from itables.utils import find_package_file
+
+    bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
+    css = find_package_file("html/dt_bundle.css").read_text(encoding="utf-8")
+    bundle = bundle.replace("</script", "<\\/script")
+    init = f"""
+const source = document.getElementById("tc-dt-bundle").textContent;
+const url = URL.createObjectURL(new Blob([source], {{type: "application/javascript"}}));
+const {{default: DataTable, set_or_remove_dark_class}} = await import(url);
+set_or_remove_dark_class();
+document.querySelectorAll("table.tc-datatable").forEach(table => {{
+  const rows = table.tBodies[0] ? table.tBodies[0].rows.length : 0;
+  new DataTable(table, {{paging: rows > {PAGE_LENGTH}, pageLength: {PAGE_LENGTH}, autoWidth: false,
+                        lengthMenu: [10, 25, 100, 500], order: []}});
+}});"""
+    return Html(f'<style>{css}</style>\n<script type="text/plain" id="tc-dt-bundle">{bundle}</script>\n'
+                f'<script type="module">{init}</script>')
 
 
 def dataframes(capture) -> dict:
@@ -14,7 +151,7 @@ def dataframes(capture) -> dict:
     compiles = pd.DataFrame([{"compile_id": c.compile_id, "name": c.name, "status": c.status,
                               "ops": c.graph.op_count if c.graph.available else None,
                               "guards": c.guards.count if c.guards.available else None,
-                              "compile_time_s": c.metrics.get("entire_frame_compile_time_s")}
+                              "compile_time_s": c.compile_seconds}
                              for c in capture.compiles])
     recompiles = pd.DataFrame([{"compile_id": r.compile_id, "name": r.name, **reason.to_data()}
                                for r in capture.recompiles for reason in r.reasons])
