@@ -117,6 +117,11 @@ class Capture(CaptureData, JsonFile):
         return line_table(self)
 
     @property
+    def interrupted(self) -> bool:
+        """A KeyboardInterrupt stopped the capture: it holds what was recorded until then."""
+        return self.error is not None and self.error.type == "KeyboardInterrupt"
+
+    @property
     def is_live(self) -> bool:
         return self.live is not None
 

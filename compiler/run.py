@@ -72,32 +72,61 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
         live.compiled_fn = compiled
         memory_before = torch.cuda.memory_reserved() if device == "cuda" else None
         recorder = Recorder(fresh=fresh, suppress_errors=errors == "return", options=recorded, live=live)
-        with recorder, _stance(stance):
-            start = time.perf_counter()
-            live.result = compiled(*args, **kwargs)
-            measurements["first_call_s"] = time.perf_counter() - start
-            if calls > 1:
-                live.result = _keep(live.result)  # a later replay may overwrite CUDA-graph outputs
-                repeat_args, repeat_kwargs = copy_arguments(args, kwargs)
-                with contextlib.redirect_stdout(io.StringIO()):
-                    for _ in range(calls - 1):
-                        compiled(*repeat_args, **repeat_kwargs)
-        if memory_before is not None and recorder.error is None:
-            measurements["cudagraph_memory"] = {
-                "reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
-                "note": "CUDA memory reserved while warming up and recording"}
-        if progress and timing is True and recorder.error is None:
-            progress("timing eager vs compiled (re-running the code)")
-        measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
-                                           device=device, repeat=repeat, stance=stance,
-                                           first_call_s=measurements["first_call_s"])
-        if device == "cpu" and timing is True and recorder.error is None:
-            measurements["kernel_times"] = _kernel_times(compiled, args, kwargs, live.codes, stance)
-        if device == "cuda" and timing is True and recorder.error is None:
-            if progress:
-                progress("profiling the GPU kernels")
-            measurements.update(_measure_gpu(fn, compiled, args, kwargs, recorded, cudagraph_comparison))
+        phase = "the compile or the first call"
+        try:
+            with recorder, _stance(stance):
+                start = time.perf_counter()
+                live.result = compiled(*args, **kwargs)
+                measurements["first_call_s"] = time.perf_counter() - start
+                if calls > 1:
+                    live.result = _keep(live.result)  # a later replay may overwrite CUDA-graph outputs
+                    repeat_args, repeat_kwargs = copy_arguments(args, kwargs)
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        for _ in range(calls - 1):
+                            compiled(*repeat_args, **repeat_kwargs)
+            if memory_before is not None and recorder.error is None:
+                measurements["cudagraph_memory"] = {
+                    "reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
+                    "note": "CUDA memory reserved while warming up and recording"}
+            phase = "timing eager vs compiled"
+            if progress and timing is True and recorder.error is None:
+                progress("timing eager vs compiled (re-running the code)")
+            measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
+                                               device=device, repeat=repeat, stance=stance,
+                                               first_call_s=measurements["first_call_s"])
+            phase = "measuring kernel times"
+            if device == "cpu" and timing is True and recorder.error is None:
+                measurements["kernel_times"] = _kernel_times(compiled, args, kwargs, live.codes, stance)
+            phase = "profiling the GPU kernels"
+            if device == "cuda" and timing is True and recorder.error is None:
+                if progress:
+                    progress("profiling the GPU kernels")
+                measurements.update(_measure_gpu(fn, compiled, args, kwargs, recorded, cudagraph_comparison))
+        except KeyboardInterrupt as exc:
+            # every hook is already restored (Recorder's and the config patches' own exits): keep
+            # what was captured, marked interrupted, and let the interrupt go on with it attached
+            recorder.error = interrupted_error(exc, phase, recorder)
+            measurements.setdefault("runtime", unavailable(f"not timed: interrupted during {phase}"))
+            raise CaptureInterrupted(recorder.build(measurements), phase) from None
     return recorder.build(measurements)
+
+
+class CaptureInterrupted(KeyboardInterrupt):
+    """A KeyboardInterrupt during ``compiler.run`` / ``explore``, carrying what was captured until then
+    (``.capture``: its ``error`` says where it stopped; ``capture.interrupted`` is True)."""
+
+    def __init__(self, capture: Capture, phase: str):
+        super().__init__(f"interrupted during {phase}; the capture keeps what was recorded (exc.capture)")
+        self.capture, self.phase = capture, phase
+
+
+def interrupted_error(exc: BaseException, phase: str, recorder: Recorder) -> dict:
+    from .session import classify_error
+
+    error = classify_error(exc, recorder.collector.records)
+    first_call = "completed" if phase != "the compile or the first call" else "did not complete"
+    return {**error, "stage": f"interrupted (KeyboardInterrupt) during {phase}",
+            "message": f"interrupted during {phase}; the first compiled call {first_call}"}
 
 
 def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,

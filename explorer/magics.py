@@ -27,6 +27,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 import compiler
 from compiler import options as compile_options
 from compiler.options import DYNAMIC, STANCES, OptionError
+from compiler.run import CaptureInterrupted
 
 from . import cell as cell_mod
 from .cell import unquote
@@ -204,8 +205,10 @@ def run_cell(shell, opts: Options, cell: str):
         finish(shell, cap, opts, wrote_back=False)
         return None
     cap = run(shell, opts, compiled_cell.fn, compiled_cell.arguments(namespace), {}, recorded, reset=False)
-    value = compiled_cell.write_back(namespace, cap.live.result) if cap.error is None else None
-    finish(shell, cap, opts, wrote_back=cap.error is None)
+    # interrupted while timing: the first compiled call completed, so the cell's names are written back
+    ran = cap.error is None or (cap.interrupted and "first compiled call completed" in cap.error.message)
+    value = compiled_cell.write_back(namespace, cap.live.result) if ran else None
+    finish(shell, cap, opts, wrote_back=ran)
     return value
 
 
@@ -220,6 +223,8 @@ def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
                                 timing=True if opts.timing else "timing was turned off (--no-timing)",
                                 repeat=opts.repeat, stance=opts.stance, errors="return", reset=reset,
                                 options=recorded, progress=progress.set)
+        except CaptureInterrupted as interrupt:  # kept, shown and named like any capture
+            return interrupt.capture
         except Exception as exc:  # noqa: BLE001 — shown as the capture's error, in one line
             return compiler.Capture.from_error(exc, stage="torch.compile arguments (before compiling)",
                                                options=recorded)
@@ -258,7 +263,9 @@ def evaluate_call(expr: str, namespace: dict):
 # --- shared: progress, finishing ----------------------------------------------------------------
 
 def finish(shell, cap, opts: Options, *, wrote_back) -> None:
-    """Store (--name), save (--save), report an error in one line, and show the capture."""
+    """Store (--name), save (--save), report an error in one line, and show the capture. An
+    interrupted capture is shown too, then the cell ends as failed (a UsageError line, no traceback),
+    so a "run all" stops there as after any interrupt."""
     if opts.name:
         shell.user_ns[opts.name] = cap
     if opts.save:
@@ -266,13 +273,20 @@ def finish(shell, cap, opts: Options, *, wrote_back) -> None:
             cap.save(opts.save)
         except OSError as exc:
             print(f"tcompile: --save {opts.save}: {exc}", file=sys.stderr)
-    if cap.error:
+    if cap.error and not cap.interrupted:
         print(error_line(cap.error, wrote_back, bool(cap.compiles)), file=sys.stderr)
     show(cap, cap.live.compiled_fn if cap.live else None, shell.user_ns, opts.name)
+    if cap.interrupted:
+        raise UsageError(error_line(cap.error, wrote_back, bool(cap.compiles)))
 
 
 def error_line(error, wrote_back, captured: bool) -> str:
     """One line for the capture's error (``compiler.schema.CaptureError``)."""
+    if error.type == "KeyboardInterrupt":
+        return (f"tcompile: {error.stage}: {error.message}"
+                + ("; the cell's names were written back" if wrote_back else
+                   " — nothing was written back to the notebook" if wrote_back is False else "")
+                + ("; the stages captured so far are shown below." if captured else "; nothing was compiled."))
     message = (error.message or "").strip().splitlines()
     text = f"tcompile: {error.type} in {error.stage}: {message[0] if message else ''}"
     if error.cause:

@@ -1,0 +1,147 @@
+"""A real KeyboardInterrupt (SIGINT, as Jupyter's interrupt sends it) during the compile or during
+timing keeps what was captured, marked interrupted, restores every hook and config, and — in
+``%%tcompile`` — still honours ``--name``/``--save`` and leaves the shell running."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+
+import compiler
+import explorer
+from compiler.records import ARTIFACT_LOGGERS
+from compiler.run import CaptureInterrupted
+from explorer import magics
+
+
+def torch_state():
+    """Everything a capture installs or patches, as comparable values."""
+    from torch._dynamo.convert_frame import _bytecode_hooks
+    from torch._dynamo.eval_frame import _stance
+    from torch._logging._internal import _is_torch_handler, trace_log
+
+    loggers = [trace_log] + [logging.getLogger(name) for name in ARTIFACT_LOGGERS.values()]
+    return {"loggers": [(lg.name, lg.level, lg.propagate, [h for h in lg.handlers if not _is_torch_handler(h)])
+                        for lg in loggers],
+            "bytecode_hooks": list(_bytecode_hooks), "stance": _stance.stance, "profile": sys.getprofile(),
+            "inductor": torch._inductor.config.get_config_copy(), "dynamo": torch._dynamo.config.get_config_copy()}
+
+
+class SigintWhen:
+    """Send this process a real SIGINT once ``event`` is set (Python's own handler turns it into a
+    KeyboardInterrupt in the main thread, exactly as a Jupyter kernel interrupt does)."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.thread = threading.Thread(target=self._fire, daemon=True)
+        self.fired = False
+
+    def _fire(self):
+        if self.event.wait(30):
+            time.sleep(0.05)
+            self.fired = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def __enter__(self):
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.event.set()
+        self.thread.join()
+        return False
+
+
+def slow_backend_that(signal_when: SigintWhen):
+    """A backend that compiles with aot_eager, then waits: the interrupt lands inside the compile."""
+    from torch._dynamo.backends.common import aot_autograd
+    from functorch.compile import make_boxed_func
+
+    def compiler_fn(gm, example_inputs):
+        signal_when.event.set()
+        time.sleep(5)
+        return make_boxed_func(gm.forward)
+
+    return aot_autograd(fw_compiler=compiler_fn)
+
+
+def two_graphs(x):
+    y = x.sin() + 1
+    torch._dynamo.graph_break()
+    return y.cos() * 2
+
+
+def test_interrupt_during_the_compile_keeps_the_captured_stages():
+    before = torch_state()
+    with SigintWhen() as sigint, pytest.raises(KeyboardInterrupt) as raised:
+        compiler.explore(two_graphs, torch.randn(8), backend=slow_backend_that(sigint), timing=False)
+    assert sigint.fired and isinstance(raised.value, CaptureInterrupted)
+    cap = raised.value.capture
+    assert cap.interrupted and cap.error.type == "KeyboardInterrupt"
+    assert cap.error.stage == "interrupted (KeyboardInterrupt) during the compile or the first call"
+    assert [c.name for c in cap.compiles] == ["two_graphs"]  # the frame whose backend was interrupted
+    first = cap.compiles[0]
+    assert first.graph.available and first.graph.op_count == 2 and first.status != "compiled"  # stopped in the backend
+    assert "not timed: interrupted" in cap.runtime.reason
+    assert torch_state() == before
+    assert compiler.Capture.from_json(cap.to_json()).interrupted  # saved and loaded, still marked
+
+
+def test_interrupt_during_timing_keeps_the_whole_compile():
+    sigint = SigintWhen()
+
+    def f(x):
+        if not torch.compiler.is_compiling():  # eager timing calls only
+            sigint.event.set()
+            time.sleep(5)
+        return x.sin() * 2
+
+    before = torch_state()
+    with sigint, pytest.raises(CaptureInterrupted) as raised:
+        compiler.explore(f, torch.randn(8), backend="eager")
+    cap = raised.value.capture
+    assert cap.interrupted and "during timing eager vs compiled" in cap.error.stage
+    assert "first compiled call completed" in cap.error.message
+    assert cap.compiles[0].status == "compiled" and cap.compiles[0].graph.available
+    assert cap.live.result is not None and not cap.runtime.available
+    assert torch_state() == before
+
+
+@pytest.fixture
+def shell():
+    sh = InteractiveShell.instance()
+    magics.register(sh)
+    return sh
+
+
+def test_interrupted_cell_is_shown_named_saved_and_the_shell_goes_on(shell, tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(explorer.widget, "show", lambda cap, fn=None, namespace=None: shown.append(cap))
+    sigint = SigintWhen()
+    shell.user_ns.update(torch=torch, x=torch.randn(8), sigint=sigint, time=time)
+    path = tmp_path / "interrupted.json"
+    before = torch_state()
+    cell = ("y = x.sin() * 2\n"
+            "if not torch.compiler.is_compiling():\n"
+            "    sigint.event.set()\n"
+            "    time.sleep(5)\n")
+    with sigint:
+        result = shell.run_cell(f"%%tcompile --backend eager --name cap_int --save {path}\n{cell}")
+    assert sigint.fired
+    cap = shell.user_ns["cap_int"]
+    assert shown == [cap] and cap.interrupted
+    assert compiler.load(path).interrupted
+    assert type(result.error_in_exec).__name__ == "UsageError"  # one line, the cell counts as failed
+    assert "interrupted (KeyboardInterrupt) during timing" in str(result.error_in_exec)
+    assert "names were written back" in str(result.error_in_exec)
+    assert torch.equal(shell.user_ns["y"], shell.user_ns["x"].sin() * 2)  # the first call completed
+    assert torch_state() == before
+    assert shell.run_cell("1 + 1").result == 2  # the shell is alive
