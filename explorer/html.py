@@ -33,7 +33,7 @@ def esc(value) -> Html:
     text = "" if value is None else str(value)
     if len(text) > TEXT_CHARS:
         shown, mark = cut_text(text, TEXT_CHARS, inline=True)
-        return Html(html.escape(shown, quote=True) + mark)
+        return Html(html.escape(shown, quote=True) + str(mark))  # str: Html's + would escape
     return Html(html.escape(text, quote=True))
 
 

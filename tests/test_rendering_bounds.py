@@ -1,0 +1,133 @@
+"""Bounded rendering: one huge text anywhere in a capture (code, a kernel, IR, a guard) gives views of
+bounded size, each cut marked, and the whole text stays one click away — in the widget (loaded on
+demand below the tab) and in the saved capture. The time and memory of a 200 MB text are measured
+in bench/rendering.py, not here."""
+from __future__ import annotations
+
+import html
+import json
+
+import ipywidgets as widgets
+import pytest
+import torch
+
+import compiler
+from compiler.model import Capture
+from explorer.full_text import CutText, CutTexts
+from explorer.html import BLOCK_CHARS, TEXT_CHARS, collecting_cut_texts, esc, preformatted
+from explorer.page import render_static
+from explorer.views import VIEWS
+from explorer.widget import Explorer
+
+LINE = "    buf0 = torch.ops.aten.add.Tensor(arg0_1, 1);  arg0_1 = None  # a line <of> generated & code\n"
+
+# where a huge text goes (a path in the capture's JSON) → the tab that shows it
+FIELDS = {
+    "graph code": (("compiles", 0, "graph", "code"), "graph"),
+    "kernel source": (("compiles", 0, "kernels", "kernels", 0, "source"), "code"),
+    "output module": (("compiles", 0, "kernels", "module"), "code"),
+    "IR before fusion": (("compiles", 0, "inductor", "runs", 0, "ir", "pre_fusion", "text"), "inductor"),
+    "post-grad graph code": (("compiles", 0, "inductor", "runs", 0, "post_grad", "code"), "inductor"),
+    "function source": (("compiles", 0, "source", "text"), "source"),
+    "bytecode listing": (("compiles", 0, "bytecode", "original", "text"), "bytecode"),
+    "guard tree": (("compiles", 0, "guards", "tree"), "guards"),
+    "guard condition (a table cell)": (("compiles", 0, "guards", "rows", 0, "condition"), "guards"),
+}
+
+
+def f(x):
+    y = x.sin() + 1
+    return y.cos() * 2
+
+
+@pytest.fixture(scope="module")
+def data():
+    torch._dynamo.reset()
+    cap = compiler.explore(f, torch.randn(8, 4), timing=False, fresh=True)  # Inductor, no cache hit: every field
+    return json.loads(cap.to_json())
+
+
+def with_text(data: dict, path: tuple, text: str) -> Capture:
+    data = json.loads(json.dumps(data))
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    assert path[-1] in node, path
+    node[path[-1]] = text
+    return Capture.from_data(data)
+
+
+def shown_html(widget) -> str:
+    """The HTML a widget shows, its children's included (the rest of cut texts is loaded on demand only)."""
+    if isinstance(widget, CutTexts):
+        return ""
+    if isinstance(widget, widgets.HTML):
+        return widget.value
+    return "".join(shown_html(child) for child in getattr(widget, "children", ()))
+
+
+def html_of_every_view(cap) -> dict[str, str]:
+    """The static page, and each widget tab as shown."""
+    ui = Explorer(cap, static_html=False)
+    for index in range(len(VIEWS)):
+        ui.show_tab(index)
+    return {"static": render_static(cap), **{v.key: shown_html(ui.tabs.children[i]) for i, v in enumerate(VIEWS)}}, ui
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_huge_text_renders_bounded_and_whole_text_stays_reachable(data, field, tmp_path):
+    path, tab = FIELDS[field]
+    small, _ = html_of_every_view(Capture.from_data(data))
+    huge_text = LINE * (3 * BLOCK_CHARS // len(LINE)) + "THE END"
+    cap = with_text(data, path, huge_text)
+    pages, ui = html_of_every_view(cap)
+
+    # bounded: each page grows by at most what the cut block shows, as markup (pygments' markup is up to
+    # 5× the text for its first 2,000 lines; the source view is a table row per line), for a text 3×
+    # longer than that (test_the_bound_does_not_grow_with_the_text: and for any longer one)
+    for name, page in pages.items():
+        assert len(page) - len(small[name]) < 8 * BLOCK_CHARS, (name, len(page), len(small[name]))
+    assert "THE END" not in pages["static"]
+    assert "more characters" in pages["static"] and "saved JSON" in pages["static"]
+
+    # the saved capture keeps the whole text
+    saved = compiler.load(cap.save(tmp_path / "huge.json"))
+    node = saved.to_data()
+    for key in path:
+        node = node[key]
+    assert node == huge_text
+
+    # the widget: the tab names the cut text ✂1 and loads the rest when asked
+    if "table cell" in field:
+        return  # the widget shows big tables as itables widgets (cells cut by esc, the rest in the capture)
+    index = [v.key for v in VIEWS].index(tab)
+    assert "✂1" in pages[tab]
+    rows = [c for c in ui.cut_texts[index].children if isinstance(c, CutText)]
+    assert [r.text for r in rows] == [huge_text]
+    row = rows[0]
+    assert row.rest.value == "" and not row.all.disabled
+    row.more.click()
+    assert len(row.rest.value) < 1.3 * 1_000_000 + 1000 and "THE END" not in row.rest.value
+    row.all.click()
+    assert html.unescape(row.rest.value).count("THE END") == 1 and row.all.disabled and row.more.disabled
+    shown_in_view = row.start
+    assert html.unescape(row.rest.value).count(LINE) == (len(huge_text) - shown_in_view) // len(LINE)
+
+
+def test_the_bound_does_not_grow_with_the_text(data):
+    path, _ = FIELDS["graph code"]
+    sizes = [len(render_static(with_text(data, path, LINE * (n // len(LINE))))) for n in (2_000_000, 20_000_000)]
+    assert abs(sizes[0] - sizes[1]) < 10  # the count of characters left out has one more digit
+
+
+def test_cut_marks_and_short_texts():
+    assert esc("a < b") == "a &lt; b"  # short text: unchanged
+    assert preformatted("x" * 10) == '<pre class="tc-pre">xxxxxxxxxx</pre>'
+    long = "<" * (TEXT_CHARS + 5)
+    marked = esc(long)
+    assert marked.startswith("&lt;" * TEXT_CHARS) and "5 more characters" in marked and "<<" not in marked
+    block = "y\n" * BLOCK_CHARS
+    with collecting_cut_texts() as cut:
+        once, twice, again = preformatted(block), esc(long), preformatted(block)
+    assert [n for _, n in cut] == [BLOCK_CHARS, TEXT_CHARS]  # each text once, with what the view showed
+    assert "✂1" in once and "✂2" in twice and "✂" in again
