@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from string import Template
 
-from .html import details, esc, heading, join, plural, seconds, shorten, style_tag
+from .html import Html, details, esc, heading, join, note, para, plural, seconds, shorten, style_tag
 from .views import VIEWS, render_view
 from .views.common import break_title, capture_title, compile_label
 from .views.error import render_error
@@ -16,28 +16,109 @@ from .views.error import render_error
 STATIC_PAGE = Template("""<div class="tcompile tc-static$fallback">
 $style
 <div class="tc-static-title">tcompile — $title</div>
+$about
 $error
 $capture_views
 $compiles
 </div>""")
 
+FALLBACK_BYTES = 1_000_000  # a notebook output's static copy stays under this (issue 16: saved notebooks stay small)
 
-def render_static(capture, fallback: bool = False) -> str:
+# Reopened without its kernel, JupyterLab shows "Error displaying widget: model not found" where the explorer
+# was (ipywidgets marks that renderer .jupyter-widgets; a rendered widget is inside it instead). The static
+# copy in a later output of the same cell stands in for it, so that error output is hidden.
+_REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*)))"
+                 ":has(~ .jp-OutputArea-child .tc-fallback) { display: none; }</style>")
+
+KEEP = ("The interactive explorer (while the kernel runs) and the saved capture (<code>%%tcompile --save PATH</code> or "
+        "<code>cap.save(PATH)</code>, reopened with <code>%tcompile --load PATH</code>) hold everything.")
+
+
+# Which sections a size-limited copy keeps first: the small summaries, then what is hardest to get back
+# from the saved JSON by eye (the drawn graph, the generated code), the long listings last.
+PRIORITY = ("overview", "breaks", "recompiles", "cudagraphs", "source", "timings", "graph", "code", "inductor",
+            "aot", "guards", "bytecode")
+
+
+class Budget:
+    """Sections of a static page, each kept whole while the page stays under ``limit`` bytes (decided in
+    ``PRIORITY`` order, shown in tab order); a section that does not fit becomes a stub naming its size
+    (``limit=None``: keep everything). Under ``MIN_SECTION`` bytes left, sections are not even rendered."""
+
+    MIN_SECTION = 2_000
+
+    def __init__(self, limit: int | None, used: int = 0):
+        self.limit, self.used, self.left_out = limit, used, []
+        self._sections: list[tuple[str, str, object, bool]] = []
+
+    def add(self, key: str, title: str, render, open: bool = False) -> int:
+        """A section to decide on (``render()`` gives its body); returns its index for ``html``."""
+        self._sections.append((key, title, render, open))
+        return len(self._sections) - 1
+
+    def decide(self) -> list[Html]:
+        """Every section's HTML, in the order added."""
+        order = sorted(range(len(self._sections)), key=lambda i: (_rank(self._sections[i][0]), i))
+        out: list[Html] = [Html("")] * len(self._sections)
+        for i in order:
+            key, title, render, open = self._sections[i]
+            if self.limit is not None and self.limit - self.used < self.MIN_SECTION:
+                out[i] = self._stub(i, title, None)
+                continue
+            html = details(title, render(), open=open, cls="tc-section")
+            size = len(html.encode())
+            if self.limit is not None and self.used + size > self.limit:
+                out[i] = self._stub(i, title, size)
+                continue
+            self.used += size
+            out[i] = html
+        self.left_out.sort()
+        return out
+
+    def _stub(self, index: int, title: str, size: int | None) -> Html:
+        self.left_out.append((index, title))
+        what = f"{size / 1e6:.2f} MB" if size else "not rendered"
+        return details(join([title, f" — left out of this saved copy ({what})"]),
+                       note("Left out to keep this static copy under ", f"{self.limit / 1e6:g} MB. ", Html(KEEP),
+                            kind="muted"), cls="tc-section")
+
+    def about(self) -> Html:
+        """What the static copy is, and what it left out."""
+        if not self.left_out:
+            return para("A static copy of the explorer, readable without a kernel. ", Html(KEEP), cls="tc-muted")
+        titles = list(dict.fromkeys(title for _, title in self.left_out))
+        names = ", ".join(titles[:6]) + (" …" if len(titles) > 6 else "")
+        return note(f"A static copy of the explorer, kept under {self.limit / 1e6:g} MB: "
+                    f"{plural(len(self.left_out), 'section')} left out ({names}). ", Html(KEEP), kind="info")
+
+
+def _rank(key: str) -> int:
+    return PRIORITY.index(key) if key in PRIORITY else len(PRIORITY)
+
+
+def render_static(capture, fallback: bool = False, limit: int | None = None) -> str:
     """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript).
-    ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides."""
+    ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides, kept under
+    ``FALLBACK_BYTES`` (or ``limit``): sections that do not fit are named, not shown."""
+    if fallback and limit is None:
+        limit = FALLBACK_BYTES
     compiles = capture.compiles
-    capture_views = [details(v.title_for(capture), render_view(v.key, capture, None), open=v.key == "overview",
-                             cls="tc-section") for v in VIEWS if v.scope == "capture"]
-    per_compile = [details(compile_label(c), *(details(v.title, render_view(v.key, capture, c), cls="tc-section")
-                                               for v in VIEWS if v.scope == "compile"),
-                           open=len(compiles) == 1, cls="tc-compile")
-                   for c in compiles]
+    style = style_tag() + (Html(_REOPENED_CSS) if fallback else "")
+    error = render_error(capture, None)
+    budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + 2_000)
+    capture_views = [budget.add(v.key, v.title_for(capture), lambda v=v: render_view(v.key, capture, None),
+                                open=v.key == "overview") for v in VIEWS if v.scope == "capture"]
+    per_compile = [[budget.add(v.key, v.title, lambda v=v, c=c: render_view(v.key, capture, c))
+                    for v in VIEWS if v.scope == "compile"] for c in compiles]
+    html = budget.decide()
+    compile_sections = [details(compile_label(c), *(html[i] for i in indices), open=len(compiles) == 1,
+                                cls="tc-compile") for c, indices in zip(compiles, per_compile)]
     return STATIC_PAGE.substitute(
-        fallback=" tc-fallback" if fallback else "", style=style_tag(), title=esc(capture_title(capture)),
-        error=render_error(capture, None),
-        capture_views=join(capture_views, "\n"),
-        compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3) + join(per_compile, "\n")
-        if compiles else "")
+        fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
+        about=budget.about() if limit is not None else "", error=error,
+        capture_views=join([html[i] for i in capture_views], "\n"),
+        compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3)
+        + join(compile_sections, "\n") if compiles else "")
 
 
 def summary_text(capture) -> str:

@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from .full_text import CutTexts
 from .graph_viewer import INTERACTIVE, interactive_children
 from .html import Html, code, collecting_cut_texts, join, note, para, style_tag, table, tag, view_frame
-from .page import render_static, summary_text
+from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
 from .views.tables import collecting_tables, split_view
@@ -215,7 +215,7 @@ class Explorer(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         bundle = {**(super()._repr_mimebundle_(**kwargs) or {}), "text/plain": summary_text(self.capture)}
         if self.static_html:
-            bundle["text/html"] = render_static(self.capture)
+            bundle["text/html"] = render_static(self.capture, limit=FALLBACK_BYTES)
         return bundle
 
 
@@ -223,7 +223,9 @@ class StaticFallback:
     """The static rendering as an output of its own, shown only where the widget is not: the
     stylesheet hides it inside an output area that holds a rendered explorer (``.tc-explorer``).
     A saved notebook reopened without its kernel, nbconvert with or without widget state, and
-    GitHub's preview all show it; a live JupyterLab shows the widget alone."""
+    GitHub's preview all show it; a live JupyterLab shows the widget alone. Reopened, the explorer's
+    own output would say "Error displaying widget: model not found": the fallback's stylesheet hides
+    that output (``explorer.page``). It stays under 1 MB: what does not fit is named, not shown."""
 
     def __init__(self, capture):
         self.capture = capture
