@@ -1,13 +1,15 @@
 """The compare widget: the summary table, then two configuration pickers and a stage selector driving
-a side-by-side diff pane. Displayed in a notebook, the output also carries static HTML (summary +
-the diff of the first two configurations), so a saved notebook keeps the comparison."""
+a side-by-side diff pane. ``show_comparison`` puts static HTML (summary + the diff of the first two
+configurations, under 1 MB) in an output of its own next to it, so a saved notebook keeps the
+comparison, as ``explorer.widget.show`` does for one capture."""
 from __future__ import annotations
 
 import ipywidgets as widgets
 
 from compiler.diff import DIFF_STAGES, stage_title
 
-from .html import note, style_tag, tag, view_frame
+from .html import join, note, style_tag, tag, view_frame
+from .page import FALLBACK_BYTES, REOPENED_CSS
 from .views.compare import render_compare, render_compare_static
 from .views.diff import compare_style_tag, render_diff
 
@@ -17,8 +19,9 @@ CHANGED = "changed"
 class CompareExplorer(widgets.VBox):
     """Summary of a ``compiler.compare.Comparison`` and a diff between any two of its configurations."""
 
-    def __init__(self, comparison):
+    def __init__(self, comparison, static_html: bool = True):
         self.comparison = comparison
+        self.static_html = static_html
         self._diffs: dict = {}
         options = [(label, i) for i, (label, cap) in enumerate(zip(comparison.labels, comparison.captures))
                    if cap is not None]
@@ -39,6 +42,7 @@ class CompareExplorer(widgets.VBox):
         controls.add_class("tc-compare-controls")
         super().__init__([widgets.HTML(style_tag() + compare_style_tag()), self.summary,
                           *([controls] if len(options) >= 2 else []), self.pane])
+        self.add_class("tc-explorer")  # a rendered widget hides its static fallback (explorer/static/tcompile.css)
         self.refresh()
 
     def diff(self, a: int, b: int):
@@ -63,12 +67,41 @@ class CompareExplorer(widgets.VBox):
         self.pane.value = view_frame(body)
 
     def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        return {**bundle, "text/html": render_compare_static(self.comparison), "text/plain": self.comparison.as_text()}
+        bundle = {**(super()._repr_mimebundle_(**kwargs) or {}), "text/plain": self.comparison.as_text()}
+        if self.static_html:
+            bundle["text/html"] = static_comparison(self.comparison)
+        return bundle
+
+
+def static_comparison(comparison, fallback: bool = False) -> str:
+    """The comparison as static HTML under ``FALLBACK_BYTES``: with the diff of the first two
+    configurations when it fits, else the summary and a note. ``fallback``: the stand-in for the widget."""
+    html = render_compare_static(comparison)
+    if len(html.encode()) > FALLBACK_BYTES:
+        left_out = note(f"The diff of the first two configurations ({len(html.encode()) / 1e6:.1f} MB) is left out of "
+                        f"this static copy, kept under {FALLBACK_BYTES / 1e6:g} MB. The compare widget (while the kernel "
+                        "runs) shows every diff, and the saved comparison (--save PATH) holds everything.", kind="info")
+        html = join([style_tag(), compare_style_tag(),
+                     tag("div", render_compare(comparison, None), left_out, cls="tcompile tc-static")])
+    if fallback:
+        html = REOPENED_CSS + html.replace("tcompile tc-static", "tcompile tc-static tc-fallback", 1)
+    return html
+
+
+class CompareFallback:
+    """The comparison's static HTML as an output of its own, shown where the widget is not (a saved
+    notebook reopened without its kernel, nbconvert, GitHub), like ``explorer.widget.StaticFallback``."""
+
+    def __init__(self, comparison):
+        self.comparison = comparison
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {"text/html": static_comparison(self.comparison, fallback=True), "text/plain": self.comparison.as_text()}
 
 
 def show_comparison(comparison) -> None:
-    """Display the compare widget in the notebook."""
+    """Display the compare widget in the notebook, with its static fallback."""
     from IPython.display import display
 
-    display(CompareExplorer(comparison))
+    display(CompareExplorer(comparison, static_html=False))
+    display(CompareFallback(comparison))

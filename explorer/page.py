@@ -27,7 +27,7 @@ FALLBACK_BYTES = 1_000_000  # a notebook output's static copy stays under this (
 # Reopened without its kernel, JupyterLab shows "Error displaying widget: model not found" where the explorer
 # was (ipywidgets marks that renderer .jupyter-widgets; a rendered widget is inside it instead). The static
 # copy in a later output of the same cell stands in for it, so that error output is hidden.
-_REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*)))"
+REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*)))"
                  ":has(~ .jp-OutputArea-child .tc-fallback) { display: none; }</style>")
 
 KEEP = ("The interactive explorer (while the kernel runs) and the saved capture (<code>%%tcompile --save PATH</code> or "
@@ -103,7 +103,7 @@ def render_static(capture, fallback: bool = False, limit: int | None = None) -> 
     if fallback and limit is None:
         limit = FALLBACK_BYTES
     compiles = capture.compiles
-    style = style_tag() + (Html(_REOPENED_CSS) if fallback else "")
+    style = style_tag() + (Html(REOPENED_CSS) if fallback else "")
     error = render_error(capture, None)
     budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + 2_000)
     capture_views = [budget.add(v.key, v.title_for(capture), lambda v=v: render_view(v.key, capture, None),
