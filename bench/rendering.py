@@ -6,6 +6,11 @@
   notebook displays it, ``explorer.widget.Explorer(capture)._repr_mimebundle_()`` (first tab, plus
   the static HTML it carries for saved notebooks); and the widget with every tab shown (a tab
   renders when first shown). Each reports "not available yet" while the explorer lacks it.
+- One huge text: a real capture (``compiler.explore`` of a small function, Inductor) saved with a
+  ~200 MB text put in one field (the FX graph's code), then, each in a fresh process
+  (``python -m bench.rendering huge PATH WHAT``), loaded (``compiler.load``) and rendered:
+  ``render_static`` and the widget with every tab shown. Time and the process's peak memory
+  (``VmHWM``, imports and the loaded capture included) against 5 s and 1 GB.
 - Size: ``Capture.to_json()`` of a GPT-2-small forward (12 layers, d=768, 12 heads, 1×32 tokens)
   compiled with Inductor under ``capture(fresh=True)``: caches off, so every stage (IR before and
   after fusion included) is in it — the largest this capture can be.
@@ -14,13 +19,20 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from .table import Row, megabytes, seconds, unavailable
 from .workloads import chain, make
 
 BUDGET_S = {1000: 1.0, 10000: 5.0}
 JSON_BUDGET_BYTES = 5_000_000
+HUGE_TEXT_CHARS = 200_000_000
+HUGE_BUDGET_S, HUGE_BUDGET_BYTES = 5.0, 1_000_000_000
+HUGE_LINE = "    buf0 = torch.ops.aten.add.Tensor(arg0_1, 1);  arg0_1 = None  # a line of generated code\n"
 
 
 def _static_renderer():
@@ -146,6 +158,89 @@ def render_rows(captures: dict, tiny, repeats: dict, log) -> tuple[list[Row], di
     return out, details
 
 
+def huge_text_file(directory: Path, chars: int = HUGE_TEXT_CHARS) -> tuple[Path, dict]:
+    """A real capture saved with one ``chars``-long text as its first compile's FX graph code."""
+    import torch
+
+    import compiler
+
+    def f(x):
+        y = x.sin() + 1
+        return y.cos() * 2
+
+    data = json.loads(compiler.explore(f, torch.randn(8, 4), timing=False).to_json())
+    data["compiles"][0]["graph"]["code"] = HUGE_LINE * (chars // len(HUGE_LINE))
+    path = directory / "huge_text_capture.json"
+    path.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    del data
+    return path, {"file_bytes": path.stat().st_size, "field": "compiles[0].graph.code"}
+
+
+def _peak_bytes() -> int:
+    """This process's peak resident memory: VmHWM (``ru_maxrss`` would carry the parent's peak over exec)."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) * 1024
+
+
+def huge_child(path: str, what: str) -> dict:
+    """In a fresh process: load ``path``, then render it (``what``: load, static, widget)."""
+    import compiler
+    from explorer.page import render_static
+    from explorer.views import VIEWS
+    from explorer.widget import Explorer
+
+    out = {"after_imports_bytes": _peak_bytes()}
+    start = time.perf_counter()
+    cap = compiler.load(path)
+    out.update(load_s=time.perf_counter() - start, after_load_bytes=_peak_bytes())
+    start = time.perf_counter()
+    if what == "static":
+        html = render_static(cap)
+    elif what == "widget":  # every tab shown, and the mime bundle a notebook displays (static HTML in it)
+        widget = Explorer(cap)
+        for index in range(len(VIEWS)):
+            widget.show_tab(index)
+        html = "".join(p.value for p in widget.panes) + widget._repr_mimebundle_()["text/html"]
+    else:
+        html = ""
+    out.update(render_s=time.perf_counter() - start, html_bytes=len(html.encode()), peak_bytes=_peak_bytes())
+    return out
+
+
+def _run_huge_child(path: Path, what: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "bench.rendering", "huge", str(path), what], capture_output=True,
+                          text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    if done.returncode:
+        raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def huge_text_rows(log) -> tuple[list[Row], dict]:
+    with tempfile.TemporaryDirectory() as directory:
+        path, info = huge_text_file(Path(directory))
+        log(f"  huge text: a capture of {megabytes(info['file_bytes'])} with a {HUGE_TEXT_CHARS / 1e6:.0f} M-character "
+            f"{info['field']} (not timed)")
+        results = {what: _run_huge_child(path, what) for what in ("load", "static", "widget")}
+    out, load = [], results["load"]
+    log(f"  huge text: compiler.load {seconds(load['load_s'])}, peak {megabytes(load['after_load_bytes'])} "
+        f"(after imports {megabytes(load['after_imports_bytes'])})")
+    out.append(Row(f"huge text: compiler.load of a {megabytes(info['file_bytes'])} capture, peak memory",
+                   megabytes(load["after_load_bytes"]), "1 GB budget", load["after_load_bytes"] / HUGE_BUDGET_BYTES,
+                   "(reference)", note=f"load {seconds(load['load_s'])}; {megabytes(load['after_imports_bytes'])} "
+                                       "after imports", detail=load))
+    for what, name in (("static", "render_static (all views)"), ("widget", "Explorer widget, every tab + mime bundle")):
+        r = results[what]
+        log(f"  huge text: {name}: {seconds(r['render_s'])}, HTML {megabytes(r['html_bytes'])}, "
+            f"peak {megabytes(r['peak_bytes'])}")
+        out.append(Row(f"huge text ({HUGE_TEXT_CHARS / 1e6:.0f} M characters): {name}, time", seconds(r["render_s"]),
+                       f"{HUGE_BUDGET_S:g} s budget", r["render_s"] / HUGE_BUDGET_S, f"≤ 1 (≤ {HUGE_BUDGET_S:g} s)",
+                       high=1.0, note=f"HTML {megabytes(r['html_bytes'])}", detail=r))
+        out.append(Row(f"huge text ({HUGE_TEXT_CHARS / 1e6:.0f} M characters): {name}, peak memory (load included)",
+                       megabytes(r["peak_bytes"]), "1 GB budget", r["peak_bytes"] / HUGE_BUDGET_BYTES,
+                       "≤ 1 (≤ 1 GB)", high=1.0, detail=r))
+    return out, {**results, **info}
+
+
 def run(quick: bool, log=print) -> tuple[list[Row], dict]:
     log("[4] rendering: captures of 1,000 and 10,000 FX nodes (backend='eager'), GPT-2-small JSON size")
     captures = {}
@@ -175,4 +270,15 @@ def run(quick: bool, log=print) -> tuple[list[Row], dict]:
                            "", None, "(reference)", note=f"HTML {megabytes(r['html_bytes'])}", detail=r))
         except Exception as exc:  # noqa: BLE001
             log(f"  render_static on GPT-2 raised {type(exc).__name__}: {exc}")
+    huge_rows, details["huge_text"] = huge_text_rows(log)
+    out += huge_rows
     return out, details
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["huge"]:  # the child process of huge_text_rows
+        print(json.dumps(huge_child(sys.argv[2], sys.argv[3])))
+    elif sys.argv[1:2] == ["huge-rows"]:  # those rows alone: python -m bench.rendering huge-rows
+        from .table import format_table
+
+        print(format_table(huge_text_rows(print)[0]))
