@@ -103,9 +103,10 @@ def _add_measurements(data: dict, measurements: dict) -> None:
     data["runtime"] = measurements.get("runtime") or unavailable("not measured")
     data["first_call_s"] = measurements.get("first_call_s")
     if measurements.get("gpu_profile"):
-        data["gpu_profile"] = measurements["gpu_profile"]
+        profile = measurements["gpu_profile"]
+        data["gpu_profile"] = {k: v for k, v in profile.items() if k != "triton_kernels"}  # live objects' details
         for c in data["compiles"]:
-            match_profile(c["kernels"].get("kernels", []), measurements["gpu_profile"])
+            match_profile(c["kernels"].get("kernels", []), profile, profile.get("triton_kernels"))
     if measurements.get("cudagraph_comparison"):
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
     if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):

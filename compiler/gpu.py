@@ -1,5 +1,7 @@
 """GPU measurements made after capture: per-kernel GPU time from torch.profiler (matched to the
-kernels of the generated code) and the same function with and without CUDA graphs."""
+kernels of the generated code), each Triton kernel's depth (registers, spills — Triton's count of
+local-memory words per thread —, shared memory, launch config, achieved bandwidth against the GPU's
+peak, the IR levels Triton kept), and the same function with and without CUDA graphs."""
 from __future__ import annotations
 
 import time
@@ -31,9 +33,13 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
     for row in rows:
         row["gpu_time_us_per_call"] = row["gpu_time_us"] / iters
     total_gpu_us = sum(r["gpu_time_us"] for r in rows) / iters
+    peak = peak_bandwidth(torch.cuda.current_device())
     return {"available": True, "iters": iters, "kernels": rows, "gpu_time_us_per_call": total_gpu_us,
             "wall_time_us_per_call": wall / iters * 1e6,
-            "launch_overhead_share": max(0.0, 1 - total_gpu_us / (wall / iters * 1e6)) if wall else None}
+            "launch_overhead_share": max(0.0, 1 - total_gpu_us / (wall / iters * 1e6)) if wall else None,
+            "peak_bytes_per_s": peak["bytes_per_s"], "peak_source": peak["source"],
+            # live launcher details, matched to the capture's kernels by ``match_profile`` (not saved)
+            "triton_kernels": triton_kernel_details(kernels)}
 
 
 def _device_time(event) -> float:
@@ -44,15 +50,18 @@ def _device_time(event) -> float:
     return 0.0
 
 
-def match_profile(kernels: list[dict], profile: dict) -> None:
-    """Attach measured GPU time to each generated kernel whose name the profiler saw."""
+def match_profile(kernels: list[dict], profile: dict, details: list[dict] | None = None) -> None:
+    """Attach measured GPU time to each generated kernel whose name the profiler saw, and each Triton
+    kernel's GPU depth (``attach_gpu_details``; ``details``: ``triton_kernel_details``)."""
     by_name = {row["name"]: row for row in profile.get("kernels", [])}
+    peak = {"bytes_per_s": profile.get("peak_bytes_per_s")}
     for kernel in kernels:
         row = by_name.get(kernel["name"]) or next(
             (r for n, r in by_name.items() if kernel["name"] in n), None)
         if row:
             kernel["gpu_time_us_per_call"] = row["gpu_time_us_per_call"]
             kernel["profiled_calls"] = row["calls"]
+        attach_gpu_details(kernel, row, details or [], peak)
 
 
 def cudagraph_memory() -> dict:
@@ -83,3 +92,189 @@ def with_and_without_cudagraphs(fn, args, *, mode: str = "reduce-overhead", repe
     return {"available": True, "mode": mode, "with_cudagraphs": timed_with, "without_cudagraphs": timed_without,
             "speedup": timed_without["median_s"] / timed_with["median_s"],
             "memory_reserved_growth_bytes": after["reserved_bytes"] - before["reserved_bytes"]}
+
+
+# --- GPU depth per Triton kernel ------------------------------------------------------------------
+
+IR_LEVELS = ("ttir", "ttgir", "llir", "ptx")  # what Triton keeps of each compile, source to assembly
+IR_LIMIT = 200_000  # characters kept per IR level (a big template's LLIR can be larger)
+
+# Peak DRAM bandwidth of known GPUs (vendor data sheets), used when the device cannot be asked.
+PEAK_BANDWIDTH = (("H100 NVL", 3.9e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H200", 4.8e12),
+                  ("GH200", 4.0e12), ("B200", 8.0e12), ("A100-SXM4-80GB", 2.039e12), ("A100 80GB PCIe", 1.935e12),
+                  ("A100", 1.555e12), ("L40S", 0.864e12), ("L4", 0.3e12), ("A10G", 0.6e12), ("A10", 0.6e12),
+                  ("V100", 0.9e12), ("T4", 0.32e12), ("RTX 4090", 1.008e12), ("RTX 3090", 0.936e12))
+
+
+def peak_bandwidth(device_index: int = 0) -> dict:
+    """The GPU's peak DRAM bandwidth: asked from the device (memory clock × bus width × 2 for double
+    data rate, as Triton's driver reports them), else from ``PEAK_BANDWIDTH`` by the device's name."""
+    import torch
+
+    name = torch.cuda.get_device_name(device_index)
+    table = next((value for key, value in PEAK_BANDWIDTH if key in name), None)
+    out = {"device_name": name, "table_bytes_per_s": table}
+    try:
+        from triton.runtime import driver
+
+        props = driver.active.utils.get_device_properties(device_index)
+        clock_khz, bus_bits = props.get("mem_clock_rate"), props.get("mem_bus_width")
+        if clock_khz and bus_bits:
+            return {**out, "bytes_per_s": 2 * clock_khz * 1e3 * bus_bits / 8,
+                    "source": f"device query: {clock_khz / 1e3:.0f} MHz memory clock × {bus_bits}-bit bus × 2 (DDR)"}
+    except Exception:  # noqa: BLE001 — no Triton driver or no such property: use the table
+        pass
+    if table:
+        return {**out, "bytes_per_s": table, "source": f"table of known GPUs ({name})"}
+    return {**out, "bytes_per_s": None, "source": f"unknown GPU {name!r}: not in the table of known GPUs"}
+
+
+def triton_kernel_details(names) -> list[dict]:
+    """Registers, spills, shared memory, launch configuration and Triton's kept IR of each loaded Triton
+    kernel whose name is in (or part of) one of ``names``, read from the launchers Inductor runs (the
+    kernel objects of the generated modules; read only). ``src`` (the kernel's Python source, when
+    Triton kept it) tells kernels of the same name apart."""
+    names = set(names)
+    wanted = lambda name: any(name in n for n in names)  # noqa: E731
+    out = []
+    for name, autotuner in _autotuners(wanted):
+        try:
+            out.append(_launcher_details(name, autotuner))
+        except Exception as exc:  # noqa: BLE001 — a detail missing, never a failed run
+            out.append({"name": name, "notes": [f"launcher not read: {type(exc).__name__}: {exc}"]})
+    return out
+
+
+def _autotuners(wanted) -> list[tuple[str, object]]:
+    """(kernel name, kernel object) of the ``wanted`` Triton kernels alive in this process: the globals of
+    the generated modules Inductor loaded, and, for names not found there (their list emptied, or the
+    kernel held elsewhere), the objects the garbage collector tracks."""
+    found: dict[int, tuple[str, object]] = {}
+    try:
+        from torch._inductor.codecache import PyCodeCache
+
+        modules = [*getattr(PyCodeCache, "modules", []), *getattr(PyCodeCache, "modules_no_attr", {}).values()]
+    except ImportError:
+        modules = []
+    for module in {id(m): m for m in modules}.values():
+        for name, obj in list(vars(module).items()):
+            if hasattr(obj, "launchers") and hasattr(obj, "inductor_meta") and wanted(name):
+                found.setdefault(id(obj), (name, obj))
+    seen = {name for name, _ in found.values()}
+    import gc
+
+    for obj in gc.get_objects():
+        if type(obj).__name__ in ("CachingAutotuner", "DebugAutotuner") and hasattr(obj, "launchers"):
+            name = (getattr(obj, "inductor_meta", None) or {}).get("kernel_name") \
+                or getattr(getattr(obj, "fn", None), "__name__", None)
+            if name and name not in seen and wanted(name) and getattr(obj, "launchers", None):
+                found.setdefault(id(obj), (name, obj))
+    return list(found.values())
+
+
+def _int(value):
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _launcher_details(name: str, autotuner) -> dict:
+    launchers = list(getattr(autotuner, "launchers", None) or [])
+    launcher = launchers[0] if launchers else None
+    config = getattr(launcher, "config", None)
+    details = {"name": name, "src": getattr(getattr(autotuner, "fn", None), "src", None),
+               "registers": _int(getattr(launcher, "n_regs", None)),
+               "spills": _int(getattr(launcher, "n_spills", None)),
+               "shared_bytes": _int(getattr(launcher, "shared", None)),
+               "num_warps": _int(getattr(config, "num_warps", None)),
+               "num_stages": _int(getattr(config, "num_stages", None)),
+               "config": {k: v for k, v in (getattr(config, "kwargs", None) or {}).items()
+                          if isinstance(v, (int, float, str, bool))},
+               "configs_compiled": len(getattr(autotuner, "configs", None) or []) or None, "notes": []}
+    if launcher is None:
+        details["notes"].append("no launcher: the kernel was never run")
+    elif len(launchers) > 1:
+        details["notes"].append(f"{len(launchers)} launchers (not autotuned to one yet): the first is shown")
+    details["ir"], details["ir_source"] = _kept_ir(name, autotuner, launcher, config)
+    return details
+
+
+def _kept_ir(name: str, autotuner, launcher, config) -> tuple[dict, str | None]:
+    """Triton's IR levels of the launched config: from the compiled kernel in memory, else from the
+    kernel's directory in Triton's cache (``<triton cache>/<cache hash>/<name>.ttir`` …)."""
+    for result in getattr(autotuner, "compile_results", None) or []:
+        if config is not None and getattr(result, "config", None) is not config \
+                and str(getattr(result, "config", None)) != str(config):
+            continue
+        asm = getattr(getattr(result, "kernel", None), "asm", None)
+        if isinstance(asm, dict) and any(isinstance(asm.get(k), str) for k in IR_LEVELS):
+            return {k: _cut(asm[k]) for k in IR_LEVELS if isinstance(asm.get(k), str)}, "the compiled kernel (asm)"
+    cache_hash = getattr(launcher, "cache_hash", None)
+    device = (getattr(autotuner, "triton_meta", None) or {}).get("device")
+    roots = _triton_cache_roots(getattr(device, "index", device) or 0)
+    for root in roots:
+        if cache_hash and (root / cache_hash).is_dir():
+            ir = _read_ir(root / cache_hash, name)
+            if ir:
+                return ir, f"Triton's cache: {root / cache_hash} (the launcher's cache hash)"
+    newest = sorted((p.parent for root in roots for p in root.glob(f"*/{name}.ttir")), key=lambda p: -p.stat().st_mtime)
+    if newest and _read_ir(newest[0], name):
+        return _read_ir(newest[0], name), f"Triton's cache: {newest[0]} (the newest kernel of this name)"
+    return {}, f"not found: no {name}.ttir under {', '.join(map(str, roots)) or 'any Triton cache'} (cache hash {cache_hash})"
+
+
+def _triton_cache_roots(device: int) -> list:
+    """Where Triton may have written its per-kernel folders: Inductor's Triton cache directory (as the
+    compile workers saw it) and Triton's own default."""
+    import os
+    from pathlib import Path
+
+    candidates = [os.environ.get("TRITON_CACHE_DIR")]
+    for module in ("torch._inductor.runtime.cache_dir_utils", "torch._inductor.runtime.runtime_utils"):
+        try:
+            import importlib
+
+            utils = importlib.import_module(module)
+            candidates += [utils.triton_cache_dir(device), os.path.join(utils.cache_dir(), "triton", str(device))]
+            break
+        except (ImportError, AttributeError):
+            continue
+    candidates.append(os.path.join(os.path.expanduser("~"), ".triton", "cache"))
+    return [Path(c) for c in dict.fromkeys(c for c in candidates if c) if Path(c).is_dir()]
+
+
+def _read_ir(folder, name: str) -> dict:
+    return {k: _cut((folder / f"{name}.{k}").read_text(errors="replace"))
+            for k in IR_LEVELS if (folder / f"{name}.{k}").is_file()}
+
+
+def _cut(text: str) -> str:
+    if len(text) <= IR_LIMIT:
+        return text
+    return text[:IR_LIMIT] + f"\n… [cut: {len(text) - IR_LIMIT:,} more characters]"
+
+
+def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak: dict | None) -> None:
+    """Per Triton kernel: the launcher's resources (``details`` of the same name and source), and the
+    achieved bandwidth — bytes read + written per launch ÷ profiled time per launch — as a share of
+    the GPU's ``peak``."""
+    if kernel.get("language") != "Triton":
+        return
+    # a copy: the Inductor run's own kernel entry keeps only the static bytes (the IR is saved once)
+    gpu = kernel["gpu"] = {**(kernel.get("gpu") or {}), "notes": list((kernel.get("gpu") or {}).get("notes") or [])}
+    source = kernel.get("source") or ""
+    same_name = [d for d in details if d.get("name") == kernel["name"]]
+    # the one with this kernel's source, when Triton kept the source; else the last loaded of that name
+    found = [d for d in same_name if d.get("src") and d["src"].strip() in source] or same_name[-1:]
+    if found:
+        gpu.update({k: v for k, v in found[0].items() if k not in ("name", "src", "notes") and v not in (None, {})})
+        gpu["notes"] += found[0].get("notes") or []
+    if row and row.get("calls"):
+        per_launch_us = row["gpu_time_us"] / row["calls"]
+        gpu["time_us_per_launch"] = per_launch_us
+        if gpu.get("bytes_per_call") and per_launch_us > 0:
+            gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (per_launch_us * 1e-6)
+            if peak and peak.get("bytes_per_s"):
+                gpu["peak_bytes_per_s"] = peak["bytes_per_s"]
+                gpu["bandwidth_share"] = gpu["achieved_bytes_per_s"] / peak["bytes_per_s"]

@@ -58,7 +58,9 @@ def _body(code: str, start: int) -> str:
 
 def parse_kernels(code: str) -> list[dict]:
     kernels = []
-    call_section = code[code.find("def call("):] if "def call(" in code else ""
+    # the wrapper's code that launches kernels: call(), and the CUDA-graph partitions it calls
+    starts = [i for i in (code.find("def call("), code.find("\ndef partition_")) if i >= 0]
+    call_section = code[min(starts):] if starts else ""
     for match in _DEF.finditer(code):
         name = match["var"]
         language = _language(match["how"])
@@ -70,7 +72,8 @@ def parse_kernels(code: str) -> list[dict]:
             "comments": comments, "kernel_path": fields["kernel_path"],
             "source_nodes": _split_list(fields["source_nodes"]), "aten_ops": _split_list(fields["aten_ops"]),
             "ops_from_name": _ops_from_name(name), "call_args": _call_args(call_section, name),
-            **({"triton": triton_metadata(source)} if language == "Triton" else {}),
+            **({"triton": triton_metadata(source), "gpu": {**triton_bytes(name, source, call_section), "notes": []}}
+               if language == "Triton" else {}),
         })
     for fn in dict.fromkeys(m["fn"] for m in _EXTERN_CALL.finditer(call_section)):
         kernels.append({"name": fn, "language": "extern", "kind": "extern", "source": "",
@@ -153,3 +156,103 @@ def code_stage(code: str | None, reason_if_missing: str) -> dict:
     kernels = parse_kernels(code)
     return {"available": True, "module": code, "aot_id": aot_id.group("id") if aot_id else None,
             "kernels": kernels, "languages": sorted({k["language"] for k in kernels if k["language"] != "extern"})}
+
+
+# --- bytes a Triton kernel reads and writes per launch (from the wrapper code) ---------------------
+
+_SIGNATURE = re.compile(r"'signature': \{(?P<body>[^{}]*)\}")
+_SIGNATURE_ITEM = re.compile(r"'(?P<arg>\w+)': '(?P<type>[^']+)'")
+_ELEMENT_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2, "bf16": 2,
+                  "i16": 2, "u16": 2, "i8": 1, "u8": 1, "i1": 1, "u1": 1}
+_BUFFER_DEF = re.compile(r"^\s*(?P<var>\w+) = empty_strided_\w+\(\((?P<size>[^()]*)\), \([^()]*\), torch\.\w+\)", re.M)
+_ASSERT_SIZE = re.compile(r"^\s*assert_size_stride\((?P<var>\w+), \((?P<size>[^()]*)\), ", re.M)
+_REINTERPRET_DEF = re.compile(r"^\s*(?P<var>\w+) = reinterpret_tensor\((?P<base>\w+), \((?P<size>[^()]*)\), ", re.M)
+_ALIAS_DEF = re.compile(r"^\s*(?P<var>\w+) = (?P<base>\w+); del (?P=base)\s*# reuse", re.M)
+
+
+def _numel(size: str) -> int | None:
+    """``"4096, 1024"`` → 4194304; ``""`` (a 0-d tensor) → 1; symbolic sizes → None."""
+    total = 1
+    for dim in (d.strip() for d in size.split(",")):
+        if not dim:
+            continue
+        if not dim.isdigit():
+            return None
+        total *= int(dim)
+    return total
+
+
+def _buffer_numels(call_section: str) -> dict[str, int | None]:
+    """Elements of each tensor the wrapper's ``call()`` names: inputs (``assert_size_stride``), new
+    buffers (``empty_strided_*``), reinterpreted views and reused buffers, in code order."""
+    events = sorted([(m.start(), m["var"], _numel(m["size"]), None) for rx in (_BUFFER_DEF, _ASSERT_SIZE,
+                                                                             _REINTERPRET_DEF)
+                     for m in rx.finditer(call_section)]
+                    + [(m.start(), m["var"], None, m["base"]) for m in _ALIAS_DEF.finditer(call_section)])
+    numels: dict[str, int | None] = {}
+    for _, var, numel, base in events:
+        numels[var] = numels.get(base) if base else numel
+    return numels
+
+
+def _call_nodes(call_section: str, name: str) -> list:
+    import ast
+
+    calls = []
+    for match in re.finditer(rf"^\s*{re.escape(name)}\.run\(.*\)\s*$", call_section, re.M):
+        try:
+            node = ast.parse(match.group(0).strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+    return calls
+
+
+def triton_bytes(name: str, source: str, call_section: str) -> dict:
+    """Bytes a Triton kernel reads and writes per launch, estimated the way Inductor's
+    ``estimate_kernel_num_bytes`` does: each pointer argument's elements × its element size (from the
+    kernel's ``triton_meta`` signature), in-out arguments twice. Elements come from the wrapper's
+    ``call()`` (buffer definitions and ``assert_size_stride``). An upper bound when a kernel reads a
+    slice of a buffer; a lower bound for kernels that re-read tiles (matmul templates)."""
+    import ast
+
+    signature = _SIGNATURE.search(source or "")
+    calls = _call_nodes(call_section, name)
+    if not signature or not calls:
+        return {"bytes_reason": "no signature in the kernel's metadata" if not signature
+                else "no launch of this kernel in the wrapper's call()"}
+    # launch arguments follow the signature's order (constants Triton specialized, such as a size of 1,
+    # are still passed; block sizes are not; templates append their grid)
+    params = [(m["arg"], m["type"]) for m in _SIGNATURE_ITEM.finditer(signature["body"])]
+    args = calls[0].args
+    pointers = sum(t.startswith("*") for _, t in params)
+    if len(args) < pointers or not all(t.startswith("*") for _, t in params[:pointers]):
+        return {"bytes_reason": f"the launch's {len(args)} arguments do not follow the signature's {pointers} pointers"}
+    numels = _buffer_numels(call_section)
+    read = written = 0
+    for (param, kind), arg in zip(params, args):
+        if not kind.startswith("*"):
+            continue
+        if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "reinterpret_tensor" and len(arg.args) > 1:
+            numel = _numel(ast.unparse(arg.args[1]).strip("()"))
+        elif isinstance(arg, ast.Name):
+            numel = numels.get(arg.id)
+        else:
+            numel = None
+        size = _ELEMENT_BYTES.get(kind.lstrip("*"))
+        if numel is None or size is None:
+            what = ast.unparse(arg)
+            return {"bytes_reason": f"size of {what} ({param}: {kind}) not known from the wrapper code"
+                                    + (" (symbolic sizes)" if numel is None and what in numels else "")}
+        nbytes = numel * size
+        if param.startswith("in_out_ptr"):
+            read, written = read + nbytes, written + nbytes
+        elif param.startswith("out_ptr"):
+            written += nbytes
+        else:
+            read += nbytes
+    return {"bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
+            "bytes_method": "each pointer argument's elements (wrapper's call()) × element size (kernel signature), "
+                            "in-out arguments twice — as Inductor's estimate_kernel_num_bytes"
+                            + (f"; {len(calls)} launches in call(), the first measured" if len(calls) > 1 else "")}

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 import compiler
+from compiler.gpu import profile_kernels
 from compiler.model import unavailable
 from compiler.runtime import time_interleaved
 from compiler.session import Recorder
@@ -42,7 +43,8 @@ def record(name: str, out_dir: Path) -> dict:
             for call_args in [args, *calls]:  # twice each: warm-up, then record
                 compiled(*call_args)
                 compiled(*call_args)
-        cap = recorder.build({"runtime": time_interleaved(fn, compiled, args, {}, device="cuda")})
+        runtime = time_interleaved(fn, compiled, args, {}, device="cuda")
+        cap = recorder.build({"runtime": runtime, "gpu_profile": profile_kernels(compiled, calls[-1])})
     else:
         cap = compiler.run(fn, args, compile_kwargs=compile_kwargs, fresh=True, errors="return",
                            options={"case": name})
@@ -51,10 +53,28 @@ def record(name: str, out_dir: Path) -> dict:
         raw = [r.to_json() for r in cap.live.records if r.kind.startswith("log:") or "triton" in r.kind]
         (out_dir / f"raw_{name}.json").write_text(json.dumps(raw, default=str))
     graphs = cap.cudagraphs
-    return {"case": name, "seconds": round(time.perf_counter() - start, 1), "bytes": path.stat().st_size,
+    return {"case": name, "triton_kernels": kernel_rows(cap), "seconds": round(time.perf_counter() - start, 1), "bytes": path.stat().st_size,
             "summary": cap.summary.to_data(), "unknown": cap.unknown_records,
             "cudagraphs": {"available": graphs.available, "reason": graphs.reason, "recorded": graphs.recorded,
                            "skipped": graphs.skipped, "skip_reasons": graphs.skip_reasons}}
+
+
+def kernel_rows(cap) -> list[dict]:
+    """Per Triton kernel: resources, launch configuration, time and achieved bandwidth (the GPU depth)."""
+    rows = []
+    for c in cap.compiles:
+        for k in c.kernels.kernels if c.kernels.available else []:
+            if k.language != "Triton" or k.gpu is None:
+                continue
+            g = k.gpu
+            rows.append({"compile": c.compile_id, "role": k.role, "kernel": k.name, "regs": g.registers,
+                         "spills": g.spills, "shared": g.shared_bytes, "warps": g.num_warps, "stages": g.num_stages,
+                         "config": g.config, "bytes": g.bytes_per_call, "us": g.time_us_per_launch,
+                         "GB/s": round(g.achieved_bytes_per_s / 1e9, 1) if g.achieved_bytes_per_s else None,
+                         "share": round(g.bandwidth_share, 3) if g.bandwidth_share is not None else None,
+                         "ir": {level: len(text) for level, text in g.ir.items()}, "notes": g.notes + (
+                             [g.bytes_reason] if g.bytes_reason else [])})
+    return rows
 
 
 def main(argv):
