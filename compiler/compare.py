@@ -81,8 +81,19 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
         entry["error"] = {"type": error.type, "message": error.message, "stage": error.stage, "cause": error.cause}
         entry["error"]["missing"] = missing_package("\n".join(str(v or "") for v in
                                                               (error.traceback, error.cause, error.message)))
+    if busy_note(cap):
+        entry["notes"].append(busy_note(cap))
     entry["capture"] = cap.to_data()
     return entry, cap
+
+
+def busy_note(cap: Capture | None) -> str | None:
+    """The warning ``explore`` shows when the machine was loaded while timing, for one configuration."""
+    runtime = cap.runtime if cap is not None else None
+    if runtime is None or not runtime.available or not runtime.busy:
+        return None
+    return (f"the machine was busy while timing (load average {runtime.load_average or 0:.1f} on "
+            f"{runtime.cpu_count} cores): these times are noisy — compare again when it is idle")
 
 
 def check_eager(fn, args, kwargs) -> dict:
@@ -155,8 +166,15 @@ def compare(fn, *args, configs: list[dict] | str, fresh: bool = True, timing: bo
                                 repeat=repeat, timing=timing)
         entries.append(entry)
         captures.append(cap)
-    return build(fn, entries, captures, eager_check, start, spec=spec, common=common, fresh=fresh,
-                 timing=timing, repeat=repeat, warmup_s=warmup_s, magic=magic)
+    comparison = build(fn, entries, captures, eager_check, start, spec=spec, common=common, fresh=fresh,
+                       timing=timing, repeat=repeat, warmup_s=warmup_s, magic=magic)
+    busy = [e["label"] for e, cap in zip(entries, captures) if busy_note(cap)]
+    if busy:
+        import warnings
+
+        warnings.warn(f"tcompile: the machine was busy while timing {', '.join(busy)}: the runtimes and speedups "
+                      "are noisy (other processes share the CPU); compare again when it is idle", stacklevel=2)
+    return comparison
 
 
 def build(fn, entries: list, captures: list, eager_check, start: float, *, jit_trace: dict | None = None,

@@ -25,6 +25,9 @@ import warnings
 from .compare import build, check_eager, run_config
 from .runtime import time_interleaved
 
+TORCHSCRIPT_NOT_COMPILED = ("a TorchScript module's forward runs in the TorchScript interpreter (C++), so there is "
+                            "no Python frame to compile — calls run as TorchScript, uncompiled, and a speed ratio "
+                            "would compare two runs of the same code; compile the original module instead")
 TRACED_LABEL = "torch.compile(torch.jit.trace(fn))"
 DIRECT_LABEL = "torch.compile(fn)"
 
@@ -131,8 +134,7 @@ def findings(info: dict, traced_cap, direct_cap) -> list[str]:
         out.append(f"compiling the traced {info['kind']} failed in {traced_cap.error.stage}: {traced_cap.error.type}")
     compiles = traced_cap.compiles
     if not compiles and not traced_cap.error:
-        out.append(f"Dynamo compiled nothing: the {info['kind']}'s forward runs in the TorchScript interpreter (C++), "
-                   "so there is no Python frame to compile — calls run as TorchScript, uncompiled")
+        out.append(f"Dynamo compiled nothing: the {info['kind']} is TorchScript: {TORCHSCRIPT_NOT_COMPILED}")
     names = sorted({c.name for c in compiles if c.name})
     if compiles:
         out.append(f"Dynamo compiled {len(compiles)} frame(s) ({', '.join(names)}) into "

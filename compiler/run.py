@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+import warnings
 
 from .model import Capture, unavailable
 from .options import check_compile_kwargs, jsonable
@@ -50,6 +51,9 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
 
     if errors not in ("raise", "return"):
         raise ValueError("errors must be 'raise' or 'return'")
+    if not callable(fn):
+        raise TypeError(f"tcompile: nothing to compile: fn must be a function, method or nn.Module, got "
+                        f"{type(fn).__name__} {_short_repr(fn)}")
     compile_kwargs = dict(compile_kwargs or {})
     check_compile_kwargs(compile_kwargs)
     if isinstance(compile_kwargs.get("options"), dict):
@@ -89,6 +93,10 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
                     "reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
                     "note": "CUDA memory reserved while warming up and recording"}
             phase = "timing eager vs compiled"
+            empty = nothing_compiled(fn, live) if recorder.error is None and not stance else None
+            if empty:
+                warnings.warn(f"tcompile: {empty}", stacklevel=3)
+                timing = f"not timed: {empty}"
             if progress and timing is True and recorder.error is None:
                 progress("timing eager vs compiled (re-running the code)")
             measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
@@ -109,6 +117,52 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
             measurements.setdefault("runtime", unavailable(f"not timed: interrupted during {phase}"))
             raise CaptureInterrupted(recorder.build(measurements), phase) from None
     return recorder.build(measurements)
+
+
+def _short_repr(value) -> str:
+    text = repr(value)
+    return f"({text[:60]}…)" if len(text) > 60 else f"({text})"
+
+
+def nothing_compiled(fn, live: LiveState) -> str | None:
+    """Why the first call compiled nothing, or compiled code that did not run (None: it compiled and ran)."""
+    import inspect
+
+    import torch
+
+    from .jit_input import TORCHSCRIPT_NOT_COMPILED
+    from .whatif import target_function
+
+    frames = sorted({code.co_name for code in live.codes.values()})
+    compiled = (f"Dynamo compiled {len(frames)} frame(s) ({', '.join(frames)})" if frames
+                else "Dynamo compiled nothing")
+    if isinstance(fn, (torch.jit.ScriptModule, torch.jit.ScriptFunction)) and not frames:
+        return f"{compiled}: {TORCHSCRIPT_NOT_COMPILED}"
+    try:
+        target = target_function(fn)
+    except Exception:  # noqa: BLE001
+        return None
+    name = getattr(target, "__name__", type(fn).__name__)
+    if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+        return (f"{compiled}: {name} is a generator function — calling it only creates a generator, whose body "
+                "runs later, when it is iterated, and torch.compile does not compile generators (Dynamo: "
+                "'Attempt to trace generator'); compile a plain function that consumes the generator")
+    if inspect.iscoroutinefunction(target):
+        return (f"{compiled}: {name} is an async function — the call returned a coroutine that was never "
+                "awaited, so its body did not run here and timing would only measure creating coroutines; "
+                "compile a plain function that does the work")
+    if not frames and not _has_cached_compiles(target):
+        return (f"{compiled}: no Python frame of this call was compiled (torch skipped every frame it "
+                "entered — see the Graph breaks view and cap.counters)")
+    return None
+
+
+def _has_cached_compiles(target) -> bool:
+    """The call reused compiles made before the capture (nothing new to capture, but compiled code ran)."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    return code is not None and bool(_debug_get_cache_entry_list(code))
 
 
 class CaptureInterrupted(KeyboardInterrupt):

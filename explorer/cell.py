@@ -56,6 +56,8 @@ class CompiledCell:
     params: list[str]  # parameters, in order
     outputs: list[str]  # names returned and written back, in order (the cell's value last, as OUT)
     deleted: list[str] = field(default_factory=list)  # names the cell deletes at top level
+    reads: list[str] = field(default_factory=list)  # names the cell reads before assigning them
+    reused: bool = False  # ``fn`` runs the code object of an earlier run of the same cell
 
     @property
     def has_value(self) -> bool:
@@ -77,8 +79,12 @@ class CompiledCell:
         return value
 
 
-def compile_cell(cell: str, namespace: dict) -> CompiledCell:
-    """Build the function for ``cell``. Raises SyntaxError with notebook line numbers."""
+def compile_cell(cell: str, namespace: dict, reuse: bool = False) -> CompiledCell:
+    """Build the function for ``cell``. Raises SyntaxError with notebook line numbers.
+
+    ``reuse=True``: when the same cell text with the same parameters was built before, run that
+    earlier build's code object again (Dynamo keeps its compiles on the code object, so a re-run
+    can reuse them — what ``--stance fail_on_recompile`` needs); ``reused`` says whether it did."""
     filename = f"<tcompile-cell-{next(_counter)}>"
     tree = ast.parse("\n" + cell, filename)  # the leading newline stands for the %%tcompile line
     _reject_top_level(tree.body, filename)
@@ -91,12 +97,27 @@ def compile_cell(cell: str, namespace: dict) -> CompiledCell:
     params = [n for n in names.reads if n in namespace and _is_value(namespace[n])]
     params += [n for n in names.must_bind if n not in params]
     outputs = names.outputs  # OUT, when there is a value, is assigned last: it comes last
-    source = _source_text(cell, params, outputs)
-    fn = _build(body, params, outputs, source, filename, namespace)
+    key = (cell, tuple(params), tuple(outputs))
+    earlier = _BUILT.get(key) if reuse else None
+    if earlier is not None and linecache.getlines(earlier[1]):
+        code, filename, source = earlier
+        fn = types.FunctionType(code, namespace, FUNCTION_NAME)
+    else:
+        earlier = None
+        source = _source_text(cell, params, outputs)
+        fn = _build(body, params, outputs, source, filename, namespace)
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        _BUILT[key] = (fn.__code__, filename, source)
+        while len(_BUILT) > _KEEP_BUILT:
+            _BUILT.pop(next(iter(_BUILT)))
     fn.__defaults__ = tuple(namespace.get(name, UNSET) for name in params) or None  # what-if: change one input
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     _name_as_notebook_cell(filename)
-    return CompiledCell(fn, filename, source, params, outputs, names.deleted)
+    return CompiledCell(fn, filename, source, params, outputs, names.deleted, reads=list(names.reads),
+                        reused=earlier is not None)
+
+
+_KEEP_BUILT = 64
+_BUILT: dict = {}  # (cell text, params, outputs) → (code object, filename, source) of its latest build
 
 
 def _name_as_notebook_cell(filename: str) -> None:

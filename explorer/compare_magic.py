@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import warnings
 
 from IPython.core.error import UsageError
 
@@ -63,7 +64,9 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
         def report(index, total, label):
             progress.set(label if index < 0 else f"configuration {index + 1}/{total}: {label}")
 
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="tcompile: the machine was busy")  # said below, in one line
             comparison = compare(compiled_cell.fn, *args, configs=configs, fresh=True, timing=base["timing"],
                                  repeat=base["repeat"], progress=report, spec=spec, magic="%%tcompile --compare",
                                  **common)
@@ -75,6 +78,10 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
             comparison.save(base["save"])
         except OSError as exc:
             print(f"tcompile: --save {base['save']}: {exc}", file=sys.stderr)
+    busy = [row["label"] for row in comparison.rows() if any("machine was busy" in n for n in row["notes"])]
+    if busy:
+        print(f"tcompile: the machine was busy while timing {', '.join(busy)}: the runtimes and speedups are noisy "
+              "(other processes share the CPU); compare again when it is idle", file=sys.stderr)
     show(comparison)
     return value
 

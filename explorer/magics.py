@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import keyword
 import re
 import sys
 import warnings
@@ -170,8 +171,8 @@ def parse_options(args, namespace: dict) -> Options:
     UsageError naming the option."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.name is not None and not args.name.isidentifier():
-        raise UsageError(f"--name must be a Python identifier, got {args.name!r}")
+    if args.name is not None and (not args.name.isidentifier() or keyword.iskeyword(args.name)):
+        raise UsageError(f"--name must be a Python identifier that is not a keyword, got {args.name!r}")
     try:
         options = (compile_options.check_inductor_options(compile_options.parse_dict(unquote(args.options)))
                    if args.options is not None else {})
@@ -196,20 +197,45 @@ def run_cell(shell, opts: Options, cell: str):
     compiled call; return its last value."""
     namespace = shell.user_ns
     recorded = {**opts.recorded, "magic": "%%tcompile"}
+    check_stance = opts.stance == "fail_on_recompile"
     try:
-        compiled_cell = cell_mod.compile_cell(cell, namespace)
+        compiled_cell = cell_mod.compile_cell(cell, namespace, reuse=check_stance)
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         cap = compiler.Capture.from_error(exc, stage="parsing the cell (before any compile)", options=recorded,
                                           message=f"{exc.msg} (line {exc.lineno}" + (f": {line})" if line else ")"))
         finish(shell, cap, opts, wrote_back=False)
         return None
+    check_name(opts.name, [*compiled_cell.reads, *compiled_cell.outputs], "the cell")
+    if check_stance:
+        refuse_fail_on_recompile(compiled_cell)
     cap = run(shell, opts, compiled_cell.fn, compiled_cell.arguments(namespace), {}, recorded, reset=False)
     # interrupted while timing: the first compiled call completed, so the cell's names are written back
     ran = cap.error is None or (cap.interrupted and "first compiled call completed" in cap.error.message)
     value = compiled_cell.write_back(namespace, cap.live.result) if ran else None
     finish(shell, cap, opts, wrote_back=ran)
     return value
+
+
+def check_name(name: str | None, used: list[str], where: str) -> None:
+    """--name must not overwrite a name the compiled code reads or assigns."""
+    if name and name in used:
+        raise UsageError(f"--name {name}: {where} uses {name!r}, and storing the capture there would overwrite "
+                         "it; choose another name")
+
+
+def refuse_fail_on_recompile(compiled_cell) -> None:
+    """``fail_on_recompile`` forbids every compile, also a frame's first: it only works on a re-run of a
+    cell whose compile torch still holds (same text, same inputs)."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    if not compiled_cell.reused:
+        raise UsageError("--stance fail_on_recompile: this cell has not been compiled yet, and the stance forbids "
+                         "any compile, also the first one — run it once without --stance, then re-run it with "
+                         "--stance fail_on_recompile to check that it does not recompile")
+    if not _debug_get_cache_entry_list(compiled_cell.fn.__code__):
+        raise UsageError("--stance fail_on_recompile: torch no longer holds this cell's compile (Dynamo's caches "
+                         "were reset since, e.g. by %tcompile f(x)) — run it once without --stance first")
 
 
 def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
@@ -235,6 +261,11 @@ def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
 def run_line(shell, opts: Options, expr: str):
     """``%tcompile f(x)``: compile f with the options, call it on the evaluated args, show the capture."""
     fn, args, kwargs = evaluate_call(expr, shell.user_ns)
+    if not callable(fn):
+        raise UsageError(f"%tcompile: {expr.split('(')[0].strip()} is {type(fn).__name__} {_short(fn)}, not a "
+                         "function or module: nothing to compile")
+    check_name(opts.name, sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}),
+               "the call")
     cap = run(shell, opts, fn, args, kwargs, {**opts.recorded, "magic": "%tcompile"}, reset=True)
     finish(shell, cap, opts, wrote_back=None)
     return None
@@ -306,6 +337,11 @@ def show(cap, fn, namespace: dict, name: str | None) -> None:
         where = f" (it is in {name})" if name else " (use --name VAR to keep it)"
         print(f"tcompile: the explorer could not display the capture: {type(exc).__name__}: {exc}{where}",
               file=sys.stderr)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return f"({text[:60]}…)" if len(text) > 60 else f"({text})"
 
 
 def _progress_text(opts: Options) -> str:

@@ -424,3 +424,23 @@ def test_screenshots(dynamic_cmp, artifact_dir):
         assert page.locator(".tc-cmp-table").first.bounding_box()["height"] > 0
     for theme in ("light", "dark"):  # for people to look at
         render_html_screenshot(html, artifact_dir / f"compare_{theme}.png", theme=theme, width=1200)
+
+
+# --- a busy machine is said, as explore says it (issue 14 item 7) --------------------------------
+
+def test_compare_warns_when_the_machine_was_busy(monkeypatch):
+    import os
+
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * cores, 4.0 * cores, 4.0 * cores))
+    with pytest.warns(UserWarning, match="the machine was busy while timing backend=eager"):
+        cmp = compare(helper, torch.randn(8), configs="backend=eager", repeat=2, warmup=False)
+    row = cmp.rows()[0]
+    assert cmp.captures[0].runtime.busy  # the same flag explore's view warns on
+    assert any(note.startswith("the machine was busy while timing (load average") for note in row["notes"])
+
+
+def test_traced_module_row_says_nothing_was_compiled():
+    cmp = explore_jit_trace(Net(), torch.randn(4, 8), backend="eager", repeat=2, compare_direct=False)
+    row = cmp.rows()[0]
+    assert row["speedup"] is None and "no Python frame to compile" in row["runtime_note"]

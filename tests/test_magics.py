@@ -405,3 +405,83 @@ def test_in_a_real_kernel():
     assert [o.text for o in ok if o.output_type == "stream"] == ["in the cell\n"]
     assert any(o.output_type == "stream" and o.name == "stderr" and "ValueError" in o.text for o in failing)
     assert after[0].text == "[2.0, 2.0, 2.0, 2.0]\n"
+
+
+# --- clear errors, safe names (issue 14 item 7) ----------------------------------------------------
+
+def test_line_form_refuses_what_is_not_callable(shell):
+    shell.run_cell("notcallable = 5")
+    result = run(shell, "%tcompile --backend eager notcallable(x)")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert str(result.error_in_exec) == "%tcompile: notcallable is int (5), not a function or module: nothing to compile"
+
+
+def test_explore_refuses_what_is_not_callable_in_one_line():
+    with pytest.raises(TypeError) as raised:
+        compiler.explore(5, errors="return")
+    assert str(raised.value) == ("tcompile: nothing to compile: fn must be a function, method or nn.Module, "
+                                 "got int (5)")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("%%tcompile --backend eager --name class\nkw = x + 1", "not a keyword, got 'class'"),
+    ("%%tcompile --backend eager --name x\nkw = x + 1", "--name x: the cell uses 'x'"),
+    ("%%tcompile --backend eager --name kw\nkw = x + 1", "--name kw: the cell uses 'kw'"),
+    ("%%tcompile --backend eager --name torch\nkw = torch.sin(x)", "--name torch: the cell uses 'torch'"),
+    ("%tcompile --backend eager --name x torch.sin(x)", "--name x: the call uses 'x'"),
+])
+def test_name_refuses_keywords_and_names_the_code_uses(shell, line, message):
+    before = dict(shell.user_ns)
+    result = run(shell, line)
+    assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
+    assert "\n" not in str(result.error_in_exec)
+    assert shell.user_ns["x"] is before["x"] and shell.user_ns["torch"] is torch and "kw" not in shell.user_ns
+
+
+def test_fail_on_recompile_is_refused_on_a_first_run_and_checks_reruns(shell):
+    cell = "%%tcompile --backend eager --no-timing --name cap_st{flag}\nst = x.sin() + 1"
+    refused = run(shell, cell.format(flag=" --stance fail_on_recompile"))
+    assert isinstance(refused.error_in_exec, UsageError)
+    assert "has not been compiled yet" in str(refused.error_in_exec) and "st" not in shell.user_ns
+    assert run(shell, cell.format(flag="")).error_in_exec is None
+    assert len(shell.user_ns["cap_st"].compiles) == 1
+    rerun = run(shell, cell.format(flag=" --stance fail_on_recompile"))
+    cap = shell.user_ns["cap_st"]
+    assert rerun.error_in_exec is None and cap.error is None and cap.compiles == []  # torch reused its compile
+    torch.testing.assert_close(shell.user_ns["st"], shell.user_ns["x"].sin() + 1)
+    shell.user_ns["x"] = torch.arange(6.0)  # another shape: the stance refuses the recompile
+    try:
+        run(shell, cell.format(flag=" --stance fail_on_recompile"))
+        cap = shell.user_ns["cap_st"]
+        assert cap.error.stage.startswith("guards / recompile (the stance 'fail_on_recompile'")
+    finally:
+        shell.user_ns["x"] = torch.arange(4.0)
+
+
+def gen_fn(x):
+    yield x.sin()
+
+
+async def async_fn(x):
+    return x.sin()
+
+
+@pytest.mark.parametrize("fn, compiled, why", [
+    (gen_fn, "Dynamo compiled nothing", "gen_fn is a generator function"),
+    (async_fn, "Dynamo compiled 1 frame(s) (async_fn)", "async_fn is an async function"),
+])
+def test_generator_and_async_functions_say_what_was_compiled_and_why(fn, compiled, why):
+    with pytest.warns(UserWarning, match=why):
+        cap = compiler.explore(fn, torch.ones(3), backend="eager", repeat=2)
+    assert len(cap.compiles) == (1 if fn is async_fn else 0)
+    assert cap.runtime.reason.startswith(f"not timed: {compiled}: {why}")
+    if fn is gen_fn:
+        assert counters["unimplemented"] and "generator" in next(iter(counters["unimplemented"]))  # torch's word
+
+
+def test_a_traced_module_has_no_speed_line_and_says_why():
+    module = torch.jit.trace(torch.nn.Linear(3, 3), torch.ones(2, 3))
+    with pytest.warns(UserWarning, match="TorchScript"):
+        cap = compiler.explore(module, torch.ones(2, 3), backend="eager", repeat=2)
+    assert cap.compiles == [] and not cap.runtime.available
+    assert "no Python frame to compile" in cap.runtime.reason
