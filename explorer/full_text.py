@@ -20,10 +20,10 @@ class CutText(widgets.VBox):
         self.number, self.text, self.shown = number, text, shown
         self.start = shown
         self.label = widgets.HTML()
-        self.more = widgets.Button(description=f"Show the rest of ✂{number}: next {PAGE_CHARS:,} characters",
-                                   layout=widgets.Layout(width="auto"))
-        self.all = widgets.Button(description=f"Show all of ✂{number} ({len(text):,} characters)",
-                                  button_style="warning", layout=widgets.Layout(width="auto"))
+        self.more = widgets.Button(description=f"Next {PAGE_CHARS:,} characters", layout=widgets.Layout(width="auto"),
+                                   tooltip=f"Show the rest of ✂{number}, {PAGE_CHARS:,} characters at a time")
+        self.all = widgets.Button(description="All the rest", button_style="warning",
+                                  layout=widgets.Layout(width="auto"), tooltip=f"Show all of ✂{number}")
         self.rest = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.more.on_click(lambda _: self.show(self.shown + PAGE_CHARS))
         self.all.on_click(lambda _: self.show(len(self.text)))
@@ -34,14 +34,14 @@ class CutText(widgets.VBox):
         """Show the text up to ``end`` (after the part the view shows)."""
         self.shown = min(end, len(self.text))
         # escaped here: the builders would cut it again
-        rest = tag("pre", Html(html.escape(self.text[self.start:self.shown])), cls="tc-pre")
+        rest = tag("div", tag("pre", Html(html.escape(self.text[self.start:self.shown]))), cls="tc-code")
         self.rest.value = view_frame(rest) if self.shown > self.start else ""
         self._describe()
 
     def _describe(self) -> None:
         left = len(self.text) - self.shown
         self.label.value = view_frame(join([tag("strong", f"✂{self.number}"),
-                                            f": {self.shown:,} of {len(self.text):,} characters shown"]))
+                                            f": {self.shown:,} of {len(self.text):,} characters shown "]))
         self.more.disabled = self.all.disabled = left == 0
 
 

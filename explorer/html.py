@@ -205,7 +205,7 @@ def cut_text(text: str, limit: int = BLOCK_CHARS, inline: bool = False) -> tuple
         elif end < found[number - 1][1]:
             found[number - 1] = (text, end)
         label = f"✂{number}"
-        where = f"“Show the rest of {label}” below this view loads them"
+        where = f"the rest of {label} loads on demand below this view"
     else:
         where = "the capture holds the whole text (its saved JSON too; the explorer widget loads it on demand)"
     words = f"{label} {len(text) - end:,} more characters not shown here"
