@@ -6,107 +6,17 @@ summary, so a saved notebook shows the exploration where widgets cannot run.
 """
 from __future__ import annotations
 
-import ast
-
 import ipywidgets as widgets
 
 from .full_text import CutTexts
 from .graph_viewer import INTERACTIVE, interactive_children
-from .html import Html, code, collecting_cut_texts, join, note, para, style_tag, table, tag, view_frame
+from .html import collecting_cut_texts, style_tag, view_frame
 from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
 from .views.tables import collecting_tables, split_view
 from .views.error import render_error
-
-ARGUMENTS_PLACEHOLDER = "x=torch.randn(16, 8)"
-
-
-def user_namespace() -> dict:
-    """The notebook's namespace when running under IPython, else an empty one."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return {}
-    shell = get_ipython()
-    return shell.user_ns if shell is not None else {}
-
-
-def evaluate_arguments(text: str, namespace: dict) -> tuple[tuple, dict]:
-    """``"x=torch.randn(16, 8)"`` → ``((), {"x": tensor})``, evaluated in ``namespace`` (user code)."""
-    tree = ast.parse(f"__tcompile_arguments__({text})", mode="eval")
-    call = tree.body
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-            and call.func.id == "__tcompile_arguments__"):
-        raise SyntaxError("expected call arguments such as: x=torch.randn(16, 8)")
-    scope = dict(namespace)
-    if "torch" not in scope:
-        import torch
-
-        scope["torch"] = torch
-    scope["__tcompile_arguments__"] = lambda *args, **kwargs: (args, kwargs)
-    return eval(compile(tree, "<what-if arguments>", "eval"), scope)  # noqa: S307 — the user's own code
-
-
-def what_if_answer(result) -> Html:
-    """The what-if result: the verdict, then each cached compile's check."""
-    rows = [[code(c.compile_id), "passed" if c.passed else "failed", c.failed_guard or "", c.guards_checked]
-            for c in result.checks]
-    return join([note(result.as_text(), kind="warn" if result.recompiles else "ok"),
-                 table(["cached compile", "guards", "failing guard", "guards checked"], rows) if rows else None])
-
-
-class WhatIfPanel(widgets.VBox):
-    """Ask whether a call with other arguments would reuse a compile or recompile, and why."""
-
-    def __init__(self, capture, fn=None, namespace: dict | None = None):
-        self.capture, self.fn, self.namespace = capture, fn, namespace
-        self.arguments = widgets.Text(placeholder=ARGUMENTS_PLACEHOLDER, description="Arguments:",
-                                      layout=widgets.Layout(width="60%"))
-        self.button = widgets.Button(description="Would it recompile?", button_style="info",
-                                     layout=widgets.Layout(width="auto"))
-        self.answer = widgets.HTML()
-        self.button.on_click(lambda _: self.check())
-        unavailable = self.unavailable_reason()
-        self.arguments.disabled = self.button.disabled = unavailable is not None
-        help_text = unavailable or ("The arguments are Python evaluated in your notebook's namespace (this runs "
-                                    "your code); the function itself is not called — only the cached "
-                                    "compiles' guards are checked.")
-        super().__init__([
-            widgets.HTML(view_frame(join([tag("h4", "What if I call it with…", cls="tc-heading"),
-                                          para(help_text, cls="tc-whatif-help")]))),
-            widgets.HBox([self.arguments, self.button]), self.answer])
-
-    def unavailable_reason(self) -> str | None:
-        if not self.capture.is_live:
-            return ("What-if needs a live capture: this one was loaded from a file, which keeps the guards "
-                    "only as text. Capture in this process (compiler.explore / %%tcompile) to ask.")
-        if self.fn is None:
-            return "What-if needs the function: pass fn= to show() / Explorer()."
-        return None
-
-    def ask(self, text: str) -> Html:
-        """The answer for arguments ``text``, as HTML; errors in the input become a message."""
-        reason = self.unavailable_reason()
-        if reason:
-            return note(reason, kind="muted")
-        namespace = self.namespace if self.namespace is not None else user_namespace()
-        try:
-            args, kwargs = evaluate_arguments(text, namespace)
-        except Exception as exc:  # noqa: BLE001 — the user's input: show it, never a traceback
-            return note(tag("strong", "Could not evaluate the arguments: "), f"{type(exc).__name__}: {exc}",
-                        kind="error")
-        try:
-            result = self.capture.what_if(self.fn, *args, **kwargs)
-        except TypeError as exc:
-            return note(tag("strong", "These arguments do not fit the function: "), str(exc), kind="error")
-        except Exception as exc:  # noqa: BLE001
-            return note(tag("strong", "The guard check failed: "), f"{type(exc).__name__}: {exc}", kind="error")
-        return what_if_answer(result)
-
-    def check(self) -> None:
-        self.answer.value = view_frame(self.ask(self.arguments.value))
-
+from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
 
 def first_with_graph(compiles) -> int | None:
     """Where the explorer opens: the first compile whose graph has operations (a ``%%tcompile`` cell's
@@ -165,6 +75,7 @@ class Explorer(widgets.VBox):
     def refresh(self) -> None:
         """Re-render for the selected compile: the error box and the visible tab now, others when shown."""
         self._rendered.clear()
+        self.what_if.select(self.compile)
         errors = render_error(self.capture, self.compile)
         self.error.value = view_frame(errors) if errors else ""
         self.show_tab(self.tabs.selected_index or 0)
