@@ -61,7 +61,7 @@ def tensor_text(shape, dtype: str | None, requires_grad: bool = False) -> str:
     grad = ", requires_grad=True" if requires_grad else ""
     if dtype.startswith(("float", "bfloat", "complex")):
         extra = "" if dtype == "float32" else f", dtype=torch.{dtype}"
-        return f"torch.randn({dims}{',' if len(shape) == 1 and not extra and not grad else ''}{extra}{grad})"
+        return f"torch.randn({dims}{extra}{grad})" if shape else f"torch.tensor(0.0{extra}{grad})"
     return f"torch.zeros(({dims}{',' if len(shape) == 1 else ''}), dtype=torch.{dtype})"
 
 

@@ -292,3 +292,37 @@ def test_dry_run_restores_the_profile_hook_and_the_stance_and_reports_errors():
     assert _stance.stance == "default"
     with pytest.raises(TypeError, match="not a code object"):
         cap.what_if(boom.__code__, torch.randn(4), dry_run=True)
+
+
+# --- the explorer's what-if panel ------------------------------------------------------------------
+
+def test_panel_offers_both_modes_on_the_selected_compile_and_refuses_bad_input():
+    global SCALE
+    from explorer import Explorer
+
+    cap = explore(after_break_arg, torch.randn(4), torch.randn(3))
+    ui = Explorer(cap, namespace={"torch": torch})
+    panel = ui.what_if
+    ui.selector.value = 0
+    assert panel.arguments.placeholder == "x=torch.randn(4), z=torch.randn(3)"  # the captured call's
+    assert "Enter the arguments of the call" in panel.ask("   ")
+    missing = panel.ask("x=torch.randn(4)")
+    assert "Missing arguments" in missing and "z=torch.randn(3)" in missing
+    quick = panel.ask("torch.randn(4), torch.randn(5)", mode="check")
+    assert "accepted by compile 0/0" in quick and "not checked" in quick
+    dry = panel.ask("torch.randn(4), torch.randn(5)", mode="dry")
+    assert "would recompile" in dry and "size mismatch" in dry and "runs your code" in panel.header.value.lower()
+    assert counters["frames"]["ok"] == 2  # the dry run compiled nothing
+    resume_index = next(i for i, c in enumerate(cap.compiles) if c.name == resume(after_break_arg))
+    ui.selector.value = resume_index
+    panel.mode.value = "check"
+    assert f"compile {cap.compiles[resume_index].compile_id}" in panel.header.value
+    assert "torch.randn(4)" in panel.arguments.placeholder and "z=torch.randn(3)" in panel.arguments.placeholder
+    code = cap.frame_code(cap.compiles[resume_index].compile_id)
+    args = {name: torch.randn(4) if name != "z" else torch.randn(7) for name in code.co_varnames[:code.co_argcount]}
+    text = ", ".join(f"{name}=torch.randn({tuple(value.shape)[0]})" for name, value in args.items()
+                     if name.isidentifier() and not name.startswith("___"))
+    stack = [name for name in args if name.startswith("___")]
+    text = ", ".join([*(f"{name}=None" for name in stack), text])
+    answer = panel.ask(text)
+    assert "recompile: guard failed" in answer and "size" in answer  # the resume frame's own guards
