@@ -141,3 +141,30 @@ def test_inductor_provenance_tracking_changes_the_generated_code():
 
     extra = [line for line in lines(on) if line not in lines(off)]
     assert extra and all("[Provenance debug handles]" in line for line in extra)
+
+
+def test_views_colour_lines_and_link_lines_and_kernels(three_cap):
+    """Source: each line that produced work is shaded by its time share and opens its nodes and kernels;
+    Generated code / Inductor: each kernel opens its lines (highlighted) and nodes; Timings: the by-line
+    table next to eager vs compiled. Clicking is plain HTML (a label checks a hidden radio)."""
+    import re
+
+    from explorer.views import render_view
+
+    c = three_cap.compiles[0]
+    prov = c.provenance
+    matmul = line_of(three_lines, "MATMUL")
+    source = render_view("source", three_cap, c)
+    shaded = re.findall(r'<tr[^>]*style="background: rgba\(244, 114, 42, ([0-9.]+)\)"[^>]*data-row="l\d+-(\d+)"', source)
+    assert {int(line) for _, line in shaded} == {r.line for r in prov.lines if r.time_share}
+    top = max(prov.lines, key=lambda r: r.time_share or 0).line
+    assert max(shaded, key=lambda s: float(s[0]))[1] == str(top)  # the darkest line is the costliest
+    panel = source[source.find(f"<strong>line {matmul}</strong>"):]
+    assert "extern_kernels.mm" in panel[:3000] and "post-grad nodes" in panel[:3000]
+    assert source.count('type="radio"') == len(prov.lines) + len(prov.kernels)
+    for key in ("code", "inductor"):
+        html = render_view(key, three_cap, c)
+        assert "Click a kernel" in html and 'class="tc-lit"' in html and "view failed" not in html
+    timings = render_view("timings", three_cap, c)
+    assert "Where the time goes, by line" in timings and "Runtime: eager vs compiled" in timings
+    assert timings.index("Runtime: eager vs compiled") < timings.index("Where the time goes, by line")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
+from .source import kernel_picker, share_cell
 from .tables import data_table
 
 LEXERS = {"C++": "cpp", "CUDA C++": "cpp", "Triton": "triton"}
@@ -89,6 +90,59 @@ def autotune_section(compile):
     return join(parts)
 
 
+def _bytes(value) -> str:
+    if value is None:
+        return "–"
+    for scale, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} B"
+
+
+def gpu_depth_section(capture, kernels: list):
+    """Per Triton kernel: registers, spills, shared memory, launch config, bytes moved per launch and the
+    achieved bandwidth as a share of the GPU's peak — which kernels are near the hardware limit."""
+    triton = [k for k in kernels if k.gpu is not None]
+    if not triton:
+        return None
+    triton.sort(key=lambda k: -(k.gpu_time_us_per_call or 0))
+    rows = []
+    for k in triton:
+        g = k.gpu
+        config = ", ".join(f"{name}={value}" for name, value in g.config.items())
+        rows.append([code(k.name), k.role or "", _us(g.time_us_per_launch),
+                     str(g.registers) if g.registers is not None else "–",
+                     str(g.spills) if g.spills is not None else "–", _bytes(g.shared_bytes),
+                     f"{g.num_warps} / {g.num_stages}" if g.num_warps else "–", config,
+                     _bytes(g.bytes_per_call) if g.bytes_per_call is not None else (g.bytes_reason or "–"),
+                     f"{g.achieved_bytes_per_s / 1e9:,.0f} GB/s" if g.achieved_bytes_per_s else "–",
+                     share_cell(g.bandwidth_share) if g.bandwidth_share is not None else "–"])
+    profile = capture.gpu_profile
+    peak = (f"Peak: {profile.peak_bytes_per_s / 1e12:.2f} TB/s ({profile.peak_source})."
+            if profile is not None and profile.peak_bytes_per_s else "Peak bandwidth unknown.")
+    return join([
+        heading("GPU depth per Triton kernel", 4),
+        table(["kernel", "graph", "time / launch", "registers / thread", "spills", "shared memory",
+               "warps / stages", "config", "bytes read + written / launch", "achieved", "of peak"], rows,
+              cls="tc-wrap-first"),
+        para(peak, " Bytes: each pointer argument's size, in-out arguments twice (as Inductor's own estimate); "
+                   "a kernel far below the peak is bound by something else (launch latency, compute, too little "
+                   "work). Spills: Triton's count of local-memory words per thread.", cls="tc-muted"),
+    ])
+
+
+def _ir_levels(kernel):
+    """Triton's kept IR, one click each (TTIR → TTGIR → LLVM IR → PTX)."""
+    g = kernel.gpu
+    if g is None:
+        return None
+    if not g.ir:
+        return para(f"Triton IR: {g.ir_source or 'not kept'}", cls="tc-muted") if g.ir_source else None
+    names = {"ttir": "TTIR (Triton IR)", "ttgir": "TTGIR (Triton GPU IR)", "llir": "LLVM IR", "ptx": "PTX"}
+    return join([para(f"Triton IR levels (from {g.ir_source}):", cls="tc-muted"),
+                 *(details(names.get(level, level), code_block(text, "text")) for level, text in g.ir.items())])
+
+
 def kernel_section(kernel, open: bool):
     language = kernel.language
     summary = join([code(kernel.name), " ", badge(language, "info"),
@@ -100,6 +154,7 @@ def kernel_section(kernel, open: bool):
                            code_block(kernel.comments, "python")) if kernel.comments else None,
                    triton_launch(kernel) if language == "Triton" else None,
                    code_block(kernel.source, LEXERS.get(language, "python")),
+                   _ir_levels(kernel),
                    open=open)
 
 
@@ -114,7 +169,9 @@ def render_code(capture, compile) -> str:
         para(f"{plural(len(generated), 'generated kernel')} ({', '.join(stage.languages) or 'none'})"
              f" and {plural(len(extern), 'call')} to library kernels (extern)."),
         kernels_table(kernels),
+        kernel_picker(compile),
         gpu_profile_section(capture),
+        gpu_depth_section(capture, kernels),
         autotune_section(compile),
         heading("Kernels", 4),
         *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),

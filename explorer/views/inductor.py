@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..html import (code, code_block, columns, details, heading, join, note, para, plural, preformatted, table,
                     unavailable)
 from .common import op_summary
+from .source import kernel_picker
 
 
 def _graph_details(title: str, graph):
@@ -63,4 +64,6 @@ def render_inductor(capture, compile) -> str:
     return join([note(stage.cache, kind="warn") if stage.cache else None,
                  para(f"{plural(len(runs), 'Inductor compile')} for this frame"
                       + (" (forward and backward)." if len(runs) > 1 else ".")),
+                 kernel_picker(compile, "Click a kernel: the source lines and the nodes (post-grad, scheduler "
+                                        "before and after fusion) it came from"),
                  *(run_section(run, i) for i, run in enumerate(runs))])

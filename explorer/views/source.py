@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..html import Html, badge, cut_mark, highlighted_lines, join, note, para, plural, shorten, tag, unavailable
+from ..html import (Html, badge, cut_mark, heading, highlighted_lines, join, key_values, note, para, plural, seconds,
+                    shorten, table, tag, unavailable)
 from .common import break_title, resume_origin
 
 
@@ -40,14 +41,28 @@ def _marks(line: int, breaks, guards, ops, resume_line) -> list[Html]:
     return marks
 
 
-def _source_table(source, breaks, guards, ops, resume_line=None) -> Html:
+def _source_table(source, breaks, guards, ops, resume_line=None, provenance=None, uid: str = "") -> Html:
+    """The function, one row per line; with ``provenance`` (line → ``LineProvenance``) each line that
+    produced work is coloured by its share of the time and opens its nodes and kernels when clicked."""
+    provenance = provenance or {}
+    top = max((r.time_share or 0 for r in provenance.values()), default=0)
     rows = []
     for offset, markup in enumerate(highlighted_lines(source.text.rstrip("\n"), "python")):
         line = (source.firstlineno or 1) + offset
         marks = _marks(line, breaks, guards, ops, resume_line)
         kind = "tc-break" if line in breaks else "tc-guarded" if line in guards else None
-        rows.append(tag("tr", tag("td", str(line), cls="tc-lineno"), tag("td", tag("code", markup), cls="tc-src"),
-                        tag("td", *marks, cls="tc-marks"), cls=kind))
+        prov = provenance.get(line)
+        code_cell = tag("code", markup)
+        share = None
+        if provenance:
+            if prov is not None:
+                code_cell = pick_label(uid, _line_key(source.filename, line), code_cell)
+                marks.append(badge(plural(len(prov.kernels), "kernel"), "info") if prov.kernels else None)
+            share = tag("td", share_cell(prov.time_share, prov.seconds) if prov else "", cls="tc-heat-cell")
+        cells = [tag("td", str(line), cls="tc-lineno"), tag("td", code_cell, cls="tc-src"), share,
+                 tag("td", *[m for m in marks if m], cls="tc-marks")]
+        rows.append(tag("tr", *cells, cls=kind, style=heat_style(prov.time_share, top) if prov else None,
+                        data_row=_line_key(source.filename, line) if provenance else None))
     return tag("div", tag("table", *rows, cls="tc-source"), cls="tc-code tc-source-wrap")
 
 
@@ -64,7 +79,181 @@ def render_source(capture, compile) -> str:
     legend = para(badge("graph break", "error"), " line where Dynamo stopped tracing · ",
                   badge("guards", "warn"), " guards installed because of this line (hover for conditions) · ",
                   badge("ops", "muted"), " operations traced into this compile's graph", cls="tc-legend")
-    return join([intro, resume_note, legend,
-                 _source_table(source, breaks, _guards_by_line(compile), _ops_by_line(compile, filename),
-                               origin[1] if origin else None),
-                 cut_mark(source.text)])
+    provenance = provenance_rows(compile)
+    uid = _uid()
+    table_html = _source_table(source, breaks, _guards_by_line(compile), _ops_by_line(compile, filename),
+                               origin[1] if origin else None, provenance, uid)
+    if not provenance:
+        return join([intro, resume_note, legend, table_html, cut_mark(source.text)])
+    keys = {f"{uid}-{_line_key(filename, line)}": [_line_key(filename, line)] for line in provenance}
+    prov = compile.provenance
+    heat = para(tag("span", "■", style=f"color: rgb({HEAT_RGB})"), " share of the measured kernel time per line "
+                f"({prov.time_source or 'not measured'}) · click a line: the nodes and kernels it became",
+                cls="tc-legend")
+    panels = [picked(uid, _line_key(filename, line), line_panel(compile, row)) for line, row in provenance.items()]
+    return tag("div", pick_styles(uid, keys), intro, resume_note, legend, heat, table_html, *panels,
+               cut_mark(source.text), kernel_picker(compile), cls=f"tc-prov tc-prov-{uid}")
+
+
+# --- provenance: time share per line, click a line → its nodes and kernels, a kernel → its lines ------
+
+# Heat: an orange wash whose opacity grows with the line's share of the time; the text keeps the
+# theme's own colour, so it reads on light and dark backgrounds. Clicking works without scripts:
+# each line/kernel label checks a hidden radio, and ``:checked +`` shows the panel after it.
+PROVENANCE_CSS = """
+.tcompile .tc-prov .tc-pick { position: absolute; opacity: 0; pointer-events: none; width: 0; height: 0; }
+.tcompile .tc-prov .tc-pick-panel { display: none; margin: 6px 0 10px; padding: 6px 10px;
+  border-left: 3px solid var(--tc-accent); background: var(--tc-code-bg); }
+.tcompile .tc-prov .tc-pick:checked + .tc-pick-panel { display: block; }
+.tcompile .tc-prov label.tc-pickable { cursor: pointer; }
+.tcompile .tc-prov label.tc-pickable:hover { text-decoration: underline dotted; }
+.tcompile .tc-heat-cell { color: var(--tc-fg); white-space: nowrap; font-variant-numeric: tabular-nums; text-align: right; }
+.tcompile .tc-heat-bar { display: inline-block; height: 0.8em; vertical-align: middle; margin-right: 4px;
+  background: rgb(244, 114, 42); border-radius: 2px; }
+.tcompile .tc-source tr.tc-lit td, .tcompile .tc-mini tr.tc-lit td { box-shadow: inset 0 0 0 9999px rgba(25, 118, 210, 0.22); }
+.tcompile .tc-mini { border-collapse: collapse; font-family: var(--tc-mono); font-size: 12px; margin: 4px 0; }
+.tcompile .tc-mini td { padding: 0 8px 0 0; white-space: pre; }
+.tcompile .tc-source td.tc-src code { white-space: pre; overflow-wrap: normal; }
+.tcompile .tc-prov .tc-pick-panel, .tcompile .tc-prov .tc-pick-panel td { color: var(--tc-fg); }
+.tcompile .tc-chip { color: var(--tc-fg); display: inline-block; margin: 2px 4px 2px 0; padding: 1px 6px; border-radius: 10px;
+  border: 1px solid var(--tc-border-strong); font-family: var(--tc-mono); font-size: 12px; }
+"""
+HEAT_RGB = "244, 114, 42"
+
+
+def heat_style(share: float | None, top: float) -> str | None:
+    """Inline background for a line with ``share`` of the time (``top``: the largest share shown)."""
+    if not share or not top:
+        return None
+    return f"background: rgba({HEAT_RGB}, {0.08 + 0.5 * share / top:.3f})"
+
+
+def share_cell(share: float | None, seconds_per_call: float | None = None) -> Html:
+    if share is None:
+        return Html("")
+    bar = tag("span", cls="tc-heat-bar", style=f"width: {max(1, round(40 * share))}px")
+    title = f"{seconds(seconds_per_call)} per call" if seconds_per_call is not None else None
+    return tag("span", bar, f"{share:.0%}", cls="tc-heat-cell", title=title)
+
+
+def _uid() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:8]
+
+
+def pick_styles(uid: str, ids_to_rows: dict[str, list[str]]) -> Html:
+    """The stylesheet of one picker: the common rules, plus — per choice — the rows it lights up."""
+    rules = [f".tcompile .tc-prov-{uid}:has([id=\"{pick}\"]:checked) tr[data-row=\"{row}\"] td "
+             f"{{ box-shadow: inset 0 0 0 9999px rgba(25, 118, 210, 0.22); }}"
+             for pick, rows in ids_to_rows.items() for row in rows]
+    return Html(f"<style>{PROVENANCE_CSS}{''.join(rules)}</style>")
+
+
+def picked(uid: str, key: str, panel) -> Html:
+    """A hidden radio and the panel it shows when checked (after its label is clicked)."""
+    return join([Html(f'<input type="radio" class="tc-pick" name="tc-pick-{uid}" id="{uid}-{key}">'),
+                 tag("div", panel, cls="tc-pick-panel")])
+
+
+def pick_label(uid: str, key: str, *content) -> Html:
+    return tag("label", *content, cls="tc-pickable", for_=f"{uid}-{key}", title="click: show where it went")
+
+
+def _line_key(file, line) -> str:
+    import zlib
+
+    return f"l{zlib.crc32((file or '').encode()) % 10000}-{line}"
+
+
+def _kernel_key(key: str) -> str:
+    import re
+
+    return "k-" + re.sub(r"[^\w-]", "_", key)
+
+
+def _kernel_times(provenance) -> dict[str, float | None]:
+    return {k.key: k.seconds for k in provenance.kernels}
+
+
+def line_panel(compile, row) -> Html:
+    """Everything one source line became: its nodes at each level and its kernels, with their time."""
+    prov = compile.provenance
+    times = _kernel_times(prov)
+    total = sum(t or 0 for t in times.values())
+    chips = lambda names: join([tag("span", n, cls="tc-chip") for n in names]) if names else "–"  # noqa: E731
+    kernels = [join([tag("span", k, cls="tc-chip"),
+                     f" {seconds(times[k])} ({times[k] / total:.0%} of kernel time)" if times.get(k) and total else ""])
+               for k in row.kernels]
+    return join([
+        para(tag("strong", f"line {row.line}"), " ", tag("code", row.code or ""),
+             f" — {row.time_share:.0%} of the measured kernel time" if row.time_share is not None else ""),
+        key_values([("Dynamo FX nodes", chips(row.dynamo_nodes)), ("AOT nodes", chips(row.aot_nodes)),
+                    ("post-grad nodes", chips(row.post_grad_nodes)), ("scheduler nodes", chips(row.ir_nodes)),
+                    ("kernels", join(kernels, Html("<br>")) if kernels else "– (no kernel: views or constants)")]),
+    ])
+
+
+def kernel_panel(compile, kernel) -> Html:
+    """One kernel back to its lines (highlighted in the function's source) and nodes."""
+    chips = lambda names: join([tag("span", n, cls="tc-chip") for n in names]) if names else "–"  # noqa: E731
+    source = compile.source
+    mini = None
+    if source.available and source.text and kernel.lines:
+        first = source.firstlineno or 1
+        lit = set(kernel.lines)
+        rows = [tag("tr", tag("td", str(first + i), cls="tc-lineno"), tag("td", text),
+                    cls="tc-lit" if first + i in lit else None)
+                for i, text in enumerate(source.text.rstrip("\n").split("\n"))]
+        mini = tag("table", *rows, cls="tc-mini")
+    weights = ", ".join(f"line {line}: {w:.0%}" for line, w in kernel.line_weights.items())
+    return join([
+        para(tag("strong", kernel.key), f" — {seconds(kernel.seconds)} per call" if kernel.seconds is not None else "",
+             f" · its work by line: {weights}" if weights else " · no source line (inputs, views or constants)"),
+        mini,
+        key_values([("post-grad nodes", chips(kernel.post_grad_nodes)),
+                    ("scheduler nodes (before fusion)", chips(kernel.ir_nodes)),
+                    ("after fusion", chips(kernel.fused_nodes)), ("linked by", kernel.how or "–")]),
+    ])
+
+
+def kernel_picker(compile, title: str = "Click a kernel: its source lines and nodes") -> Html | None:
+    """Clickable kernels of a compile, each opening its lines (highlighted) and nodes."""
+    prov = compile.provenance
+    if not prov.available or not prov.kernels:
+        return None
+    uid = _uid()
+    labels = [pick_label(uid, _kernel_key(k.key), tag("span", k.key, cls="tc-chip")) for k in prov.kernels]
+    panels = [picked(uid, _kernel_key(k.key), kernel_panel(compile, k)) for k in prov.kernels]
+    return tag("div", pick_styles(uid, {}), heading(title, 4), join(labels), *panels, cls=f"tc-prov tc-prov-{uid}")
+
+
+def provenance_rows(compile) -> dict[int, object]:
+    prov = compile.provenance
+    source = compile.source
+    if not prov.available:
+        return {}
+    return {r.line: r for r in prov.lines if r.file in (None, source.filename)}
+
+
+def line_time_table(capture, compile, limit: int = 12) -> Html | None:
+    """Where the time goes, by line of the user's code (this compile), largest first."""
+    prov = compile.provenance
+    if not prov.available or not prov.lines:
+        return None
+    rows = sorted(prov.lines, key=lambda r: -(r.time_share or 0))[:limit]
+    if not any(r.time_share for r in rows):
+        return join([heading("Where the time goes, by line", 4),
+                     para("Kernel times were not measured for this compile"
+                          + (f" ({'; '.join(prov.notes)})" if prov.notes else "") + ".", cls="tc-muted")])
+    top = max(r.time_share or 0 for r in rows)
+    body = [[str(r.line), tag("code", shorten(r.code or "", 60)), share_cell(r.time_share, r.seconds),
+             seconds(r.seconds), ", ".join(r.kernels)] for r in rows]
+    styles = [None for _ in rows]
+    table_html = table(["line", "code", "share", "time / call", "kernels"], body, styles)
+    del top
+    unattributed = prov.unattributed_seconds
+    return join([heading("Where the time goes, by line", 4), table_html,
+                 para(f"Kernel time measured by {prov.time_source}."
+                      + (f" {seconds(unattributed)} per call is in kernels with no source line." if unattributed else ""),
+                      cls="tc-muted")])

@@ -1,7 +1,8 @@
 """Timings: where compile time went (per stage, inline SVG bars) and eager vs compiled runtime."""
 from __future__ import annotations
 
-from ..html import heading, join, key_values, note, para, seconds, tag, unavailable
+from ..html import columns, heading, join, key_values, note, para, seconds, tag, unavailable
+from .source import line_time_table
 
 LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
 
@@ -115,4 +116,6 @@ def runtime_section(capture):
 
 
 def render_timings(capture, compile) -> str:
-    return join([compile_time_section(compile), runtime_section(capture)])
+    by_line = line_time_table(capture, compile)
+    runtime = runtime_section(capture)
+    return join([compile_time_section(compile), columns(runtime, by_line) if by_line else runtime])
