@@ -6,6 +6,7 @@ GraphModules) keeps captures plain data and lets one parser read torch 2.11 and 
 """
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 
@@ -24,16 +25,19 @@ DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float6
           "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
+def _dims(text: str | None) -> list[str] | None:
+    return [d for d in map(str.strip, text.split(",")) if d] if text is not None else None
+
+
+@functools.lru_cache(maxsize=4096)  # a graph repeats few types; the result is read, never changed
 def parse_type(type_text: str | None) -> dict:
     """``f32[8, 4][4, 1]cpu`` → dtype, shape, stride, device; ``Sym(s77)`` → symbolic value."""
     if not type_text:
         return {}
     match = _TENSOR_TYPE.match(type_text.strip())
     if match:
-        def dims(text):
-            return [d.strip() for d in text.split(",") if d.strip()] if text is not None else None
-        return {"dtype": DTYPES.get(match["dtype"], match["dtype"]), "shape": dims(match["shape"]),
-                "stride": dims(match["stride"]), "device": match["device"] or None}
+        return {"dtype": DTYPES.get(match["dtype"], match["dtype"]), "shape": _dims(match["shape"]),
+                "stride": _dims(match["stride"]), "device": match["device"] or None}
     return {"type": type_text}
 
 
@@ -128,7 +132,7 @@ def parse_readable(text: str | None) -> dict:
             _add_placeholders(line, nodes, names)
             in_signature = not line.startswith("):")
             continue
-        comment = _FILE_COMMENT.search(line)
+        comment = _FILE_COMMENT.search(line) if "File:" in line else None
         if comment:
             location = {"file": comment["file"], "line": int(comment["line"]), "function": comment["fn"],
                         "code": comment["code"]}
@@ -189,9 +193,16 @@ def _logical_lines(text: str):
         yield pending
 
 
+_BRACKETS = re.compile(r"[][(){}\"]")
+
+
 def _depth(text: str) -> int:
-    text = re.sub(r'"[^"]*"', "", text)
-    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+    if not _BRACKETS.search(text):
+        return 0
+    if '"' in text:
+        text = re.sub(r'"[^"]*"', "", text)
+    return (text.count("(") + text.count("[") + text.count("{")
+            - text.count(")") - text.count("]") - text.count("}"))
 
 
 def _add_placeholders(line: str, nodes: list[dict], names: set[str]) -> None:

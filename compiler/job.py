@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .trace import TraceError, TraceProblem, TraceWarning, load_trace_file, version_tuple
+from .schema import paused_gc
 
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 TRACE_PREFIX = "dedicated_log_torch_trace"
@@ -111,13 +112,14 @@ def load_trace(path, strict: bool = False):
     path = Path(path)
     if not path.exists():
         raise TraceError(f"{path}: no such file or directory")
-    if path.is_dir():
-        return load_job(path, strict=strict)
-    if path.suffix == ".json":
-        from .model import Capture
+    with paused_gc():
+        if path.is_dir():
+            return load_job(path, strict=strict)
+        if path.suffix == ".json":
+            from .model import Capture
 
-        return Capture.load(path)
-    return load_trace_file(path, strict=strict)
+            return Capture.load(path)
+        return load_trace_file(path, strict=strict)
 
 
 def load_job(path, strict: bool = False) -> Job:

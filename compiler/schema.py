@@ -24,8 +24,10 @@ Each stage is an object the way ``jax.stages`` reads: declared attributes, ``ava
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import html
 import json
 import types
@@ -58,6 +60,19 @@ def _expected(tp) -> str:
     return _JSON_NAMES.get(typing.get_origin(tp) or tp, "an object" if isinstance(tp, type) else str(tp))
 
 
+@contextlib.contextmanager
+def paused_gc():
+    """Reading a big file builds millions of small objects and no cycles; the cycle collector,
+    triggered by those allocations, would take ~40 % of the time. Put back as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class _Mismatch(Exception):
     """A value that is not of its declared type; ``where`` collects the JSON path on the way out."""
 
@@ -73,6 +88,10 @@ class _Mismatch(Exception):
 
 def _same(value):
     return value
+
+
+# converter → the exact types it returns unchanged: a list or dict of only those is copied at C speed
+_PASS_TYPES: dict = {}
 
 
 def _scalar(tp):
@@ -93,6 +112,7 @@ def _scalar(tp):
             if type(value) is tp or isinstance(value, tp):
                 return value
             raise _Mismatch(expected, value)
+    _PASS_TYPES[check] = frozenset({int, float}) if tp is float else frozenset({tp})
     return check
 
 
@@ -132,13 +152,19 @@ def _converter(tp):
                     except _Mismatch as exc:
                         first = first or exc
                 raise first
+        if all(c in _PASS_TYPES for c in converters):
+            _PASS_TYPES[union] = frozenset().union(*(_PASS_TYPES[c] for c in converters),
+                                                   {type(None)} if nullable else ())
         return union
     if origin is list:
         item = _converter(typing.get_args(tp)[0])
+        passed = _PASS_TYPES.get(item, frozenset())
 
         def list_of(value):
             if type(value) is not list and not isinstance(value, list):
                 raise _Mismatch("a list", value)
+            if item is _same or passed.issuperset(map(type, value)):
+                return list(value)
             try:
                 return [item(v) for v in value]
             except _Mismatch as exc:
@@ -147,10 +173,13 @@ def _converter(tp):
         return list_of
     if origin is dict:
         item = _converter(typing.get_args(tp)[1])
+        passed = _PASS_TYPES.get(item, frozenset())
 
         def dict_of(value):
             if type(value) is not dict and not isinstance(value, dict):
                 raise _Mismatch("an object", value)
+            if (item is _same or passed.issuperset(map(type, value.values()))) and all(type(k) is str for k in value):
+                return dict(value)
             out = {}
             for k, v in value.items():
                 try:
@@ -172,15 +201,24 @@ def _data_converter(cls):
     if cls in _DATA_CONVERTERS:  # registered before its fields are built: types nest (Graph.subgraphs)
         return _DATA_CONVERTERS[cls]
     fields = []
+    # The object is made without calling the dataclass __init__ (half the time of a big load): the
+    # declared defaults, then each field read, then __post_init__ where a class has one.
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    factories = [(f.name, f.default_factory) for f in dataclasses.fields(cls)
+                 if f.default_factory is not dataclasses.MISSING]
+    post_init = getattr(cls, "__post_init__", None)
+    new = object.__new__
 
     def data(value):
         if type(value) is not dict and not isinstance(value, dict):
             raise _Mismatch("an object", value)
-        kwargs = {}
+        attributes = dict(defaults)
+        read = 0
         for name, key, convert, required in fields:
             if key in value:
+                read += 1
                 try:
-                    kwargs[name] = convert(value[key])
+                    attributes[name] = convert(value[key])
                 except _Mismatch as exc:
                     exc.where.append(f".{key}")
                     raise
@@ -188,10 +226,16 @@ def _data_converter(cls):
                 exc = _Mismatch("missing", None)
                 exc.where.append(f".{key}")
                 raise exc
-        obj = cls(**kwargs)
-        if len(value) > len(kwargs):
+        for name, factory in factories:
+            if name not in attributes:
+                attributes[name] = factory()
+        obj = new(cls)
+        obj.__dict__ = attributes
+        if post_init is not None:
+            obj.__post_init__()
+        if len(value) > read:
             known = {key for _, key, _, _ in fields}
-            obj.__dict__["_unknown"] = {k: v for k, v in value.items() if k not in known}
+            attributes["_unknown"] = {k: v for k, v in value.items() if k not in known}
         return obj
 
     _DATA_CONVERTERS[cls] = data
@@ -1310,4 +1354,5 @@ class JsonFile:
             raw = Path(path).read_bytes()
         except OSError as exc:
             raise CaptureFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-        return cls.from_json(raw)
+        with paused_gc():
+            return cls.from_json(raw)
