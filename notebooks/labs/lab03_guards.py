@@ -224,7 +224,7 @@ def cells():
                                      options={"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})
             for name, c in (("all guards", safe), ("skip_guard_on_all_nn_modules_unsafe", risky)):
                 g = c.compiles[0].guards
-                print(f"{name:38} {g['count']:3} guards, {g.get('latency_us')} µs to check")
+                print(f"{name:38} {g.count:3} guards, {g.latency_us} µs to check")
 
             before = risky.live.compiled_fn(x)
             risky_model.factor = 10.0                       # the guard on .factor was dropped…

@@ -58,7 +58,7 @@ def cells():
                 return {"config": label, "compile s": round(cap.summary.compile_time_s, 2),
                         "first call s": round(r.first_call_s, 2),
                         "eager µs": round(eager * 1e6), "compiled µs": round(compiled * 1e6),
-                        "spread µs (q1–q3)": f"{r['compiled']['q1_s'] * 1e6:.0f}–{r['compiled']['q3_s'] * 1e6:.0f}",
+                        "spread µs (q1–q3)": f"{r.compiled.q1_s * 1e6:.0f}–{r.compiled.q3_s * 1e6:.0f}",
                         "speedup": round(r.speedup, 2),
                         "break-even calls": round(pays) if math.isfinite(pays) else math.inf}
 
@@ -187,7 +187,7 @@ def cells():
                 return cap
 
             static_sweep = sweep(dynamic=False)
-            print(static_sweep, f"— compile time {static_sweep.summary['compile_time_s']:.1f} s")
+            print(static_sweep, f"— compile time {static_sweep.summary.compile_time_s:.1f} s")
             """),
         exercise("""
             ex72 = sweep(dynamic=False)
@@ -198,8 +198,8 @@ def cells():
             # dynamic=True: one compile with a symbolic batch size serves every size
             # (dynamic=None would still recompile once, at the second size)
             ex72 = sweep(dynamic=True)
-            print(ex72, f"— compile time {ex72.summary['compile_time_s']:.1f} s vs "
-                        f"{static_sweep.summary['compile_time_s']:.1f} s static")
+            print(ex72, f"— compile time {ex72.summary.compile_time_s:.1f} s vs "
+                        f"{static_sweep.summary.compile_time_s:.1f} s static")
             check_recompile_count(ex72, 0)
             check_dynamic(ex72, "x")
             """),
