@@ -6,7 +6,9 @@ The cell form compiles the cell body as one function (see ``explorer.cell``) and
 other torch.compile the cell triggers is captured too), time eager vs compiled (re-running the
 cell body; ``--no-timing`` skips that), profile on CUDA. The names the cell assigns are written back
 from the first compiled call. Errors never escape as a traceback: the capture records the stage
-reached and the cause, and is shown with whatever was captured.
+reached and the cause, and is shown with whatever was captured. An interrupt (Jupyter's stop button)
+during the compile or timing keeps the capture too: it is shown, stored (``--name``) and saved
+(``--save``), marked interrupted, and the cell ends with a one-line error so "run all" stops there.
 
 This module only parses, calls ``compiler`` and shows: option values are checked by
 ``compiler.options`` (its ``OptionError`` becomes a one-line ``UsageError``).
