@@ -326,3 +326,20 @@ def test_panel_offers_both_modes_on_the_selected_compile_and_refuses_bad_input()
     text = ", ".join([*(f"{name}=None" for name in stack), text])
     answer = panel.ask(text)
     assert "recompile: guard failed" in answer and "size" in answer  # the resume frame's own guards
+
+
+def test_dry_run_of_a_function_the_user_compiled_inside_capture():
+    """No compiled function at hand (``compiler.capture()``): the plain function runs in Dynamo's
+    run-only mode, so the cached compiles are used and nothing is compiled."""
+    global SCALE
+    compiled = torch.compile(after_break_global, backend="eager")
+    with compiler.capture() as cap:
+        compiled(torch.randn(4))
+    assert cap.live.compiled_fn is None
+    SCALE = 4
+    before = counters["frames"]["ok"]
+    dry = cap.what_if(after_break_global, torch.randn(4), dry_run=True)
+    assert counters["frames"]["ok"] == before
+    real = recompiled_by(lambda: compiled(torch.randn(4)))
+    assert_exact(dry, real)
+    assert real == [resume(after_break_global)]
