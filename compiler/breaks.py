@@ -57,13 +57,13 @@ def parse_break(payload: str) -> dict:
 
 # What runs the model's code without being it: Jupyter and IPython, the test runner, torch, tcompile.
 # Model libraries (transformers, …) are the code being compiled, so their frames count as user frames.
-_MACHINERY = ("IPython", "ipykernel", "tornado", "zmq", "jupyter_client", "jupyter_core", "traitlets", "comm",
+_MACHINERY = ("IPython", "ipykernel", "ipykernel_launcher", "tornado", "zmq", "jupyter_client", "jupyter_core", "traitlets", "comm",
               "debugpy", "anyio", "ipywidgets", "_pytest", "pytest", "pluggy", "torch", "triton")
 
 
 @functools.lru_cache(maxsize=1)
 def _internal_dirs() -> tuple[str, ...]:
-    """Folders whose frames are not user code: the packages in ``_MACHINERY`` and tcompile itself."""
+    """Folders (and single-module files) whose frames are not user code: ``_MACHINERY`` and tcompile."""
     import importlib.util
 
     here = Path(__file__).resolve().parent
@@ -73,8 +73,10 @@ def _internal_dirs() -> tuple[str, ...]:
             spec = importlib.util.find_spec(package)
         except (ImportError, ValueError):
             spec = None
-        if spec and spec.origin:
+        if spec and spec.origin and spec.submodule_search_locations:  # a package: its folder
             dirs.append(str(Path(spec.origin).parent) + os.sep)
+        elif spec and spec.origin and spec.origin.endswith(".py"):  # a module: its file
+            dirs.append(spec.origin)
     return tuple(dirs)
 
 

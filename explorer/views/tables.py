@@ -61,7 +61,7 @@ class DataTable:
         """An itables widget: paged when longer than a page, sortable, searchable."""
         from itables.widget import ITable
 
-        options = dict(allow_html=True, maxBytes=0, maxRows=0, showIndex=False, classes="display compact tc-itable",
+        options = dict(allow_html=True, maxBytes=0, maxRows=0, showIndex=False, classes=f"display compact tc-itable {self.cls or ''}".strip(),
                        pageLength=PAGE_LENGTH, lengthMenu=[10, 25, 100, 500], autoWidth=False,
                        paging=len(self.rows) > PAGE_LENGTH, warn_on_undocumented_option=False)
         if self.selectable:
