@@ -42,9 +42,22 @@ def suggest(word: str, choices) -> str:
 
 
 def check_compile_kwargs(kwargs: dict) -> None:
+    """torch.compile's keyword names, and the values torch would reject with an unclear error (a bare
+    AssertionError for ``dynamic="maybe"``, every option name for one unknown Inductor option)."""
     unknown = sorted(set(kwargs) - set(COMPILE_KWARGS))
     if unknown:
         raise TypeError(f"unknown torch.compile option(s) {unknown}; torch.compile takes {list(COMPILE_KWARGS)}")
+    if isinstance(kwargs.get("backend"), str):
+        check_backend(kwargs["backend"])
+    check_mode(kwargs.get("mode"))
+    if kwargs.get("dynamic") not in (None, True, False):
+        raise OptionError("dynamic", f"takes True, False or None, got {kwargs['dynamic']!r}")
+    options = kwargs.get("options")
+    if options is not None:
+        if not isinstance(options, dict):
+            raise OptionError("options", f"must be a dict of Inductor options, got {type(options).__name__}")
+        check_inductor_options(options)
+    check_mode_and_options(kwargs.get("mode"), options)
 
 
 def check_backend(name, namespace: dict | None = None):

@@ -22,7 +22,7 @@ import time
 import warnings
 
 from .model import Capture, unavailable
-from .options import check_compile_kwargs, jsonable
+from .options import check_compile_kwargs, check_stance, jsonable
 from .runtime import copy_arguments, device_of, time_interleaved
 from .session import Recorder
 from .whatif import LiveState
@@ -56,6 +56,11 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
                         f"{type(fn).__name__} {_short_repr(fn)}")
     compile_kwargs = dict(compile_kwargs or {})
     check_compile_kwargs(compile_kwargs)
+    check_stance(stance)
+    if timing is True and (not isinstance(repeat, int) or repeat < 1):
+        raise ValueError(f"repeat must be a whole number of timing samples, at least 1, got {repeat!r}")
+    if not isinstance(kwargs, (dict, type(None))):
+        raise TypeError(f"kwargs must be a dict of keyword arguments for fn, got {type(kwargs).__name__}")
     if isinstance(compile_kwargs.get("options"), dict):
         compile_kwargs["options"] = dict(compile_kwargs["options"])  # torch.compile pops keys from it
     args, kwargs = tuple(args), dict(kwargs or {})
