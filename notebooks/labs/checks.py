@@ -19,7 +19,8 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs",
+    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_costliest_line",
+    "check_cudagraphs",
     "check_dynamic", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -460,3 +461,26 @@ def check_close(answer, expected: float, rel: float = 0.05, what: str = "the ans
     if not math.isclose(value, float(expected), rel_tol=rel, abs_tol=1e-12):
         _fail(f"{what}: {value:.4g} is not within {rel:.0%} of the expected value", hint)
     return _pass(f"{what}: {value:.4g} (expected {float(expected):.4g})")
+
+
+def check_costliest_line(cap, line) -> None:
+    """``line`` is the source line with the largest share of the measured kernel time (``cap.line_table()``)."""
+    _require_no_error(cap)
+    if line is ... or line is None:
+        _fail("no answer yet", "replace ... with a line number from cap.line_table() (or the Source tab's shading)")
+    table = cap.line_table()
+    if table.empty or table["time_share"].isna().all():
+        _fail("no kernel times in this capture",
+              "explore with timing=True (the default): kernel times are measured after the compile")
+    top = table.loc[table["time_share"].idxmax()]
+    try:
+        answer = int(line)
+    except (TypeError, ValueError):
+        _fail(f"{line!r} is not a line number", "give the number in the 'line' column")
+    if answer != int(top["line"]):
+        share = table.loc[table["line"] == answer, "time_share"]
+        found = f"line {answer} has {share.iloc[0]:.0%} of the kernel time" if len(share) else \
+            f"line {answer} produced no kernel"
+        _fail(f"{found}; another line costs more", "sort cap.line_table() by time_share")
+    return _pass(f"line {answer} ({top['code']}) takes {top['time_share']:.0%} of the kernel time, in "
+                 f"{', '.join(top['kernels'])}")

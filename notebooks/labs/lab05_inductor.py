@@ -240,6 +240,42 @@ def cells():
             check_answer(answer, extern[0], "the operator Inductor left to a library")
             """),
         md("""
+            ### Exercise 5.4 — where does the time go, by line?
+
+            tcompile maps every kernel back to the lines of your code it came from (Source tab: each line is
+            shaded by its share of the measured kernel time; click a line for its nodes and kernels), and
+            `cap.line_table()` gives the same as a table: one row per line, with its kernels and `time_share`.
+            Which line of `costly` costs the most? Give its line number.
+            """),
+        exercise("""
+            def costly(a, b):
+                h = a.relu() + 1
+                p = h @ b
+                return p.softmax(-1)
+
+            ex54 = compiler.explore(costly, torch.randn(384, 384), torch.randn(384, 384), fresh=True, repeat=5)
+            costliest = ...
+            check_costliest_line(ex54, costliest)
+            """),
+        solution_note(),
+        solution("""
+            def costly(a, b):
+                h = a.relu() + 1
+                p = h @ b
+                return p.softmax(-1)
+
+            ex54 = compiler.explore(costly, torch.randn(384, 384), torch.randn(384, 384), fresh=True, repeat=5)
+            table = ex54.line_table()
+            print(table[["line", "code", "kernels", "time_share"]])
+            costliest = int(table.loc[table["time_share"].idxmax(), "line"])
+            check_costliest_line(ex54, costliest)
+            """),
+        md("""
+            The matmul line usually wins: its one extern call (`extern_kernels.mm`) does O(n³) work, while the
+            pointwise and softmax lines are fused C++ loops over n² elements. The shares come from timing each
+            kernel call of the generated code after the capture (on a GPU, from the profiler); a loaded
+            capture keeps them.
+
             **Next:** Lab 6 — CUDA graphs, the other way to remove overhead.
             """),
     ]
