@@ -1292,7 +1292,7 @@ def read_json_text(raw: bytes | str, what: str):
             raise CaptureFormatError(f"not a tcompile {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, and an integer longer than Python converts (4,300 digits)
         raise CaptureFormatError(f"not a tcompile {what}: invalid JSON ({exc})") from None
     except RecursionError:
         raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than Python can read") from None
