@@ -24,11 +24,13 @@ $compiles
 
 FALLBACK_BYTES = 1_000_000  # a notebook output's static copy stays under this (issue 16: saved notebooks stay small)
 
-# Reopened without its kernel, JupyterLab shows "Error displaying widget: model not found" where the explorer
-# was (ipywidgets marks that renderer .jupyter-widgets; a rendered widget is inside it instead). The static
-# copy in a later output of the same cell stands in for it, so that error output is hidden.
-REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets:not(:has(*)))"
-                 ":has(~ .jp-OutputArea-child .tc-fallback) { display: none; }</style>")
+# A saved notebook reopened shows, where the explorer was, "Loading widget..." for good (no kernel) or
+# "Error displaying widget: model not found" (a new kernel, which never had the widget's model). That
+# output has no data-mime-type (every rendered mimetype has one; the widget renderer sets none) and no
+# rendered explorer (.tc-explorer) in it. The static copy in a later output of the same cell stands in
+# for it, so it is hidden; only in a cell that holds a tcompile fallback. (:has() cannot nest.)
+REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output:not([data-mime-type]))"
+                ":not(:has(.tc-explorer)):has(~ .jp-OutputArea-child .tc-fallback) { display: none; }</style>")
 
 KEEP = ("The interactive explorer (while the kernel runs) and the saved capture (<code>%%tcompile --save PATH</code> or "
         "<code>cap.save(PATH)</code>, reopened with <code>%tcompile --load PATH</code>) hold everything.")
