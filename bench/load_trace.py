@@ -34,13 +34,13 @@ def rss():
         return int(f.read().split()[1]) * resource.getpagesize()
 
 before = rss()
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), time.process_time()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", TraceWarning)
     cap = compiler.load_trace(sys.argv[1])
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"seconds": elapsed, "import_s": import_s, "peak_bytes": peak - before, "rss_before": before,
+print(json.dumps({"seconds": elapsed, "cpu_seconds": cpu, "import_s": import_s, "peak_bytes": peak - before, "rss_before": before,
                   "compiles": len(cap.compiles), "records": cap.trace.records}))
 """
 

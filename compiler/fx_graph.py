@@ -41,6 +41,7 @@ def parse_type(type_text: str | None) -> dict:
     return {"type": type_text}
 
 
+@functools.lru_cache(maxsize=65536)  # every node's inputs are looked up; names repeat across graphs
 def module_path_of(name: str) -> str | None:
     """``l_self_modules_fc1_parameters_weight_`` → ``fc1``; ``g_m_modules_0_…`` → ``m.0``."""
     match = _PARAM_NAME.match(name)
