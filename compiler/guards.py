@@ -1,6 +1,7 @@
 """Guards: the C++ guard tree torch prints (``dynamo_cpp_guards_str``), as text and a flat table."""
 from __future__ import annotations
 
+import functools
 import re
 
 _TREE_LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
@@ -36,6 +37,7 @@ def parse_tree(text: str) -> list[dict]:
     return rows
 
 
+@functools.lru_cache(maxsize=65536)  # recompiles repeat most guards; the row copies the result
 def _split_origin(rest: str) -> dict:
     """``cond  # user code  # file:line in fn (note)`` — torch's comment tells where a guard came from,
     or why it exists (duck sizing, 0/1 specialization …)."""
