@@ -156,13 +156,13 @@ def nothing_compiled(fn, live: LiveState) -> str | None:
         return (f"{compiled}: {name} is an async function — the call returned a coroutine that was never "
                 "awaited, so its body did not run here and timing would only measure creating coroutines; "
                 "compile a plain function that does the work")
-    if not frames and not _has_cached_compiles(target):
+    if not frames and not has_cached_compiles(target):
         return (f"{compiled}: no Python frame of this call was compiled (torch skipped every frame it "
                 "entered — see the Graph breaks view and cap.counters)")
     return None
 
 
-def _has_cached_compiles(target) -> bool:
+def has_cached_compiles(target) -> bool:
     """The call reused compiles made before the capture (nothing new to capture, but compiled code ran)."""
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 

@@ -30,7 +30,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 import compiler
 from compiler import options as compile_options
 from compiler.options import DYNAMIC, STANCES, OptionError
-from compiler.run import CaptureInterrupted
+from compiler.run import CaptureInterrupted, has_cached_compiles
 
 from . import cell as cell_mod
 from .cell import unquote
@@ -229,13 +229,11 @@ def check_name(name: str | None, used: list[str], where: str) -> None:
 def refuse_fail_on_recompile(compiled_cell) -> None:
     """``fail_on_recompile`` forbids every compile, also a frame's first: it only works on a re-run of a
     cell whose compile torch still holds (same text, same inputs)."""
-    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-
     if not compiled_cell.reused:
         raise UsageError("--stance fail_on_recompile: this cell has not been compiled yet, and the stance forbids "
                          "any compile, also the first one — run it once without --stance, then re-run it with "
                          "--stance fail_on_recompile to check that it does not recompile")
-    if not _debug_get_cache_entry_list(compiled_cell.fn.__code__):
+    if not has_cached_compiles(compiled_cell.fn):
         raise UsageError("--stance fail_on_recompile: torch no longer holds this cell's compile (Dynamo's caches "
                          "were reset since, e.g. by %tcompile f(x)) — run it once without --stance first")
 
