@@ -243,6 +243,38 @@ def _data_converter(cls):
     return data
 
 
+def _parsed_graph(code: str) -> dict:
+    """``_PARSED_GRAPH`` of a graph, parsed from its code by ``compiler.fx_graph``."""
+    from .fx_graph import graph_stage
+
+    _PARSING.add(code)
+    try:
+        parsed = Graph.from_data(graph_stage(code, ""))
+    finally:
+        _PARSING.discard(code)
+    return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
+
+
+def _kernels_of(inductor) -> Kernels:
+    """The Kernels stage that ``compiler.assemble.kernels_stage`` makes of these Inductor runs."""
+    from .assemble import kernels_stage
+
+    runs = [{"role": run.role, "code": run.code.to_data()} for run in inductor.runs]
+    return Kernels.from_data(kernels_stage({"available": inductor.available, "reason": inductor.reason,
+                                            "cache": inductor.cache, "runs": runs}))
+
+
+def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
+    """The guard rows of ``tree`` (``compiler.guards``), those at ``user_line_rows`` marked as the user's."""
+    from .guards import parse_tree
+
+    rows = [GuardRow.from_data(row) for row in parse_tree(tree)]
+    for index in user_line_rows:
+        if 0 <= index < len(rows):
+            rows[index].user_line = True
+    return rows
+
+
 def _dump(value):
     if isinstance(value, Data):
         return value.to_data()
@@ -427,9 +459,16 @@ class GraphNode(Data):
     module_guess: str | None = None  # … or guessed from parameter names
 
 
+_PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.fx_graph parses from a graph's code
+_PARSING: set[str] = set()
+
+
 @dataclass(repr=False, eq=False)
 class Graph(Stage):
-    """An FX graph as torch printed it, parsed into nodes and edges."""
+    """An FX graph as torch printed it, parsed into nodes and edges.
+
+    A saved graph leaves out what parsing its code gives back (``parsed_from_code``): the nodes are
+    the code again, in another form (a GPT-2 capture holds four graphs of ~1,000 nodes each)."""
 
     NAME: ClassVar[str] = "graph"
     code: str = ""
@@ -437,6 +476,22 @@ class Graph(Stage):
     edges: list[list[str]] = field(default_factory=list)
     op_count: int = 0
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
+    parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
+
+    def __post_init__(self):
+        if self.parsed_from_code and self.code and not self.nodes and self.code not in _PARSING:
+            self.__dict__.update(_parsed_graph(self.code))
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("parsed_from_code")
+        if self.code and self.available and out["nodes"]:
+            parsed = _parsed_graph(self.code)
+            if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
+                for k in _PARSED_GRAPH:
+                    del out[k]
+                out["parsed_from_code"] = True
+        return out
 
     def _text(self):
         return self.code
@@ -480,12 +535,28 @@ class GuardRow(Data):
 
 @dataclass(repr=False, eq=False)
 class Guards(Stage):
+    """The guard tree and one row per guard. A saved stage keeps the tree and which rows come from the
+    user's code (``user_line_rows``); every other column is the tree parsed again when loading."""
+
     NAME: ClassVar[str] = "guards"
     tree: str = ""  # torch's guard tree, as it prints it
     rows: list[GuardRow] = field(default_factory=list)
     count: int = 0
     guard_count_torch: int | None = None  # torch's own guard_count metric, for comparison
     latency_us: float | None = None
+    user_line_rows: list[int] | None = None  # set when saved without rows: the rows with user_line
+
+    def __post_init__(self):
+        if self.user_line_rows is not None and self.tree and not self.rows:
+            self.rows = _parsed_guard_rows(self.tree, self.user_line_rows)
+            self.user_line_rows = None
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        user = [i for i, row in enumerate(self.rows) if row.user_line]
+        if self.tree and self.rows and _dump(_parsed_guard_rows(self.tree, user)) == out["rows"]:
+            out["rows"], out["user_line_rows"] = [], user
+        return out
 
     def _text(self):
         return self.tree
@@ -842,6 +913,26 @@ class LineProvenance(Data):
 
 
 @dataclass(repr=False, eq=False)
+class InductorTracking(Data):
+    """Inductor's own provenance record of one Inductor run, as a TORCH_TRACE log holds it when torch
+    ran with ``trace.provenance_tracking_level`` on (artifact ``inductor_provenance_tracking_node_mappings``;
+    older logs: ``inductor_post_to_pre_grad_nodes``, ``inductor_triton_kernel_to_post_grad_nodes``), and
+    the same links as line numbers of the logged graph and code texts, counted as tlparse counts them."""
+
+    role: str | None = None
+    version: float | None = None
+    pre_to_post: dict[str, list[str]] = field(default_factory=dict)  # pre-grad node → post-grad nodes
+    post_to_pre: dict[str, list[str]] = field(default_factory=dict)
+    kernel_to_post: dict[str, list[str]] = field(default_factory=dict)  # "kernel[:debug handle]" → post-grad nodes
+    post_to_kernel: dict[str, list[str]] = field(default_factory=dict)
+    kernel_stack_traces: dict[str, list[str]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # pre_grad/post_grad/code/aot_code → the artifact counted
+    # tlparse's lineMappings: preToPost, postToPre, pyCodeToPost, postToPyCode, cppCodeToPost, postToCppCode,
+    # each str(line) → lines (1-based, in the texts named above)
+    line_mappings: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
 class Provenance(Stage):
     """Source line ↔ Dynamo nodes ↔ AOT nodes ↔ post-grad nodes ↔ scheduler nodes ↔ kernels, both
     ways (``compiler.provenance`` says how it is derived and what is best effort)."""
@@ -853,6 +944,7 @@ class Provenance(Stage):
     nodes: list[ProvenanceNode] = field(default_factory=list)
     time_source: str | None = None  # where kernel times came from (None: not measured)
     unattributed_seconds: float | None = None  # measured time of kernels with no source line
+    inductor_tracking: list[InductorTracking] = field(default_factory=list)  # from a trace, per run
     notes: list[str] = field(default_factory=list)
 
     def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
@@ -1057,6 +1149,19 @@ class Compile(Data):
     provenance: Provenance = field(default_factory=Provenance)
     amortization: Amortization = field(default_factory=Amortization)
     autotune: list[Autotune] = field(default_factory=list)
+    kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
+
+    def __post_init__(self):
+        if self.kernels_from_inductor:
+            self.kernels, self.kernels_from_inductor = _kernels_of(self.inductor), False
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("kernels_from_inductor")
+        if self.kernels.available and _kernels_of(self.inductor).to_data() == out["kernels"]:
+            del out["kernels"]
+            out["kernels_from_inductor"] = True
+        return out
 
     def __repr__(self) -> str:
         return f"<Compile {self.compile_id} {self.name} {self.status}>"
