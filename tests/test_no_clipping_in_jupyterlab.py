@@ -124,6 +124,9 @@ def shoot(page, explorer, path):
 def test_no_tab_overflows_its_pane_on_gpt2_small(jupyterlab_server, browser_page, artifact_dir):
     page = browser_page
     started = time.perf_counter()
+    outside = []  # itables' JavaScript comes with the widget, from the kernel: nothing is fetched elsewhere
+    page.on("request", lambda r: None if r.url.startswith((jupyterlab_server.url, "data:", "blob:"))
+            else outside.append(r.url))
     write_notebook(jupyterlab_server.root_dir / "no_clipping.ipynb", [BUILD, STEP, CAPTURE, SHOW])
     open_notebook(page, jupyterlab_server, "no_clipping.ipynb")
     run_all_cells(page, timeout=500_000)
@@ -146,6 +149,10 @@ def test_no_tab_overflows_its_pane_on_gpt2_small(jupyterlab_server, browser_page
                 info = pane.locator(".dt-info").inner_text()
                 assert pane.locator(".tc-itable-widget tbody tr").count() == 25, info
                 assert pane.locator(".dt-paging button").count() >= 3 and "entries" in info, info
+            if title.startswith("FX graph"):  # the node table, folded at first
+                pane.locator(".tc-table-fold").get_by_text("as a table").first.click()
+                pane.locator(".tc-table-fold .dt-container").wait_for(state="visible")
+                page.wait_for_timeout(250)
             if title.startswith("Graph breaks"):
                 assert "In [2], line 3" in pane.inner_text()  # the cell, as the notebook names it
             result = explorer.evaluate(OVERFLOW_JS)
@@ -162,3 +169,54 @@ def test_no_tab_overflows_its_pane_on_gpt2_small(jupyterlab_server, browser_page
     (artifact_dir / "timings.txt").write_text(f"notebook run {built - started:.1f} s, whole test {seconds:.1f} s\n")
     (artifact_dir / "overflow.json").write_text(json.dumps(failures, indent=1))
     assert not failures, failures
+    assert not outside, outside
+
+
+GUARDED = """\
+import torch, compiler
+from explorer import write_report
+
+def total(xs):
+    return sum(x.sin() for x in xs)
+
+with compiler.capture() as cap:
+    torch.compile(total, backend="eager")([torch.randn(4) for _ in range(20)])
+write_report(cap, {path!r})
+print(cap.compiles[0].guards.count)
+"""
+
+
+@pytest.mark.browser
+def test_report_page_tables_page_sort_and_search_offline(tmp_path, artifact_dir):
+    """The static export (``python -m compiler report``): its big tables page, with no network."""
+    import subprocess
+    import sys
+
+    from jupyterlab_harness import open_browser
+
+    report = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-c", GUARDED.format(path=str(report))], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    guards = int(run.stdout.split()[-1])
+    assert guards > 25
+    with open_browser() as page:
+        fetched = []
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                   else (fetched.append(route.request.url), route.abort()))
+        for theme in ("light", "dark"):
+            page.emulate_media(color_scheme=theme)
+            page.goto(report.as_uri())
+            page.locator("details.tc-compile").first.evaluate("d => d.open = true")
+            section = page.locator("details.tc-section:has(> summary:text-is('Guards'))").first
+            section.evaluate("d => d.open = true")
+            info = section.locator(".dt-info")
+            info.wait_for(state="visible")
+            assert f"of {guards} entries" in info.inner_text()
+            assert section.locator(".tc-datatable tbody tr").count() == 25
+            section.locator(".dt-search input").fill("TENSOR_MATCH")
+            page.wait_for_function("""() => [...document.querySelectorAll('.dt-info')]
+                .some(i => i.textContent.includes('filtered from'))""")
+            section.scroll_into_view_if_needed()
+            screenshot(page, artifact_dir / f"report_guards_search_{theme}.png")
+        assert not fetched, fetched

@@ -119,7 +119,7 @@ def split_view(markup: str, tables: list[DataTable]) -> list:
 @functools.lru_cache(maxsize=1)
 def datatables_script() -> Html:
     """itables' DataTables bundle (inlined: the page works offline) and a script that pages, sorts and
-    searches every ``tc-datatable`` of a standalone page. About 1 MB: for report files, not outputs."""
+    searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs."""
     from itables.utils import find_package_file
 
     bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
@@ -130,7 +130,7 @@ const source = document.getElementById("tc-dt-bundle").textContent;
 const url = URL.createObjectURL(new Blob([source], {{type: "application/javascript"}}));
 const {{default: DataTable, set_or_remove_dark_class}} = await import(url);
 set_or_remove_dark_class();
-document.querySelectorAll("table.tc-datatable").forEach(table => {{
+document.querySelectorAll(".tc-datatable > table").forEach(table => {{
   const rows = table.tBodies[0] ? table.tBodies[0].rows.length : 0;
   new DataTable(table, {{paging: rows > {PAGE_LENGTH}, pageLength: {PAGE_LENGTH}, autoWidth: false,
                         lengthMenu: [10, 25, 100, 500], order: []}});
