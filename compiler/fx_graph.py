@@ -138,6 +138,9 @@ def parse_readable(text: str | None) -> dict:
             location = {"file": comment["file"], "line": int(comment["line"]), "function": comment["fn"],
                         "code": comment["code"]}
             continue
+        if "No stacktrace found for following nodes" in line:  # torch's comment: these have no line
+            location = {}
+            continue
         if not line or line.startswith(("#", "class ", "def ")):
             continue
         if line.startswith("return"):
