@@ -19,11 +19,15 @@ from .recompiles import recompile_stage
 from .shapes import shapes_stage
 from .timings import chromium_event, fold_events, timings_stage
 
+# Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.provenance)
+TRACKING_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+                      "inductor_post_to_pre_grad_nodes", "inductor_triton_kernel_to_post_grad_nodes")
 AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
               "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
 INDUCTOR_ARTIFACTS = ("artifact:triton_kernel_info", "artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
                       "artifact:before_post_grad_graph", "artifact:inductor_post_grad_graph",
-                      "inductor_output_code", "log:ir_pre_fusion", "log:ir_post_fusion")
+                      "artifact:after_post_grad_graph", "inductor_output_code", "log:ir_pre_fusion",
+                      "log:ir_post_fusion", *(f"artifact:{name}" for name in TRACKING_ARTIFACTS))
 # the same record under another kind (torch logs some both as an artifact and as a plain event)
 KIND_ALIASES = {"inductor_post_grad_graph": "artifact:inductor_post_grad_graph"}
 CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
@@ -177,7 +181,8 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
     }
     compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
-    compile_data["provenance"] = _guarded(provenance_stage, compile_data)
+    tracking = [run.pop("tracking", None) for run in compile_data["inductor"].get("runs", [])]
+    compile_data["provenance"] = _guarded(provenance_stage, compile_data, tracking)
     ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
                 if run["ir"].get("available")]
     compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],
@@ -329,11 +334,14 @@ def _inductor_run(run: dict, cache_note) -> dict:
         attach_kernel_info(code["kernels"], run["triton_kernel_info"])
     role = (code.get("aot_id") or "").split("_", 1)[-1] or None
     missing = "not logged for this Inductor compile"
-    return {"role": role,
-            "pre_grad": graph_stage(run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph"),
-                                    "pre-grad passes run on the Dynamo graph once (forward compile only)"),
-            "post_grad": graph_stage(run.get("inductor_post_grad_graph"), missing),
-            "ir": ir, "code": code}
+    built = {"role": role,
+             "pre_grad": graph_stage(run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph"),
+                                     "pre-grad passes run on the Dynamo graph once (forward compile only)"),
+             "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
+             "ir": ir, "code": code}
+    if any(run.get(name) for name in TRACKING_ARTIFACTS):  # read by provenance_stage, not stored here
+        built["tracking"] = {k: v for k, v in run.items() if isinstance(v, str)}
+    return built
 
 
 def kernels_stage(inductor: dict) -> dict:

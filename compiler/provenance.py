@@ -27,6 +27,12 @@ capture already holds:
   ``buf3 = buf2; del buf2  # reuse``); extern calls by the op the IR names. Triton kernels'
   ``Source node to ATen node mapping`` comments give their post-grad nodes directly.
 
+From a TORCH_TRACE log written with Inductor's provenance tracking on, the log's own record is read
+too (``inductor_tracking``): its node maps (pre-grad ↔ post-grad ↔ kernel, artifact
+``inductor_provenance_tracking_node_mappings``) link kernels to post-grad nodes first, and the same links
+are kept as line numbers of the logged graph and code texts, counted exactly as tlparse's provenance
+highlighter counts them (``tlparse_line_mappings``; tests/test_trace_provenance.py compares with tlparse).
+
 Cost per line (``apply_times``): each kernel's measured time per call of the function is spread
 over its lines in proportion to its post-grad nodes from each line. GPU: the profiler times
 already on the kernels (``gpu_time_us_per_call``). CPU: ``measure_kernel_times``.
@@ -45,6 +51,7 @@ call to the timed calls, which inflates very small kernels; shares are what to r
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -68,19 +75,24 @@ def key_of(role: str | None, name: str) -> str:
 
 # --- the map ------------------------------------------------------------------------------------
 
-def provenance_stage(compile_data: dict) -> dict:
-    """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``)."""
+def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
+    """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
+    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None)."""
     graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
     if not graph.get("available"):
         return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
     notes: list[str] = []
+    runs = inductor.get("runs", []) if inductor.get("available") else []
+    inductor_tracking = [inductor_tracking_of(t, run.get("role"), notes)
+                         for t, run in zip(tracking or [], runs) if t]
     nodes: list[dict] = [_node("dynamo", None, n, _own_lines(n)) for n in _compute(graph["nodes"])]
     aot_graphs = {role: g for role, g in (aot.get("graphs") or {}).items() if g.get("available") and role != "joint"}
     for role, g in aot_graphs.items():
         nodes += [_node("aot", role, n, _own_lines(n)) for n in _compute(g["nodes"])]
     kernels: list[dict] = []
-    for run in inductor.get("runs", []) if inductor.get("available") else []:
-        kernels += _run_provenance(run, aot_graphs, nodes, notes)
+    by_role = {t["role"]: t for t in inductor_tracking}
+    for run in runs:
+        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")))
     if not inductor.get("available"):
         notes.append(f"no kernels: {inductor.get('reason')}")
     by_level_key = {(n["level"], key_of(n["role"], n["name"])): n for n in nodes}
@@ -96,9 +108,12 @@ def provenance_stage(compile_data: dict) -> dict:
     for n in nodes:  # Dynamo and AOT nodes reach kernels through their line
         if n["level"] in ("dynamo", "aot"):
             n["kernels"] = sorted({k for row in lines if row["line"] in n["lines"] for k in row["kernels"]})
-    return {"available": True, "method": "metadata: FX '# File' comments, AOT/post-grad node names, "
-                                          "Inductor IR buffers and kernel call arguments",
-            "lines": lines, "kernels": kernels, "nodes": nodes, "notes": notes}
+    method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
+              "call arguments")
+    if inductor_tracking:
+        method = "Inductor's provenance tracking (read from the trace), then " + method
+    return {"available": True, "method": method, "lines": lines, "kernels": kernels, "nodes": nodes,
+            "inductor_tracking": inductor_tracking, "notes": notes}
 
 
 def _compute(graph_nodes: list[dict]) -> list[dict]:
@@ -119,7 +134,8 @@ def _add(entry: dict | None, key: str, value) -> None:
         entry[key].append(value)
 
 
-def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str]) -> list[dict]:
+def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str],
+                    tracking: dict | None = None) -> list[dict]:
     role = run.get("role")
     post = run.get("post_grad") or {}
     if not post.get("available"):
@@ -128,6 +144,14 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
     post_nodes = post["nodes"]
     aot_graph = aot_graphs.get(role) or aot_graphs.get("inference") or {}
     post_lines = _post_grad_lines(post_nodes, aot_graph.get("nodes") or [])
+    if tracking:  # a post-grad node with no '# File' line of its own: the lines of its pre-grad nodes
+        pre = run.get("pre_grad") or {}
+        pre_lines = {n["name"]: n["line"] for n in pre.get("nodes", []) if n.get("line")}
+        own = {n["name"] for n in post_nodes if n.get("line")}
+        for name, pre_names in tracking["post_to_pre"].items():
+            lines = sorted({pre_lines[p] for p in pre_names if p in pre_lines})
+            if name in post_lines and name not in own and lines:
+                post_lines[name] = lines
     files = {n["name"]: n.get("file") for n in post_nodes}
     nodes += [_node("post_grad", role, n, post_lines.get(n["name"], [])) for n in _compute(post_nodes)]
     ir = run.get("ir") or {}
@@ -148,17 +172,21 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
             lines = [line for p in members for line in post_lines.get(p, [])]
             nodes.append({**_node("ir_post_fusion", role, entry, lines), "post_grad_nodes": list(dict.fromkeys(members))})
     elif ir.get("reason"):
-        notes.append(f"{role or 'inference'}: no scheduler IR ({ir['reason']}); kernels linked by their comments only")
+        linked = "Inductor's provenance tracking" if tracking else "their comments only"
+        notes.append(f"{role or 'inference'}: no scheduler IR ({ir['reason']}); kernels linked by {linked}")
     if not code.get("available"):
         return []
     post_ir = (ir.get("post_fusion") or {}).get("nodes", []) if ir.get("available") else []
     kernel_ir = kernels_to_ir(code["kernels"], post_ir, code.get("module") or "")
     out = []
+    tracked = _kernel_to_post(tracking, {n["name"] for n in post_nodes}) if tracking else {}
     for kernel in code["kernels"]:
         fused_names = kernel_ir.get(kernel["name"], [])
         members = [m for f in fused_names for m in fused.get(f, [f])]
         post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
         how = "IR buffers" if post_names else None
+        if tracked.get(kernel["name"]):
+            post_names, how = tracked[kernel["name"]], "Inductor's provenance tracking (trace)"
         if not post_names:
             post_names = _from_comments(kernel.get("comments") or "", post_nodes)
             how = "kernel comments" if post_names else None
@@ -213,6 +241,193 @@ def _from_comments(comments: str, post_nodes: list[dict]) -> list[str]:
     names = {n["name"] for n in post_nodes}
     found = [name.strip() for m in _SOURCE_MAP.finditer(comments) for name in m["nodes"].split(",")]
     return list(dict.fromkeys(n for n in found if n in names))
+
+
+# --- Inductor's own provenance record, from a trace -----------------------------------------------
+
+_HANDLE = re.compile(r":\d+$")  # "triton_poi_fused_mul_1:2": the kernel's debug handle (one launch)
+
+
+def _json_object(text: str | None, what: str, notes: list[str]) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        notes.append(f"{what}: not JSON ({exc}); ignored")
+        return {}
+    if not isinstance(value, dict):
+        notes.append(f"{what}: not a JSON object; ignored")
+        return {}
+    return value
+
+
+def _name_lists(value, what: str, notes: list[str]) -> dict[str, list[str]]:
+    """``{name: [name, …]}`` from the log, every name a string (anything else is dropped, with a note)."""
+    if not isinstance(value, dict):
+        return {}
+    out = {str(k): [v for v in names if isinstance(v, str)] for k, names in value.items() if isinstance(names, list)}
+    if len(out) != len(value) or any(len(out[str(k)]) != len(v) for k, v in value.items() if str(k) in out):
+        notes.append(f"{what}: entries that are not lists of names were dropped")
+    return out
+
+
+def inductor_tracking_of(texts: dict, role: str | None, notes: list[str]) -> dict:
+    """One Inductor run's provenance-tracking artifacts (raw texts by artifact name) → ``InductorTracking``
+    data. The newer ``inductor_provenance_tracking_node_mappings`` holds all four maps; older logs held
+    ``inductor_post_to_pre_grad_nodes`` (post-grad node → pre-grad node records) and
+    ``inductor_triton_kernel_to_post_grad_nodes`` instead."""
+    mappings = _json_object(texts.get("inductor_provenance_tracking_node_mappings"),
+                            "inductor_provenance_tracking_node_mappings", notes)
+    out = {"role": role, "version": None, "pre_to_post": {}, "post_to_pre": {}, "kernel_to_post": {},
+           "post_to_kernel": {}, "kernel_stack_traces": {}, "texts": {}, "line_mappings": {}}
+    if mappings:
+        version = mappings.get("version")
+        out["version"] = float(version) if isinstance(version, (int, float)) and not isinstance(version, bool) else None
+        for key, field in (("preToPost", "pre_to_post"), ("postToPre", "post_to_pre"),
+                           ("cppCodeToPost", "kernel_to_post"), ("postToCppCode", "post_to_kernel")):
+            out[field] = _name_lists(mappings.get(key), f"node mappings {key}", notes)
+    else:
+        old = _json_object(texts.get("inductor_post_to_pre_grad_nodes"), "inductor_post_to_pre_grad_nodes", notes)
+        out["post_to_pre"] = {post: [r["name"] for r in records if isinstance(r, dict) and isinstance(r.get("name"), str)]
+                              for post, records in old.items() if isinstance(records, list)}
+        for post, pres in out["post_to_pre"].items():
+            for pre in pres:
+                out["pre_to_post"].setdefault(pre, []).append(post)
+        out["kernel_to_post"] = _name_lists(_json_object(texts.get("inductor_triton_kernel_to_post_grad_nodes"),
+                                                         "inductor_triton_kernel_to_post_grad_nodes", notes),
+                                            "inductor_triton_kernel_to_post_grad_nodes", notes)
+        for kernel, posts in out["kernel_to_post"].items():
+            for post in posts:
+                out["post_to_kernel"].setdefault(post, []).append(kernel)
+    out["kernel_stack_traces"] = _name_lists(_json_object(
+        texts.get("inductor_provenance_tracking_kernel_stack_traces"),
+        "inductor_provenance_tracking_kernel_stack_traces", notes), "kernel stack traces", notes)
+    pre_name = next((n for n in ("before_pre_grad_graph",) if texts.get(n)), None)
+    post_name = next((n for n in ("after_post_grad_graph", "inductor_post_grad_graph") if texts.get(n)), None)
+    counted = {"pre_grad": pre_name, "post_grad": post_name,
+               "code": "inductor_output_code" if texts.get("inductor_output_code") else None,
+               "aot_code": "inductor_aot_wrapper_code" if texts.get("inductor_aot_wrapper_code") else None}
+    out["texts"] = {k: v for k, v in counted.items() if v}
+    out["line_mappings"] = tlparse_line_mappings(out, *(texts.get(counted[k]) or "" if counted[k] else ""
+                                                        for k in ("pre_grad", "post_grad", "code", "aot_code")))
+    return out
+
+
+def _kernel_to_post(tracking: dict, post_names: set[str]) -> dict[str, list[str]]:
+    """Kernel name (debug handles dropped: one kernel, several launches) → its post-grad nodes."""
+    out: dict[str, list[str]] = {}
+    for kernel, posts in tracking["kernel_to_post"].items():
+        entry = out.setdefault(_HANDLE.sub("", kernel), [])
+        entry += [p for p in posts if p in post_names and p not in entry]
+    return out
+
+
+def _graph_node_lines(text: str) -> dict[str, int]:
+    """tlparse's node → line of a graph text: each line not blank and not a comment, cut at the first
+    '=' then the first ':', names the node; a later line of the same name wins."""
+    out = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            name = stripped.split("=", 1)[0].split(":", 1)[0].strip()
+            if name:
+                out[name] = i
+    return out
+
+
+def _python_kernel_lines(text: str, kernels) -> dict[str, list[int]]:
+    """tlparse's kernel → lines of the generated Python module: the lines from ``def call(args)`` on
+    that name it (a kernel with a debug handle: the line after the handle's comment), counted from the
+    ``# AOT ID`` line, leading blank lines dropped."""
+    lines = text.splitlines()
+    while lines and not lines[0]:
+        lines.pop(0)
+    start = next((i for i, line in enumerate(lines) if "def" in line and "call" in line and "(args)" in line), 0)
+    first = next((i for i, line in enumerate(lines) if "# AOT ID:" in line), 0)
+    out: dict[str, list[int]] = {}
+    for kernel in kernels:
+        pure = kernel.split(":", 1)[0]
+        found = False
+        if ":" in kernel:
+            i = next((i for i in range(start, len(lines)) if kernel in lines[i]), None)
+            if i is not None:
+                j = next((j for j in range(i + 1, len(lines)) if pure in lines[j]), None)
+                if j is not None:
+                    out.setdefault(kernel, []).append(j + 1 - first)
+                    found = True
+        if not found:
+            for i in range(start, len(lines)):
+                if pure in lines[i]:
+                    out.setdefault(kernel, []).append(i + 1 - first)
+    return out
+
+
+def _cpp_kernel_lines(text: str, kernels) -> dict[str, list[int]]:
+    """tlparse's kernel → lines of an AOTInductor C++ wrapper, from ``::run_impl(`` on."""
+    lines = text.splitlines()
+    while lines and not lines[0]:
+        lines.pop(0)
+    start = next((i for i, line in enumerate(lines) if "::run_impl(" in line), 0)
+
+    def valid(line, prefix):
+        return bool(line.strip()) and not line.strip().startswith(prefix)
+
+    out: dict[str, list[int]] = {}
+    for kernel in kernels:
+        pure = kernel.split(":", 1)[0]
+        found = False
+        if ":" in kernel:
+            for i in range(start, len(lines)):
+                if valid(lines[i], "def") and valid(lines[i], "static inline void") and kernel in lines[i]:
+                    j = next((j for j in range(i + 1, len(lines)) if pure in lines[j]), None)
+                    if j is not None:
+                        out.setdefault(kernel, []).append(j + 1)
+                        found = True
+                        break
+        if not found:
+            for i in range(start, len(lines)):
+                if pure in lines[i]:
+                    out.setdefault(kernel, []).append(i + 1)
+    return out
+
+
+def tlparse_line_mappings(tracking: dict, pre_text: str, post_text: str, code_text: str, aot_text: str) -> dict:
+    """The node maps as line numbers of the texts, as tlparse's provenance highlighter computes them
+    (its ``lineMappings``: ``preToPost``, ``postToPre``, ``pyCodeToPost``, ``postToPyCode``,
+    ``cppCodeToPost``, ``postToCppCode``; keys are str(line))."""
+    pre, post = _graph_node_lines(pre_text), _graph_node_lines(post_text)
+    kernels = list(tracking["kernel_to_post"])
+    py, cpp = _python_kernel_lines(code_text, kernels), _cpp_kernel_lines(aot_text, kernels)
+
+    def nodes(source, source_lines, target_lines):
+        out = {}
+        for name, targets in source.items():
+            found = [target_lines[t] for t in targets if t in target_lines]
+            if name in source_lines and found:
+                out[str(source_lines[name])] = found
+        return out
+
+    def kernel_to_post(kernel_lines):
+        out = {}
+        for kernel, posts in tracking["kernel_to_post"].items():
+            found = [post[p] for p in posts if p in post]
+            for line in kernel_lines.get(kernel, []) if found else []:
+                out[str(line)] = found
+        return out
+
+    def post_to_kernel(kernel_lines):
+        out = {}
+        for name, kernel_names in tracking["post_to_kernel"].items():
+            found = [line for k in kernel_names for line in kernel_lines.get(k, [])]
+            if name in post and found:
+                out[str(post[name])] = found
+        return out
+
+    return {"preToPost": nodes(tracking["pre_to_post"], pre, post),
+            "postToPre": nodes(tracking["post_to_pre"], post, pre),
+            "pyCodeToPost": kernel_to_post(py), "postToPyCode": post_to_kernel(py),
+            "cppCodeToPost": kernel_to_post(cpp), "postToCppCode": post_to_kernel(cpp)}
 
 
 # --- scheduler nodes ↔ post-grad nodes ------------------------------------------------------------

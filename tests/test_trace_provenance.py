@@ -1,0 +1,159 @@
+"""Provenance from TORCH_TRACE logs written with Inductor's provenance tracking on (issue 15, item 6).
+
+Reads tlparse's own fixture logs from ../shared/tlparse_inputs (never copied into the repository) and
+checks that ``compiler.load_trace`` gives the line mappings tlparse's tests assert
+(tests/integration_test.rs, ``test_provenance_tracking_jit_*``: the ``lineMappings`` of
+``provenance_tracking_-_0_0_0.html``), and, side by side, what the tlparse CLI writes for the same log.
+No compile runs here: the whole module takes about a second.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import compiler
+from compiler.trace import TraceWarning
+
+REPO = Path(__file__).resolve().parent.parent
+INPUTS = REPO.parent / "shared" / "tlparse_inputs"
+TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
+
+needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"tlparse's fixture logs are not at {INPUTS} "
+                                  "(../shared/tlparse_inputs is provided next to the checkout, not in it)")
+needs_tlparse = pytest.mark.skipif(not Path(TLPARSE).exists(), reason="the tlparse CLI is not installed "
+                                   "(pip install tlparse==0.4.3, in the test extra)")
+
+# What tlparse's integration tests assert (tests/integration_test.rs at e86baba, see SOURCE.md), with
+# line numbers as JSON keys, the way tlparse writes them.
+EXPECTED = {
+    "inductor_provenance_jit_log.txt": {
+        "cppCodeToPost": {}, "postToCppCode": {},
+        "postToPre": {"11": [17], "14": [20], "17": [23], "20": [26], "21": [26], "22": [26], "23": [26],
+                      "24": [26], "4": [11], "5": [11], "8": [14]},
+        "postToPyCode": {"11": [138], "14": [138, 132, 142], "17": [132, 142], "20": [147], "21": [147],
+                         "22": [147], "23": [147], "24": [147], "5": [132, 142], "8": [138]},
+        "preToPost": {"11": [4, 5], "14": [8], "17": [11], "20": [14], "23": [17], "26": [20, 21, 22, 23, 24]},
+        "pyCodeToPost": {"132": [5, 17, 14], "138": [11, 8, 14], "142": [5, 17, 14], "147": [24, 20, 23, 22, 21]},
+    },
+    "inductor_provenance_jit_cuda_log.txt": {
+        "cppCodeToPost": {}, "postToCppCode": {},
+        "postToPre": {"11": [14], "14": [17], "17": [20], "20": [23], "21": [23], "24": [26], "25": [26],
+                      "26": [26], "27": [26], "28": [26], "4": [11], "7": [11], "8": [11]},
+        "postToPyCode": {"11": [192], "14": [192], "17": [197, 186, 201], "20": [186, 201], "21": [207],
+                         "24": [207], "25": [207], "26": [207], "27": [207], "28": [207], "7": [186, 201],
+                         "8": [192]},
+        "preToPost": {"11": [4, 7, 8], "14": [11], "17": [14], "20": [17], "23": [20, 21],
+                      "26": [24, 25, 26, 27, 28]},
+        "pyCodeToPost": {"186": [7, 20, 17], "192": [14, 11, 8], "197": [17], "201": [7, 20, 17],
+                         "207": [28, 24, 21, 27, 26, 25]},
+    },
+    "inductor_provenance_jit_debug_handle_log.txt": {
+        "cppCodeToPost": {}, "postToCppCode": {},
+        "postToPre": {"12": [17], "15": [20], "18": [23], "19": [23], "22": [26], "23": [26], "24": [26],
+                      "25": [26], "26": [26], "4": [11], "5": [11], "6": [11], "9": [14]},
+        "postToPyCode": {"12": [204], "15": [211], "18": [216], "19": [223], "22": [223], "23": [223],
+                         "24": [223], "25": [223], "26": [223], "29": [204], "5": [197], "6": [204], "9": [204]},
+        "preToPost": {"11": [4, 5, 6], "14": [9], "17": [12], "20": [15], "23": [18, 19],
+                      "26": [22, 23, 24, 25, 26]},
+        "pyCodeToPost": {"197": [5], "204": [12, 9, 6, 29], "211": [15], "216": [18],
+                         "223": [26, 22, 19, 25, 24, 23]},
+    },
+}
+
+
+def load(name: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        return compiler.load_trace(INPUTS / name)
+
+
+def tracking_of(cap):
+    (c,) = cap.compiles
+    (tracking,) = c.provenance.inductor_tracking
+    return c, tracking
+
+
+@needs_inputs
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_line_mappings_equal_tlparse_tests(name):
+    """Same keys, same lines, same order within each list as tlparse's assert_eq."""
+    _, tracking = tracking_of(load(name))
+    assert tracking.line_mappings == EXPECTED[name]
+    assert tracking.texts == {"pre_grad": "before_pre_grad_graph", "post_grad": "after_post_grad_graph",
+                              "code": "inductor_output_code"}
+
+
+@needs_inputs
+def test_post_grad_line_11_is_pre_grad_line_17():
+    """The example of the issue, both ways, and what the lines hold: post-grad ``sigmoid`` ↔ pre-grad ``x_2``."""
+    c, tracking = tracking_of(load("inductor_provenance_jit_log.txt"))
+    assert tracking.line_mappings["postToPre"]["11"] == [17]
+    assert 11 in tracking.line_mappings["preToPost"]["17"]
+    run = c.inductor.runs[0]
+    assert run.post_grad.code.splitlines()[10].strip().startswith("sigmoid:")
+    assert run.pre_grad.code.splitlines()[16].strip().startswith("x_2:")
+    assert tracking.post_to_pre["sigmoid"] == ["x_2"]
+
+
+@needs_inputs
+def test_kernels_reach_source_lines_through_the_trace():
+    """With the log's post-grad graph (``after_post_grad_graph``) and kernel map, every kernel has
+    lines of the user's code: gelu's line → the fused gelu kernel, the addmm line → the extern call."""
+    c, tracking = tracking_of(load("inductor_provenance_jit_log.txt"))
+    prov = c.provenance
+    assert c.inductor.runs[0].post_grad.available
+    assert tracking.kernel_to_post["cpp_fused_gelu_1"] == ["mul_3", "mul_1", "add", "erf", "mul_2"]
+    assert all(k.lines and k.how == "Inductor's provenance tracking (trace)" for k in prov.kernels)
+    by_code = {r.code: r.kernels for r in prov.lines}
+    assert by_code["z = torch.nn.functional.gelu(y)"] == ["inference:cpp_fused_gelu_1"]
+    assert by_code["y = torch.addmm(c, d, b)"] == ["inference:extern_kernels.addmm"]
+    assert by_code["x = self.sigmoid(x)"] == ["inference:cpp_fused_mul_relu_sigmoid_0"]
+
+
+@needs_inputs
+def test_debug_handles_and_nodes_without_a_stack_trace():
+    """``extern_kernels.mm:4``/``:5`` are two launches of one kernel; the pattern-made ``mm_default``
+    (printed under '# No stacktrace found') takes its line from Inductor's post→pre map."""
+    c, tracking = tracking_of(load("inductor_provenance_jit_debug_handle_log.txt"))
+    assert {"extern_kernels.mm:4", "extern_kernels.mm:5"} <= set(tracking.kernel_to_post)
+    assert set(tracking.kernel_stack_traces) == set(tracking.kernel_to_post)
+    mm = c.provenance.kernel("extern_kernels.mm")
+    assert set(mm.post_grad_nodes) == {"mm_default", "mm_default_1"}
+    lines = {r.line: r.code for r in c.provenance.lines}
+    assert [lines[n] for n in mm.lines] == ["x = self.fc1(x)", "y = torch.addmm(c, d, b)"]
+
+
+@needs_inputs
+def test_tracking_is_saved_and_loaded(tmp_path):
+    cap = load("inductor_provenance_jit_cuda_log.txt")
+    path = cap.save(tmp_path / "cap.json")
+    again = compiler.load(path)
+    _, before = tracking_of(cap)
+    _, after = tracking_of(again)
+    assert after.to_data() == before.to_data()
+    assert after.line_mappings == EXPECTED["inductor_provenance_jit_cuda_log.txt"]
+
+
+def tlparse_line_mappings(log: Path, out: Path) -> dict:
+    result = subprocess.run([TLPARSE, str(log), "-o", str(out), "--overwrite", "--no-browser", "-i"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    html = (out / "provenance_tracking_-_0_0_0.html").read_text()
+    match = re.search(r'<script id="lineMappings" type="application/json">(.*?)</script>', html, re.S)
+    assert match, "tlparse wrote no lineMappings"
+    return json.loads(match[1])
+
+
+@needs_inputs
+@needs_tlparse
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_side_by_side_with_tlparse(name, tmp_path):
+    _, tracking = tracking_of(load(name))
+    assert tracking.line_mappings == tlparse_line_mappings(INPUTS / name, tmp_path / "out")
