@@ -138,10 +138,9 @@ def parse_readable(text: str | None) -> dict:
             location = {"file": comment["file"], "line": int(comment["line"]), "function": comment["fn"],
                         "code": comment["code"]}
             continue
-        if "No stacktrace found for following nodes" in line:  # torch's comment: these have no line
-            location = {}
-            continue
         if not line or line.startswith(("#", "class ", "def ")):
+            if line.startswith("# No stacktrace found"):  # torch's comment: the nodes below have no line
+                location = {}
             continue
         if line.startswith("return"):
             args = line[len("return"):].strip()
