@@ -403,6 +403,18 @@ def test_page_sits_above_views_above_html():
     assert {"html", "views"} <= _explorer_imports(EXPLORER / "page.py")
 
 
+def test_kernels_table_is_a_data_table(inductor_cap):
+    from explorer.views.tables import collecting_tables
+
+    compile = inductor_cap.compiles[0]
+    with collecting_tables() as found:
+        render_view("code", inductor_cap, compile)
+    (kernels,) = found
+    names = [k.name for k in compile.kernels.kernels]
+    assert kernels.title == "Kernels" and len(kernels.rows) == len(names)
+    assert kernels.frame()["kernel"].tolist() == [f"<code>{html.escape(n)}</code>" for n in names]
+
+
 def test_big_tables_are_data_tables_split_out_for_the_widget(module_cap):
     from explorer.views.tables import DataTable, collecting_tables, split_view
 
