@@ -129,8 +129,8 @@ def _name_as_notebook_cell(filename: str) -> None:
         return
     shell = get_ipython()
     names = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    if isinstance(names, dict) and isinstance(getattr(shell, "execution_count", None), int):
-        names[filename] = shell.execution_count
+    if isinstance(names, dict) and names:
+        names[filename] = next(reversed(names.values()))  # the running cell: the last one IPython compiled
 
 
 def _quiet(cell: str) -> bool:

@@ -215,8 +215,9 @@ def test_notebook_cells_are_named_as_the_notebook_names_them():
     assert [(f.cell, f.line) for f in item.stack if f.user][-2:] == [(called_in, 3), (defined_in, 3)]
     markup = render_view("breaks", shell.user_ns["tc_cell_cap"], None)
     assert f"In [{defined_in}], line 3" in markup and f"In [{called_in}], line 3" in markup
-    compiled = compile_cell("y = x + 1", {"x": 1})  # a %%tcompile cell: named after the running cell
-    assert compiler.breaks.cell_number(compiled.filename) == shell.execution_count
+    shell.user_ns["compile_cell"] = compile_cell  # a %%tcompile cell: named after the cell running it
+    shell.run_cell("tc_compiled = compile_cell('y = x + 1', {'x': 1})", store_history=True)
+    assert compiler.breaks.cell_number(shell.user_ns["tc_compiled"].filename) == shell.execution_count - 1
 
 
 def test_recompiles_list_each_new_symbol_once(module_cap):
