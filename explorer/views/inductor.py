@@ -19,17 +19,20 @@ def _codegen_fused(run) -> list:
     return [k for k in run.code.kernels if len(k.ir_nodes) > 1]
 
 
-def fusion_table(run):
+def fusion_table(run, provenance=None):
     ops_of = {n.name: n.ops for n in run.ir_after.nodes}
     shared = {name for k in _codegen_fused(run) for name in k.ir_nodes}
     fusion = run.ir.fusion
+    # extern calls have no kernel of their own in the IR log: the provenance map knows which call it is
+    linked = {name: k.name for k in (provenance.kernels if provenance is not None and provenance.available else [])
+              if k.role == run.role for name in k.fused_nodes}
     rows = [[code(f.fused), f.kind, ", ".join(f.members), ", ".join(ops_of.get(f.fused, [])),
-             code(f.kernel) if f.kernel else ""] for f in fusion]
+             code(f.kernel or linked[f.fused]) if f.kernel or f.fused in linked else ""] for f in fusion]
     marks = ["tc-hit" if f.is_fusion or f.fused in shared else None for f in fusion]
     return table(["after fusion", "kind", "made of (before fusion)", "ops", "kernel"], rows, marks)
 
 
-def ir_section(run):
+def ir_section(run, provenance=None):
     ir = run.ir
     if not ir.available:
         return para("Scheduler IR: ", ir.reason, cls="tc-muted")
@@ -40,20 +43,20 @@ def ir_section(run):
              f"{plural(ir.nodes_after, 'node')} after; {plural(fused, 'fused node')}"
              + (f"; {plural(len(codegen), 'kernel')} fusing several nodes while generating code"
                 if codegen else "") + (" (highlighted)." if fused or codegen else ".")),
-        fusion_table(run),
+        fusion_table(run, provenance),
         details("IR before | after fusion",
                 columns(join([heading("Before fusion", 5), preformatted(run.ir_before.text, "tc-pre tc-ir")]),
                         join([heading("After fusion", 5), preformatted(run.ir_after.text, "tc-pre tc-ir")]))),
     ])
 
 
-def run_section(run, number: int):
+def run_section(run, number: int, provenance=None):
     """One Inductor compile (a ``compiler.schema.InductorRun``): its graphs and its IR."""
     title = f"{run.role.capitalize()} graph" if run.role else f"Inductor compile {number + 1}"
     return join([heading(title, 4),
                  _graph_details("Pre-grad graph", run.pre_grad),
                  _graph_details("Post-grad graph", run.post_grad),
-                 ir_section(run)])
+                 ir_section(run, provenance)])
 
 
 def render_inductor(capture, compile) -> str:
@@ -66,4 +69,4 @@ def render_inductor(capture, compile) -> str:
                       + (" (forward and backward)." if len(runs) > 1 else ".")),
                  kernel_picker(compile, "Click a kernel: the source lines and the nodes (post-grad, scheduler "
                                         "before and after fusion) it came from"),
-                 *(run_section(run, i) for i, run in enumerate(runs))])
+                 *(run_section(run, i, compile.provenance) for i, run in enumerate(runs))])

@@ -147,6 +147,8 @@ def pick_styles(uid: str, ids_to_rows: dict[str, list[str]]) -> Html:
     rules = [f".tcompile .tc-prov-{uid}:has([id=\"{pick}\"]:checked) tr[data-row=\"{row}\"] td "
              f"{{ box-shadow: inset 0 0 0 9999px rgba(25, 118, 210, 0.22); }}"
              for pick, rows in ids_to_rows.items() for row in rows]
+    rules += [f".tcompile .tc-prov-{uid}:has([id=\"{pick}\"]:checked) label[for=\"{pick}\"] .tc-chip "  # the choice made
+              f"{{ background: rgba(25, 118, 210, 0.22); border-color: var(--tc-accent); }}" for pick in ids_to_rows]
     return Html(f"<style>{PROVENANCE_CSS}{''.join(rules)}</style>")
 
 
@@ -225,7 +227,8 @@ def kernel_picker(compile, title: str = "Click a kernel: its source lines and no
     uid = _uid()
     labels = [pick_label(uid, _kernel_key(k.key), tag("span", k.key, cls="tc-chip")) for k in prov.kernels]
     panels = [picked(uid, _kernel_key(k.key), kernel_panel(compile, k)) for k in prov.kernels]
-    return tag("div", pick_styles(uid, {}), heading(title, 4), join(labels), *panels, cls=f"tc-prov tc-prov-{uid}")
+    picks = {f"{uid}-{_kernel_key(k.key)}": [] for k in prov.kernels}
+    return tag("div", pick_styles(uid, picks), heading(title, 4), join(labels), *panels, cls=f"tc-prov tc-prov-{uid}")
 
 
 def provenance_rows(compile) -> dict[int, object]:
@@ -246,12 +249,15 @@ def line_time_table(capture, compile, limit: int = 12) -> Html | None:
         return join([heading("Where the time goes, by line", 4),
                      para("Kernel times were not measured for this compile"
                           + (f" ({'; '.join(prov.notes)})" if prov.notes else "") + ".", cls="tc-muted")])
-    top = max(r.time_share or 0 for r in rows)
-    body = [[str(r.line), tag("code", shorten(r.code or "", 60)), share_cell(r.time_share, r.seconds),
-             seconds(r.seconds), ", ".join(r.kernels)] for r in rows]
-    styles = [None for _ in rows]
-    table_html = table(["line", "code", "share", "time / call", "kernels"], body, styles)
-    del top
+    one_role = len({k.role for k in prov.kernels}) <= 1  # then "inference:" before every kernel says nothing
+
+    def kernels(row):
+        return join([tag("code", k.split(":", 1)[-1] if one_role else k) for k in row.kernels], Html("<br>"))
+
+    body = [[str(r.line), tag("code", shorten(r.code or "", 40), style="white-space: pre"),
+             share_cell(r.time_share, r.seconds), tag("span", seconds(r.seconds), style="white-space: nowrap"),
+             kernels(r)] for r in rows]
+    table_html = table(["line", "code", "share", "time / call", "kernels"], body)
     unattributed = prov.unattributed_seconds
     return join([heading("Where the time goes, by line", 4), table_html,
                  para(f"Kernel time measured by {prov.time_source}."
