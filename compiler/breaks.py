@@ -38,7 +38,8 @@ def parse_break(payload: str) -> dict:
     headline = _headline(reason_text)
     gb = _GB_CODE.search(payload)
     stack = [{"file": m["file"], "line": int(m["line"]), "function": m["fn"], "code": m["code"].strip(),
-              "user": is_user_frame(m["file"]), "cell": cell_number(m["file"])}
+              "user": is_user_frame(m["file"]) and not m["code"].lstrip().startswith(_MAGIC_CALL),
+              "cell": cell_number(m["file"])}
              for m in _TB_FRAME.finditer(traceback)]
     user_stack = [frame for frame in stack if frame["user"]]
     file = where["file"] if where else (user_stack[-1]["file"] if user_stack else None)
@@ -59,6 +60,9 @@ def parse_break(payload: str) -> dict:
 # Model libraries (transformers, …) are the code being compiled, so their frames count as user frames.
 _MACHINERY = ("IPython", "ipykernel", "ipykernel_launcher", "tornado", "zmq", "jupyter_client", "jupyter_core", "traitlets", "comm",
               "debugpy", "anyio", "ipywidgets", "_pytest", "pytest", "pluggy", "torch", "triton")
+
+
+_MAGIC_CALL = "get_ipython().run_cell_magic("  # a %%cell magic's line, as IPython rewrites it: not user code
 
 
 @functools.lru_cache(maxsize=1)
