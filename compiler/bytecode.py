@@ -8,6 +8,8 @@ assembled (``bytecode_stage``), so it adds nothing inside Dynamo's compile.
 from __future__ import annotations
 
 import dis
+import os
+import threading
 import types
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -33,17 +35,34 @@ def transformation(code: types.CodeType, new_code: types.CodeType) -> dict:
             "is_resume": code.co_name.startswith(RESUME_PREFIX), "code_objects": (code, new_code)}
 
 
+# depyf tidies the temporaries of its output (DEPYF_REMOVE_TEMP, on by default) in time that grows faster
+# than the code: 1.4 s for GPT-2-small's 1,958 transformed instructions, 0.08 s without. Longer code is
+# shown untidied (more __temp_N, the same meaning).
+TIDY_MAX_INSTRUCTIONS = 500
+_DEPYF = threading.Lock()  # DEPYF_REMOVE_TEMP is read from the environment while decompiling
+
+
 def decompile(code: types.CodeType) -> dict:
     """``code`` as Python source by ``depyf`` → ``{"decompiled": text}``, or ``{"decompiled_reason": why not}``."""
     try:
-        from depyf.decompiler import decompile as depyf_decompile
+        from depyf.decompiler import Decompiler
     except ImportError as exc:
         return {"decompiled_reason": f"depyf is not installed (pip install depyf): {exc}"}
-    try:
-        text = depyf_decompile(code)
-    except Exception as exc:  # noqa: BLE001 — depyf does not know every opcode of every Python
-        first = (str(exc).strip().splitlines() or [""])[0].removeprefix(f"{type(exc).__name__}: ")
-        return {"decompiled_reason": f"depyf could not decompile {code.co_name}: {type(exc).__name__}: {first}"}
+    tidy = sum(1 for _ in dis.get_instructions(code)) <= TIDY_MAX_INSTRUCTIONS
+    with _DEPYF:
+        saved = os.environ.get("DEPYF_REMOVE_TEMP")
+        os.environ["DEPYF_REMOVE_TEMP"] = "1" if tidy else "0"
+        try:
+            text = Decompiler(code).decompile()
+        except Exception as exc:  # noqa: BLE001 — depyf does not know every opcode of every Python
+            first = (str(exc).strip().splitlines() or [""])[0].removeprefix(f"{type(exc).__name__}: ")
+            return {"decompiled_reason": f"depyf could not decompile {code.co_name}: {type(exc).__name__}: {first}"}
+        finally:
+            if saved is None:
+                os.environ.pop("DEPYF_REMOVE_TEMP", None)
+            else:
+                os.environ["DEPYF_REMOVE_TEMP"] = saved
+            Decompiler.decompile.cache_clear()  # its cache would keep every code object alive
     return {"decompiled": text.rstrip() + "\n"}
 
 

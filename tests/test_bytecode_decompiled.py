@@ -123,3 +123,17 @@ def test_compiler_imports_depyf_only_when_decompiling():
     code = "import sys, compiler; print('depyf' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_long_code_decompiles_untidied_and_leaves_the_environment_alone(monkeypatch):
+    """Past TIDY_MAX_INSTRUCTIONS depyf's tidying of temporaries is skipped (it grows faster than the code)."""
+    from compiler import bytecode
+
+    monkeypatch.delenv("DEPYF_REMOVE_TEMP", raising=False)
+    namespace: dict = {}
+    exec("def long(x):\n" + "".join(f"    x = x + {i}\n" for i in range(200)) + "    return x\n", namespace)
+    code = namespace["long"].__code__
+    assert sum(1 for _ in __import__("dis").get_instructions(code)) > bytecode.TIDY_MAX_INSTRUCTIONS
+    text = decompile(code)["decompiled"]
+    assert "x = x + 199" in text and "return x" in text
+    assert "DEPYF_REMOVE_TEMP" not in __import__("os").environ
