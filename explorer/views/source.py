@@ -251,13 +251,17 @@ def line_time_table(capture, compile, limit: int = 12) -> Html | None:
                           + (f" ({'; '.join(prov.notes)})" if prov.notes else "") + ".", cls="tc-muted")])
     one_role = len({k.role for k in prov.kernels}) <= 1  # then "inference:" before every kernel says nothing
 
-    def kernels(row):
-        return join([tag("code", k.split(":", 1)[-1] if one_role else k) for k in row.kernels], Html("<br>"))
+    def code_and_kernels(row):  # the kernels under the line's code: the table fits a half-width pane
+        kernels = [tag("code", "→ " + (k.split(":", 1)[-1] if one_role else k), style="white-space: pre")
+                   for k in row.kernels]
+        return join([tag("code", shorten(row.code or "", 40), style="white-space: pre"),
+                     tag("div", join(kernels, Html("<br>")), cls="tc-muted") if kernels else None])
 
-    body = [[str(r.line), tag("code", shorten(r.code or "", 40), style="white-space: pre"),
-             share_cell(r.time_share, r.seconds), tag("span", seconds(r.seconds), style="white-space: nowrap"),
-             kernels(r)] for r in rows]
-    table_html = table(["line", "code", "share", "time / call", "kernels"], body)
+    body = [[str(r.line), code_and_kernels(r), share_cell(r.time_share, r.seconds),
+             tag("span", seconds(r.seconds), style="white-space: nowrap")] for r in rows]
+    # names are not broken, so a narrow pane scrolls the table sideways rather than clipping it
+    table_html = tag("div", table(["line", "code → kernels", "share", "time / call"], body),
+                     style="overflow-x: auto; max-width: 100%")
     unattributed = prov.unattributed_seconds
     return join([heading("Where the time goes, by line", 4), table_html,
                  para(f"Kernel time measured by {prov.time_source}."
