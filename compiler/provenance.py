@@ -314,6 +314,20 @@ def inductor_tracking_of(texts: dict, role: str | None, notes: list[str]) -> dic
     return out
 
 
+def tracking_from_records(records, notes: list[str] | None = None) -> dict:
+    """``inductor_tracking_of`` over a run of raw trace records (the first payload of each artifact or
+    graph dump, by name) — e.g. an AOTInductor log, whose records carry no compile id, so that
+    ``load_trace`` builds no compile from them."""
+    texts: dict[str, str] = {}
+    for record in records:
+        name = record.kind.split(":", 1)[-1]
+        if name == "graph_dump":
+            name = str((record.metadata.get("graph_dump") or {}).get("name"))
+        if record.payload and name not in texts:
+            texts[name] = record.payload
+    return inductor_tracking_of(texts, None, notes if notes is not None else [])
+
+
 def _kernel_to_post(tracking: dict, post_names: set[str]) -> dict[str, list[str]]:
     """Kernel name (debug handles dropped: one kernel, several launches) → its post-grad nodes."""
     out: dict[str, list[str]] = {}
@@ -458,7 +472,7 @@ def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], 
         realized = anchor.get(writes[0]) if writes else None
         if realized is None:
             candidates = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")
-                          and all(r in ancestors[n["name"]] for r in reads)
+                          and reads <= ancestors[n["name"]]
                           and (not writes or writes[0] not in shapes or n.get("shape") in (None, shapes[writes[0]]))]
             if node.get("extern_kernel"):
                 want = _op_of(node["extern_kernel"])

@@ -4,7 +4,8 @@ Reads tlparse's own fixture logs from ../shared/tlparse_inputs (never copied int
 checks that ``compiler.load_trace`` gives the line mappings tlparse's tests assert
 (tests/integration_test.rs, ``test_provenance_tracking_jit_*``: the ``lineMappings`` of
 ``provenance_tracking_-_0_0_0.html``), and, side by side, what the tlparse CLI writes for the same log.
-No compile runs here: the whole module takes about a second.
+The AOTInductor logs (``test_provenance_tracking_aot_*``) are checked through the same reading of their
+records, since they hold no compile for load_trace. No compile runs here: the module takes seconds.
 """
 from __future__ import annotations
 
@@ -141,11 +142,11 @@ def test_tracking_is_saved_and_loaded(tmp_path):
     assert after.line_mappings == EXPECTED["inductor_provenance_jit_cuda_log.txt"]
 
 
-def tlparse_line_mappings(log: Path, out: Path) -> dict:
+def tlparse_line_mappings(log: Path, out: Path, page: str = "provenance_tracking_-_0_0_0.html") -> dict:
     result = subprocess.run([TLPARSE, str(log), "-o", str(out), "--overwrite", "--no-browser", "-i"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    html = (out / "provenance_tracking_-_0_0_0.html").read_text()
+    html = (out / page).read_text()
     match = re.search(r'<script id="lineMappings" type="application/json">(.*?)</script>', html, re.S)
     assert match, "tlparse wrote no lineMappings"
     return json.loads(match[1])
@@ -157,3 +158,80 @@ def tlparse_line_mappings(log: Path, out: Path) -> dict:
 def test_side_by_side_with_tlparse(name, tmp_path):
     _, tracking = tracking_of(load(name))
     assert tracking.line_mappings == tlparse_line_mappings(INPUTS / name, tmp_path / "out")
+
+
+# AOTInductor logs: their records carry no compile id, so load_trace builds no compile from them; the
+# same reading (compiler.provenance.tracking_from_records) gives tlparse's mappings, C++ wrapper lines too.
+EXPECTED_AOT = {
+    "inductor_provenance_aot_cuda_log.txt": {
+        "cppCodeToPost": {"1060": [14, 27, 24], "1064": [21, 18, 15], "1071": [24], "1079": [14, 27, 24],
+                          "1084": [35, 31, 28, 34, 33, 32]},
+        "postToCppCode": {"14": [1060, 1079], "15": [1064], "18": [1064], "21": [1064], "24": [1071, 1060, 1079],
+                          "27": [1060, 1079], "28": [1084], "31": [1084], "32": [1084], "33": [1084],
+                          "34": [1084], "35": [1084]},
+        "postToPre": {"11": [8], "14": [8], "15": [8], "18": [11], "21": [14], "24": [17], "27": [20], "28": [20],
+                      "31": [23], "32": [23], "33": [23], "34": [23], "35": [23]},
+        "postToPyCode": {},
+        "preToPost": {"11": [18], "14": [21], "17": [24], "20": [27, 28], "23": [31, 32, 33, 34, 35],
+                      "8": [11, 14, 15]},
+        "pyCodeToPost": {},
+    },
+    "inductor_provenance_aot_debug_handle_log.txt": {
+        "cppCodeToPost": {"1074": [12], "1079": [19, 16, 13], "1087": [22], "1096": [25],
+                          "1102": [33, 29, 26, 32, 31, 30]},
+        "postToCppCode": {"12": [1074], "13": [1079], "16": [1079], "19": [1079], "22": [1087], "25": [1096],
+                          "26": [1102], "29": [1102], "30": [1102], "31": [1102], "32": [1102], "33": [1102]},
+        "postToPre": {"11": [8], "12": [8], "13": [8], "16": [11], "19": [14], "22": [17], "25": [20], "26": [20],
+                      "29": [23], "30": [23], "31": [23], "32": [23], "33": [23]},
+        "postToPyCode": {},
+        "preToPost": {"11": [16], "14": [19], "17": [22], "20": [25, 26], "23": [29, 30, 31, 32, 33],
+                      "8": [11, 12, 13]},
+        "pyCodeToPost": {},
+    },
+    "inductor_provenance_aot_log.txt": {
+        "cppCodeToPost": {"813": [12, 24, 21], "821": [18, 15, 21], "829": [12, 24, 21], "834": [31, 27, 30, 29, 28]},
+        "postToCppCode": {"12": [813, 829], "15": [821], "18": [821], "21": [821, 813, 829], "24": [813, 829],
+                          "27": [834], "28": [834], "29": [834], "30": [834], "31": [834]},
+        "postToPre": {"11": [8], "12": [8], "15": [11], "18": [14], "21": [17], "24": [20], "27": [23], "28": [23],
+                      "29": [23], "30": [23], "31": [23]},
+        "postToPyCode": {},
+        "preToPost": {"11": [15], "14": [18], "17": [21], "20": [24], "23": [27, 28, 29, 30, 31], "8": [11, 12]},
+        "pyCodeToPost": {},
+    },
+    "inductor_provenance_aot_log_old.txt": {  # old artifact names: inductor_pre_grad_graph, inductor_post_grad_graph
+        "cppCodeToPost": {"704": [21], "717": [31, 27, 30, 29, 28]},
+        "postToCppCode": {"21": [704], "27": [717], "28": [717], "29": [717], "30": [717], "31": [717]},
+        "postToPre": {"11": [8], "12": [8], "15": [11], "18": [14], "21": [17], "24": [20], "27": [23], "28": [23],
+                      "29": [23], "30": [23], "31": [23]},
+        "postToPyCode": {},
+        "preToPost": {"11": [15], "14": [18], "17": [21], "20": [24], "23": [27, 28, 29, 30, 31], "8": [11, 12]},
+        "pyCodeToPost": {},
+    },
+}
+
+
+def aot_tracking(name: str) -> dict:
+    from compiler.provenance import tracking_from_records
+    from compiler.trace import read_records
+
+    notes: list[str] = []
+    tracking = tracking_from_records(read_records(INPUTS / name), notes)
+    assert notes == []
+    return tracking
+
+
+@needs_inputs
+@pytest.mark.parametrize("name", sorted(EXPECTED_AOT))
+def test_aot_inductor_line_mappings_equal_tlparse_tests(name):
+    assert load(name).compiles == []  # no compile id on any record (tlparse files them under -_-_-_-)
+    tracking = aot_tracking(name)
+    assert tracking["line_mappings"] == EXPECTED_AOT[name]
+    assert tracking["texts"]["aot_code"] == "inductor_aot_wrapper_code"
+
+
+@needs_inputs
+@needs_tlparse
+@pytest.mark.parametrize("name", sorted(EXPECTED_AOT) + ["inductor_provenance_extended_log.txt"])
+def test_aot_inductor_side_by_side_with_tlparse(name, tmp_path):
+    wanted = tlparse_line_mappings(INPUTS / name, tmp_path / "out", "provenance_tracking_-_-_-_-.html")
+    assert aot_tracking(name)["line_mappings"] == wanted
