@@ -235,3 +235,21 @@ def test_aot_inductor_line_mappings_equal_tlparse_tests(name):
 def test_aot_inductor_side_by_side_with_tlparse(name, tmp_path):
     wanted = tlparse_line_mappings(INPUTS / name, tmp_path / "out", "provenance_tracking_-_-_-_-.html")
     assert aot_tracking(name)["line_mappings"] == wanted
+
+
+@needs_inputs
+def test_views_of_a_trace_from_another_machine():
+    """The source file is not here: Source lists the lines torch's comments quote, each opening its
+    kernels; Inductor shows the log's own record (post-grad node → pre-grad nodes → kernel:handle)."""
+    from explorer.views.inductor import render_inductor
+    from explorer.views.source import render_source
+
+    cap = load("inductor_provenance_jit_debug_handle_log.txt")
+    c = cap.compiles[0]
+    assert not c.source.available
+    source = render_source(cap, c)
+    assert "test_provenance_tracing.py is not on this machine" in source
+    assert "y = torch.addmm(c, d, b)" in source and "forward:extern_kernels.mm" in source
+    inductor = render_inductor(cap, c)
+    assert "Inductor&#x27;s provenance record, from the trace (5 kernels)" in inductor  # escaped text
+    assert "extern_kernels.mm:5" in inductor

@@ -50,13 +50,33 @@ def ir_section(run, provenance=None):
     ])
 
 
+def tracking_section(run, provenance):
+    """Inductor's own provenance record for this run, when the trace holds one: post-grad node ↔
+    pre-grad nodes ↔ kernels (the links tlparse's provenance highlighter draws)."""
+    found = [t for t in (provenance.inductor_tracking if provenance is not None and provenance.available else [])
+             if t.role == run.role]
+    if not found:
+        return None
+    tracking = found[0]
+    names = list(dict.fromkeys([*tracking.post_to_pre, *tracking.post_to_kernel]))
+    rows = [[code(name), ", ".join(tracking.post_to_pre.get(name, [])), ", ".join(tracking.post_to_kernel.get(name, []))]
+            for name in names]
+    counted = ", ".join(f"{what}: {artifact}" for what, artifact in tracking.texts.items())
+    return details(f"Inductor's provenance record, from the trace ({plural(len(tracking.kernel_to_post), 'kernel')})",
+                   para("Logged by torch with trace.provenance_tracking_level on; tcompile links kernels to "
+                        "post-grad nodes with it first. Line numbers of the logged texts "
+                        f"(as tlparse counts them) are in provenance.inductor_tracking ({counted}).", cls="tc-muted"),
+                   table(["post-grad node", "pre-grad nodes", "kernels (:debug handle)"], rows))
+
+
 def run_section(run, number: int, provenance=None):
     """One Inductor compile (a ``compiler.schema.InductorRun``): its graphs and its IR."""
     title = f"{run.role.capitalize()} graph" if run.role else f"Inductor compile {number + 1}"
     return join([heading(title, 4),
                  _graph_details("Pre-grad graph", run.pre_grad),
                  _graph_details("Post-grad graph", run.post_grad),
-                 ir_section(run, provenance)])
+                 ir_section(run, provenance),
+                 tracking_section(run, provenance)])
 
 
 def render_inductor(capture, compile) -> str:

@@ -70,7 +70,7 @@ def render_source(capture, compile) -> str:
     source = compile.source  # for a resume frame, the capture holds the function it resumes
     origin = resume_origin(compile)
     if not source.available:
-        return unavailable("Source", source.reason)
+        return _lines_without_source(compile) or unavailable("Source", source.reason)
     filename = source.filename
     breaks = _breaks_by_line(capture, filename)
     intro = para(tag("code", f"{source.name}"), f" in {filename}:{source.firstlineno}", cls="tc-muted")
@@ -93,6 +93,34 @@ def render_source(capture, compile) -> str:
     panels = [picked(uid, _line_key(filename, line), line_panel(compile, row)) for line, row in provenance.items()]
     return tag("div", pick_styles(uid, keys), intro, resume_note, legend, heat, table_html, *panels,
                cut_mark(source.text), kernel_picker(compile), cls=f"tc-prov tc-prov-{uid}")
+
+
+def _lines_without_source(compile) -> Html | None:
+    """The source file is not on this machine (a trace from elsewhere): the lines that produced work,
+    with the code torch's graph comments quote, still shaded and clickable."""
+    source, prov = compile.source, compile.provenance
+    if not prov.available or not prov.lines:
+        return None
+    uid = _uid()
+    top = max((r.time_share or 0 for r in prov.lines), default=0)
+    rows, keys, panels = [], {}, []
+    for row in prov.lines:
+        key = _line_key(row.file, row.line)
+        keys[f"{uid}-{key}"] = [key]
+        label = pick_label(uid, key, tag("code", row.code or ""))
+        marks = badge(plural(len(row.kernels), "kernel"), "info") if row.kernels else None
+        rows.append(tag("tr", tag("td", str(row.line), cls="tc-lineno"), tag("td", label, cls="tc-src"),
+                        tag("td", share_cell(row.time_share, row.seconds), cls="tc-heat-cell"),
+                        tag("td", marks, cls="tc-marks"),
+                        style=heat_style(row.time_share, top), data_row=key))
+        panels.append(picked(uid, key, line_panel(compile, row)))
+    files = sorted({r.file.replace("\\", "/").rsplit("/", 1)[-1] for r in prov.lines if r.file})
+    return tag("div", pick_styles(uid, keys),
+               note(f"The source of {', '.join(files) or 'this function'} is not on this machine "
+                    f"({source.reason or 'not captured'}). Below: its lines that produced work, as torch's graph "
+                    "comments quote them · click a line: the nodes and kernels it became", kind="info"),
+               tag("div", tag("table", *rows, cls="tc-source"), cls="tc-code tc-source-wrap"), *panels,
+               kernel_picker(compile), cls=f"tc-prov tc-prov-{uid}")
 
 
 # --- provenance: time share per line, click a line → its nodes and kernels, a kernel → its lines ------
