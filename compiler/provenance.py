@@ -466,20 +466,21 @@ def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], 
     text_lines = (ir_text or "").splitlines()
     claimed = set(anchor.values())
     result: dict[str, list[str]] = {}
+    computing = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")]  # scanned per node: once
+    op_of = {n["name"]: _op_of(n.get("target")) for n in computing}
     for node in pre_nodes:
         reads = {anchor[r] for r in node.get("reads", []) if r in anchor}
         writes = node.get("writes", [])
         realized = anchor.get(writes[0]) if writes else None
         if realized is None:
-            candidates = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")
-                          and reads <= ancestors[n["name"]]
+            candidates = [n for n in computing if reads <= ancestors[n["name"]]
                           and (not writes or writes[0] not in shapes or n.get("shape") in (None, shapes[writes[0]]))]
             if node.get("extern_kernel"):
                 want = _op_of(node["extern_kernel"])
-                candidates = [n for n in candidates if _op_of(n.get("target")) == want]
+                candidates = [n for n in candidates if op_of[n["name"]] == want]
             else:
                 want = _stored_op(text_lines, node)
-                candidates.sort(key=lambda n: (_op_of(n.get("target")) != want, n["name"] in claimed, order[n["name"]]))
+                candidates.sort(key=lambda n: (op_of[n["name"]] != want, n["name"] in claimed, order[n["name"]]))
             if candidates:
                 realized = min(candidates, key=lambda n: n["name"] in claimed)["name"] if node.get("extern_kernel") \
                     else candidates[0]["name"]
