@@ -143,11 +143,12 @@ def highlighted_lines(text: str, language: str = "python") -> list[Html]:
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
 
-    from .highlight import python_lines
+    from .highlight import cpp_lines, python_lines
 
     lines = text[:_cut_end(text, BLOCK_CHARS)].split("\n")
-    if language.lower() in ("python", "triton"):  # pygments is 8x slower (explorer.highlight)
-        markup = "\n".join(python_lines("\n".join(lines[:HIGHLIGHT_LINES])))
+    fast = {"python": python_lines, "triton": python_lines, "cpp": cpp_lines, "c++": cpp_lines}.get(language.lower())
+    if fast:  # pygments is 8x slower (explorer.highlight)
+        markup = "\n".join(fast("\n".join(lines[:HIGHLIGHT_LINES])))
     else:
         markup = highlight("\n".join(lines[:HIGHLIGHT_LINES]), _lexer(language), HtmlFormatter(nowrap=True))
     out = [Html(line) for line in markup.rstrip("\n").split("\n")]

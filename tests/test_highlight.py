@@ -60,3 +60,23 @@ def test_tokens_classed_as_pygments_classes_them():
                 assert (kind, value) in ours, (kind, value)
             elif token in String and value not in ('"', "'", '"""', "f"):
                 assert any(value in v for cls, v in ours if cls.startswith("s")), value
+
+
+def test_cpp_kernels_come_back_exactly_with_pygments_keywords_and_types():
+    from pygments.lexers import CppLexer
+    from pygments.token import Keyword
+
+    from explorer.highlight import cpp_lines
+
+    kernel = ('#include <torch/csrc/inductor/cpp_prefix.h>\nextern "C" void kernel(const float* in_ptr0, float* out)\n'
+              '{\n    /* a\n       block */\n    #pragma omp parallel\n    for(int64_t x0=0L; x0<16L; x0+=1L)  // loop\n'
+              '    {\n        auto tmp0 = in_ptr0[x0] * 0.5f;\n        out[x0] = tmp0 > 0 ? tmp0 : 0x1F;\n    }\n}')
+    lines = cpp_lines(kernel)
+    assert len(lines) == len(kernel.split("\n")) and text_of(lines) == kernel
+    ours = spans(lines)
+    for token, value in lex(kernel, CppLexer()):
+        if token is Keyword.Type:
+            assert ("kt", value) in ours, value
+        elif token in Keyword and value.strip():
+            assert (("k", value) in ours) or (("kt", value) in ours), value
+    assert ("cp", "#include <torch/csrc/inductor/cpp_prefix.h>") in ours and ("c1", "// loop") in ours
