@@ -125,27 +125,10 @@ def _lines_without_source(compile) -> Html | None:
 
 # --- provenance: time share per line, click a line → its nodes and kernels, a kernel → its lines ------
 
+# (the pickers' common rules are in explorer/static/tcompile.css, under "provenance")
 # Heat: an orange wash whose opacity grows with the line's share of the time; the text keeps the
 # theme's own colour, so it reads on light and dark backgrounds. Clicking works without scripts:
 # each line/kernel label checks a hidden radio, and ``:checked +`` shows the panel after it.
-PROVENANCE_CSS = """
-.tcompile .tc-prov .tc-pick { position: absolute; opacity: 0; pointer-events: none; width: 0; height: 0; }
-.tcompile .tc-prov .tc-pick-panel { display: none; margin: 6px 0 10px; padding: 6px 10px;
-  border-left: 3px solid var(--tc-accent); background: var(--tc-code-bg); }
-.tcompile .tc-prov .tc-pick:checked + .tc-pick-panel { display: block; }
-.tcompile .tc-prov label.tc-pickable { cursor: pointer; }
-.tcompile .tc-prov label.tc-pickable:hover { text-decoration: underline dotted; }
-.tcompile .tc-heat-cell { color: var(--tc-fg); white-space: nowrap; font-variant-numeric: tabular-nums; text-align: right; }
-.tcompile .tc-heat-bar { display: inline-block; height: 0.8em; vertical-align: middle; margin-right: 4px;
-  background: rgb(244, 114, 42); border-radius: 2px; }
-.tcompile .tc-source tr.tc-lit td, .tcompile .tc-mini tr.tc-lit td { box-shadow: inset 0 0 0 9999px rgba(25, 118, 210, 0.22); }
-.tcompile .tc-mini { border-collapse: collapse; font-family: var(--tc-mono); font-size: 12px; margin: 4px 0; }
-.tcompile .tc-mini td { padding: 0 8px 0 0; white-space: pre; }
-.tcompile .tc-source td.tc-src code { white-space: pre; overflow-wrap: normal; }
-.tcompile .tc-prov .tc-pick-panel, .tcompile .tc-prov .tc-pick-panel td { color: var(--tc-fg); }
-.tcompile .tc-chip { color: var(--tc-fg); display: inline-block; margin: 2px 4px 2px 0; padding: 1px 6px; border-radius: 10px;
-  border: 1px solid var(--tc-border-strong); font-family: var(--tc-mono); font-size: 12px; }
-"""
 HEAT_RGB = "244, 114, 42"
 
 
@@ -177,7 +160,7 @@ def pick_styles(uid: str, ids_to_rows: dict[str, list[str]]) -> Html:
              for pick, rows in ids_to_rows.items() for row in rows]
     rules += [f".tcompile .tc-prov-{uid}:has([id=\"{pick}\"]:checked) label[for=\"{pick}\"] .tc-chip "  # the choice made
               f"{{ background: rgba(25, 118, 210, 0.22); border-color: var(--tc-accent); }}" for pick in ids_to_rows]
-    return Html(f"<style>{PROVENANCE_CSS}{''.join(rules)}</style>")
+    return Html(f"<style>{''.join(rules)}</style>")
 
 
 def picked(uid: str, key: str, panel) -> Html:
