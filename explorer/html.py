@@ -90,16 +90,25 @@ def unavailable(what: str, reason: str | None) -> Html:
     return note(tag("strong", f"{what}: unavailable. "), reason or "no reason was recorded", kind="muted")
 
 
+TABLE_ROWS = 10_000  # rows of one table a view shows; the capture keeps every row
+
+
 def table(headers, rows, row_classes=None, cls: str | None = None, drop_empty: bool = False) -> Html:
     """A table of escaped cells (cells may be ``Html``); ``row_classes`` marks rows (e.g. tc-hit);
-    ``drop_empty`` leaves out columns with no value in any row."""
+    ``drop_empty`` leaves out columns with no value in any row. The first ``TABLE_ROWS`` rows, with a
+    mark saying how many more the capture holds."""
     row_classes = row_classes or [None] * len(rows)
     if drop_empty and rows:
         keep = [i for i in range(len(headers)) if any(row[i] not in ("", None) for row in rows)]
         headers, rows = [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
+    left = len(rows) - TABLE_ROWS
+    if left > 0:
+        rows, row_classes = rows[:TABLE_ROWS], row_classes[:TABLE_ROWS]
     head = tag("thead", tag("tr", *(tag("th", h) for h in headers)))
     body = tag("tbody", *(tag("tr", *(tag("td", c) for c in row), cls=rc) for row, rc in zip(rows, row_classes)))
-    return tag("div", tag("table", head, body, cls="tc-table"), cls=f"tc-table-wrap {cls or ''}".strip())
+    return join([tag("div", tag("table", head, body, cls="tc-table"), cls=f"tc-table-wrap {cls or ''}".strip()),
+                 note(tag("strong", f"✂ {left:,} more rows not shown here"),
+                      " — the capture holds every row (its saved JSON too).", kind="warn") if left > 0 else None])
 
 
 def key_values(pairs) -> Html:
@@ -225,6 +234,12 @@ def _cut_end(text: str, limit: int) -> int:
         return len(text)
     end = text.rfind("\n", limit - limit // 10, limit)
     return limit if end < 0 else end + 1
+
+
+def shown_part(text: str, limit: int = BLOCK_CHARS) -> str:
+    """The part of ``text`` a view shows (what ``cut_text`` keeps), for views that lay out its lines
+    themselves and show the mark elsewhere, or not at all."""
+    return text[:_cut_end(text, limit)]
 
 
 def cut_mark(text: str | None, limit: int = BLOCK_CHARS) -> Html | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..html import (Html, badge, cut_mark, heading, highlighted_lines, join, key_values, note, para, plural, seconds,
-                    shorten, table, tag, unavailable)
+                    shorten, shown_part, table, tag, unavailable)
 from .common import break_title, resume_origin
 
 
@@ -217,7 +217,7 @@ def kernel_panel(compile, kernel) -> Html:
         lit = set(kernel.lines)
         rows = [tag("tr", tag("td", str(first + i), cls="tc-lineno"), tag("td", text),
                     cls="tc-lit" if first + i in lit else None)
-                for i, text in enumerate(source.text.rstrip("\n").split("\n"))]
+                for i, text in enumerate(shown_part(source.text).rstrip("\n").split("\n"))]
         mini = tag("table", *rows, cls="tc-mini")
     weights = ", ".join(f"line {line}: {w:.0%}" for line, w in kernel.line_weights.items())
     return join([
