@@ -8,7 +8,10 @@ Each configuration runs ``compiler.run`` in a clean compile: ``torch._dynamo.res
 with ``fresh=True`` (the default), Inductor's and AOTAutograd's caches off, so a later configuration
 never reuses an earlier one's work. Each configuration's compiled function is timed against eager in
 alternating samples (the one timer). A configuration that fails (a backend whose package is
-missing, options torch rejects) keeps its error; the others still run. The spec language is in
+missing, options torch rejects) keeps its error; the others still run. An interrupt (Ctrl-C, Jupyter's
+stop button) raises ``CompareInterrupted``, a KeyboardInterrupt whose ``.comparison`` keeps the finished
+configurations and the interrupted one's partial capture (``entry["interrupted"]``;
+``comparison.interrupted`` says where it stopped and what did not run). The spec language is in
 ``compiler.compare_spec``, the result (``Comparison``) in ``compiler.comparison``.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ from .compare_spec import COMPILE_KEYS, CONFIG_KEYS, config_label, parse_compare
 from .comparison import FORMAT, VERSION, Comparison
 from .model import Capture
 from .options import jsonable
+from .run import CaptureInterrupted
 from .runtime import copy_arguments
 
 
@@ -69,10 +73,47 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
         cap = run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing_reason, repeat=repeat,
                   stance=config.get("stance"), errors="return", eager_fn=eager_fn,
                   dynamo_config=config.get("dynamo_config"), options={"label": label, "config": entry["config"]})
+    except CaptureInterrupted as interrupt:  # the partial capture goes with the interrupt
+        _fill(entry, interrupt.capture, start)
+        raise ConfigInterrupted(entry, interrupt.capture) from None
+    except KeyboardInterrupt:  # before compiler.run's capture began: nothing captured
+        entry["explore_s"] = time.perf_counter() - start
+        entry["error"] = {"type": "KeyboardInterrupt", "stage": "interrupted (KeyboardInterrupt) before compiling",
+                          "message": "interrupted before this configuration's capture began", "missing": None}
+        raise ConfigInterrupted(entry, None) from None
     except Exception as exc:  # noqa: BLE001 — e.g. torch.compile rejects mode together with options
         entry["explore_s"] = time.perf_counter() - start
         entry["error"] = _error(exc, "torch.compile arguments (before compiling)")
         return entry, None
+    _fill(entry, cap, start)
+    return entry, cap
+
+
+class ConfigInterrupted(KeyboardInterrupt):
+    """A KeyboardInterrupt during one configuration of ``run_config``: ``.entry`` and ``.capture`` are
+    what it captured until then (capture None when the interrupt came before its capture began)."""
+
+    def __init__(self, entry: dict, capture: Capture | None):
+        super().__init__(f"interrupted during configuration {entry['label']!r}")
+        self.entry, self.capture = entry, capture
+
+
+class CompareInterrupted(KeyboardInterrupt):
+    """A KeyboardInterrupt during ``compare``, carrying the comparison of what was done until then
+    (``.comparison``: the finished configurations, the interrupted one's partial capture marked
+    interrupted, and ``comparison.interrupted`` naming it and the configurations not run)."""
+
+    def __init__(self, comparison: Comparison):
+        info = comparison.interrupted
+        super().__init__(f"interrupted during {info['during']}; the comparison keeps the finished configurations "
+                         "(exc.comparison)")
+        self.comparison = comparison
+
+
+def _fill(entry: dict, cap: Capture, start: float) -> None:
+    """The entry's times, error and notes from its capture."""
+    from .knobs import missing_package
+
     elapsed = time.perf_counter() - start
     entry["timing_s"] = cap.runtime.wall_s or 0.0  # how long the timer ran
     entry["explore_s"] = elapsed - entry["timing_s"]
@@ -81,10 +122,11 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
         entry["error"] = {"type": error.type, "message": error.message, "stage": error.stage, "cause": error.cause}
         entry["error"]["missing"] = missing_package("\n".join(str(v or "") for v in
                                                               (error.traceback, error.cause, error.message)))
+    if cap.interrupted:
+        entry["interrupted"] = True
     if busy_note(cap):
         entry["notes"].append(busy_note(cap))
     entry["capture"] = cap.to_data()
-    return entry, cap
 
 
 def busy_note(cap: Capture | None) -> str | None:
@@ -148,26 +190,44 @@ def compare(fn, *args, configs: list[dict] | str, fresh: bool = True, timing: bo
     start = time.perf_counter()
     if isinstance(configs, str):
         spec, configs = configs, parse_compare_spec(configs)
-    warmup_s = None
-    if warmup and _uses_inductor(configs, common):
-        if progress:
-            progress(-1, len(configs), "warming up Inductor")
-        warmup_s = warm_up_inductor()
-    eager_check = check_eager(fn, args, kwargs) if timing else None
+    warmup_s = eager_check = None
     entries, captures = [], []
-    for index, config in enumerate(configs):
-        merged = {**common, **config}
-        if common.get("options") and config.get("options"):
-            merged["options"] = {**common["options"], **config["options"]}
-        merged.setdefault("label", config.get("label") or config_label(config))
-        if progress:
-            progress(index, len(configs), merged["label"])
-        entry, cap = run_config(fn, args, merged, fresh=fresh, kwargs=kwargs, eager_check=eager_check,
-                                repeat=repeat, timing=timing)
-        entries.append(entry)
-        captures.append(cap)
+    labels = [config.get("label") or config_label(config) for config in configs]
+    during = "the Inductor warm-up"
+    try:
+        if warmup and _uses_inductor(configs, common):
+            if progress:
+                progress(-1, len(configs), "warming up Inductor")
+            warmup_s = warm_up_inductor()
+        during = "the eager check (one plain call)"
+        eager_check = check_eager(fn, args, kwargs) if timing else None
+        for index, config in enumerate(configs):
+            merged = {**common, **config}
+            if common.get("options") and config.get("options"):
+                merged["options"] = {**common["options"], **config["options"]}
+            merged.setdefault("label", labels[index])
+            during = f"configuration {index + 1}/{len(configs)} ({labels[index]})"
+            if progress:
+                progress(index, len(configs), merged["label"])
+            try:
+                entry, cap = run_config(fn, args, merged, fresh=fresh, kwargs=kwargs, eager_check=eager_check,
+                                        repeat=repeat, timing=timing)
+            except ConfigInterrupted as interrupt:
+                interrupt.entry["interrupted"] = True
+                entries.append(interrupt.entry)
+                captures.append(interrupt.capture)
+                raise
+            entries.append(entry)
+            captures.append(cap)
+        interrupted = None
+    except KeyboardInterrupt:
+        # every hook and config patch is restored by the run's own exits: keep what was done
+        interrupted = {"during": during, "finished": [e["label"] for e in entries if not e.get("interrupted")],
+                       "not_run": labels[len(entries):]}
     comparison = build(fn, entries, captures, eager_check, start, spec=spec, common=common, fresh=fresh,
-                       timing=timing, repeat=repeat, warmup_s=warmup_s, magic=magic)
+                       timing=timing, repeat=repeat, warmup_s=warmup_s, magic=magic, interrupted=interrupted)
+    if interrupted:
+        raise CompareInterrupted(comparison) from None
     busy = [e["label"] for e, cap in zip(entries, captures) if busy_note(cap)]
     if busy:
         import warnings
@@ -200,6 +260,8 @@ def build(fn, entries: list, captures: list, eager_check, start: float, *, jit_t
         data["magic"] = magic
     if jit_trace is not None:
         data["jit_trace"] = jit_trace
+    if fields.get("interrupted"):
+        data["interrupted"] = fields["interrupted"]
     data["accounting"] = accounting(entries, captures, eager, wall, warmup_s)
     return Comparison(data, captures)
 
@@ -220,5 +282,5 @@ def load(path) -> Comparison:
     return Comparison.load(path)
 
 
-__all__ = ["Comparison", "build", "check_eager", "compare", "load", "parse_compare_spec", "run_config",
+__all__ = ["CompareInterrupted", "Comparison", "ConfigInterrupted", "build", "check_eager", "compare", "load", "parse_compare_spec", "run_config",
            "warm_up_inductor"]

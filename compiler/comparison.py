@@ -61,6 +61,12 @@ class Comparison(JsonFile):
         return self.data["configs"]
 
     @property
+    def interrupted(self) -> dict | None:
+        """For a comparison stopped by an interrupt: ``during`` (where it stopped), ``finished`` and
+        ``not_run`` (labels); None when every configuration ran."""
+        return self.data.get("interrupted")
+
+    @property
     def jit_trace(self) -> dict | None:
         """For ``compiler.jit_input.explore_jit_trace``: the trace's record and findings."""
         return self.data.get("jit_trace")
@@ -93,7 +99,7 @@ class Comparison(JsonFile):
             summary = cap.summary if cap is not None else None
             runtime = cap.runtime if cap is not None and cap.runtime.available else None
             rows.append({
-                "label": entry["label"], "ok": error is None,
+                "label": entry["label"], "ok": error is None, "interrupted": bool(entry.get("interrupted")),
                 "compile_s": summary.compile_time_s if summary else None,
                 "eager_s": runtime.eager.median_s if runtime else None,
                 "runtime_s": runtime.compiled.median_s if runtime else None,
@@ -132,6 +138,10 @@ class Comparison(JsonFile):
     def as_text(self) -> str:
         lines = [f"tcompile comparison of {self.data.get('function')} ({len(self.entries)} configurations)"]
         for row in self.rows():
+            if row["interrupted"]:
+                lines.append(f"  {row['label']}: INTERRUPTED ({row['error_stage']}); the stages captured before it "
+                             "are kept")
+                continue
             if not row["ok"]:
                 missing = f" (install {row['missing_package']})" if row["missing_package"] else ""
                 lines.append(f"  {row['label']}: FAILED in {row['error_stage']}: {row['error']}{missing}")
@@ -141,6 +151,10 @@ class Comparison(JsonFile):
             lines.append(f"  {row['label']}: compile {row['compile_s']:.2f} s, runtime {runtime}, speedup {speed}, "
                          f"{row['graphs']} graphs, {row['graph_breaks']} breaks, {row['recompiles']} recompiles, "
                          f"{row['guards']} guards, {row['kernels']} kernels, CUDA graphs {row['cudagraphs']}")
+        if self.interrupted:
+            lines.append(f"  interrupted during {self.interrupted['during']}"
+                         + (f"; not run: {', '.join(self.interrupted['not_run'])}" if self.interrupted["not_run"]
+                            else ""))
         acc = self.data.get("accounting") or {}
         if acc:
             lines.append(f"  wall {acc['wall_s']:.2f} s = warm-up {acc.get('warmup_s') or 0:.2f} s + compiles "
@@ -156,7 +170,8 @@ class Comparison(JsonFile):
     def __repr__(self) -> str:
         failed = sum(e.get("error") is not None for e in self.entries)
         return (f"<Comparison of {self.data.get('function')}: {len(self.entries)} configurations"
-                + (f", {failed} failed" if failed else "") + ">")
+                + (f", {failed} failed" if failed else "")
+                + (f", interrupted during {self.interrupted['during']}" if self.interrupted else "") + ">")
 
 
 def validate(data) -> None:
@@ -168,6 +183,10 @@ def validate(data) -> None:
         raise CaptureFormatError(f"comparison format version {version!r} is not supported (reads {VERSION[0]}.x)")
     if not isinstance(data.get("configs"), list) or not all(isinstance(e, dict) for e in data["configs"]):
         raise CaptureFormatError("configs: expected a list of objects")
+    interrupted = data.get("interrupted")
+    if interrupted is not None and not (isinstance(interrupted, dict) and isinstance(interrupted.get("during"), str)
+                                        and all(isinstance(interrupted.get(k), list) for k in ("finished", "not_run"))):
+        raise CaptureFormatError("interrupted: expected an object with during, finished and not_run")
     for index, entry in enumerate(data["configs"]):
         if entry.get("capture") is not None:
             Capture.from_data(entry["capture"], path=f"configs[{index}].capture")

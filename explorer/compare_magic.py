@@ -10,7 +10,9 @@ configuration compiles fresh (caches off). Each configuration runs
 the cell through ``compiler.run`` on copies of its tensor inputs: once under capture and, for
 timing, many more times (output discarded);
 finally the cell runs once in plain Python, so its output shows and the names it assigns are
-written back to the notebook as after a normal run.
+written back to the notebook as after a normal run. An interrupt keeps and shows the finished
+configurations and the interrupted one's partial capture (``--name``/``--save`` still apply), skips
+the final run, and ends the cell with a one-line error.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     warm caches the later configurations would show cache hits, not compiles.
     """
     from compiler import compare, parse_compare_spec
-
+    from compiler.compare import CompareInterrupted
 
     base = _base(base_args)
     spec = cell_mod.unquote(spec.strip())
@@ -67,10 +69,15 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="tcompile: the machine was busy")  # said below, in one line
-            comparison = compare(compiled_cell.fn, *args, configs=configs, fresh=True, timing=base["timing"],
-                                 repeat=base["repeat"], progress=report, spec=spec, magic="%%tcompile --compare",
-                                 **common)
-    value = compiled_cell.write_back(namespace, compiled_cell.fn(*args))
+            try:
+                comparison = compare(compiled_cell.fn, *args, configs=configs, fresh=True, timing=base["timing"],
+                                     repeat=base["repeat"], progress=report, spec=spec,
+                                     magic="%%tcompile --compare", **common)
+            except CompareInterrupted as interrupt:  # kept, named, saved and shown like a finished one
+                comparison = interrupt.comparison
+    interrupted = comparison.interrupted
+    # interrupted: the cell's final plain run is skipped, so nothing is written back
+    value = None if interrupted else compiled_cell.write_back(namespace, compiled_cell.fn(*args))
     if base["name"]:
         namespace[base["name"]] = comparison
     if base["save"]:
@@ -83,6 +90,13 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
         print(f"tcompile: the machine was busy while timing {', '.join(busy)}: the runtimes and speedups are noisy "
               "(other processes share the CPU); compare again when it is idle", file=sys.stderr)
     show(comparison)
+    if interrupted:  # the cell ends as failed, in one line, so a "run all" stops here as after any interrupt
+        kept = interrupted["finished"] + [e["label"] for e in comparison.entries if e.get("interrupted")]
+        raise UsageError(f"tcompile --compare: interrupted (KeyboardInterrupt) during {interrupted['during']}; "
+                         f"shown below: {'; '.join(kept) if kept else 'no configuration'}"
+                         + (" (the last one partial)" if any(e.get("interrupted") for e in comparison.entries) else "")
+                         + (f"; not run: {'; '.join(interrupted['not_run'])}" if interrupted["not_run"] else "")
+                         + " — nothing was written back to the notebook")
     return value
 
 

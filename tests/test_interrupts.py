@@ -145,3 +145,86 @@ def test_interrupted_cell_is_shown_named_saved_and_the_shell_goes_on(shell, tmp_
     assert torch.equal(shell.user_ns["y"], shell.user_ns["x"].sin() * 2)  # the first call completed
     assert torch_state() == before
     assert shell.run_cell("1 + 1").result == 2  # the shell is alive
+
+
+# --- compare: an interrupt keeps the finished configurations -------------------------------------
+
+def interrupt_in_second_config(sigint: SigintWhen, armed: list):
+    """Eager calls only (the timing loop's eager samples): waits for the SIGINT once ``armed``."""
+    def f(x):
+        if not torch.compiler.is_compiling() and armed:
+            sigint.event.set()
+            time.sleep(5)
+        return x.sin() * 2
+    return f
+
+
+def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
+    from compiler.compare import CompareInterrupted
+
+    import torch_state as state
+
+    sigint, armed = SigintWhen(), []
+    f = interrupt_in_second_config(sigint, armed)
+    configs = [{"label": "first", "backend": "eager"}, {"label": "second", "backend": "aot_eager"},
+               {"label": "third", "backend": "eager"}]
+    state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
+    before = state.snapshot()
+    with sigint, pytest.raises(CompareInterrupted) as raised:
+        compiler.compare(f, torch.randn(8), configs=configs, repeat=3,
+                         progress=lambda index, total, label: armed.append(1) if index == 1 else None)
+    assert sigint.fired
+    state.assert_restored(before)
+    cmp = raised.value.comparison
+    assert cmp.labels == ["first", "second"]
+    assert cmp.interrupted == {"during": "configuration 2/3 (second)", "finished": ["first"], "not_run": ["third"]}
+    first, second = cmp.captures
+    assert cmp.error("first") is None and not first.interrupted and first.runtime.available
+    assert first.compiles[0].status == "compiled"
+    assert cmp.entries[1]["interrupted"] and second.interrupted  # the partial capture, marked
+    assert "during timing eager vs compiled" in second.error.stage and second.compiles[0].status == "compiled"
+    assert [r["interrupted"] for r in cmp.rows()] == [False, True]
+    assert "second: INTERRUPTED" in cmp.as_text() and "not run: third" in cmp.as_text()
+    path = tmp_path / "cmp.json"
+    cmp.save(path)
+    loaded = compiler.Comparison.load(path)
+    assert loaded.interrupted == cmp.interrupted and loaded.capture("second").interrupted
+    # the interrupted configuration's partial capture diffs like any other
+    assert cmp.diff("first", "second") is not None
+
+
+def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(shell, tmp_path, monkeypatch):
+    import torch_state as state
+    from explorer import compare_magic
+    from explorer.progress import Progress
+
+    shown = []
+    monkeypatch.setattr(compare_magic, "show", shown.append)
+    sigint, armed = SigintWhen(), []
+    set_text = Progress.set
+    monkeypatch.setattr(Progress, "set", lambda self, text: (armed.append(1) if "configuration 2/" in text else None,
+                                                              set_text(self, text))[1])
+    shell.user_ns.update(torch=torch, x=torch.randn(8), sigint=sigint, time=time, armed=armed)
+    shell.user_ns.pop("y", None)
+    path = tmp_path / "cmp.json"
+    cell = ("y = x.sin() * 2\n"
+            "if not torch.compiler.is_compiling() and armed:\n"
+            "    sigint.event.set()\n"
+            "    time.sleep(5)\n")
+    state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
+    before = state.snapshot()
+    with sigint:
+        result = shell.run_cell('%%tcompile --compare "backend=eager,aot_eager; dynamic=false,true" --repeat 3 '
+                                f"--name cmp_int --save {path}\n{cell}")
+    assert sigint.fired
+    state.assert_restored(before)
+    cmp = shell.user_ns["cmp_int"]
+    assert shown == [cmp] and len(cmp.entries) == 2 and len(cmp.interrupted["not_run"]) == 2
+    assert cmp.error(0) is None and not cmp.captures[0].interrupted
+    assert cmp.captures[1].interrupted and compiler.Comparison.load(path).interrupted == cmp.interrupted
+    error = result.error_in_exec
+    assert type(error).__name__ == "UsageError" and "\n" not in str(error)
+    assert str(error).startswith("tcompile --compare: interrupted (KeyboardInterrupt) during configuration 2/4")
+    assert f"not run: {'; '.join(cmp.interrupted['not_run'])}" in str(error) and "nothing was written back" in str(error)
+    assert "y" not in shell.user_ns  # the final plain run was skipped
+    assert shell.run_cell("1 + 1").result == 2  # the shell is alive
