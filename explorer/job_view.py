@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .html import Html, badge, details, esc, heading, join, note, para, plural, seconds, style_tag, table, tag
-from .page import render_static
+from .page import FALLBACK_BYTES, REOPENED_CSS, render_static
 from .views.tables import datatables_script
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
@@ -51,12 +51,34 @@ def render_job_overview(job) -> Html:
     return tag("div", *parts, cls="tcompile tc-view")
 
 
-def render_job(job) -> str:
-    """The overview, then each rank's full explorer (static), as one HTML fragment."""
-    ranks = [details(f"Rank {rank} — {Path(job.files[rank]).name}", Html(render_static(job.captures[rank])),
-                     cls="tc-section") for rank in job.ranks]
-    return str(tag("div", style_tag(), render_job_overview(job), heading("Every rank's explorer", 3), *ranks,
-                   cls="tcompile tc-static"))
+MIN_RANK_BYTES = 20_000  # under this share of the limit, a rank's explorer is named, not rendered
+
+
+def render_job(job, fallback: bool = False) -> str:
+    """The overview, then each rank's full explorer (static), as one HTML fragment. ``fallback=True``:
+    the stand-in a rendered job widget hides (``explorer.page.REOPENED_CSS``), kept under
+    ``FALLBACK_BYTES`` — the ranks share what the overview leaves; what does not fit is named."""
+    style, overview = style_tag(), render_job_overview(job)
+    limit = None
+    if fallback:
+        used = len(str(style).encode()) + len(str(overview).encode()) + len(REOPENED_CSS) + 2_000
+        limit = (FALLBACK_BYTES - used) // max(1, len(job.ranks))
+    ranks = []
+    for rank in job.ranks:
+        title = f"Rank {rank} — {Path(job.files[rank]).name}"
+        if limit is not None and limit < MIN_RANK_BYTES:
+            body = note(f"Left out to keep this static copy under {FALLBACK_BYTES / 1e6:g} MB ({len(job.ranks)} "
+                        "ranks). The job widget (while the kernel runs) and the logs themselves, reopened with ",
+                        tag("code", "%tcompile --load PATH"), ", hold every rank.", kind="muted")
+        else:  # the page's stylesheet once, not once per rank
+            body = Html(render_static(job.captures[rank], limit=limit).replace(str(style), "", 1))
+        ranks.append(details(title, body, cls="tc-section"))
+    about = para(f"A static copy of the job, kept under {FALLBACK_BYTES / 1e6:g} MB: each rank's sections that do "
+                 "not fit are named, not shown. The job widget (while the kernel runs) and ",
+                 tag("code", "%tcompile --load PATH"), " hold everything.", cls="tc-muted") if fallback else ""
+    html = str(tag("div", style, about, overview, heading("Every rank's explorer", 3), *ranks,
+                   cls="tcompile tc-static tc-fallback" if fallback else "tcompile tc-static"))
+    return REOPENED_CSS + html if fallback else html
 
 
 def render_trace_problems(capture) -> Html:

@@ -45,14 +45,15 @@ class JobExplorer(widgets.VBox):
 
 
 class StaticJob:
-    """The job's static rendering, shown where the widget is not (saved notebooks, nbconvert)."""
+    """The job's static rendering as an output of its own, shown where the widget is not (a saved
+    notebook reopened without its kernel, nbconvert), like ``explorer.widget.StaticFallback``: it hides
+    the widget's own "Error displaying widget" output and stays under 1 MB."""
 
     def __init__(self, job):
         self.job = job
 
     def _repr_mimebundle_(self, **kwargs):
-        return {"text/html": render_job(self.job).replace("tc-static", "tc-static tc-fallback", 1),
-                "text/plain": self.job.as_text()}
+        return {"text/html": render_job(self.job, fallback=True), "text/plain": self.job.as_text()}
 
 
 def show_job(job, rank: int | None = None) -> None:

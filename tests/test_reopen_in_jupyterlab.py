@@ -1,11 +1,12 @@
 """Issue 16 item 7: a saved notebook reopened in JupyterLab shows each tcompile output's static copy, with no
-widget error in front of it — for a ``%%tcompile`` cell and a ``%%tcompile --compare`` cell.
+widget error in front of it — for a ``%%tcompile`` cell, a ``%%tcompile --compare`` cell and a ``%tcompile --load``
+of a job directory (tlparse's 3-rank fixture from ../shared/tlparse_inputs; left out when that is absent).
 
 A notebook runs under nbclient (as a user's kernel would) and is saved, signed as JupyterLab signs what the
 user saves (so it is trusted), then opened in headless Chromium twice: on a server with no kernel at all
 ("No Kernel": ipywidgets shows "Loading widget..." for good) and with a fresh kernel (which never had the
 widgets' models: "Error displaying widget: model not found"). Screenshots (light and dark) land in
-test-output/<test>/. Also: the static copy stays under 1 MB for a capture whose full page is bigger."""
+test-output/<test>/. Also: the static copy stays under 1 MB for a capture (and a job) whose full page is bigger."""
 from __future__ import annotations
 
 import re
@@ -49,6 +50,14 @@ COMPARE = """\
 w = x.cos() * 2
 """
 
+JOB_DIR = Path(__file__).resolve().parents[2] / "shared" / "tlparse_inputs" / "multi_rank_schedule"
+JOB = f"%tcompile --load {JOB_DIR}\n"
+needs_job = pytest.mark.skipif(not JOB_DIR.is_dir(), reason=f"{JOB_DIR} is absent (provided next to the checkout)")
+
+# What each widget's static copy starts with, in notebook order.
+FALLBACK_STARTS = ("tcompile — ", "Comparing 2 configurations") + (("A static copy of the job",) if JOB_DIR.is_dir()
+                                                                   else ())
+
 WIDGET_TEXTS = ("Loading widget", "Error displaying widget")
 
 # Each output of the notebook: is it shown, which classes does its renderer have, what text does it start with.
@@ -80,7 +89,7 @@ def saved_notebook(tmp_path_factory) -> Path:
     from nbclient import NotebookClient
 
     root = tmp_path_factory.mktemp("reopen")
-    path = write_notebook(root / "reopened.ipynb", [SETUP, CELL, COMPARE])
+    path = write_notebook(root / "reopened.ipynb", [SETUP, CELL, COMPARE] + ([JOB] if JOB_DIR.is_dir() else []))
     notebook = nbformat.read(path, as_version=4)
     # JupyterLab saves no widget state unless asked ("Save Widget State Automatically" is off): neither do we
     NotebookClient(notebook, timeout=300, kernel_name="python3", store_widget_state=False,
@@ -93,20 +102,21 @@ def saved_notebook(tmp_path_factory) -> Path:
 def check_outputs(page, where: str) -> None:
     outputs = page.evaluate(OUTPUTS_JS)
     widget_outputs = [o for o in outputs if o["mime"] is None]
-    assert len(widget_outputs) == 2, outputs  # the explorer and the compare widget, not rendered
+    assert len(widget_outputs) == len(FALLBACK_STARTS), outputs  # the explorer, compare and job widgets, not rendered
     assert not any(o["shown"] for o in widget_outputs), (where, outputs)
     fallbacks = [o for o in outputs if o["fallback"]]
-    assert len(fallbacks) == 2 and all(o["shown"] for o in fallbacks), (where, outputs)
-    assert fallbacks[0]["text"].startswith("tcompile — ") and fallbacks[1]["text"].startswith("Comparing 2 configurations")
+    assert len(fallbacks) == len(FALLBACK_STARTS) and all(o["shown"] for o in fallbacks), (where, outputs)
+    assert all(o["text"].startswith(start) for o, start in zip(fallbacks, FALLBACK_STARTS)), (where, fallbacks)
     visible = page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-Notebook').innerText")
     assert not any(text in visible for text in WIDGET_TEXTS), (where, visible[:500])
 
 
 def shoot(page, folder: Path, name: str) -> None:
-    """The explorer's static copy, then the comparison's."""
-    for which, locator in (("explorer", page.locator(".jp-NotebookPanel .tc-fallback").first),
-                           ("compare", page.locator(".jp-NotebookPanel .tc-fallback").last)):
-        locator.evaluate("node => node.scrollIntoView({block: 'start'})")
+    """Each static copy with its cell's input above it (where the widget's error would be): the explorer's,
+    the comparison's, the job's."""
+    for index, which in enumerate(("explorer", "compare", "job")[:len(FALLBACK_STARTS)]):
+        page.locator(".jp-NotebookPanel .tc-fallback").nth(index).evaluate(
+            "node => node.closest('.jp-Cell').scrollIntoView({block: 'start'})")
         screenshot(page, folder / f"{name}_{which}.png")
 
 
@@ -144,9 +154,10 @@ def test_reopened_with_a_new_kernel(saved_notebook, jupyterlab_server, artifact_
     with open_browser() as page:
         page.goto(jupyterlab_server.lab_url(f"tree/{path.name}", reset=True))
         wait_for_kernel_idle(page)
-        # the new kernel has no widget models: ipywidgets gives up on both (the text is in the page, hidden)
+        # the new kernel has no widget models: ipywidgets gives up on each (the text is in the page, hidden)
         page.wait_for_function("""() => [...document.querySelectorAll('.jp-OutputArea-output')]
-            .filter(o => o.textContent.includes('model not found')).length === 2""", timeout=60_000)
+            .filter(o => o.textContent.includes('model not found')).length === %d""" % len(FALLBACK_STARTS),
+                                timeout=60_000)
         for theme in ("light", "dark"):
             set_theme(page, theme)
             check_outputs(page, f"new kernel, {theme}")
@@ -169,3 +180,22 @@ def test_static_copy_stays_under_1_mb_and_says_what_it_left_out():
     assert left_out and all(float(size) > 0 for _, size in left_out)
     assert f"{len(left_out)} sections left out" in fallback and "--save PATH" in fallback
     assert "<summary>Overview</summary>" in fallback  # the summaries always fit
+
+
+@needs_job
+def test_job_static_copy_stays_under_1_mb_and_names_what_it_left_out():
+    import warnings
+
+    from compiler.job import load_trace
+    from explorer.job_view import render_job
+    from explorer.page import FALLBACK_BYTES
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if not (JOB_DIR.parent / "multi_rank_runtime").is_dir():
+            pytest.skip("multi_rank_runtime is absent")
+        job = load_trace(JOB_DIR.parent / "multi_rank_runtime")  # 7 ranks: 6.6 MB of full pages
+    full, fallback = render_job(job), render_job(job, fallback=True)
+    assert len(full.encode()) > FALLBACK_BYTES >= len(fallback.encode())
+    assert "tc-fallback" in fallback and "left out of this saved copy" in fallback
+    assert fallback.count("<summary>Rank ") == len(job.ranks) and fallback.count("A static copy of the job") == 1
