@@ -306,7 +306,8 @@ class Data:
     @classmethod
     def from_data(cls, value, path: str = ""):
         try:
-            return _converter(cls)(value)
+            with paused_gc():  # see paused_gc: a big capture is ~10^5 objects
+                return _converter(cls)(value)
         except _Mismatch as exc:
             raise exc.error(path) from None
 
