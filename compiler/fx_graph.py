@@ -234,6 +234,18 @@ def _inherit_modules(nodes: list[dict]) -> None:
             node["module_guess"] = parents.pop()
 
 
+def same_code(a: str | None, b: str | None) -> bool:
+    """Two printed graphs that differ at most in torch's trailing ``# graph id: N`` comment (Inductor's
+    pre-grad graph is often the Dynamo graph as is)."""
+    return bool(a) and bool(b) and _without_graph_id(a) == _without_graph_id(b)
+
+
+def _without_graph_id(text: str) -> str:
+    body = text.rstrip()
+    head, _, last = body.rpartition("\n")
+    return head.rstrip() if last.strip().startswith("# graph id:") else body
+
+
 def graph_stage(text: str | None, reason_if_missing: str) -> dict:
     if not text:
         return {"available": False, "reason": reason_if_missing}
