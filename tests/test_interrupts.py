@@ -191,6 +191,11 @@ def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
     assert loaded.interrupted == cmp.interrupted and loaded.capture("second").interrupted
     # the interrupted configuration's partial capture diffs like any other
     assert cmp.diff("first", "second") is not None
+    from explorer.views.compare import render_compare
+
+    html = str(render_compare(cmp))
+    assert "Interrupted during configuration 2/3 (second)." in html and "Not run: third." in html
+    assert html.count(">interrupted</span>") == 1 and ">failed</span>" not in html
 
 
 def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(shell, tmp_path, monkeypatch):

@@ -28,6 +28,9 @@ def _speedup(row: dict, best: float | None) -> Html:
 
 def _error_cell(row: dict) -> Html:
     missing = row.get("missing_package")
+    if row.get("interrupted"):
+        return join([badge("interrupted", "warn", title=row.get("error_stage")), " ",
+                     "partial: the stages captured before the interrupt"])
     return join([badge("failed", "error", title=row.get("error_stage")), " ", shorten(row.get("error"), 140),
                  join([" — install ", code(missing)]) if missing else None])
 
@@ -97,8 +100,19 @@ def config_details(comparison) -> Html:
                    table(["configuration", "torch.compile arguments", "Inductor options set by the mode"], rows))
 
 
+def interrupted_note(comparison) -> Html | None:
+    info = comparison.interrupted
+    if not info:
+        return None
+    partial = [e["label"] for e in comparison.entries if e.get("interrupted")]
+    return note(tag("strong", f"Interrupted during {info['during']}."), " ",
+                f"Kept: {plural(len(info['finished']), 'finished configuration')}"
+                + (f" and the partial capture of {partial[0]}" if partial else "") + ". ",
+                f"Not run: {'; '.join(info['not_run'])}." if info["not_run"] else None, kind="warn")
+
+
 def errors_section(comparison) -> Html | None:
-    failed = [e for e in comparison.entries if e.get("error")]
+    failed = [e for e in comparison.entries if e.get("error") and not e.get("interrupted")]
     if not failed:
         return None
     items = []
@@ -111,7 +125,8 @@ def errors_section(comparison) -> Html | None:
                                       ("missing package", f"{missing['package']} (import {missing['module']})"
                                        if missing else None)]),
                           kind="error"))
-    return details(f"{plural(len(failed), 'configuration')} failed — kept, the others ran", *items, open=True)
+    others = "the others ran" if not comparison.interrupted else "the finished ones shown"
+    return details(f"{plural(len(failed), 'configuration')} failed — kept, {others}", *items, open=True)
 
 
 def jit_section(comparison) -> Html | None:
@@ -139,6 +154,7 @@ def render_compare(comparison, diff=None, stage: str | None = None) -> Html:
     return join([
         tag("h3", title, cls="tc-heading"),
         para(f"{fresh} · torch {env.get('torch', '?')} · {env.get('device', '?')}", cls="tc-muted"),
+        interrupted_note(comparison),
         summary_table(comparison),
         _eager_line(comparison),
         accounting_line(comparison),
