@@ -9,13 +9,14 @@ from collections import Counter, defaultdict
 
 from . import breaks as breaks_mod
 from .bytecode import bytecode_stage
-from .fx_graph import graph_stage
+from .fx_graph import graph_stage, same_code
 from .guards import guards_stage
 from .inductor_ir import ir_stage
 from .kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from .model import FORMAT, VERSION, resume_origin, unavailable
 from .provenance import add_costs, provenance_stage
 from .recompiles import recompile_stage
+from .schema import paused_gc
 from .shapes import shapes_stage
 from .timings import chromium_event, fold_events, timings_stage
 
@@ -59,6 +60,11 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards."""
+    with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
+        return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements)
+
+
+def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements) -> dict:
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
@@ -174,12 +180,13 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
                            metrics, _source_lines(source)),
         "recompile": _guarded(recompile_stage, _last_payload(records, "artifact:recompile_reasons"), metrics),
         "aot": _guarded(aot_stage, records, backend, cache_note),
-        "inductor": _guarded(inductor_stage, records, backend, cache_note),
+        "inductor": None,
         "timings": _guarded(timings_stage, events, metrics, _cache_events(records)),
         "restart_reasons": metrics.get("restart_reasons") or [],
         "_breaks": [breaks_mod.parse_break(r.payload) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
     }
+    compile_data["inductor"] = _guarded(inductor_stage, records, backend, cache_note, compile_data["graph"])
     compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
     tracking = [run.pop("tracking", None) for run in compile_data["inductor"].get("runs", [])]
     compile_data["provenance"] = _guarded(provenance_stage, compile_data, tracking)
@@ -276,7 +283,7 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
                        "or compilation stopped before it")
 
 
-def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
+def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None) -> dict:
     """One entry per Inductor compile (inference, or forward and backward), each followed by one per
     higher-order-op body it scheduled (role ``subgraph true_graph_0``)."""
     runs: list[dict] = []
@@ -306,7 +313,7 @@ def inductor_stage(records, backend: str, cache_note: str | None) -> dict:
         return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
     built = []
     for run in runs:
-        built.append(_inductor_run(run, cache_note))
+        built.append(_inductor_run(run, cache_note, dynamo_graph))
         built += [_subgraph_run(name, body, built[-1], cache_note) for name, body in run.get("subgraphs", {}).items()]
     return {"available": True, "cache": cache_note, "runs": built}
 
@@ -324,7 +331,7 @@ def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
             "code": unavailable(f"generated inside the {within} compile's code")}
 
 
-def _inductor_run(run: dict, cache_note) -> dict:
+def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> dict:
     code = code_stage(run.get("inductor_output_code"), cache_note or "Inductor produced no output code")
     ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
     if code.get("available") and ir.get("available"):
@@ -334,9 +341,13 @@ def _inductor_run(run: dict, cache_note) -> dict:
         attach_kernel_info(code["kernels"], run["triton_kernel_info"])
     role = (code.get("aot_id") or "").split("_", 1)[-1] or None
     missing = "not logged for this Inductor compile"
+    pre_grad = run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph")
+    if dynamo_graph and dynamo_graph.get("available") and same_code(pre_grad, dynamo_graph.get("code")):
+        pre_grad_stage = {**dynamo_graph, "code": pre_grad}  # the same nodes: parsed once
+    else:
+        pre_grad_stage = graph_stage(pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)")
     built = {"role": role,
-             "pre_grad": graph_stage(run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph"),
-                                     "pre-grad passes run on the Dynamo graph once (forward compile only)"),
+             "pre_grad": pre_grad_stage,
              "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
              "ir": ir, "code": code}
     if any(run.get(name) for name in TRACKING_ARTIFACTS):  # read by provenance_stage, not stored here

@@ -17,27 +17,33 @@ def parse_ir(text: str | None) -> list[dict]:
     nodes: list[dict] = []
     current: dict | None = None
     previous = ""
+    last = ""  # the line before this one in the current node (where a dependency list may continue)
+    skipped = ("load", "store", "index_expr")
     for number, line in enumerate(text.splitlines()):
-        header = _HEADER.match(line)
-        is_member = bool(_SNODE.match(previous))  # "opX_opY.snodes[0] =" introduces a fused member
-        if line.strip():
-            previous = line
-        if header and not line.startswith(" ") and not is_member:
+        # a header starts at column 0; "opX_opY.snodes[0] =" before it introduces a fused member instead
+        header = _HEADER.match(line) if line[:1] not in ("", " ") else None
+        if header and not _SNODE.match(previous):
             current = {"name": header["name"], "kind": header["kind"], "detail": header["detail"],
                        "reads": [], "writes": [], "ops": [], "text": [], "lines": [number, number]}
             nodes.append(current)
+            writes_key, kernel_key, last = header["name"] + ".writes", header["name"] + ".node.kernel", ""
+        stripped = line.strip()
+        if stripped:
+            previous = line
         if current is None:
             continue
         current["text"].append(line)
         current["lines"][1] = number
-        stripped = line.strip()
-        if stripped.startswith(f"{current['name']}.writes"):
+        if stripped.startswith(writes_key):
             current["writes"] += _DEP_NAME.findall(line)
-        elif ".unmet_dependencies" in stripped or ".met_dependencies" in stripped or _continues_deps(current):
+        elif "dependencies" in stripped and (".unmet_dependencies" in stripped or ".met_dependencies" in stripped) \
+                or "dependencies" in last and last.rstrip().endswith("="):
             current["reads"] += _DEP_NAME.findall(line)
-        current["ops"] += [op for op in _OPS.findall(line) if op not in ("load", "store", "index_expr")]
-        if stripped.startswith(current["name"] + ".node.kernel"):
+        if "ops." in line:
+            current["ops"] += [op for op in _OPS.findall(line) if op not in skipped]
+        if stripped.startswith(kernel_key):
             current["extern_kernel"] = stripped.split("=", 1)[1].strip()
+        last = line
     for node in nodes:
         node["text"] = "\n".join(node["text"]).strip()
         node["reads"] = sorted(set(node["reads"]))
@@ -46,12 +52,6 @@ def parse_ir(text: str | None) -> list[dict]:
         node["members"] = _members(node)
         del node["text"]  # the stage keeps the whole IR text; "lines" is this node's range in it
     return nodes
-
-
-def _continues_deps(node: dict) -> bool:
-    # Multi-line dependency lists: lines after "opN.unmet_dependencies = " until the next "opN." key
-    last = node["text"][-2] if len(node["text"]) > 1 else ""
-    return last.rstrip().endswith("=") and "dependencies" in last
 
 
 def _members(node: dict) -> list[str]:

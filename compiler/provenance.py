@@ -105,9 +105,12 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g["nodes"] if n.get("line")}
     lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
+    kernels_of_line: dict[int, set] = defaultdict(set)  # by line number, whatever the file
+    for row in lines:
+        kernels_of_line[row["line"]].update(row["kernels"])
     for n in nodes:  # Dynamo and AOT nodes reach kernels through their line
         if n["level"] in ("dynamo", "aot"):
-            n["kernels"] = sorted({k for row in lines if row["line"] in n["lines"] for k in row["kernels"]})
+            n["kernels"] = sorted(set().union(*(kernels_of_line.get(line, ()) for line in n["lines"])))
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
               "call arguments")
     if inductor_tracking:
@@ -459,42 +462,54 @@ def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], 
     """Scheduler node (before fusion) → the post-grad nodes it computes. Best effort (see module doc)."""
     by_name = {n["name"]: n for n in post_nodes}
     order = {n["name"]: i for i, n in enumerate(post_nodes)}
-    ancestors = _ancestors(post_nodes)
+    descendants = _descendants(post_nodes)
     anchor = {n["name"]: n["name"] for n in post_nodes if n.get("op") == "placeholder"}
     anchor.update(_output_anchors(post_nodes, module))
     shapes = {m["buf"]: [d.strip() for d in m["size"].split(",") if d.strip()] for m in _LAYOUT.finditer(ir_text or "")}
     text_lines = (ir_text or "").splitlines()
     claimed = set(anchor.values())
     result: dict[str, list[str]] = {}
-    computing = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")]  # scanned per node: once
-    op_of = {n["name"]: _op_of(n.get("target")) for n in computing}
+    # Candidate sets as bit masks over the post-grad nodes' positions: the first candidate of a kind is
+    # the lowest bit of an AND (a scan of every node per scheduler node grew with the graph squared)
+    bit = {n["name"]: 1 << order[n["name"]] for n in post_nodes}
+    computing = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")]
+    by_op: dict[str, int] = defaultdict(int)
+    by_shape: dict = defaultdict(int)
+    for n in computing:
+        by_op[_op_of(n.get("target"))] |= bit[n["name"]]
+        by_shape[tuple(n["shape"]) if n.get("shape") is not None else None] |= bit[n["name"]]
+    computing_mask = sum(bit[n["name"]] for n in computing)
+    claimed_mask = sum(bit.get(name, 0) for name in claimed)
     for node in pre_nodes:
         reads = {anchor[r] for r in node.get("reads", []) if r in anchor}
         writes = node.get("writes", [])
         realized = anchor.get(writes[0]) if writes else None
         if realized is None:
-            candidates = [n for n in computing if reads <= ancestors[n["name"]]
-                          and (not writes or writes[0] not in shapes or n.get("shape") in (None, shapes[writes[0]]))]
-            if node.get("extern_kernel"):
-                want = _op_of(node["extern_kernel"])
-                candidates = [n for n in candidates if op_of[n["name"]] == want]
-            else:
-                want = _stored_op(text_lines, node)
-                candidates.sort(key=lambda n: (op_of[n["name"]] != want, n["name"] in claimed, order[n["name"]]))
-            if candidates:
-                realized = min(candidates, key=lambda n: n["name"] in claimed)["name"] if node.get("extern_kernel") \
-                    else candidates[0]["name"]
+            downstream = computing_mask  # the nodes that have every read among their ancestors
+            for r in reads:
+                downstream &= descendants.get(r, 0)
+            if writes and writes[0] in shapes:
+                downstream &= by_shape[None] | by_shape.get(tuple(shapes[writes[0]]), 0)
+            if node.get("extern_kernel"):  # of the op: the first not claimed yet, else the first
+                of_op = downstream & by_op.get(_op_of(node["extern_kernel"]), 0)
+                kinds = (of_op & ~claimed_mask, of_op)
+            else:  # the first storing the op, unclaimed before claimed, then any other
+                of_op = downstream & by_op.get(_stored_op(text_lines, node), 0)
+                kinds = (of_op & ~claimed_mask, of_op, downstream & ~claimed_mask, downstream)
+            first = next((mask & -mask for mask in kinds if mask), 0)
+            realized = post_nodes[first.bit_length() - 1]["name"] if first else None
         if realized is None:
             result[node["name"]] = []
             continue
         for w in writes:
             anchor.setdefault(w, realized)
         claimed.add(realized)
-        result[node["name"]] = _inlined(realized, reads, claimed, by_name)
+        claimed_mask |= bit.get(realized, 0)
+        result[node["name"]] = _inlined(realized, reads, claimed, by_name, order)
     return result
 
 
-def _inlined(realized: str, reads: set[str], claimed: set[str], by_name: dict) -> list[str]:
+def _inlined(realized: str, reads: set[str], claimed: set[str], by_name: dict, order: dict) -> list[str]:
     """``realized`` and the nodes computed inside it: walk back through inputs to the node's reads."""
     if realized in reads:
         return [realized]
@@ -508,13 +523,19 @@ def _inlined(realized: str, reads: set[str], claimed: set[str], by_name: dict) -
             continue
         found.append(name)
         stack += node.get("inputs", [])
-    return sorted(found, key=list(by_name).index)
+    return sorted(found, key=order.__getitem__)
 
 
-def _ancestors(post_nodes: list[dict]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for node in post_nodes:  # topological order
-        out[node["name"]] = set().union(*([{i} | out.get(i, set()) for i in node.get("inputs", [])] or [set()]))
+def _descendants(post_nodes: list[dict]) -> dict[str, int]:
+    """Each node's descendants, as a bit mask over the nodes' positions (ints: one OR per edge, where sets
+    of names grew with the graph squared)."""
+    order = {n["name"]: i for i, n in enumerate(post_nodes)}
+    out: dict[str, int] = {}
+    for node in reversed(post_nodes):  # topological order, backwards: consumers first
+        out.setdefault(node["name"], 0)
+        below = out[node["name"]] | (1 << order[node["name"]])
+        for i in set(node.get("inputs", [])):
+            out[i] = out.get(i, 0) | below
     return out
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..html import (code, code_block, columns, details, heading, join, note, para, plural, preformatted, table,
                     unavailable)
+from compiler.fx_graph import same_code
+
 from .common import op_summary
 from .source import kernel_picker
 
@@ -69,11 +71,15 @@ def tracking_section(run, provenance):
                    table(["post-grad node", "pre-grad nodes", "kernels (:debug handle)"], rows))
 
 
-def run_section(run, number: int, provenance=None):
-    """One Inductor compile (a ``compiler.schema.InductorRun``): its graphs and its IR."""
+def run_section(run, number: int, provenance=None, dynamo_graph=None):
+    """One Inductor compile (a ``compiler.schema.InductorRun``): its graphs and its IR. A pre-grad graph
+    that is the Dynamo graph as is (``dynamo_graph``) is said in one line, not shown again."""
     title = f"{run.role.capitalize()} graph" if run.role else f"Inductor compile {number + 1}"
+    unchanged = run.pre_grad.available and dynamo_graph is not None and same_code(run.pre_grad.code, dynamo_graph.code)
     return join([heading(title, 4),
-                 _graph_details("Pre-grad graph", run.pre_grad),
+                 para(f"Pre-grad graph ({plural(run.pre_grad.op_count, 'op')}): the Dynamo graph as is, unchanged by "
+                      "the pre-grad passes (FX graph tab).", cls="tc-muted") if unchanged
+                 else _graph_details("Pre-grad graph", run.pre_grad),
                  _graph_details("Post-grad graph", run.post_grad),
                  ir_section(run, provenance),
                  tracking_section(run, provenance)])
@@ -89,4 +95,4 @@ def render_inductor(capture, compile) -> str:
                       + (" (forward and backward)." if len(runs) > 1 else ".")),
                  kernel_picker(compile, "Click a kernel: the source lines and the nodes (post-grad, scheduler "
                                         "before and after fusion) it came from"),
-                 *(run_section(run, i, compile.provenance) for i, run in enumerate(runs))])
+                 *(run_section(run, i, compile.provenance, compile.graph) for i, run in enumerate(runs))])
