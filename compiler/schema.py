@@ -462,6 +462,9 @@ class GraphNode(Data):
 
 _PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.fx_graph parses from a graph's code
 _PARSING: set[str] = set()
+# Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
+# tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
+MAX_PARSED_CODE_CHARS = 16_000_000
 
 
 @dataclass(repr=False, eq=False)
@@ -478,15 +481,20 @@ class Graph(Stage):
     op_count: int = 0
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
     parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
+    not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
 
     def __post_init__(self):
         if self.parsed_from_code and self.code and not self.nodes and self.code not in _PARSING:
-            self.__dict__.update(_parsed_graph(self.code))
+            if len(self.code) > MAX_PARSED_CODE_CHARS:
+                self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
+                                   f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")
+            else:
+                self.__dict__.update(_parsed_graph(self.code))
 
     def to_data(self) -> dict:
         out = super().to_data()
         out.pop("parsed_from_code")
-        if self.code and self.available and out["nodes"]:
+        if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
             parsed = _parsed_graph(self.code)
             if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
                 for k in _PARSED_GRAPH:
@@ -1389,13 +1397,18 @@ def check_header(data) -> None:
                                  f"by this tcompile (reads {VERSION[0]}.x)")
 
 
-def read_json_text(raw: bytes | str, what: str):
-    """JSON text → Python value; anything that is not UTF-8 JSON of sane depth is a CaptureFormatError."""
+def utf8_text(raw: bytes | str, what: str) -> str:
     if isinstance(raw, bytes):
         try:
-            raw = raw.decode("utf-8")
+            return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CaptureFormatError(f"not a tcompile {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return raw
+
+
+def read_json_text(raw: bytes | str, what: str):
+    """JSON text → Python value; anything that is not UTF-8 JSON of sane depth is a CaptureFormatError."""
+    raw = utf8_text(raw, what)
     try:
         value = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError, and an integer longer than Python converts (4,300 digits)
@@ -1457,8 +1470,8 @@ class JsonFile:
     @classmethod
     def load(cls, path):
         try:
-            raw = Path(path).read_bytes()
+            text = utf8_text(Path(path).read_bytes(), cls.document)  # the bytes are freed before parsing
         except OSError as exc:
             raise CaptureFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
         with paused_gc():
-            return cls.from_json(raw)
+            return cls.from_json(text)

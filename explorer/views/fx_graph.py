@@ -40,6 +40,7 @@ def render_graph(capture, compile, drawing: bool = True) -> str:
     svg, collapsed = render_graph_svg(graph) if drawing else (None, None)
     return join([
         para(graph_facts(graph), cls="tc-muted"),
+        note(graph.not_parsed, kind="warn") if graph.not_parsed else None,
         op_summary(graph.nodes),
         note(collapsed, kind="info") if collapsed else None,
         svg,
