@@ -10,6 +10,7 @@ import torch
 
 import compiler
 import explorer
+from compiler.fx_graph import same_code
 from explorer.page import render_static, summary_text
 from explorer.views import VIEWS, dataframes, render_view
 from explorer.views.breaks import with_code_spans
@@ -262,6 +263,10 @@ def test_inductor_view_shows_ir_before_and_after_fusion(inductor_cap):
     assert html.escape(first_line) in markup
     assert f"{run.ir.nodes_before} nodes before fusion" in markup or "1 node before fusion" in markup
     assert "Post-grad graph" in markup
+    graph = inductor_cap.compiles[0].graph  # no pre-grad pass changed this function's graph: said in one line
+    assert same_code(run.pre_grad.code, graph.code)
+    assert [n.name for n in run.pre_grad.nodes] == [n.name for n in graph.nodes] and run.pre_grad.op_count == graph.op_count
+    assert "the Dynamo graph as is" in markup and "Pre-grad graph (" in markup
 
 
 def test_generated_code_view_highlights_each_kernel(inductor_cap):
