@@ -39,7 +39,7 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
             "launch_overhead_share": max(0.0, 1 - total_gpu_us / (wall / iters * 1e6)) if wall else None,
             "peak_bytes_per_s": peak["bytes_per_s"], "peak_source": peak["source"],
             # live launcher details, matched to the capture's kernels by ``match_profile`` (not saved)
-            "triton_kernels": triton_kernel_details(kernels)}
+            "triton_kernels": triton_kernel_details([r["name"] for r in rows])}
 
 
 def _device_time(event) -> float:
@@ -96,8 +96,9 @@ def with_and_without_cudagraphs(fn, args, *, mode: str = "reduce-overhead", repe
 
 # --- GPU depth per Triton kernel ------------------------------------------------------------------
 
-IR_LEVELS = ("ttir", "ttgir", "llir", "ptx")  # what Triton keeps of each compile, source to assembly
-IR_LIMIT = 200_000  # characters kept per IR level (a big template's LLIR can be larger)
+IR_LEVELS = ("ttir", "ttgir", "llir", "ptx")  # the text Triton keeps of each compile, source to assembly
+IR_LIMIT = 60_000  # characters kept per IR level (a big template's LLIR is larger: the rest is cut, and said so)
+IR_BUDGET = 1_500_000  # characters of IR kept per capture, the most expensive kernels first
 
 # Peak DRAM bandwidth of known GPUs (vendor data sheets), used when the device cannot be asked.
 PEAK_BANDWIDTH = (("H100 NVL", 3.9e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H200", 4.8e12),
@@ -131,24 +132,51 @@ def peak_bandwidth(device_index: int = 0) -> dict:
 
 def triton_kernel_details(names) -> list[dict]:
     """Registers, spills, shared memory, launch configuration and Triton's kept IR of each loaded Triton
-    kernel whose name is in (or part of) one of ``names``, read from the launchers Inductor runs (the
-    kernel objects of the generated modules; read only). ``src`` (the kernel's Python source, when
-    Triton kept it) tells kernels of the same name apart."""
-    names = set(names)
-    wanted = lambda name: any(name in n for n in names)  # noqa: E731
-    out = []
-    for name, autotuner in _autotuners(wanted):
+    kernel whose name is in (or part of) one of ``names`` (the profiler's kernel names, most expensive
+    first), read from the launchers Inductor runs (read only). ``src`` (the kernel's Python
+    source) tells kernels of the same name apart. The IR is read for the launched kernels only, within
+    ``IR_BUDGET``."""
+    names = list(names)
+    order = lambda name: next((i for i, n in enumerate(names) if name in n), len(names))  # noqa: E731
+    candidates = sorted(_autotuners(lambda name: order(name) < len(names)), key=lambda c: order(c[0]))
+    out, seen = [], set()
+    for name, autotuner in candidates:
         try:
-            out.append(_launcher_details(name, autotuner))
+            details = _launcher_details(name, autotuner)
         except Exception as exc:  # noqa: BLE001 — a detail missing, never a failed run
-            out.append({"name": name, "notes": [f"launcher not read: {type(exc).__name__}: {exc}"]})
+            details = {"name": name, "notes": [f"launcher not read: {type(exc).__name__}: {exc}"]}
+        key = (name, details.get("cache_hash"), details.get("src"))
+        if key in seen:  # the same binary held twice (e.g. a benchmark module of max-autotune)
+            continue
+        seen.add(key)
+        out.append(details)
+    launched = {d["name"] for d in out if d.get("launched")}
+    # a never-run kernel of a launched one's name is a benchmark or cache copy, not what ran
+    out = [d for d in out if d.get("launched") or d["name"] not in launched]
+    budget = IR_BUDGET
+    for details in out:
+        autotuner = details.pop("_autotuner", None)
+        if not details.get("launched"):
+            details["ir"], details["ir_source"] = {}, "not read: the kernel was never launched"
+            continue
+        if budget <= 0:
+            details["ir"], details["ir_source"] = {}, (f"not kept: the capture's IR budget "
+                                                       f"({IR_BUDGET:,} characters) went to costlier kernels")
+            continue
+        try:
+            details["ir"], details["ir_source"] = _kept_ir(details["name"], autotuner)
+        except Exception as exc:  # noqa: BLE001
+            details["ir"], details["ir_source"] = {}, f"not read: {type(exc).__name__}: {exc}"
+        budget -= sum(map(len, details["ir"].values()))
+    for details in out:
+        details.pop("_autotuner", None)
     return out
 
 
 def _autotuners(wanted) -> list[tuple[str, object]]:
     """(kernel name, kernel object) of the ``wanted`` Triton kernels alive in this process: the globals of
-    the generated modules Inductor loaded, and, for names not found there (their list emptied, or the
-    kernel held elsewhere), the objects the garbage collector tracks."""
+    the generated modules Inductor loaded, and the objects the garbage collector tracks (a module dropped
+    from Inductor's list — max-autotune's nested compiles clear it — still holds the kernels it runs)."""
     found: dict[int, tuple[str, object]] = {}
     try:
         from torch._inductor.codecache import PyCodeCache
@@ -160,15 +188,15 @@ def _autotuners(wanted) -> list[tuple[str, object]]:
         for name, obj in list(vars(module).items()):
             if hasattr(obj, "launchers") and hasattr(obj, "inductor_meta") and wanted(name):
                 found.setdefault(id(obj), (name, obj))
-    seen = {name for name, _ in found.values()}
     import gc
 
     for obj in gc.get_objects():
-        if type(obj).__name__ in ("CachingAutotuner", "DebugAutotuner") and hasattr(obj, "launchers"):
+        if id(obj) not in found and type(obj).__name__ in ("CachingAutotuner", "DebugAutotuner") \
+                and getattr(obj, "launchers", None):
             name = (getattr(obj, "inductor_meta", None) or {}).get("kernel_name") \
                 or getattr(getattr(obj, "fn", None), "__name__", None)
-            if name and name not in seen and wanted(name) and getattr(obj, "launchers", None):
-                found.setdefault(id(obj), (name, obj))
+            if name and wanted(name):
+                found[id(obj)] = (name, obj)
     return list(found.values())
 
 
@@ -184,6 +212,8 @@ def _launcher_details(name: str, autotuner) -> dict:
     launcher = launchers[0] if launchers else None
     config = getattr(launcher, "config", None)
     details = {"name": name, "src": getattr(getattr(autotuner, "fn", None), "src", None),
+               "launched": launcher is not None, "cache_hash": getattr(launcher, "cache_hash", None),
+               "_autotuner": autotuner,
                "registers": _int(getattr(launcher, "n_regs", None)),
                "spills": _int(getattr(launcher, "n_spills", None)),
                "shared_bytes": _int(getattr(launcher, "shared", None)),
@@ -196,63 +226,106 @@ def _launcher_details(name: str, autotuner) -> dict:
         details["notes"].append("no launcher: the kernel was never run")
     elif len(launchers) > 1:
         details["notes"].append(f"{len(launchers)} launchers (not autotuned to one yet): the first is shown")
-    details["ir"], details["ir_source"] = _kept_ir(name, autotuner, launcher, config)
     return details
 
 
-def _kept_ir(name: str, autotuner, launcher, config) -> tuple[dict, str | None]:
-    """Triton's IR levels of the launched config: from the compiled kernel in memory, else from the
-    kernel's directory in Triton's cache (``<triton cache>/<cache hash>/<name>.ttir`` …)."""
-    for result in getattr(autotuner, "compile_results", None) or []:
-        if config is not None and getattr(result, "config", None) is not config \
-                and str(getattr(result, "config", None)) != str(config):
-            continue
-        asm = getattr(getattr(result, "kernel", None), "asm", None)
-        if isinstance(asm, dict) and any(isinstance(asm.get(k), str) for k in IR_LEVELS):
-            return {k: _cut(asm[k]) for k in IR_LEVELS if isinstance(asm.get(k), str)}, "the compiled kernel (asm)"
+def _kept_ir(name: str, autotuner) -> tuple[dict, str]:
+    """Triton's IR levels of the launched binary. In memory where the parent process holds Triton's
+    ``CompiledKernel`` (``.asm``: a ``TritonCompileResult``, or a launcher that kept its binary); else
+    from the binary's folder in Triton's cache, found by its exact hash: kernels compiled in Inductor's
+    worker processes come back as statically launched cubins, without their IR."""
+    launcher = autotuner.launchers[0]
+    config = getattr(launcher, "config", None)
+    compiled = [getattr(launcher, "bin", None)] + [
+        getattr(r, "kernel", None) for r in getattr(autotuner, "compile_results", None) or []
+        if config is None or getattr(r, "config", None) is config or str(getattr(r, "config", None)) == str(config)]
+    for kernel in compiled:
+        asm = getattr(kernel, "asm", None)
+        if hasattr(asm, "get") and any(isinstance(asm.get(k), str) for k in IR_LEVELS):
+            return ({k: _cut(k, asm[k]) for k in IR_LEVELS if isinstance(asm.get(k), str)},
+                    f"the compiled kernel in memory ({type(kernel).__name__}.asm)")
     cache_hash = getattr(launcher, "cache_hash", None)
+    if not cache_hash:
+        return {}, "not found: the launcher has no Triton cache hash"
     device = (getattr(autotuner, "triton_meta", None) or {}).get("device")
-    roots = _triton_cache_roots(getattr(device, "index", device) or 0)
-    for root in roots:
-        if cache_hash and (root / cache_hash).is_dir():
-            ir = _read_ir(root / cache_hash, name)
-            if ir:
-                return ir, f"Triton's cache: {root / cache_hash} (the launcher's cache hash)"
-    newest = sorted((p.parent for root in roots for p in root.glob(f"*/{name}.ttir")), key=lambda p: -p.stat().st_mtime)
-    if newest and _read_ir(newest[0], name):
-        return _read_ir(newest[0], name), f"Triton's cache: {newest[0]} (the newest kernel of this name)"
-    return {}, f"not found: no {name}.ttir under {', '.join(map(str, roots)) or 'any Triton cache'} (cache hash {cache_hash})"
+    device = getattr(device, "index", device) or 0
+    roots = _triton_cache_roots(device, getattr(autotuner, "filename", None))
+    for folder in [root / cache_hash for root in roots] + _fresh_cache_folders(cache_hash):
+        ir = _read_ir(folder, name)
+        if ir:
+            return ir, f"Triton's cache folder of the launched binary: {folder}"
+    kinds = {type(k).__name__ for k in compiled if k is not None}
+    return {}, (f"not found: the binary in memory ({', '.join(sorted(kinds)) or 'none'}) keeps no IR, and no "
+                f"folder {cache_hash} holds {name}.ttir under {', '.join(map(str, roots)) or 'any Triton cache'}")
 
 
-def _triton_cache_roots(device: int) -> list:
-    """Where Triton may have written its per-kernel folders: Inductor's Triton cache directory (as the
-    compile workers saw it) and Triton's own default."""
+def _triton_cache_roots(device: int, kernel_file: str | None) -> list:
+    """Where Triton may have written the kernel's folder: the Triton cache of the Inductor cache directory the
+    kernel's module was written to (``<dir>/<2 chars>/<hash>.py`` → ``<dir>/triton[/<device>]``: with caches
+    off Inductor compiles into a fresh temporary directory, which it keeps), Inductor's current one, and Triton's own."""
     import os
     from pathlib import Path
 
-    candidates = [os.environ.get("TRITON_CACHE_DIR")]
-    for module in ("torch._inductor.runtime.cache_dir_utils", "torch._inductor.runtime.runtime_utils"):
-        try:
-            import importlib
+    candidates = []
+    if kernel_file:  # fresh_cache() sets TRITON_CACHE_DIR to <dir>/triton; the default is <dir>/triton/<device>
+        folder = Path(kernel_file).parent.parent / "triton"
+        candidates += [str(folder), str(folder / str(device))]
+    candidates.append(os.environ.get("TRITON_CACHE_DIR"))
+    try:
+        from triton import knobs
 
-            utils = importlib.import_module(module)
-            candidates += [utils.triton_cache_dir(device), os.path.join(utils.cache_dir(), "triton", str(device))]
-            break
-        except (ImportError, AttributeError):
-            continue
+        candidates.append(knobs.cache.dir)
+    except (ImportError, AttributeError):
+        pass
+    inductor_dir = _inductor_cache_dir()
+    if inductor_dir:
+        candidates.append(os.path.join(inductor_dir, "triton", str(device)))
     candidates.append(os.path.join(os.path.expanduser("~"), ".triton", "cache"))
     return [Path(c) for c in dict.fromkeys(c for c in candidates if c) if Path(c).is_dir()]
 
 
+def _inductor_cache_dir() -> str | None:
+    """Inductor's cache directory, read without creating it (``cache_dir()`` would create it and set
+    ``TORCHINDUCTOR_CACHE_DIR``)."""
+    import os
+
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:
+        return os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    return os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+
+
+def _fresh_cache_folders(cache_hash: str) -> list:
+    """The hash's folder in the temporary Inductor cache directories made under the default one."""
+    from pathlib import Path
+
+    root = _inductor_cache_dir()
+    if not root or not Path(root).is_dir():
+        return []
+    return sorted([*Path(root).glob(f"*/triton/{cache_hash}"), *Path(root).glob(f"*/triton/*/{cache_hash}")])
+
+
 def _read_ir(folder, name: str) -> dict:
-    return {k: _cut((folder / f"{name}.{k}").read_text(errors="replace"))
+    if not folder.is_dir():
+        return {}
+    return {k: _cut(k, (folder / f"{name}.{k}").read_text(errors="replace"))
             for k in IR_LEVELS if (folder / f"{name}.{k}").is_file()}
 
 
-def _cut(text: str) -> str:
-    if len(text) <= IR_LIMIT:
-        return text
-    return text[:IR_LIMIT] + f"\n… [cut: {len(text) - IR_LIMIT:,} more characters]"
+def _cut(level: str, text: str) -> str:
+    """At most ``IR_LIMIT`` characters of one IR level; PTX without its DWARF sections (line tables
+    encoded one byte per line: most of a PTX file compiled with line info, and no use to read)."""
+    note = ""
+    if level == "ptx":
+        debug = text.find("\t.section\t.debug_")
+        if debug > 0:
+            note = f"\n// [DWARF debug sections left out: {len(text) - debug:,} characters]\n"
+            text = text[:debug]
+    if len(text) > IR_LIMIT:
+        note = f"\n… [cut: {len(text) - IR_LIMIT:,} more characters]" + note
+        text = text[:IR_LIMIT]
+    return text + note
 
 
 def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak: dict | None) -> None:
@@ -268,7 +341,8 @@ def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak
     # the one with this kernel's source, when Triton kept the source; else the last loaded of that name
     found = [d for d in same_name if d.get("src") and d["src"].strip() in source] or same_name[-1:]
     if found:
-        gpu.update({k: v for k, v in found[0].items() if k not in ("name", "src", "notes") and v not in (None, {})})
+        gpu.update({k: v for k, v in found[0].items()
+                    if k not in ("name", "src", "notes", "launched", "cache_hash") and v not in (None, {})})
         gpu["notes"] += found[0].get("notes") or []
     if row and row.get("calls"):
         per_launch_us = row["gpu_time_us"] / row["calls"]

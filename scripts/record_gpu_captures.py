@@ -72,7 +72,8 @@ def kernel_rows(cap) -> list[dict]:
                          "config": g.config, "bytes": g.bytes_per_call, "us": g.time_us_per_launch,
                          "GB/s": round(g.achieved_bytes_per_s / 1e9, 1) if g.achieved_bytes_per_s else None,
                          "share": round(g.bandwidth_share, 3) if g.bandwidth_share is not None else None,
-                         "ir": {level: len(text) for level, text in g.ir.items()}, "notes": g.notes + (
+                         "ir": {level: len(text) for level, text in g.ir.items()}, "ir_source": g.ir_source,
+                         "notes": g.notes + (
                              [g.bytes_reason] if g.bytes_reason else [])})
     return rows
 
