@@ -3,10 +3,8 @@ timing keeps what was captured, marked interrupted, restores every hook and conf
 ``%%tcompile`` — still honours ``--name``/``--save`` and leaves the shell running."""
 from __future__ import annotations
 
-import logging
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -16,22 +14,10 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import compiler
 import explorer
-from compiler.records import ARTIFACT_LOGGERS
 from compiler.run import CaptureInterrupted
 from explorer import magics
 
-
-def torch_state():
-    """Everything a capture installs or patches, as comparable values."""
-    from torch._dynamo.convert_frame import _bytecode_hooks
-    from torch._dynamo.eval_frame import _stance
-    from torch._logging._internal import _is_torch_handler, trace_log
-
-    loggers = [trace_log] + [logging.getLogger(name) for name in ARTIFACT_LOGGERS.values()]
-    return {"loggers": [(lg.name, lg.level, lg.propagate, [h for h in lg.handlers if not _is_torch_handler(h)])
-                        for lg in loggers],
-            "bytecode_hooks": list(_bytecode_hooks), "stance": _stance.stance, "profile": sys.getprofile(),
-            "inductor": torch._inductor.config.get_config_copy(), "dynamo": torch._dynamo.config.get_config_copy()}
+import torch_state  # tests/torch_state.py: everything a capture installs or patches
 
 
 class SigintWhen:
@@ -80,7 +66,7 @@ def two_graphs(x):
 
 
 def test_interrupt_during_the_compile_keeps_the_captured_stages():
-    before = torch_state()
+    before = torch_state.snapshot()
     with SigintWhen() as sigint, pytest.raises(KeyboardInterrupt) as raised:
         compiler.explore(two_graphs, torch.randn(8), backend=slow_backend_that(sigint), timing=False)
     assert sigint.fired and isinstance(raised.value, CaptureInterrupted)
@@ -91,7 +77,7 @@ def test_interrupt_during_the_compile_keeps_the_captured_stages():
     first = cap.compiles[0]
     assert first.graph.available and first.graph.op_count == 2 and first.status != "compiled"  # stopped in the backend
     assert "not timed: interrupted" in cap.runtime.reason
-    assert torch_state() == before
+    torch_state.assert_restored(before)
     assert compiler.Capture.from_json(cap.to_json()).interrupted  # saved and loaded, still marked
 
 
@@ -104,7 +90,7 @@ def test_interrupt_during_timing_keeps_the_whole_compile():
             time.sleep(5)
         return x.sin() * 2
 
-    before = torch_state()
+    before = torch_state.snapshot()
     with sigint, pytest.raises(CaptureInterrupted) as raised:
         compiler.explore(f, torch.randn(8), backend="eager")
     cap = raised.value.capture
@@ -112,7 +98,7 @@ def test_interrupt_during_timing_keeps_the_whole_compile():
     assert "first compiled call completed" in cap.error.message
     assert cap.compiles[0].status == "compiled" and cap.compiles[0].graph.available
     assert cap.live.result is not None and not cap.runtime.available
-    assert torch_state() == before
+    torch_state.assert_restored(before)
 
 
 @pytest.fixture
@@ -128,7 +114,7 @@ def test_interrupted_cell_is_shown_named_saved_and_the_shell_goes_on(shell, tmp_
     sigint = SigintWhen()
     shell.user_ns.update(torch=torch, x=torch.randn(8), sigint=sigint, time=time)
     path = tmp_path / "interrupted.json"
-    before = torch_state()
+    before = torch_state.snapshot()
     cell = ("y = x.sin() * 2\n"
             "if not torch.compiler.is_compiling():\n"
             "    sigint.event.set()\n"
@@ -143,7 +129,7 @@ def test_interrupted_cell_is_shown_named_saved_and_the_shell_goes_on(shell, tmp_
     assert "interrupted (KeyboardInterrupt) during timing" in str(result.error_in_exec)
     assert "names were written back" in str(result.error_in_exec)
     assert torch.equal(shell.user_ns["y"], shell.user_ns["x"].sin() * 2)  # the first call completed
-    assert torch_state() == before
+    torch_state.assert_restored(before)
     assert shell.run_cell("1 + 1").result == 2  # the shell is alive
 
 
@@ -162,19 +148,18 @@ def interrupt_in_second_config(sigint: SigintWhen, armed: list):
 def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
     from compiler.compare import CompareInterrupted
 
-    import torch_state as state
 
     sigint, armed = SigintWhen(), []
     f = interrupt_in_second_config(sigint, armed)
     configs = [{"label": "first", "backend": "eager"}, {"label": "second", "backend": "aot_eager"},
                {"label": "third", "backend": "eager"}]
-    state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
-    before = state.snapshot()
+    torch_state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
+    before = torch_state.snapshot()
     with sigint, pytest.raises(CompareInterrupted) as raised:
         compiler.compare(f, torch.randn(8), configs=configs, repeat=3,
                          progress=lambda index, total, label: armed.append(1) if index == 1 else None)
     assert sigint.fired
-    state.assert_restored(before)
+    torch_state.assert_restored(before)
     cmp = raised.value.comparison
     assert cmp.labels == ["first", "second"]
     assert cmp.interrupted == {"during": "configuration 2/3 (second)", "finished": ["first"], "not_run": ["third"]}
@@ -199,7 +184,6 @@ def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
 
 
 def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(shell, tmp_path, monkeypatch):
-    import torch_state as state
     from explorer import compare_magic
     from explorer.progress import Progress
 
@@ -216,13 +200,13 @@ def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(she
             "if not torch.compiler.is_compiling() and armed:\n"
             "    sigint.event.set()\n"
             "    time.sleep(5)\n")
-    state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
-    before = state.snapshot()
+    torch_state.load_torch_modules()  # torch configures some loggers on import: not the capture's doing
+    before = torch_state.snapshot()
     with sigint:
         result = shell.run_cell('%%tcompile --compare "backend=eager,aot_eager; dynamic=false,true" --repeat 3 '
                                 f"--name cmp_int --save {path}\n{cell}")
     assert sigint.fired
-    state.assert_restored(before)
+    torch_state.assert_restored(before)
     cmp = shell.user_ns["cmp_int"]
     assert shown == [cmp] and len(cmp.entries) == 2 and len(cmp.interrupted["not_run"]) == 2
     assert cmp.error(0) is None and not cmp.captures[0].interrupted
