@@ -1132,6 +1132,9 @@ class CompileError(Data):
     line: int | None = None
 
 
+ORIGINS = ("dynamo", "aot_inductor")  # what produced a Compile (Compile.origin)
+
+
 @dataclass(repr=False, eq=False)
 class Compile(Data):
     """Everything captured for one frame compile (compile id ``frame/compile``)."""
@@ -1140,6 +1143,10 @@ class Compile(Data):
     frame_id: int = 0
     frame_compile_id: int = 0
     attempts: int = 1
+    # "dynamo": a frame torch.compile compiled. "aot_inductor": AOTInductor compiled an exported program;
+    # its records carry no Dynamo compile id (tlparse files them under -_-_-_-, the compile id kept here),
+    # so there is no frame, source, bytecode, Dynamo graph or guards (those stages say so).
+    origin: str = "dynamo"
     name: str | None = None
     status: str = "incomplete"  # compiled, skipped, failed, incomplete
     metrics: dict[str, Any] = field(default_factory=dict)  # torch's compilation_metrics
@@ -1161,6 +1168,10 @@ class Compile(Data):
     kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
 
     def __post_init__(self):
+        if self.origin not in ORIGINS:
+            exc = _Mismatch(" or ".join(map(repr, ORIGINS)), self.origin)
+            exc.where.append(".origin")
+            raise exc
         if self.kernels_from_inductor:
             self.kernels, self.kernels_from_inductor = _kernels_of(self.inductor), False
 
