@@ -31,6 +31,7 @@ import compiler
 from compiler import options as compile_options
 from compiler.options import DYNAMIC, STANCES, OptionError
 from compiler.run import CaptureInterrupted, has_cached_compiles
+from compiler.whatif import target_function
 
 from . import cell as cell_mod
 from .cell import unquote
@@ -64,7 +65,8 @@ class TcompileMagics(Magics):
         "its parameters, names it assigns are written back after the call (not when the cell fails). "
         "Timing re-runs the whole cell body, eager and compiled, many times (output discarded, tensor "
         "inputs copied): use --no-timing for cells with side effects. "
-        "Line form: %tcompile [options] f(args) compiles f, calls it on args (after torch._dynamo.reset()). "
+        "Line form: %tcompile [options] f(args) compiles f, calls it on args (after torch._dynamo.reset(); "
+        "with --stance fail_on_recompile, no reset: f's earlier compile is reused and a recompile fails). "
         "Graph-break and FX line numbers count the %%tcompile line as line 1, as in the notebook."))
     @magic_arguments.argument("--backend", default="inductor",
                               help="torch.compile backend: a registered name (torch._dynamo.list_backends) "
@@ -238,6 +240,17 @@ def refuse_fail_on_recompile(compiled_cell) -> None:
                          "were reset since, e.g. by %tcompile f(x)) — run it once without --stance first")
 
 
+def refuse_fail_on_recompile_call(fn, expr: str) -> None:
+    """The line form's ``fail_on_recompile``: only when torch holds a compile of this very function."""
+    target = target_function(fn)
+    if not has_cached_compiles(target):
+        name = getattr(target, "__qualname__", None) or expr.split("(")[0].strip()
+        raise UsageError(f"--stance fail_on_recompile: torch holds no compile of {name} (not compiled yet, or "
+                         "Dynamo's caches were reset since), and the stance forbids any compile, also the first "
+                         f"one — run %tcompile {expr} once without --stance, then re-run it with --stance "
+                         "fail_on_recompile to check that it does not recompile")
+
+
 def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
     """``compiler.run`` with the magic's options, under a progress display; torch.compile rejecting
     its arguments becomes the capture's error."""
@@ -266,7 +279,11 @@ def run_line(shell, opts: Options, expr: str):
                          "function or module: nothing to compile")
     check_name(opts.name, sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}),
                "the call")
-    cap = run(shell, opts, fn, args, kwargs, {**opts.recorded, "magic": "%tcompile"}, reset=True)
+    # fail_on_recompile checks that a re-run reuses the earlier compile: no reset, or there is none to reuse
+    check_stance = opts.stance == "fail_on_recompile"
+    if check_stance:
+        refuse_fail_on_recompile_call(fn, expr)
+    cap = run(shell, opts, fn, args, kwargs, {**opts.recorded, "magic": "%tcompile"}, reset=not check_stance)
     finish(shell, cap, opts, wrote_back=None)
     return None
 

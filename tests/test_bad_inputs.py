@@ -126,8 +126,6 @@ CAPTURED_ERRORS = {
                               "BackendCompilerFailed", "backend compile", "refuses every graph", 1),
     "wrong number of arguments": ("%tcompile --backend eager --no-timing f(x, 1, 2, 3)", "TypeError",
                                   "running the user's code", "positional argument", 0),
-    "fail_on_recompile on a first compile (line form)": ("%tcompile --stance fail_on_recompile --backend eager f(x)",
-                                                         "RuntimeError", "fail_on_recompile", "recompile", 0),
 }
 
 
@@ -185,6 +183,8 @@ USAGE_ERRORS = {
     "line form, not a call": ("%tcompile 1 + 2", "EXPR must be a call"),
     "cell form with words after the options": ("%%tcompile --backend eager extra words\ny = x + 1",
                                                "unrecognized arguments: extra words"),
+    "fail_on_recompile on a first compile (line form)": ("%tcompile --stance fail_on_recompile --backend eager f(x)",
+                                                         "torch holds no compile of f"),
     "fail_on_recompile on a cell's first run": ("%%tcompile --stance fail_on_recompile --backend eager\n"
                                                 "y = x + 12345", "--stance fail_on_recompile"),
     "huge options text": ("%%tcompile --options '{" + ", ".join(f'"k{i}": {i}' for i in range(20000)) + "}'\n"

@@ -458,6 +458,35 @@ def test_fail_on_recompile_is_refused_on_a_first_run_and_checks_reruns(shell):
         shell.user_ns["x"] = torch.arange(4.0)
 
 
+def test_fail_on_recompile_in_the_line_form_checks_reruns_of_the_same_function(shell, capsys):
+    shell.run_cell("def lf(a):\n    return a.cos() * 2")
+    line = "%tcompile --backend eager --no-timing --name cap_lf{flag} lf({arg})"
+    stance = " --stance fail_on_recompile"
+    refused = run(shell, line.format(flag=stance, arg="x"))  # never compiled: refused up front, with the reason
+    assert isinstance(refused.error_in_exec, UsageError) and "\n" not in str(refused.error_in_exec)
+    assert "torch holds no compile of lf" in str(refused.error_in_exec)
+    assert "run %tcompile lf(x) once without --stance" in str(refused.error_in_exec)
+    assert "cap_lf" not in shell.user_ns
+    assert run(shell, line.format(flag="", arg="x")).error_in_exec is None
+    assert len(shell.user_ns["cap_lf"].compiles) == 1
+    graphs = counters["stats"]["unique_graphs"]
+    rerun = run(shell, line.format(flag=stance, arg="x"))  # same function, same shape: torch reuses its compile
+    cap = shell.user_ns["cap_lf"]
+    assert rerun.error_in_exec is None and cap.error is None and cap.compiles == []
+    assert counters["stats"]["unique_graphs"] == graphs
+    torch.testing.assert_close(cap.live.result, shell.user_ns["x"].cos() * 2)
+    capsys.readouterr()
+    changed = run(shell, line.format(flag=stance, arg="torch.arange(6.0)"))  # another shape: torch refuses
+    cap = shell.user_ns["cap_lf"]
+    assert changed.error_in_exec is None and cap.compiles == []
+    assert cap.error.stage.startswith("guards / recompile (the stance 'fail_on_recompile'")
+    assert "fail_on_recompile" in cap.error.message and counters["stats"]["unique_graphs"] == graphs
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("tcompile:")]
+    assert len(err) == 1 and "in guards / recompile (the stance 'fail_on_recompile'" in err[0], err
+    shell.run_cell("def lf(a):\n    return a.cos() * 2")  # redefined: a new function, not compiled yet
+    assert "torch holds no compile of lf" in str(run(shell, line.format(flag=stance, arg="x")).error_in_exec)
+
+
 def gen_fn(x):
     yield x.sin()
 
