@@ -20,6 +20,10 @@ inside the block) is kept. Each record goes to the active collectors it belongs 
   lazily compiled backward, helper threads — goes to the collectors that already saw its compile
   id, else to every active collector. Inductor's compile workers are subprocesses (their logs
   never reach this process's loggers), so they need no rule.
+
+The bytecode hook (``compiler.session``) follows the same rule (``receives``). What cannot be
+split by thread: torch's Dynamo counters are process-wide, so a capture that overlapped another
+one counts the other's frames too — ``overlapping_captures`` says how many others were active.
 """
 from __future__ import annotations
 
@@ -142,6 +146,12 @@ def _targets(compile_id: str | None, artifact: bool) -> list[RecordCollector]:
     return [c for c in chosen if c.with_artifact_logs or not artifact]
 
 
+def receives(collector: RecordCollector, compile_id: str | None) -> bool:
+    """Whether ``collector`` gets what torch emits for ``compile_id`` on the current thread."""
+    with _lock:
+        return collector in _targets(compile_id, artifact=False)
+
+
 class _TraceHandler(logging.Handler):
     def __init__(self):
         super().__init__(logging.DEBUG)
@@ -230,6 +240,7 @@ class RecordCollector:
         self.listeners: list = []  # called with each structured record as it arrives
         self.thread: int | None = None  # the thread that installed this collector
         self.compile_ids: set[str] = set()
+        self.overlapping_captures = 0  # other collectors active at some point while this one was
 
     def install(self) -> None:
         global _active
@@ -241,6 +252,9 @@ class RecordCollector:
             # Filenames interned before we attached are not re-sent: invert torch's table.
             self.strings.update({index: text for text, index in INTERN_TABLE.items()})
             self.thread = threading.get_ident()
+            for other in _active:
+                other.overlapping_captures += 1
+            self.overlapping_captures += len(_active)
             _active = (*_active, self)
             try:
                 _sync_handlers()

@@ -30,6 +30,7 @@ import functools
 import gc
 import html
 import json
+import threading
 import types
 import typing
 from dataclasses import dataclass, field
@@ -125,10 +126,20 @@ def _first_failing(convert, items) -> int:
     return 0
 
 
-@functools.cache
+# Converters of nested types are registered before their fields are filled (types nest:
+# Graph.subgraphs), so building holds a lock: another thread must not use a half-built one.
+_BUILDING = threading.RLock()
+
+
 def _converter(tp):
     """A function that checks a JSON value against ``tp`` and returns it as ``tp`` (raising
     ``_Mismatch``). Built once per type: a 100 MB trace converts millions of values."""
+    with _BUILDING:
+        return _build_converter(tp)
+
+
+@functools.cache
+def _build_converter(tp):
     if tp is Any:
         return _same
     origin = typing.get_origin(tp)
@@ -247,11 +258,12 @@ def _parsed_graph(code: str) -> dict:
     """``_PARSED_GRAPH`` of a graph, parsed from its code by ``compiler.fx_graph``."""
     from .fx_graph import graph_stage
 
-    _PARSING.add(code)
+    parsing = _parsing()
+    parsing.add(code)
     try:
         parsed = Graph.from_data(graph_stage(code, ""))
     finally:
-        _PARSING.discard(code)
+        parsing.discard(code)
     return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
 
 
@@ -461,7 +473,14 @@ class GraphNode(Data):
 
 
 _PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.fx_graph parses from a graph's code
-_PARSING: set[str] = set()
+_PARSING = threading.local()  # per thread: codes being parsed (their Graph must not parse itself again)
+
+
+def _parsing() -> set[str]:
+    if not hasattr(_PARSING, "codes"):
+        _PARSING.codes = set()
+    return _PARSING.codes
+
 # Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
 # tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
 MAX_PARSED_CODE_CHARS = 16_000_000
@@ -484,7 +503,7 @@ class Graph(Stage):
     not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
 
     def __post_init__(self):
-        if self.parsed_from_code and self.code and not self.nodes and self.code not in _PARSING:
+        if self.parsed_from_code and self.code and not self.nodes and self.code not in _parsing():
             if len(self.code) > MAX_PARSED_CODE_CHARS:
                 self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
                                    f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")

@@ -14,20 +14,27 @@ from .autotune import AutotuneRecorder
 from .bytecode import transformation
 from .environment import environment
 from .model import Capture
-from .records import RecordCollector
+from .records import RecordCollector, receives
 from .whatif import LiveState
 
 
 class _BytecodeRecorder:
-    def __init__(self, live: LiveState):
+    """Torch's bytecode hooks are process-wide: this one keeps the transformations that belong to its
+    capture by the records' rule (``compiler.records.receives``) — two threads capturing at once both
+    see compile ``0/0`` when each reset Dynamo."""
+
+    def __init__(self, live: LiveState, collector: RecordCollector):
         self.by_compile: dict[str, dict] = {}
         self.live = live
+        self.collector = collector
         self.handle = None
 
     def hook(self, code, new_code):
         from torch._guards import CompileContext
 
         compile_id = CompileContext.current_compile_id()
+        if not receives(self.collector, str(compile_id) if compile_id is not None else None):
+            return None
         key = str(compile_id) if compile_id is not None else f"?/{len(self.by_compile)}"
         self.by_compile[key] = transformation(code, new_code)
         self.live.codes[key] = code
@@ -107,7 +114,7 @@ class Recorder:
         self.fresh, self.suppress_errors = fresh, suppress_errors
         self.live = live if live is not None else LiveState()
         self.collector = RecordCollector(with_artifact_logs=artifact_logs)
-        self.bytecode = _BytecodeRecorder(self.live)
+        self.bytecode = _BytecodeRecorder(self.live, self.collector)
         self.autotune = AutotuneRecorder()
         self.options = {**(options or {}), "fresh": fresh,
                         "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
@@ -152,6 +159,8 @@ class Recorder:
         """The Capture of what was recorded, plus what was measured after the compile
         (``assemble``'s ``measurements``). A failure here is a tcompile bug: it becomes the
         capture's error instead of reaching the user's code."""
+        if self.collector.overlapping_captures:
+            self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
                             environment(), self.error, self.counters, self.autotune.results, measurements)

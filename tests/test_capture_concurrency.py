@@ -4,6 +4,7 @@ thread; an error or a KeyboardInterrupt in the block restores everything."""
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 
 import pytest
@@ -195,3 +196,89 @@ def test_a_thread_capturing_without_artifact_logs_keeps_its_artifacts_to_itself(
         thread.join()
     assert any(r.kind == "artifact:recompile_reasons" for r in plain.records)
     assert not full.records and not any(r.kind.startswith("log:") for r in plain.records)
+
+
+def sine_twice(x):
+    return x.sin() * 2
+
+
+def cosine_plus_three(x):
+    return x.cos() + 3
+
+
+def test_two_explores_started_together_each_get_their_own_compile():
+    """Both threads reset Dynamo, so both compiles are numbered 0/0: each capture must still hold its
+    own compile, graph and bytecode (the process-wide bytecode hook follows the records' thread rule),
+    with a complete summary. Several rounds: the interleaving differs each time."""
+    for _ in range(4):
+        start = threading.Barrier(2, timeout=60)
+        captures, errors = {}, []
+
+        def work(fn):
+            try:
+                start.wait()
+                captures[fn.__name__] = compiler.explore(fn, torch.randn(4), backend="eager", timing=False)
+            except BaseException as exc:  # noqa: BLE001 — reported by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(fn,)) for fn in (sine_twice, cosine_plus_three)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        for name, cap in captures.items():
+            assert [c.name for c in cap.compiles] == [name]
+            assert cap.summary.compiles == 1 and cap.summary.graphs == 1 and cap.summary.guards > 0
+            (compiled,) = cap.compiles
+            assert compiled.bytecode.original.name == name
+            op = "sin" if name == "sine_twice" else "cos"
+            assert op in compiled.graph.code
+            assert {r.compile_id for r in cap.live.records if r.compile_id} == {compiled.compile_id}
+            if cap.options.get("overlapping_captures"):  # they did overlap in time: said in the overview
+                from explorer.views.overview import findings
+
+                assert any("ran at the same time" in text for _, text in findings(cap))
+
+
+def test_captures_read_in_threads_while_the_readers_are_being_built():
+    """Reading types that nest registers a half-built reader first: another thread must wait for it,
+    not read a capture with its fields missing (this returned captures with no compiles)."""
+    import compiler.schema as schema
+
+    data = compiler.explore(double, torch.ones(3), backend="eager", timing=False).to_data()
+    from compiler.model import Capture
+
+    expected = Capture.from_data(data).to_data()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often, as under load: the race shows every round
+    try:
+        _read_in_two_threads_with_fresh_readers(data, expected)
+    finally:
+        sys.setswitchinterval(switch_interval)
+
+
+def _read_in_two_threads_with_fresh_readers(data, expected):
+    import compiler.schema as schema
+    from compiler.model import Capture
+
+    for _ in range(5):
+        schema._build_converter.cache_clear()
+        schema._DATA_CONVERTERS.clear()
+        start = threading.Barrier(2, timeout=60)
+        read, errors = [], []
+
+        def load():
+            try:
+                start.wait()
+                read.append(Capture.from_data(data).to_data())
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=load) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert read == [expected, expected]

@@ -31,6 +31,11 @@ def findings(capture) -> list[tuple[str, str]]:
                             "no graph breaks, no recompiles"))
     if not capture.compiles and not capture.error:
         found.append(("warn", "torch.compile compiled nothing in this run"))
+    overlapping = capture.options.get("overlapping_captures")
+    if overlapping:
+        found.append(("warn", f"{plural(overlapping, 'other capture')} ran at the same time (nested or in another thread): "
+                              "the compiles shown are this capture's own, but torch's counters (cap.counters) "
+                              "are process-wide and count the other's too"))
     return found + speed_findings(capture.runtime)
 
 
