@@ -372,7 +372,7 @@ def summarize(data: dict) -> dict:
     compiles = data["compiles"]
     metrics_time = [c["metrics"].get("entire_frame_compile_time_s") or 0 for c in compiles]
     return {
-        "frames": len({c["frame_id"] for c in compiles}),
+        "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
         "compiles": len(compiles),
         "graphs": sum(c["graph"].get("available", False) for c in compiles),
         "graph_breaks": data["breaks"]["total"],

@@ -79,13 +79,13 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
     ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None)."""
     graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
-    if not graph.get("available"):
+    if not graph.get("available") and compile_data.get("origin") != "aot_inductor":  # AOTInductor: no Dynamo graph
         return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
     notes: list[str] = []
     runs = inductor.get("runs", []) if inductor.get("available") else []
     inductor_tracking = [inductor_tracking_of(t, run.get("role"), notes)
                          for t, run in zip(tracking or [], runs) if t]
-    nodes: list[dict] = [_node("dynamo", None, n, _own_lines(n)) for n in _compute(graph["nodes"])]
+    nodes: list[dict] = [_node("dynamo", None, n, _own_lines(n)) for n in _compute(graph.get("nodes") or [])]
     aot_graphs = {role: g for role, g in (aot.get("graphs") or {}).items() if g.get("available") and role != "joint"}
     for role, g in aot_graphs.items():
         nodes += [_node("aot", role, n, _own_lines(n)) for n in _compute(g["nodes"])]
@@ -103,7 +103,7 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
             for name in names:
                 _add(by_level_key.get((level, key_of(k["role"], name))), "kernels", k["key"])
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
-                    for n in g["nodes"] if n.get("line")}
+                    for n in g.get("nodes") or [] if n.get("line")}
     lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
     kernels_of_line: dict[int, set] = defaultdict(set)  # by line number, whatever the file
     for row in lines:
@@ -631,9 +631,12 @@ def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: d
         for line in n["lines"]:
             entry = row(n.get("file") or files.get(line), line)
             _add(entry, column[n["level"]], n["name"] if n["level"] == "dynamo" else key_of(n["role"], n["name"]))
-    for k in kernels:
+    posts = {key_of(n["role"], n["name"]): n for n in nodes if n["level"] == "post_grad"}
+    for k in kernels:  # a kernel's lines can be in several files (the user's, torch.nn's): each line's own
         for line in k["lines"]:
-            _add(row(k.get("file") or files.get(line), line), "kernels", k["key"])
+            file = next((post["file"] for post in (posts.get(key_of(k["role"], p)) for p in k["post_grad_nodes"])
+                         if post and post.get("file") and line in post["lines"]), None)
+            _add(row(file or files.get(line) or k.get("file"), line), "kernels", k["key"])
     for entry in rows.values():
         entry["code"] = entry["code"] or comment_code.get((entry["file"], entry["line"]))
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]

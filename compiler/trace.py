@@ -273,10 +273,36 @@ def load_trace_file(path, strict: bool = False, warn: bool = True):
     options = {"backend": "unknown", "source": "torch_trace", "trace_file": str(path)}
     data = assemble(records, strings, {}, options, environment, None, {},
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])})
+    _add_aot_inductor(data, records, strings, options)
     _trace_reasons(data)
     capture = Capture.from_data(data)
     capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
+
+
+def _add_aot_inductor(data: dict, records, strings: dict, options: dict) -> None:
+    """Records with no compile id that are an AOTInductor compile (``aoti_compile_and_package`` of an
+    exported program) become one more compile, ``-_-_-_-`` as tlparse names them (``compiler.aot_inductor``)."""
+    from .assemble import summarize
+    from .aot_inductor import aot_inductor_compile, consumed
+    from .timings import chromium_event
+
+    events = [e for e in (chromium_event(r) for r in records if r.kind == "chromium_event") if e]
+    compile_data = aot_inductor_compile(records, strings, options, events)
+    if compile_data is None:
+        return
+    data["compiles"].append(compile_data)
+    used = Counter(r.kind for r in records if not r.compile_id and consumed(r))
+    for kind, count in used.items():  # read by the AOTInductor compile: no longer unknown
+        left = data["unknown_records"].get(kind, 0) - count
+        if left > 0:
+            data["unknown_records"][kind] = left
+        else:
+            data["unknown_records"].pop(kind, None)
+    data["extra_records"] = [e for e in data["extra_records"]
+                             if not (e.get("kind") == "graph_dump" and not e.get("compile_id")
+                                     and consumed(Record(e["kind"], None, 0, e.get("metadata") or {}, None)))]
+    data["summary"] = summarize(data)
 
 
 def _unavailable(reason: str) -> dict:
@@ -304,11 +330,17 @@ def _device(records) -> str | None:
 def _trace_reasons(data: dict) -> None:
     """Replace the 'not captured' reasons of stages a trace cannot hold by the reason why."""
     for c in data["compiles"]:
-        if not c["bytecode"].get("available"):
+        if not c["bytecode"].get("available") and c.get("origin", "dynamo") == "dynamo":
             c["bytecode"] = _unavailable(UNAVAILABLE["bytecode"])
         for run in (c["inductor"].get("runs") or []) if c["inductor"].get("available") else []:
             if not run["ir"].get("available"):
-                run["ir"] = _unavailable(UNAVAILABLE["ir"])
+                old, run["ir"] = run["ir"].get("reason"), _unavailable(UNAVAILABLE["ir"])
+                notes = c.get("provenance", {}).get("notes") or []
+                notes[:] = [note.replace(f"no scheduler IR ({old})", NO_IR_NOTE) for note in notes]
+
+
+NO_IR_NOTE = ("the trace holds no scheduler IR for this graph (torch writes it only to the "
+              "ir_pre_fusion/ir_post_fusion debug loggers)")
 
 
 # --- writing -------------------------------------------------------------------------------------

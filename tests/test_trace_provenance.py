@@ -4,8 +4,9 @@ Reads tlparse's own fixture logs from ../shared/tlparse_inputs (never copied int
 checks that ``compiler.load_trace`` gives the line mappings tlparse's tests assert
 (tests/integration_test.rs, ``test_provenance_tracking_jit_*``: the ``lineMappings`` of
 ``provenance_tracking_-_0_0_0.html``), and, side by side, what the tlparse CLI writes for the same log.
-The AOTInductor logs (``test_provenance_tracking_aot_*``) are checked through the same reading of their
-records, since they hold no compile for load_trace. No compile runs here: the module takes seconds.
+The AOTInductor logs (``test_provenance_tracking_aot_*``) carry no Dynamo compile id: load_trace makes one
+compile of them (``origin="aot_inductor"``, compile id ``-_-_-_-`` as tlparse names it), checked the same way.
+No compile runs here: the module takes seconds.
 """
 from __future__ import annotations
 
@@ -160,8 +161,9 @@ def test_side_by_side_with_tlparse(name, tmp_path):
     assert tracking.line_mappings == tlparse_line_mappings(INPUTS / name, tmp_path / "out")
 
 
-# AOTInductor logs: their records carry no compile id, so load_trace builds no compile from them; the
-# same reading (compiler.provenance.tracking_from_records) gives tlparse's mappings, C++ wrapper lines too.
+# AOTInductor logs: their records carry no compile id; load_trace makes them one compile ("-_-_-_-", as tlparse
+# files them), whose tracking gives tlparse's mappings, C++ wrapper lines too — as does the plain reading of the
+# records (compiler.provenance.tracking_from_records).
 EXPECTED_AOT = {
     "inductor_provenance_aot_cuda_log.txt": {
         "cppCodeToPost": {"1060": [14, 27, 24], "1064": [21, 18, 15], "1071": [24], "1079": [14, 27, 24],
@@ -220,21 +222,85 @@ def aot_tracking(name: str) -> dict:
     return tracking
 
 
+AOT_LOGS = sorted(EXPECTED_AOT) + ["inductor_provenance_extended_log.txt"]
+
+
 @needs_inputs
 @pytest.mark.parametrize("name", sorted(EXPECTED_AOT))
 def test_aot_inductor_line_mappings_equal_tlparse_tests(name):
-    assert load(name).compiles == []  # no compile id on any record (tlparse files them under -_-_-_-)
-    tracking = aot_tracking(name)
-    assert tracking["line_mappings"] == EXPECTED_AOT[name]
-    assert tracking["texts"]["aot_code"] == "inductor_aot_wrapper_code"
+    """Through load_trace: one compile, named for what it is, whose tracking is tlparse's lineMappings."""
+    c, tracking = tracking_of(load(name))
+    assert (c.compile_id, c.origin, c.name) == ("-_-_-_-", "aot_inductor", "AOTInductor export, no Dynamo frame")
+    assert tracking.line_mappings == EXPECTED_AOT[name]
+    assert tracking.texts["aot_code"] == "inductor_aot_wrapper_code"
+    assert aot_tracking(name)["line_mappings"] == EXPECTED_AOT[name]
+
+
+@needs_inputs
+@pytest.mark.parametrize("name", AOT_LOGS)
+def test_aot_inductor_compile_stages(name):
+    """The stages the records hold are there; those a Dynamo frame would have say why they are not."""
+    cap = load(name)
+    c, tracking = tracking_of(cap)
+    assert c.status == "compiled" and (cap.summary.compiles, cap.summary.frames) == (1, 0)
+    assert "graph_dump" not in cap.unknown_records  # the wrapper and kernel code were read
+    for stage in ("source", "bytecode", "graph", "guards", "recompile"):
+        assert not c.stage(stage).available and "outside any Dynamo frame" in c.stage(stage).reason
+    assert not c.amortization.available and "AOTInductor" in c.amortization.reason
+    assert list(c.aot.graphs) == ["inference"]
+    (run,) = c.inductor.runs
+    assert run.role == "inference" and run.pre_grad.available and run.post_grad.available
+    assert not run.ir.available and "not part of TORCH_TRACE" in run.ir.reason
+    # the generated code is the C++ wrapper, numbered as tlparse numbers it: each cppCode line names its kernel
+    module = run.code.module.splitlines()
+    linked = {k.split(":")[0] for k in tracking.kernel_to_post}
+    assert tracking.line_mappings["cppCodeToPost"]
+    for line in tracking.line_mappings["cppCodeToPost"]:
+        assert any(name in module[int(line) - 1] for name in linked), module[int(line) - 1]
+    assert linked <= {k.name for k in c.kernels.kernels}
+    assert c.timings.available and c.timings.phases
+
+
+@needs_inputs
+@pytest.mark.parametrize("name", AOT_LOGS)
+def test_aot_inductor_kernels_reach_user_lines(name):
+    """Every kernel Inductor's record links reaches lines of the user's code through the post-grad graph."""
+    c, tracking = tracking_of(load(name))
+    prov = c.provenance
+    linked = {k.split(":")[0] for k, posts in tracking.kernel_to_post.items() if posts}
+    for kernel in prov.kernels:
+        if kernel.name in linked:
+            assert kernel.lines and kernel.how == "Inductor's provenance tracking (trace)", kernel
+    by_code = {r.code: r.kernels for r in prov.lines}
+    gelu = by_code["z = torch.nn.functional.gelu(y)"]
+    assert len(gelu) == 1 and "fused" in gelu[0] and "gelu" in gelu[0]
+    assert all(r.code for r in prov.lines)  # every line's file is the one of the nodes that quote it
+    assert prov.notes == ["inference: the trace holds no scheduler IR for this graph (torch writes it only to "
+                          "the ir_pre_fusion/ir_post_fusion debug loggers); kernels linked by Inductor's "
+                          "provenance tracking"]
+
+
+@needs_inputs
+def test_aot_inductor_compile_is_saved_and_loaded(tmp_path):
+    cap = load("inductor_provenance_aot_debug_handle_log.txt")
+    again = compiler.load(cap.save(tmp_path / "cap.json"))
+    (c,) = again.compiles
+    assert c.origin == "aot_inductor" and c.to_data() == cap.compiles[0].to_data()
+    data = json.loads((tmp_path / "cap.json").read_text())
+    data["compiles"][0]["origin"] = "export"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(compiler.schema.CaptureFormatError, match=r"compiles\[0\]\.origin: expected 'dynamo' or "
+                       "'aot_inductor', got 'export'"):
+        compiler.load(tmp_path / "bad.json")
 
 
 @needs_inputs
 @needs_tlparse
-@pytest.mark.parametrize("name", sorted(EXPECTED_AOT) + ["inductor_provenance_extended_log.txt"])
+@pytest.mark.parametrize("name", AOT_LOGS)
 def test_aot_inductor_side_by_side_with_tlparse(name, tmp_path):
     wanted = tlparse_line_mappings(INPUTS / name, tmp_path / "out", "provenance_tracking_-_-_-_-.html")
     assert aot_tracking(name)["line_mappings"] == wanted
+    assert tracking_of(load(name))[1].line_mappings == wanted
 
 
 @needs_inputs

@@ -175,5 +175,6 @@ def render_code(capture, compile) -> str:
         autotune_section(compile),
         heading("Kernels", 4),
         *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
-        details("Whole output module (Python wrapper)", code_block(stage.module, "python")),
+        details("Whole output module (Python wrapper)", code_block(stage.module, "python"))
+        if compile.origin == "dynamo" else details("Whole AOTInductor wrapper (C++)", code_block(stage.module, "cpp")),
     ])

@@ -28,9 +28,11 @@ def resume_origin(compile) -> tuple[str, int] | None:
 
 def compile_label(compile) -> str:
     """``0/1 f — recompile`` as the compile selector and the static sections name it."""
+    status = "" if compile.status == "compiled" else f", {compile.status}"
+    if compile.origin != "dynamo":  # AOTInductor: the name says what it is; no frame, so no role
+        return f"{compile.compile_id} {compile.name or '?'}{status}"
     role = ("resume after graph break" if is_resume(compile)
             else "recompile" if compile.frame_compile_id else "first compile")
-    status = "" if compile.status == "compiled" else f", {compile.status}"
     return f"{compile.compile_id} {compile.name or '?'} — {role}{status}"
 
 
