@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import ipywidgets as widgets
 import pytest
@@ -98,7 +99,7 @@ def test_a_huge_text_renders_bounded_and_whole_text_stays_reachable(data, field,
 
     # the widget: the tab names the cut text ✂1 and loads the rest when asked
     if "inline" in field:
-        return  # the widget shows big tables as itables widgets (cells cut by esc, the rest in the capture)
+        return  # a table cell: test_a_long_table_cell_says_it_was_cut_and_its_whole_text_is_reachable
     index = [v.key for v in VIEWS].index(tab)
     assert "✂1" in pages[tab]
     rows = [c for c in ui.cut_texts[index].children if isinstance(c, CutText)]
@@ -111,6 +112,35 @@ def test_a_huge_text_renders_bounded_and_whole_text_stays_reachable(data, field,
     assert html.unescape(row.rest.value).count("THE END") == 1 and row.all.disabled and row.more.disabled
     shown_in_view = row.start
     assert html.unescape(row.rest.value).count(LINE) == (len(huge_text) - shown_in_view) // len(LINE)
+
+
+def test_a_long_table_cell_says_it_was_cut_and_its_whole_text_is_reachable(data, tmp_path):
+    from itables.widget import ITable
+
+    name = "<N&>" * ((TEXT_CHARS + 10_007) // 4) + "THE END"  # the compiles table's "function" cell
+    cap = with_text(data, ("compiles", 0, "name"), name)
+    left = f"{len(name) - TEXT_CHARS:,} more characters"
+
+    # static: the cell shows its first TEXT_CHARS characters, escaped, and says how many more the saved JSON holds
+    cell = re.search(r'<td>((?:&lt;N&amp;&gt;)+)<span class="tc-badge tc-warn" title="([^"]*)">… ✂ ([\d,]+ more '
+                     r'characters)</span></td>', render_static(cap))
+    assert cell and html.unescape(cell.group(1)) == name[:TEXT_CHARS] and cell.group(3) == left
+    assert "saved JSON" in cell.group(2)
+    assert compiler.load(cap.save(tmp_path / "long_cell.json")).compiles[0].name == name
+
+    # widget: the itables cell names the cut text (✂1), and the tab's cut texts load its rest when asked
+    ui = Explorer(cap, static_html=False)
+    index = [v.key for v in VIEWS].index("overview")
+    ui.show_tab(index)
+    tables = [p for p in ui.pieces[index].children if isinstance(p, ITable)]
+    cells = [c for t in tables for row in json.loads(t._dt_args["data_json"]) for c in row
+             if isinstance(c, str) and "&lt;N&amp;&gt;" * 10 in c]
+    assert len(cells) == 1 and "THE END" not in cells[0]
+    assert f"… ✂1 {left}" in cells[0] and "loads on demand below this view" in cells[0]
+    rows = [c for c in ui.cut_texts[index].children if isinstance(c, CutText)]
+    assert [(r.number, r.text, r.shown) for r in rows] == [(1, name, TEXT_CHARS)]
+    rows[0].all.click()
+    assert html.unescape(re.sub(r"<[^>]+>", "", rows[0].rest.value)) == name[TEXT_CHARS:]
 
 
 def test_cut_marks_and_short_texts():

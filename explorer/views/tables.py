@@ -47,7 +47,7 @@ class DataTable:
         import pandas as pd
 
         def cell(value, index, mark):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if _is_number(value):
                 return value
             text = str(esc(value))
             return f'<span class="tc-row-{mark}"></span>{text}' if index == 0 and mark else text
@@ -81,12 +81,21 @@ def data_table(title: str, headers, rows, marks=None, cls: str | None = None, co
     if drop_empty and rows:
         keep = [i for i in range(len(headers)) if any(row[i] not in ("", None) for row in rows)]
         headers, rows = [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
-    item = DataTable(title, headers, rows, list(marks or []), cls, collapsed, selectable)
     found = _FOUND.get()
+    if found is not None:
+        # escaped now, while the view renders: a cell text cut at TEXT_CHARS is then numbered (✂N) among
+        # the tab's cut texts, whose rest the widget loads on demand (explorer.full_text); escaped later,
+        # when the itables widget is built, its mark would name nothing the tab holds
+        rows = [[v if _is_number(v) else esc(v) for v in row] for row in rows]
+    item = DataTable(title, headers, rows, list(marks or []), cls, collapsed, selectable)
     if found is None:
         return item.html()
     found.append(item)
     return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @contextmanager
