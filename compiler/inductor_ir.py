@@ -11,39 +11,44 @@ _SNODE = re.compile(r"^(?P<name>\w+)\.snodes\[\d+\] =")
 
 
 def parse_ir(text: str | None) -> list[dict]:
-    """Top-level scheduler nodes: name, kind, what they read and write, the ops in their loop body."""
+    """Top-level scheduler nodes: name, kind, what they read and write, the ops in their loop body.
+
+    A node's reads are its own ``unmet_dependencies`` and ``met_dependencies`` (torch's
+    ``read_writes.reads``; a fused node's do not repeat the buffers its members pass each other), its
+    writes its own ``writes`` plus the buffers it outputs. torch prints a long dependency list on the
+    lines after ``name.met_dependencies =``, indented (``scheduler.pformat``)."""
     if not text:
         return []
     nodes: list[dict] = []
     current: dict | None = None
     previous = ""
-    last = ""  # the line before this one in the current node (where a dependency list may continue)
+    field: str | None = None  # "reads" or "writes" while the current node's dependency list goes on
     skipped = ("load", "store", "index_expr")
     for number, line in enumerate(text.splitlines()):
+        top = line[:1] not in ("", " ")
         # a header starts at column 0; "opX_opY.snodes[0] =" before it introduces a fused member instead
-        header = _HEADER.match(line) if line[:1] not in ("", " ") else None
+        header = _HEADER.match(line) if top else None
         if header and not _SNODE.match(previous):
             current = {"name": header["name"], "kind": header["kind"], "detail": header["detail"],
                        "reads": [], "writes": [], "ops": [], "text": [], "lines": [number, number]}
             nodes.append(current)
-            writes_key, kernel_key, last = header["name"] + ".writes", header["name"] + ".node.kernel", ""
-        stripped = line.strip()
-        if stripped:
+            own = {f"{header['name']}.{key} =": value for key, value in (
+                ("writes", "writes"), ("unmet_dependencies", "reads"), ("met_dependencies", "reads"))}
+            kernel_key = header["name"] + ".node.kernel"
+        if line.strip():
             previous = line
         if current is None:
             continue
         current["text"].append(line)
         current["lines"][1] = number
-        if stripped.startswith(writes_key):
-            current["writes"] += _DEP_NAME.findall(line)
-        elif "dependencies" in stripped and (".unmet_dependencies" in stripped or ".met_dependencies" in stripped) \
-                or "dependencies" in last and last.rstrip().endswith("="):
-            current["reads"] += _DEP_NAME.findall(line)
+        if top:
+            field = own.get(line.split(" =", 1)[0] + " =") if " = " in line or line.endswith(" =") else None
+        if field is not None and "Dep(" in line:
+            current[field] += _DEP_NAME.findall(line)
         if "ops." in line:
             current["ops"] += [op for op in _OPS.findall(line) if op not in skipped]
-        if stripped.startswith(kernel_key):
-            current["extern_kernel"] = stripped.split("=", 1)[1].strip()
-        last = line
+        if kernel_key in line and line.lstrip().startswith(kernel_key):
+            current["extern_kernel"] = line.split("=", 1)[1].strip()
     for node in nodes:
         node["text"] = "\n".join(node["text"]).strip()
         node["reads"] = sorted(set(node["reads"]))
