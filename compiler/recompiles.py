@@ -3,29 +3,49 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 _REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
+_FRAME = re.compile(r'^File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
 
 
 def parse_reasons(payload: str | None) -> list[dict]:
+    """One reason per rejected compile. torch writes one reason as plain text and several as a JSON list;
+    a reason whose failing guard recorded where it was made ends with "User stack trace:" and that stack."""
     if not payload:
         return []
-    payload, _, stack = payload.partition("User stack trace:")
     try:
         value = json.loads(payload)
-        lines = value if isinstance(value, list) else [str(value)]
+        entries = value if isinstance(value, list) else [str(value)]
     except (json.JSONDecodeError, TypeError):
-        lines = payload.splitlines()
+        entries = [payload]
     reasons = []
-    for line in (l.strip() for l in lines if l and str(l).strip()):
-        match = _REASON.match(line)
-        text = match["text"] if match else line
-        text, note = (re.split(r"\s{2,}#\s*", text, maxsplit=1) + [""])[:2]
-        guard, _, detail = text.partition(". ")
-        reasons.append({"against": match["against"] if match else None, "guard": guard.strip(),
-                        "detail": detail.strip() or None, "text": text.strip(),
-                        "note": note.strip(" #") or None, "user_stack": stack.strip() or None})
+    for entry in entries:
+        head, _, stack = str(entry).partition("User stack trace:")
+        stack = textwrap.dedent(stack.strip("\n")).strip() or None
+        for line in (l.strip() for l in head.splitlines() if l.strip()):
+            match = _REASON.match(line)
+            text = match["text"] if match else line
+            text, note = (re.split(r"\s{2,}#\s*", text, maxsplit=1) + [""])[:2]
+            guard, _, detail = text.partition(". ")
+            reasons.append({"against": match["against"] if match else None, "guard": guard.strip(),
+                            "detail": detail.strip() or None, "text": text.strip(),
+                            "note": note.strip(" #") or None, "user_stack": stack})
     return reasons
+
+
+def stack_frames(user_stack: str | None) -> list[dict]:
+    """A ``user_stack`` as torch formats it (``File "f.py", line 3, in fn`` then the code line), outermost
+    first: file, line, function, code."""
+    frames: list[dict] = []
+    for line in (user_stack or "").splitlines():
+        match = _FRAME.match(line.strip())
+        if match:
+            frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
+                           "code": None})
+        elif frames and line.strip() and frames[-1]["code"] is None:
+            frames[-1]["code"] = line.strip()
+    return frames
 
 
 def recompile_stage(payload: str | None, metrics: dict) -> dict:
