@@ -37,6 +37,9 @@ def error_text(error: dict) -> str:
     return f"{error['type']}: {first}"
 
 
+NUMBERS = ("compile_s", "eager_s", "runtime_s", "speedup", "graphs", "graph_breaks", "recompiles", "guards", "kernels")
+
+
 class Comparison(JsonFile):
     """The result of ``compare()``: ``data["configs"]`` holds one entry per configuration (label,
     config, the capture's data or None, the error); ``captures`` are the Capture objects (live ones,
@@ -92,7 +95,8 @@ class Comparison(JsonFile):
         return self.entries[self.index(which)].get("error")
 
     def rows(self) -> list[dict]:
-        """The summary table: one row per configuration."""
+        """The summary table: one row per configuration, in order; after an interrupt, the configurations
+        that never ran too (``not_run``: True, no numbers)."""
         rows = []
         for entry, cap in zip(self.entries, self.captures):
             error = entry.get("error")
@@ -114,8 +118,13 @@ class Comparison(JsonFile):
                 "error": error_text(error) if error else None,
                 "error_stage": error.get("stage") if error else None,
                 "missing_package": (error.get("missing") or {}).get("package") if error else None,
-                "mode_options": entry.get("mode_options"), "notes": entry.get("notes") or [],
+                "mode_options": entry.get("mode_options"), "notes": entry.get("notes") or [], "not_run": False,
             })
+        # an interrupted comparison: the configurations it never reached, so the table names every one
+        for label in (self.interrupted or {}).get("not_run", []):
+            rows.append({**dict.fromkeys(NUMBERS), "label": label, "ok": False, "interrupted": False,
+                         "runtime_note": None, "cudagraphs": None, "error": None, "error_stage": None,
+                         "missing_package": None, "mode_options": None, "notes": [], "not_run": True})
         return rows
 
     @property
@@ -138,6 +147,9 @@ class Comparison(JsonFile):
     def as_text(self) -> str:
         lines = [f"tcompile comparison of {self.data.get('function')} ({len(self.entries)} configurations)"]
         for row in self.rows():
+            if row["not_run"]:
+                lines.append(f"  {row['label']}: not run (interrupted)")
+                continue
             if row["interrupted"]:
                 lines.append(f"  {row['label']}: INTERRUPTED ({row['error_stage']}); the stages captured before it "
                              "are kept")

@@ -4,6 +4,7 @@ timing keeps what was captured, marked interrupted, restores every hook and conf
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -14,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import compiler
 import explorer
+from compiler.comparison import NUMBERS
 from compiler.run import CaptureInterrupted
 from explorer import magics
 
@@ -168,12 +170,19 @@ def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
     assert first.compiles[0].status == "compiled"
     assert cmp.entries[1]["interrupted"] and second.interrupted  # the partial capture, marked
     assert "during timing eager vs compiled" in second.error.stage and second.compiles[0].status == "compiled"
-    assert [r["interrupted"] for r in cmp.rows()] == [False, True]
+    rows = cmp.rows()  # the table names every configuration: the one never reached too, without numbers
+    assert [(r["label"], r["interrupted"], r["not_run"]) for r in rows] == [
+        ("first", False, False), ("second", True, False), ("third", False, True)]
+    assert rows[2].keys() == rows[0].keys() and not rows[2]["ok"]
+    assert all(rows[2][key] is None for key in NUMBERS) and rows[0]["compile_s"] > 0
+    assert list(cmp.df.index) == ["first", "second", "third"] and cmp.df.loc["third", "not_run"]
     assert "second: INTERRUPTED" in cmp.as_text() and "not run: third" in cmp.as_text()
+    assert "  third: not run (interrupted)" in cmp.as_text().splitlines()
     path = tmp_path / "cmp.json"
     cmp.save(path)
     loaded = compiler.Comparison.load(path)
     assert loaded.interrupted == cmp.interrupted and loaded.capture("second").interrupted
+    assert loaded.rows() == rows
     # the interrupted configuration's partial capture diffs like any other
     assert cmp.diff("first", "second") is not None
     from explorer.views.compare import render_compare
@@ -181,6 +190,10 @@ def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
     html = str(render_compare(cmp))
     assert "Interrupted during configuration 2/3 (second)." in html and "Not run: third." in html
     assert html.count(">interrupted</span>") == 1 and ">failed</span>" not in html
+    table_rows = re.findall(r"<tr( class=\"[^\"]*\")?><td>(.*?)</tr>", html.split('tc-cmp-table')[1].split("</table>")[0])
+    assert [re.search(r'tc-cmp-label">([^<]*)<', cells).group(1) for _, cells in table_rows] == ["first", "second", "third"]
+    assert table_rows[2][0] == ' class="tc-cmp-notrun"' and ">not run (interrupted)</span>" in table_rows[2][1]
+    assert html.count("not run (interrupted)") == 1
 
 
 def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(shell, tmp_path, monkeypatch):

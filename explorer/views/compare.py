@@ -28,6 +28,8 @@ def _speedup(row: dict, best: float | None) -> Html:
 
 def _error_cell(row: dict) -> Html:
     missing = row.get("missing_package")
+    if row.get("not_run"):
+        return join([badge("not run (interrupted)", "muted"), " ", "the interrupt came before this configuration"])
     if row.get("interrupted"):
         return join([badge("interrupted", "warn", title=row.get("error_stage")), " ",
                      "partial: the stages captured before the interrupt"])
@@ -46,7 +48,7 @@ def summary_table(comparison) -> Html:
                       *(tag("div", n, cls="tc-muted tc-cmp-note") for n in row.get("notes") or [])])
         if not row["ok"] and row.get("compile_s") is None:
             cells.append([label, _error_cell(row), "", "", "", "", "", "", "", ""])
-            marks.append("tc-cmp-failed")
+            marks.append("tc-cmp-notrun" if row.get("not_run") else "tc-cmp-failed")
             continue
         compile_cell = seconds(row.get("compile_s"))
         if fastest_compile and row.get("compile_s") and row["ok"]:
