@@ -11,6 +11,7 @@ recompiles) say why they are absent.
 from __future__ import annotations
 
 import re
+import textwrap
 
 from .assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, _guarded, aot_stage, inductor_stage,
                        kernels_stage)
@@ -25,8 +26,7 @@ NAME = "AOTInductor export, no Dynamo frame"
 WRAPPER, KERNEL_CODE = "inductor_aot_wrapper_code", "inductor_aot_kernel_code"
 _NO_FRAME = "AOTInductor compiled an exported program outside any Dynamo frame (its records carry no compile id)"
 NO_FRAME = {
-    "source": f"{_NO_FRAME}: no function was compiled, so there is no source to show; the lines of the "
-              "user's code that the graphs' '# File' comments quote are in Provenance",
+    "source": f"{_NO_FRAME}: no Python function was compiled",
     "bytecode": f"{_NO_FRAME}: Dynamo transformed no bytecode",
     "graph": f"{_NO_FRAME}: there is no Dynamo graph; the exported program's graph is Inductor's pre-grad "
              "graph (Inductor tab)",
@@ -96,9 +96,9 @@ def aot_code_stage(wrapper: str | None, kernel_code: str | None) -> dict:
     for text in (kernel_code or "", module):
         for match in _CPP_DEF.finditer(text):
             add(match["name"], _language("cpp"), _body(text, match.start()), rf"(?<![\w.]){match['name']}")
-    for match in _TRITON_DEF.finditer(module):
-        add(match["name"], _language("triton"), match["source"], rf"\bcall_{match['name']}",
-            triton=triton_metadata(match["source"]))
+    for match in _TRITON_DEF.finditer(module):  # the wrapper keeps each Triton kernel's source in a comment
+        source = textwrap.dedent(match["source"])
+        add(match["name"], _language("triton"), source, rf"\bcall_{match['name']}", triton=triton_metadata(source))
     for match in _TRITON_LAUNCH.finditer(run):
         add(match["name"], _language("triton"), "", rf"\bcall_{match['name']}")
     for match in _EXTERN_CALL.finditer(run):

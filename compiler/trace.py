@@ -317,6 +317,8 @@ UNAVAILABLE = {
           "ir_pre_fusion/ir_post_fusion debug loggers); capture live to see it",
     "runtime": "a TORCH_TRACE log holds no runtime measurement; explore() the function live to time it",
     "what_if": "what-if checks need the live guards of the process that compiled; a trace holds their text only",
+    "cudagraphs": "a TORCH_TRACE log holds no CUDA graph records (torch writes them only to its cudagraphs "
+                  "loggers); capture live to see them",
 }
 
 
@@ -324,11 +326,18 @@ def _device(records) -> str | None:
     for record in records:
         if record.kind == "inductor_output_code" and record.payload:
             return "cuda" if "triton" in record.payload[:20000] else "cpu"
+        if record.kind == "graph_dump" and record.payload and \
+                (record.metadata.get("graph_dump") or {}).get("name") == "inductor_aot_wrapper_code":
+            included = re.search(r"aoti_include/(\w+)\.h", record.payload[:2000])  # AOTInductor: cpu.h, cuda.h…
+            if included:
+                return included[1]
     return None
 
 
 def _trace_reasons(data: dict) -> None:
     """Replace the 'not captured' reasons of stages a trace cannot hold by the reason why."""
+    if not data["cudagraphs"].get("available") and data["environment"].get("device") not in (None, "cpu"):
+        data["cudagraphs"] = _unavailable(UNAVAILABLE["cudagraphs"])  # not "this capture ran on CPU"
     for c in data["compiles"]:
         if not c["bytecode"].get("available") and c.get("origin", "dynamo") == "dynamo":
             c["bytecode"] = _unavailable(UNAVAILABLE["bytecode"])

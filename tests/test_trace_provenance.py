@@ -259,6 +259,11 @@ def test_aot_inductor_compile_stages(name):
         assert any(name in module[int(line) - 1] for name in linked), module[int(line) - 1]
     assert linked <= {k.name for k in c.kernels.kernels}
     assert c.timings.available and c.timings.phases
+    # the device is the one the wrapper was generated for (aoti_include/cuda.h or cpu.h)
+    on_gpu = any(k.language == "Triton" for k in c.kernels.kernels)
+    assert cap.environment["device"] == ("cuda" if on_gpu else "cpu")
+    if on_gpu:
+        assert "TORCH_TRACE log holds no CUDA graph records" in cap.cudagraphs.reason
 
 
 @needs_inputs

@@ -26,6 +26,10 @@ def findings(capture) -> list[tuple[str, str]]:
     skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
     if skipped:
         found.append(("warn", f"Dynamo produced no graph for {', '.join(skipped)} (the frame runs eagerly)"))
+    aot = [c.compile_id for c in capture.compiles if c.origin == "aot_inductor"]
+    if aot:
+        found.append(("info", f"AOTInductor compiled an exported program outside any Dynamo frame: see "
+                              f"{', '.join(aot)} (its graphs, kernels and provenance)"))
     if not found and capture.compiles:
         found.append(("ok", f"Compiled cleanly into {plural(s.graphs, 'graph')}: "
                             "no graph breaks, no recompiles"))
@@ -79,6 +83,8 @@ def summary_cards(capture) -> Html:
 
 
 def _why(capture, compile) -> str:
+    if compile.origin == "aot_inductor":
+        return "AOTInductor compiled an exported program (no Dynamo frame)"
     if is_resume(compile):
         return "resumes the function after a graph break"
     recompile = next((r for r in capture.recompiles if r.compile_id == compile.compile_id), None)
