@@ -1,10 +1,35 @@
 """Recompiles, in order: which compile was rejected, on which guard, and with what values."""
 from __future__ import annotations
 
+from compiler.breaks import cell_number
+from compiler.recompiles import stack_frames
 from compiler.schema import RecompileReason
 
-from ..html import code, join, note, para, plural
+from ..html import Html, code, details, join, note, para, plural, shorten, tag
+from .breaks import place
 from .tables import data_table
+
+
+SHOWN_FRAMES = 3  # a longer stack shows its innermost frames, the outer ones folded
+
+
+def _frame(frame: dict) -> Html:
+    return tag("li", code(place(frame["file"], frame["line"], cell_number(frame["file"]))), f" in {frame['function']}",
+               tag("div", code(shorten(frame["code"], 100))) if frame["code"] else None)
+
+
+def _user_stack(reason: RecompileReason) -> Html | str:
+    """Where the failing guard was made: the user's code Dynamo was tracing, outermost call first, so the
+    line that made the guard comes last."""
+    frames = stack_frames(reason.user_stack)
+    if not frames:
+        return ""
+    outer, shown = frames[:-SHOWN_FRAMES + 1], frames[-SHOWN_FRAMES + 1:]
+    if len(frames) <= SHOWN_FRAMES:
+        outer, shown = [], frames
+    return join([details(f"{plural(len(outer), 'outer call')}", tag("ol", *map(_frame, outer)), cls="tc-user-stack")
+                 if outer else None,
+                 tag("ol", *map(_frame, shown), cls="tc-user-stack", start=len(outer) + 1 if outer else None)])
 
 
 def _became_dynamic(capture, compile_id: str) -> str:
@@ -27,7 +52,7 @@ def render_recompiles(capture, compile) -> str:
             first = number == 0
             dynamic = _became_dynamic(capture, recompile.compile_id) if first else ""
             rows.append([code(recompile.compile_id) if first else "", recompile.name if first else "",
-                         code(reason.against or "?"), reason.guard, reason.detail or "",
+                         code(reason.against or "?"), reason.guard, reason.detail or "", _user_stack(reason),
                          code(dynamic) if dynamic else ""])
             marks.append("tc-selected" if compile is not None and recompile.compile_id == compile.compile_id
                          else None)
@@ -35,7 +60,8 @@ def render_recompiles(capture, compile) -> str:
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
              "cached compiles (newest first) and each one failed the guard shown."),
         data_table("Recompiles", ["new compile", "function", "rejected compile", "failing guard", "values",
-                                  "became dynamic (new symbols)"], rows, marks, drop_empty=True),
+                                  "guard made at (your code)", "became dynamic (new symbols)"], rows, marks,
+                   drop_empty=True),
         para("Tip: a size that changes between calls recompiles once, then torch marks it dynamic; "
              "mark_dynamic or dynamic=True avoid the first recompile.", cls="tc-muted"),
     ])
