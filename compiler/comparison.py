@@ -145,7 +145,9 @@ class Comparison(JsonFile):
                     normalized=normalized)
 
     def as_text(self) -> str:
-        lines = [f"tcompile comparison of {self.data.get('function')} ({len(self.entries)} configurations)"]
+        not_run = len((self.interrupted or {}).get("not_run", []))
+        lines = [f"tcompile comparison of {self.data.get('function')} ({len(self.entries) + not_run} configurations"
+                 + (f", {not_run} not run)" if not_run else ")")]
         for row in self.rows():
             if row["not_run"]:
                 lines.append(f"  {row['label']}: not run (interrupted)")
@@ -181,7 +183,8 @@ class Comparison(JsonFile):
 
     def __repr__(self) -> str:
         failed = sum(e.get("error") is not None for e in self.entries)
-        return (f"<Comparison of {self.data.get('function')}: {len(self.entries)} configurations"
+        not_run = len((self.interrupted or {}).get("not_run", []))
+        return (f"<Comparison of {self.data.get('function')}: {len(self.entries) + not_run} configurations"
                 + (f", {failed} failed" if failed else "")
                 + (f", interrupted during {self.interrupted['during']}" if self.interrupted else "") + ">")
 

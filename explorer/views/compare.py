@@ -150,7 +150,9 @@ def jit_section(comparison) -> Html | None:
 def render_compare(comparison, diff=None, stage: str | None = None) -> Html:
     """The comparison's summary (and, given a CaptureDiff, its diff pane) as one HTML fragment."""
     env = comparison.data.get("environment") or {}
-    title = f"Comparing {plural(len(comparison.entries), 'configuration')} of {comparison.data.get('function')}"
+    not_run = len((comparison.interrupted or {}).get("not_run", []))
+    title = (f"Comparing {plural(len(comparison.entries) + not_run, 'configuration')} of "
+             f"{comparison.data.get('function')}" + (f" ({not_run} not run: interrupted)" if not_run else ""))
     fresh = "each in a clean compile (Dynamo reset, Inductor caches off)" if comparison.data.get("fresh") else \
         "each after a Dynamo reset (Inductor caches on)"
     return join([
