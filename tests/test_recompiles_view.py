@@ -4,6 +4,7 @@ attaches to a recompile reason ("User stack trace:"), checked against torch's ow
 import html
 import inspect
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -66,7 +67,7 @@ def test_recompiles_view_shows_the_user_line_escaped_in_static_html(recompiled):
     cap, _ = recompiled
     line = line_of(reshape_to, "x.reshape")
     for markup in (render_view("recompiles", cap, None), render_static(cap)):
-        assert f"<code>{__file__}:{line}</code> in reshape_to" in markup
+        assert f'<code title="{html.escape(__file__)}">{Path(__file__).name}:{line}</code> in reshape_to' in markup
         assert html.escape('len("<script>alert(1)</script>")') in markup
         assert INJECTED not in markup and "<script>alert" not in markup
 
@@ -83,7 +84,7 @@ def test_recompiles_view_shows_the_user_line_in_the_widget(recompiled):
     (table,) = [w for w in ui.pieces[index].children if isinstance(w, ITable)]
     cells = list(table.df[COLUMN])
     line = line_of(reshape_to, "x.reshape")
-    assert [f"{__file__}:{line}</code> in reshape_to" in c for c in cells] == [True, False, True]
+    assert [f"{Path(__file__).name}:{line}</code> in reshape_to" in c for c in cells] == [True, False, True]
     assert all(INJECTED not in c for c in cells) and html.escape(INJECTED) in cells[0]
 
 
@@ -98,5 +99,23 @@ def test_long_stacks_fold_their_outer_calls():
     markup = _user_stack(RecompileReason(**reason))
     folded, shown = markup.split("</details>")
     assert "4 outer calls" in folded and all(f"step_{i}(x)" in folded for i in range(4))
-    assert all(f"/src/m{i}.py:{i + 1}" in shown for i in range(6 - SHOWN_FRAMES + 1, 6))
+    assert all(f'title="/src/m{i}.py">m{i}.py:{i + 1}</code>' in shown for i in range(6 - SHOWN_FRAMES + 1, 6))
     assert 'start="5"' in shown
+
+
+@pytest.mark.browser
+def test_screenshots(recompiled, artifact_dir):
+    from jupyterlab_harness import open_browser, render_html_screenshot, require_browser
+
+    from explorer.html import join, style_tag, view_frame
+
+    require_browser()
+    cap, _ = recompiled
+    html_view = join([style_tag(), view_frame(render_view("recompiles", cap, None))])
+    with open_browser() as page:
+        page.set_content(html_view, wait_until="load")
+        frames = page.locator("ol.tc-user-stack li")
+        assert frames.count() == 4 and "reshape_to" in frames.nth(1).inner_text()
+        assert 'len("<script>alert(1)</script>")' in frames.nth(1).inner_text()  # shown as text, not run
+    for theme in ("light", "dark"):  # for people to look at
+        render_html_screenshot(html_view, artifact_dir / f"recompiles_{theme}.png", theme=theme, width=1200)

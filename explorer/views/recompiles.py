@@ -1,6 +1,8 @@
 """Recompiles, in order: which compile was rejected, on which guard, and with what values."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from compiler.breaks import cell_number
 from compiler.recompiles import stack_frames
 from compiler.schema import RecompileReason
@@ -14,7 +16,8 @@ SHOWN_FRAMES = 3  # a longer stack shows its innermost frames, the outer ones fo
 
 
 def _frame(frame: dict) -> Html:
-    return tag("li", code(place(frame["file"], frame["line"], cell_number(frame["file"]))), f" in {frame['function']}",
+    where = place(Path(frame["file"]).name, frame["line"], cell_number(frame["file"]))  # the path in the tooltip
+    return tag("li", tag("code", where, title=frame["file"]), f" in {frame['function']}",
                tag("div", code(shorten(frame["code"], 100))) if frame["code"] else None)
 
 
@@ -24,9 +27,8 @@ def _user_stack(reason: RecompileReason) -> Html | str:
     frames = stack_frames(reason.user_stack)
     if not frames:
         return ""
-    outer, shown = frames[:-SHOWN_FRAMES + 1], frames[-SHOWN_FRAMES + 1:]
-    if len(frames) <= SHOWN_FRAMES:
-        outer, shown = [], frames
+    outer = frames[:1 - SHOWN_FRAMES] if len(frames) > SHOWN_FRAMES else []
+    shown = frames[len(outer):]
     return join([details(f"{plural(len(outer), 'outer call')}", tag("ol", *map(_frame, outer)), cls="tc-user-stack")
                  if outer else None,
                  tag("ol", *map(_frame, shown), cls="tc-user-stack", start=len(outer) + 1 if outer else None)])
