@@ -117,6 +117,9 @@ def test_kernels_reach_source_lines_through_the_trace():
     assert by_code["z = torch.nn.functional.gelu(y)"] == ["inference:cpp_fused_gelu_1"]
     assert by_code["y = torch.addmm(c, d, b)"] == ["inference:extern_kernels.addmm"]
     assert by_code["x = self.sigmoid(x)"] == ["inference:cpp_fused_mul_relu_sigmoid_0"]
+    # the IR is missing from the trace, not from Inductor's work: the note says which
+    assert prov.notes == ["inference: the trace holds no scheduler IR for this graph (torch writes it only to the "
+                          "ir_pre_fusion/ir_post_fusion debug loggers); kernels linked by Inductor's provenance tracking"]
 
 
 @needs_inputs
