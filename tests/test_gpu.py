@@ -132,3 +132,25 @@ def test_achieved_bandwidth_against_the_gpus_peak():
     assert gpu.bytes_per_call == 2 * 4096 * 1024 * 4  # one fp32 read, one fp32 write
     assert gpu.time_us_per_launch == pytest.approx(kernel.gpu_time_us_per_call, rel=1e-6)  # one launch per call
     assert 0.2 < gpu.bandwidth_share < 1.05  # a 32 MB streaming kernel runs near the hardware limit
+
+
+def test_ir_from_the_compiled_kernel_in_memory_when_compiled_in_process_without_the_static_launcher():
+    """Compiled in this process (``compile_threads=1``) without Inductor's static CUDA launcher, the kernel
+    is Triton's own ``CompiledKernel``, which keeps its IR (``.asm``): it is read from memory. With the
+    static launcher — torch's default, in workers or in process (checked on the H100, torch 2.11) — or from
+    a worker, the launcher holds a bare cubin and the IR comes from Triton's cache folder (the test above).
+    A kernel no other test compiles: equal binaries compiled earlier in the process stay alive."""
+    import torch._inductor.config as inductor_config
+
+    def only_here(x):
+        return (x * 3.0).softmax(-1) + 0.25
+
+    with inductor_config.patch(compile_threads=1, use_static_cuda_launcher=False):
+        cap = compiler.explore(only_here, torch.randn(96, 640, device="cuda"), fresh=True)
+    kernels = _triton(cap)
+    assert kernels
+    for kernel in kernels:
+        gpu = kernel.gpu
+        assert gpu.ir_source.startswith("the compiled kernel in memory"), (kernel.name, gpu.ir_source)
+        assert set(gpu.ir) == {"ttir", "ttgir", "llir", "ptx"}
+        assert f".entry {kernel.name}" in gpu.ir["ptx"] and gpu.registers > 0
