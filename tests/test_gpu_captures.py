@@ -146,7 +146,8 @@ def test_template_kernel_of_max_autotune_has_its_launcher_resources():
     kernel is found alive through the garbage collector, with the launched config's resources."""
     (template,) = [k for k in _triton(load("matmul_epilogue_max_autotune")) if k.kind == "template"]
     gpu = template.gpu
-    assert template.name == "triton_tem_fused_mm_0"
+    # which choice wins is autotuning's call: the epilogue is fused into the template, or left to its own kernel
+    assert template.name in ("triton_tem_fused_mm_0", "triton_tem_fused_add_mm_mul_relu_0")
     assert gpu.registers > 0 and gpu.spills == 0 and gpu.shared_bytes > 0  # a pipelined tile in shared memory
     launch = template.triton["launch"]
     assert (gpu.num_warps, gpu.num_stages) == (launch["num_warps"], launch["num_stages"])
