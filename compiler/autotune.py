@@ -1,7 +1,8 @@
 """max-autotune choices: Inductor's algorithm-selection feedback hook (``feedback_saver_fns``).
 
 The hook only reads the timings torch already measured; it is appended on install and removed
-(by identity, leaving any of the user's own) on uninstall.
+(by identity, leaving any of the user's own) on uninstall. The hook list is process-wide: a recorder
+with a ``collector`` keeps only the autotuning of its capture's compiles (``compiler.records.receives``).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def _choice(choice, time_ms, chosen) -> dict:
 
 
 class AutotuneRecorder:
-    def __init__(self):
+    def __init__(self, collector=None):
+        self.collector = collector
         self.results: list[dict] = []
         self._cache = None
         self._installing = False
@@ -27,6 +29,11 @@ class AutotuneRecorder:
     def feedback(self, timings, name, input_nodes, *rest):
         from torch._guards import CompileContext
 
+        from .records import receives
+
+        compile_id = CompileContext.current_compile_id()
+        if self.collector is not None and not receives(self.collector, str(compile_id) if compile_id else None):
+            return
         finite = {c: t for c, t in timings.items() if t == t and t != float("inf")}
         chosen = min(finite, key=finite.__getitem__) if finite else None
         sizes = []
@@ -36,7 +43,7 @@ class AutotuneRecorder:
             except Exception:  # noqa: BLE001
                 sizes.append(None)
         self.results.append({
-            "compile_id": str(CompileContext.current_compile_id()), "op": name, "input_sizes": sizes,
+            "compile_id": str(compile_id), "op": name, "input_sizes": sizes,
             "choices": sorted((_choice(c, t, chosen) for c, t in timings.items()), key=lambda c: c["time_ms"]),
         })
 

@@ -115,7 +115,7 @@ class Recorder:
         self.live = live if live is not None else LiveState()
         self.collector = RecordCollector(with_artifact_logs=artifact_logs)
         self.bytecode = _BytecodeRecorder(self.live, self.collector)
-        self.autotune = AutotuneRecorder()
+        self.autotune = AutotuneRecorder(self.collector)
         self.options = {**(options or {}), "fresh": fresh,
                         "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
                         "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
