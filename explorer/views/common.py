@@ -5,6 +5,7 @@ import re
 from collections import Counter
 
 import compiler.model
+from compiler.fx_graph import NOT_OPS
 
 from ..html import Html, code, join, para, plural, shorten
 
@@ -60,7 +61,7 @@ def op_label(target: str | None) -> str:
 
 def op_counts(nodes) -> Counter:
     """How often each operation (short name) occurs among a graph's nodes (``GraphNode``s)."""
-    return Counter(short_target(n.target) for n in nodes if n.op not in ("placeholder", "output", "alias"))
+    return Counter(short_target(n.target) for n in nodes if n.op not in NOT_OPS)  # as Graph.op_count counts
 
 
 def op_summary(nodes, most: int = 12) -> Html:
