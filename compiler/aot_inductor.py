@@ -23,6 +23,7 @@ from .timings import fold_events, timings_stage
 
 COMPILE_ID = "-_-_-_-"  # how tlparse names the records with no compile id
 NAME = "AOTInductor export, no Dynamo frame"
+ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
 WRAPPER, KERNEL_CODE = "inductor_aot_wrapper_code", "inductor_aot_kernel_code"
 _NO_FRAME = "AOTInductor compiled an exported program outside any Dynamo frame (its records carry no compile id)"
 NO_FRAME = {
@@ -113,6 +114,17 @@ def _events(events: list[dict]) -> list[dict]:
     loose = [dict(e, args={**(e.get("args") or {}), "compile_id": COMPILE_ID}) for e in events
              if (e.get("args") or {}).get("compile_id") in (None, "None")]
     return fold_events(loose).get(COMPILE_ID, [])
+
+
+def compile_seconds(events: list[dict], metrics: dict) -> float | None:
+    """An AOTInductor compile's time, which torch logs no ``entire_frame_compile_time_s`` for: the span
+    of its outermost timed event (``compile_fx_aot``), else the start to end of its compilation_metrics
+    record; None if the trace holds neither."""
+    spans = [e["seconds"] for e in events if e["name"] == ROOT_EVENT and not e["depth"]]
+    if spans:
+        return sum(spans)
+    start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
+    return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
 
 
 def _status(metrics: dict, code: dict) -> str:

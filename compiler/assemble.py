@@ -368,13 +368,27 @@ def kernels_stage(inductor: dict) -> dict:
             "languages": sorted({lang for r in runs for lang in r["code"]["languages"]})}
 
 
+def _compile_time(compile: dict) -> float:
+    if compile.get("origin") == "aot_inductor":
+        from .aot_inductor import compile_seconds  # it imports this module
+        return compile_seconds(compile["timings"].get("events", []), compile["metrics"]) or 0
+    return compile["metrics"].get("entire_frame_compile_time_s") or 0
+
+
+def _has_graph(compile: dict) -> bool:
+    """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
+    if compile.get("origin") == "aot_inductor":
+        return bool(compile["aot"].get("available") or compile["inductor"].get("available"))
+    return compile["graph"].get("available", False)
+
+
 def summarize(data: dict) -> dict:
     compiles = data["compiles"]
-    metrics_time = [c["metrics"].get("entire_frame_compile_time_s") or 0 for c in compiles]
+    metrics_time = [_compile_time(c) for c in compiles]
     return {
         "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
         "compiles": len(compiles),
-        "graphs": sum(c["graph"].get("available", False) for c in compiles),
+        "graphs": sum(_has_graph(c) for c in compiles),
         "graph_breaks": data["breaks"]["total"],
         "unique_graph_breaks": len(data["breaks"]["items"]),
         "recompiles": len(data["recompiles"]),

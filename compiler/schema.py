@@ -1207,7 +1207,12 @@ class Compile(Data):
 
     @property
     def compile_seconds(self) -> float | None:
-        """torch's ``entire_frame_compile_time_s`` for this compile (None where it is not a number)."""
+        """torch's ``entire_frame_compile_time_s`` for this compile (None where it is not a number); for
+        an AOTInductor compile, which has none, the span of its compile_fx_aot event."""
+        if self.origin == "aot_inductor":
+            from .aot_inductor import compile_seconds
+            return compile_seconds([e.to_data() for e in self.timings.events] if self.timings.available else [],
+                                   self.metrics)
         value = self.metrics.get("entire_frame_compile_time_s")
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
