@@ -103,3 +103,21 @@ def test_live_graphs_title_and_ops_line_agree():
         _agree(graph)
     shown = render_graph(cap, c, drawing=False)
     assert f"{c.graph.op_count} ops, " in shown and f'<p class="tc-ops">{c.graph.op_count} ops: ' in shown
+
+
+@needs_inputs
+def test_aot_compile_time_unknown_is_a_dash_not_zero(tmp_path):
+    """The log without its chromium events and compilation_metrics holds no compile time: "–", not 0."""
+    kept, skipping = [], False
+    for line in (INPUTS / "inductor_provenance_aot_log.txt").read_text().splitlines(keepends=True):
+        if not line.startswith("\t"):
+            skipping = '{"chromium_event"' in line or '{"compilation_metrics"' in line
+        if not skipping:
+            kept.append(line)
+    trimmed = tmp_path / "aot_no_times.log"
+    trimmed.write_text("".join(kept))
+    cap = load(trimmed)
+    c = cap.compiles[0]
+    assert c.origin == "aot_inductor" and not c.timings.available and c.compile_seconds is None
+    overview = render_overview(cap, c)
+    assert card(overview, "compile time") == "–"

@@ -90,9 +90,13 @@ def render_inductor(capture, compile) -> str:
     if not stage.available:
         return unavailable("Inductor", stage.reason)
     runs = stage.runs
+    if compile.origin == "aot_inductor":
+        what = f"{plural(len(runs), 'Inductor compile')} of the exported program (AOTInductor, no Dynamo frame)."
+    else:
+        what = f"{plural(len(runs), 'Inductor compile')} for this frame" + (" (forward and backward)." if len(runs) > 1
+                                                                             else ".")
     return join([note(stage.cache, kind="warn") if stage.cache else None,
-                 para(f"{plural(len(runs), 'Inductor compile')} for this frame"
-                      + (" (forward and backward)." if len(runs) > 1 else ".")),
+                 para(what),
                  kernel_picker(compile, "Click a kernel: the source lines and the nodes (post-grad, scheduler "
                                         "before and after fusion) it came from"),
                  *(run_section(run, i, compile.provenance, compile.graph) for i, run in enumerate(runs))])

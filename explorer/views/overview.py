@@ -77,7 +77,9 @@ def summary_cards(capture) -> Html:
         counted("failed compiles", s.failed_compiles, "error"),
         ("guards", str(s.guards), "info"),
         ("kernels", str(s.kernels), "info"),
-        ("compile time", seconds(s.compile_time_s), "info"),
+        # "–", not 0, where torch logged no time for any compile
+        ("compile time", seconds(s.compile_time_s) if any(c.compile_seconds is not None for c in capture.compiles)
+         else "–", "info"),
         _speedup_card(capture),
     ])
 
