@@ -80,9 +80,9 @@ def badge(text, kind: str = "info", title: str | None = None) -> Html:
     return tag("span", text, cls=f"tc-badge tc-{kind}", title=title)
 
 
-def note(*parts, kind: str = "info") -> Html:
+def note(*parts, kind: str = "info", title: str | None = None) -> Html:
     """A boxed message; kind is one of info, ok, warn, error."""
-    return tag("div", *parts, cls=f"tc-note tc-{kind}")
+    return tag("div", *parts, cls=f"tc-note tc-{kind}", title=title)
 
 
 def unavailable(what: str, reason: str | None) -> Html:
@@ -185,6 +185,7 @@ def code_block(text: str | None, language: str = "python") -> Html:
 TEXT_CHARS = 20_000  # one piece of inline text: a table cell, a message, an attribute
 BLOCK_CHARS = 500_000  # one block of code or text (``code_block``, ``preformatted``): ~6,000 lines of code
 
+CUT_WHERE_STATIC = "full text in the saved capture (cap.save / its JSON)"  # a cut's mark, outside the widget
 _CUT_TEXTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("tcompile_cut_texts", default=None)
 
 
@@ -220,13 +221,15 @@ def cut_text(text: str, limit: int = BLOCK_CHARS, inline: bool = False) -> tuple
         elif end < found[number - 1][1]:
             found[number - 1] = (text, end)
         label = f"✂{number}"
-        where = f"the rest of {label} loads on demand below this view"
-    else:
-        where = "the capture holds the whole text (its saved JSON too; the explorer widget loads it on demand)"
-    words = f"{label} {len(text) - end:,} more characters not shown here"
+        where, more = "full text below this view", f"the rest of {label} loads on demand below this view"
+    else:  # the static page holds no capture data: the rest is in the capture (and the JSON it saves to)
+        where, more = CUT_WHERE_STATIC, ("the capture holds the whole text: cap.save(PATH) or %%tcompile --save "
+                                         "PATH writes it to JSON; the interactive explorer loads it on demand")
+    left = f"{label} {len(text) - end:,} more characters"
     if inline:
-        return text[:end], badge(f"… {label} {len(text) - end:,} more characters", "warn", title=f"{words}: {where}")
-    return text[:end], note(tag("strong", words), f" — {where}.", kind="warn")
+        return text[:end], tag("span", f"… {left} — {where}", cls="tc-badge tc-warn tc-cut",
+                               title=f"{left} not shown here: {more}")
+    return text[:end], note(tag("strong", f"{left} not shown here"), f" — {where}.", kind="warn", title=more)
 
 
 def _cut_end(text: str, limit: int) -> int:

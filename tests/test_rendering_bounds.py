@@ -15,7 +15,8 @@ import torch
 import compiler
 from compiler.model import Capture
 from explorer.full_text import CutText, CutTexts
-from explorer.html import BLOCK_CHARS, TEXT_CHARS, collecting_cut_texts, esc, preformatted
+from explorer.html import (BLOCK_CHARS, CUT_WHERE_STATIC, TEXT_CHARS, code_block, collecting_cut_texts, esc,
+                           preformatted)
 from explorer.page import render_static
 from explorer.views import VIEWS
 from explorer.widget import Explorer
@@ -67,6 +68,11 @@ def shown_html(widget) -> str:
     return "".join(shown_html(child) for child in getattr(widget, "children", ()))
 
 
+def visible_text(markup: str) -> str:
+    """What a reader sees of ``markup`` without hovering: its text, tags and their attributes left out."""
+    return html.unescape(re.sub(r"<[^>]*>", "", markup))
+
+
 def html_of_every_view(cap) -> dict[str, str]:
     """The static page, and each widget tab as shown."""
     ui = Explorer(cap, static_html=False)
@@ -88,7 +94,7 @@ def test_a_huge_text_renders_bounded_and_whole_text_stays_reachable(data, field,
     for name, page in pages.items():
         assert abs(len(longer[name]) - len(page)) < 100 and len(page) < 20 * BLOCK_CHARS, (name, len(page))
     assert "THE END" not in pages["static"]
-    assert "more characters" in pages["static"] and "saved JSON" in pages["static"]
+    assert "more characters" in pages["static"] and CUT_WHERE_STATIC in visible_text(pages["static"])
 
     # the saved capture keeps the whole text
     saved = compiler.load(cap.save(tmp_path / "huge.json"))
@@ -122,10 +128,10 @@ def test_a_long_table_cell_says_it_was_cut_and_its_whole_text_is_reachable(data,
     left = f"{len(name) - TEXT_CHARS:,} more characters"
 
     # static: the cell shows its first TEXT_CHARS characters, escaped, and says how many more the saved JSON holds
-    cell = re.search(r'<td>((?:&lt;N&amp;&gt;)+)<span class="tc-badge tc-warn" title="([^"]*)">… ✂ ([\d,]+ more '
-                     r'characters)</span></td>', render_static(cap))
+    cell = re.search(r'<td>((?:&lt;N&amp;&gt;)+)<span class="tc-badge tc-warn tc-cut" title="([^"]*)">… ✂ ([\d,]+ more '
+                     r'characters) — ([^<]*)</span></td>', render_static(cap))
     assert cell and html.unescape(cell.group(1)) == name[:TEXT_CHARS] and cell.group(3) == left
-    assert "saved JSON" in cell.group(2)
+    assert "save" in cell.group(2) and html.unescape(cell.group(4)) == CUT_WHERE_STATIC
     assert compiler.load(cap.save(tmp_path / "long_cell.json")).compiles[0].name == name
 
     # widget: the itables cell names the cut text (✂1), and the tab's cut texts load its rest when asked
@@ -136,7 +142,8 @@ def test_a_long_table_cell_says_it_was_cut_and_its_whole_text_is_reachable(data,
     cells = [c for t in tables for row in json.loads(t._dt_args["data_json"]) for c in row
              if isinstance(c, str) and "&lt;N&amp;&gt;" * 10 in c]
     assert len(cells) == 1 and "THE END" not in cells[0]
-    assert f"… ✂1 {left}" in cells[0] and "loads on demand below this view" in cells[0]
+    assert f"… ✂1 {left} — full text below this view" in visible_text(cells[0])
+    assert "loads on demand below this view" in cells[0]
     rows = [c for c in ui.cut_texts[index].children if isinstance(c, CutText)]
     assert [(r.number, r.text, r.shown) for r in rows] == [(1, name, TEXT_CHARS)]
     rows[0].all.click()
@@ -154,3 +161,16 @@ def test_cut_marks_and_short_texts():
         once, twice, again = preformatted(block), esc(long), preformatted(block)
     assert [n for _, n in cut] == [BLOCK_CHARS, TEXT_CHARS]  # each text once, with what the view showed
     assert "✂1" in once and "✂2" in twice and "✂" in again
+
+
+def test_every_cut_mark_says_where_the_rest_is_without_hovering():
+    """The static page's marks (inline badge, block note) name the saved capture in their visible text;
+    the widget's name the loader below the view. Short, and escaped like any text."""
+    long, block = "<b>" * TEXT_CHARS, "y\n" * BLOCK_CHARS
+    for mark in (esc(long), preformatted(block), code_block(block)):
+        shown = re.sub(r"^(?:<b>|y\n)+", "", visible_text(mark))  # the mark, after the part of the text shown
+        assert CUT_WHERE_STATIC in shown and "more characters" in shown and len(shown) < 120, shown
+        assert "<b>" not in mark
+    with collecting_cut_texts():
+        marks = [esc(long), preformatted(block)]
+    assert all("full text below this view" in visible_text(m) for m in marks)
