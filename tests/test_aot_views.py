@@ -121,3 +121,19 @@ def test_aot_compile_time_unknown_is_a_dash_not_zero(tmp_path):
     assert c.origin == "aot_inductor" and not c.timings.available and c.compile_seconds is None
     overview = render_overview(cap, c)
     assert card(overview, "compile time") == "–"
+
+
+@needs_inputs
+def test_aot_timings_and_compiles_table():
+    """Timings names the AOTInductor compile and its compile_fx_aot span (no frame, no backward); the
+    Compiles table gives the exported program's ops (its pre-grad graph)."""
+    from explorer.views.timings import compile_time_section
+
+    cap = load("inductor_provenance_aot_log.txt")
+    c = cap.compiles[0]
+    timings = compile_time_section(c)
+    assert "Compile time of this AOTInductor compile (compile_fx_aot, 15.9 s)" in timings
+    assert "this frame" not in timings and "backward" not in timings  # C++ compile ×4 is no forward/backward
+    row = re.search(r"<tr[^>]*>\s*<td><code>-_-_-_-</code></td>(.*?)</tr>", render_overview(cap, c), re.S).group(1)
+    assert [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)][2:5] == \
+        ["6", "–", "2"]

@@ -99,6 +99,8 @@ def compiles_table(capture, selected) -> Html:
     rows, marks = [], []
     for c in capture.compiles:
         graph, guards, kernels = c.graph, c.guards, c.kernels
+        if c.origin == "aot_inductor" and c.inductor.available and c.inductor.runs:
+            graph = c.inductor.runs[0].pre_grad  # the exported program, as Inductor received it
         rows.append([code(c.compile_id), c.name or "?", _status_badge(c.status),
                      graph.op_count if graph.available else "–",
                      guards.count if guards.available else "–",
@@ -118,7 +120,7 @@ def _status_badge(status) -> Html:
 def environment_line(capture) -> Html:
     env, options = capture.environment, capture.options
     compile_options = [f"{k}={options[k]}" for k in ("backend", "mode", "dynamic", "fullgraph") if options.get(k)]
-    parts = [f"torch {env.get('torch', '?')}", f"Python {env.get('python', '?')}",
+    parts = [f"torch {env.get('torch') or '?'}", f"Python {env.get('python') or '?'}",
              f"{env.get('device', '?')} ({env.get('device_name', '')})".replace(" ()", ""),
              ", ".join(compile_options) or None,
              "fresh compile (caches off)" if options.get("fresh") else None]

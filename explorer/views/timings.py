@@ -50,12 +50,15 @@ def compile_time_section(compile):
     phases = stage.phases
     depth = nesting([p.name for p in phases], stage.events)
     rows = [(p.label + (f" ×{p.count}" if p.count > 1 else ""), p.seconds, depth.get(p.name, 0)) for p in phases]
+    title = (f"Compile time of this AOTInductor compile (compile_fx_aot, {seconds(compile.compile_seconds)})"
+             if compile.origin == "aot_inductor" else "Compile time of this frame")
     return join([
-        heading("Compile time of this frame", 4),
+        heading(title, 4),
         bar_chart(rows) if rows else para("torch logged no compile-stage events for this compile.", cls="tc-muted"),
-        para("Indented stages run inside the stage above them. Inductor ×2 means forward and backward; "
-             "a backward compile happens on the first .backward(), outside the frame compile.", cls="tc-muted")
-        if any(p.count > 1 for p in phases) else None,
+        para("Indented stages run inside the stage above them."
+             + (" Inductor ×2 means forward and backward; a backward compile happens on the first .backward(), "
+                "outside the frame compile." if any(p.name == "inductor_compile" and p.count > 1 for p in phases)
+                else ""), cls="tc-muted") if any(p.count > 1 for p in phases) else None,
         key_values([(k.replace("_", " "), f"{v:g}" if isinstance(v, (int, float)) else str(v))
                     for k, v in stage.metrics.items()]),
     ])
