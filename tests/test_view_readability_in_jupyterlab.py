@@ -131,7 +131,7 @@ def test_selected_row_badges_and_diff_lines_are_readable(jupyterlab_server, brow
     diff_outputs = page.locator(".jp-OutputArea-output:has(table.tc-diff)")
     assert diff_outputs.count() == 2
 
-    problems = []
+    problems, measured = [], []
     for theme in ("light", "dark"):
         if theme == "dark":
             set_theme(page, "dark")
@@ -140,6 +140,7 @@ def test_selected_row_badges_and_diff_lines_are_readable(jupyterlab_server, brow
             selected = "selected" in (row.get_attribute("class") or "")
             for badge in row.locator(".tc-badge").all():
                 got = badge.evaluate(CONTRAST_JS)
+                measured.append(f"{theme} {'selected' if selected else 'plain'} row: {got}")
                 if got["contrast"] < BADGE_CONTRAST:
                     problems.append(f"compiles table ({theme}, {'selected' if selected else 'plain'} row): {got}")
         screenshot(table, artifact_dir / f"compiles_table_{theme}.png")
@@ -147,6 +148,7 @@ def test_selected_row_badges_and_diff_lines_are_readable(jupyterlab_server, brow
             output.scroll_into_view_if_needed()
             problems += check_diff(output, where, theme)
             screenshot(output, artifact_dir / f"diff_{where.replace(' ', '_').lower()}_{theme}.png")
+    (artifact_dir / "badge_contrast.txt").write_text("\n".join(measured) + "\n")
     assert not problems, "\n".join(problems)
 
 
