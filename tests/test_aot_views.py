@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import warnings
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
+
+from tlparse_fixtures import INPUTS, needs_inputs
 
 import compiler
 from compiler.trace import TraceWarning
@@ -18,10 +19,8 @@ from explorer.views.fx_graph import render_graph
 from explorer.views.inductor import render_inductor
 from explorer.views.overview import render_overview
 
-INPUTS = Path(__file__).resolve().parent.parent.parent / "shared" / "tlparse_inputs"
 AOT_LOGS = ["inductor_provenance_aot_log.txt", "inductor_provenance_aot_cuda_log.txt",
             "inductor_provenance_aot_debug_handle_log.txt", "inductor_provenance_aot_log_old.txt"]
-needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"tlparse's fixture logs are not at {INPUTS}")
 CALLS = ("call_function", "call_method", "call_module")
 
 

@@ -19,6 +19,8 @@ import pytest
 
 pytest.register_assert_rewrite("jupyterlab_harness")
 
+from tlparse_fixtures import INPUTS  # noqa: E402
+
 from jupyterlab_harness import (  # noqa: E402
     TEST_OUTPUT,
     JupyterLabServer,
@@ -50,7 +52,7 @@ COMPARE = """\
 w = x.cos() * 2
 """
 
-JOB_DIR = Path(__file__).resolve().parents[2] / "shared" / "tlparse_inputs" / "multi_rank_schedule"
+JOB_DIR = INPUTS / "multi_rank_schedule"
 JOB = f"%tcompile --load {JOB_DIR}\n"
 needs_job = pytest.mark.skipif(not JOB_DIR.is_dir(), reason=f"{JOB_DIR} is absent (provided next to the checkout)")
 

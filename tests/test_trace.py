@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import warnings
@@ -18,18 +17,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from tlparse_fixtures import INPUTS, TLPARSE, needs_inputs, needs_tlparse
+
 import compiler
 from compiler.job import Job, load_trace
 from compiler.trace import TraceError, TraceWarning, load_trace_file, read_records, save_trace
 
 REPO = Path(__file__).resolve().parent.parent
-INPUTS = REPO.parent / "shared" / "tlparse_inputs"
-TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
-
-needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"tlparse's fixture logs are not at {INPUTS} "
-                                  "(../shared/tlparse_inputs is provided next to the checkout, not in it)")
-needs_tlparse = pytest.mark.skipif(not Path(TLPARSE).exists(), reason="the tlparse CLI is not installed "
-                                   "(pip install tlparse==0.4.3, in the test extra)")
 
 
 def fixture_logs() -> list[Path]:

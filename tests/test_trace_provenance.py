@@ -12,25 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
+from tlparse_fixtures import INPUTS, TLPARSE, needs_inputs, needs_tlparse
+
 import compiler
 from compiler.trace import TraceWarning
-
-REPO = Path(__file__).resolve().parent.parent
-INPUTS = REPO.parent / "shared" / "tlparse_inputs"
-TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
-
-needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"tlparse's fixture logs are not at {INPUTS} "
-                                  "(../shared/tlparse_inputs is provided next to the checkout, not in it)")
-needs_tlparse = pytest.mark.skipif(not Path(TLPARSE).exists(), reason="the tlparse CLI is not installed "
-                                   "(pip install tlparse==0.4.3, in the test extra)")
 
 # What tlparse's integration tests assert (tests/integration_test.rs at e86baba, see SOURCE.md), with
 # line numbers as JSON keys, the way tlparse writes them.
