@@ -17,7 +17,7 @@ from .assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, _guarded, aot_stage, in
                        kernels_stage)
 from .kernels import _kind, _language, _ops_from_name, triton_metadata
 from .model import unavailable
-from .provenance import apply_times, provenance_stage
+from .provenance import add_compile_costs, provenance_stage
 from .shapes import shapes_stage
 from .timings import fold_events, timings_stage
 
@@ -164,10 +164,7 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
     }
     data["kernels"] = _guarded(kernels_stage, inductor)
     data["provenance"] = _guarded(provenance_stage, data, tracking)
-    try:
-        apply_times(data["provenance"], data["kernels"].get("kernels", []), None, {})
-    except Exception as exc:  # noqa: BLE001 — as compiler.provenance.add_costs: a cost bug costs only the costs
-        data["provenance"].setdefault("notes", []).append(f"times not applied ({type(exc).__name__}: {exc})")
+    add_compile_costs(data, None)  # nothing measured: the kernels' and lines' time fields, left empty
     data["shapes"] = _guarded(shapes_stage, loose, options, data["recompile"], [], [])
     data["amortization"] = unavailable(NO_FRAME["amortization"])
     if metrics.get("fail_type"):

@@ -843,18 +843,23 @@ def add_costs(data: dict, measurements: dict) -> None:
     compile's amortization. Called once by ``assemble``."""
     kernel_times = measurements.get("kernel_times")
     for c in data["compiles"]:
-        provenance = c.get("provenance") or {}
-        try:
-            aot_ids = {r.get("role"): r["code"].get("aot_id") for r in c["inductor"].get("runs", [])}
-            apply_times(provenance, c["kernels"].get("kernels", []), kernel_times, aot_ids)
-        except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
-            provenance.setdefault("notes", []).append(f"times not applied ({type(exc).__name__}: {exc})")
+        add_compile_costs(c, kernel_times)
     try:
         amortization(data["compiles"], data.get("runtime") or {}, kernel_times,
                      (data.get("options") or {}).get("calls_under_capture"))
     except Exception as exc:  # noqa: BLE001
         for c in data["compiles"]:
             c["amortization"] = {"available": False, "reason": f"not computed ({type(exc).__name__}: {exc})"}
+
+
+def add_compile_costs(compile: dict, kernel_times: dict | None) -> None:
+    """``apply_times`` on one compile's data; a failure becomes a note on its provenance."""
+    provenance = compile.get("provenance") or {}
+    try:
+        aot_ids = {r.get("role"): r["code"].get("aot_id") for r in compile["inductor"].get("runs", [])}
+        apply_times(provenance, compile["kernels"].get("kernels", []), kernel_times, aot_ids)
+    except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
+        provenance.setdefault("notes", []).append(f"times not applied ({type(exc).__name__}: {exc})")
 
 
 def line_table(capture):
