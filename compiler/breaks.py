@@ -12,7 +12,7 @@ from pathlib import Path
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
-_TB_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n(?P<code>[^\n]*)')
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,10 +37,9 @@ def parse_break(payload: str) -> dict:
     reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()
     headline = _headline(reason_text)
     gb = _GB_CODE.search(payload)
-    stack = [{"file": m["file"], "line": int(m["line"]), "function": m["fn"], "code": m["code"].strip(),
-              "user": is_user_frame(m["file"]) and not m["code"].lstrip().startswith(_MAGIC_CALL),
-              "cell": cell_number(m["file"])}
-             for m in _TB_FRAME.finditer(traceback)]
+    stack = [dict(frame, code=frame["code"] or "", cell=cell_number(frame["file"]),
+                  user=is_user_frame(frame["file"]) and not (frame["code"] or "").startswith(_MAGIC_CALL))
+             for frame in traceback_frames(traceback)]
     user_stack = [frame for frame in stack if frame["user"]]
     file = where["file"] if where else (user_stack[-1]["file"] if user_stack else None)
     line = int(where["line"]) if where else (user_stack[-1]["line"] if user_stack else None)
@@ -100,6 +99,20 @@ def is_user_frame(path: str | None) -> bool:
     resolved = str(Path(path).resolve()) if os.path.isabs(path) else path
     in_stdlib = resolved.startswith(_stdlib_dir()) and not {"site-packages", "dist-packages"} & set(Path(resolved).parts)
     return not in_stdlib and not resolved.startswith(_internal_dirs())
+
+
+def traceback_frames(text: str | None) -> list[dict]:
+    """The frames of a traceback as Python and torch print them (``File "f.py", line 3, in fn``, then the
+    code line, absent where Python had no source), in order: file, line, function, code (None if absent)."""
+    frames: list[dict] = []
+    for line in (text or "").splitlines():
+        match = _TB_FRAME.match(line)
+        if match:
+            frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
+                           "code": None})
+        elif frames and frames[-1]["code"] is None and line.strip():
+            frames[-1]["code"] = line.strip()
+    return frames
 
 
 def cell_number(path: str | None) -> int | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
+from .breaks import traceback_frames
+
 _RECORDING = re.compile(r"Recording function=(?P<fn>\S+), cuda_graph_id=(?P<id>\d+)")
 _WARMUP = re.compile(r"Running warmup function=(?P<fn>\S+)")
 _NEW_TREE = re.compile(r"Recording cudagraph tree for (?P<key>.*)")
 _SKIP = re.compile(r"skipping cudagraphs due to (?P<reason>[^\n]*?)(?:\s*Found from\s*:)?\s*(?:\n|$)", re.IGNORECASE)
-_FOUND_FROM = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n\s*(?P<code>[^\n]*)')
 
 # torch's skip reasons, said the way a user would look for them
 USER_TERMS = [
@@ -45,10 +46,9 @@ def _event(record) -> dict:
         event.update(kind="new_tree", key=m["key"].strip())
     elif (m := _SKIP.search(text)):
         event.update(kind="skip", reason=m["reason"].strip().rstrip("."), user_reason=in_user_terms(m["reason"]))
-        found = _FOUND_FROM.search(text)
+        found = traceback_frames(text)
         if found:
-            event["found_from"] = {"file": found["file"], "line": int(found["line"]),
-                                   "function": found["fn"], "code": found["code"].strip()}
+            event["found_from"] = dict(found[0], code=found[0]["code"] or "")
     return event
 
 

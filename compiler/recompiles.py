@@ -6,7 +6,6 @@ import re
 import textwrap
 
 _REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
-_FRAME = re.compile(r'^File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
 
 
 def parse_reasons(payload: str | None) -> list[dict]:
@@ -32,20 +31,6 @@ def parse_reasons(payload: str | None) -> list[dict]:
                             "detail": detail.strip() or None, "text": text.strip(),
                             "note": note.strip(" #") or None, "user_stack": stack})
     return reasons
-
-
-def stack_frames(user_stack: str | None) -> list[dict]:
-    """A ``user_stack`` as torch formats it (``File "f.py", line 3, in fn`` then the code line), outermost
-    first: file, line, function, code."""
-    frames: list[dict] = []
-    for line in (user_stack or "").splitlines():
-        match = _FRAME.match(line.strip())
-        if match:
-            frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
-                           "code": None})
-        elif frames and line.strip() and frames[-1]["code"] is None:
-            frames[-1]["code"] = line.strip()
-    return frames
 
 
 def recompile_stage(payload: str | None, metrics: dict) -> dict:

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import compiler
-from compiler.recompiles import parse_reasons, stack_frames
+from compiler.breaks import traceback_frames
+from compiler.recompiles import parse_reasons
 from explorer.page import render_static
 from explorer.views import VIEWS, render_view
 from explorer.views.recompiles import SHOWN_FRAMES
@@ -57,7 +58,7 @@ def test_user_stack_is_torch_s_stack_for_each_reason(recompiled):
         assert reason.user_stack == (textwrap.dedent(stack).strip() or None)
     shape_reasons = [r for r in reasons if r.user_stack]
     assert [r.guard for r in shape_reasons] == ["shape[0] == 2", "shape[0] == 2"]
-    frames = stack_frames(shape_reasons[0].user_stack)
+    frames = traceback_frames(shape_reasons[0].user_stack)
     assert [(f["file"], f["line"], f["function"]) for f in frames] == [
         (__file__, line_of(net, "return reshape_to"), "net"), (__file__, line_of(reshape_to, "x.reshape"), "reshape_to")]
     assert frames[-1]["code"].startswith("return x.reshape(shape)")
@@ -92,7 +93,7 @@ def test_long_stacks_fold_their_outer_calls():
     frames = [f'  File "/src/m{i}.py", line {i + 1}, in f{i}\n    step_{i}(x)' for i in range(6)]
     payload = "0/0: n == 2\nUser stack trace:\n" + "\n".join(frames)
     (reason,) = parse_reasons(payload)  # one reason is plain text, not JSON
-    assert [f["function"] for f in stack_frames(reason["user_stack"])] == [f"f{i}" for i in range(6)]
+    assert [f["function"] for f in traceback_frames(reason["user_stack"])] == [f"f{i}" for i in range(6)]
     from compiler.schema import RecompileReason
     from explorer.views.recompiles import _user_stack
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.breaks import cell_number
-from compiler.recompiles import stack_frames
+from compiler.breaks import cell_number, traceback_frames
 from compiler.schema import RecompileReason
 
 from ..html import Html, code, details, join, note, para, plural, shorten, tag
@@ -24,7 +23,7 @@ def _frame(frame: dict) -> Html:
 def _user_stack(reason: RecompileReason) -> Html | str:
     """Where the failing guard was made: the user's code Dynamo was tracing, outermost call first, so the
     line that made the guard comes last."""
-    frames = stack_frames(reason.user_stack)
+    frames = traceback_frames(reason.user_stack)
     if not frames:
         return ""
     outer = frames[:1 - SHOWN_FRAMES] if len(frames) > SHOWN_FRAMES else []
