@@ -33,9 +33,10 @@ class _BytecodeRecorder:
         from torch._guards import CompileContext
 
         compile_id = CompileContext.current_compile_id()
-        if not receives(self.collector, str(compile_id) if compile_id is not None else None):
+        compile_id = str(compile_id) if compile_id is not None else None
+        if not receives(self.collector, compile_id):
             return None
-        key = str(compile_id) if compile_id is not None else f"?/{len(self.by_compile)}"
+        key = compile_id or f"?/{len(self.by_compile)}"
         self.by_compile[key] = transformation(code, new_code)
         self.live.codes[key] = code
         return None  # observe only: torch keeps its own transformed code
