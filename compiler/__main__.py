@@ -16,6 +16,9 @@ def main(argv=None) -> int:
                                      "or a tcompile capture (.json)")
     report.add_argument("-o", "--output", default="report.html", help="the HTML file to write (report.html)")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
+    report.add_argument("--sources", choices=("trace", "local"), default="trace",
+                        help="trace (default): read no local file the log names; local: read the source files "
+                             "it names from this machine (regular .py files only, size-capped)")
     args = parser.parse_args(argv)
 
     from .job import Job, load_trace
@@ -25,9 +28,15 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TraceWarning)
-            loaded = load_trace(args.path, strict=args.strict)
+            loaded = load_trace(args.path, strict=args.strict, sources=args.sources)
     except (TraceError, CaptureFormatError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"error: {args.path}: nested too deeply to read", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 — a shared file must end in one line, never a traceback
+        print(f"error: {args.path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)

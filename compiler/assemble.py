@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import linecache
 from collections import Counter, defaultdict
 
 from . import breaks as breaks_mod
@@ -18,6 +17,7 @@ from .provenance import add_costs, provenance_stage
 from .recompiles import recompile_stage
 from .schema import paused_gc
 from .shapes import shapes_stage
+from .source_files import SourceFiles
 from .timings import chromium_event, fold_events, timings_stage
 
 # Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.provenance)
@@ -56,15 +56,18 @@ def _is_known(kind: str) -> bool:
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
              error: dict | None, counters: dict, autotune: list | None = None,
-             measurements: dict | None = None) -> dict:
+             measurements: dict | None = None, sources: SourceFiles | None = None) -> dict:
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
-    ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards."""
+    ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
+    ``sources`` says where source text comes from (``compiler.source_files``; default: live, linecache)."""
     with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
-        return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements)
+        return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
+                         sources or SourceFiles("live"))
 
 
-def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements) -> dict:
+def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
+              sources) -> dict:
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
@@ -84,7 +87,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
-                              timing_events.get(cid, [])) for cid in compile_ids]
+                              timing_events.get(cid, []), sources) for cid in compile_ids]
     _resume_sources(compiles)
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
     for c in compiles:
@@ -158,10 +161,10 @@ def _guarded(build, *args) -> dict:
                            f"({type(exc).__name__}: {exc}); the raw records are in capture.live.records")
 
 
-def build_compile(compile_id, records, strings, hook_data, options, events) -> dict:
+def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
-    source = _guarded(source_stage, records, strings, metrics)
+    source = _guarded(source_stage, records, strings, metrics, sources)
     backend = str(options.get("backend") or "unknown")
     cache_note = _cache_note(records)
     compile_data = {
@@ -183,8 +186,8 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
         "inductor": None,
         "timings": _guarded(timings_stage, events, metrics, _cache_events(records)),
         "restart_reasons": metrics.get("restart_reasons") or [],
-        "_breaks": [breaks_mod.parse_break(r.payload) for r in records
-                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics),
+        "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
+                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
     }
     compile_data["inductor"] = _guarded(inductor_stage, records, backend, cache_note, compile_data["graph"])
     compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
@@ -201,15 +204,15 @@ def build_compile(compile_id, records, strings, hook_data, options, events) -> d
     return compile_data
 
 
-def _fatal_break(metrics) -> list[dict]:
+def _fatal_break(metrics, sources: SourceFiles) -> list[dict]:
     """Under fullgraph=True a graph break is an error, logged only in the compile's metrics."""
     if "Unsupported" not in str(metrics.get("fail_type")) or not metrics.get("fail_reason"):
         return []
-    item = breaks_mod.parse_break(metrics["fail_reason"])
+    item = breaks_mod.parse_break(metrics["fail_reason"], sources)
     item.update(fatal=True, file=metrics.get("fail_user_frame_filename") or item["file"],
                 line=metrics.get("fail_user_frame_lineno") or item["line"])
-    if not item.get("code") and item["file"] and item["line"]:
-        item["code"] = linecache.getline(item["file"], item["line"]).strip() or None
+    if not item.get("code"):
+        item["code"] = sources.line(item["file"], item["line"])
     return [item]
 
 
@@ -227,7 +230,7 @@ def _status(records, metrics) -> str:
     return "compiled" if metrics.get("has_guarded_code", True) else "skipped"
 
 
-def source_stage(records, strings, metrics) -> dict:
+def source_stage(records, strings, metrics, sources: SourceFiles) -> dict:
     start = next((r.metadata["dynamo_start"] for r in records if r.kind == "dynamo_start"), {})
     frame = (start.get("stack") or [{}])[-1]
     filename = metrics.get("co_filename") or strings.get(frame.get("filename"), frame.get("filename"))
@@ -235,10 +238,12 @@ def source_stage(records, strings, metrics) -> dict:
     name = metrics.get("co_name") or frame.get("name")
     if not filename or not firstlineno:
         return unavailable("torch recorded no frame for this compile", name=name)
-    lines = linecache.getlines(filename)
+    if not isinstance(filename, str) or not isinstance(firstlineno, int):
+        return unavailable(f"torch's record names no usable frame (file {filename!r}, line {firstlineno!r})", name=name)
+    lines, why_not = sources.lines(filename)
     text = "".join(inspect.getblock(lines[firstlineno - 1:])) if 0 < firstlineno <= len(lines) else ""
     if not text:
-        return unavailable(f"the source of {filename} is not available in this process (linecache is empty)",
+        return unavailable(why_not or f"{filename} has no line {firstlineno}",
                            filename=filename, firstlineno=firstlineno, name=name)
     return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import linecache
 import os
 import re
 import sys
@@ -31,7 +30,9 @@ def registry() -> dict:
     return out
 
 
-def parse_break(payload: str) -> dict:
+def parse_break(payload: str, sources) -> dict:
+    """One graph-break reason as torch logged it → a break item; ``sources`` (``compiler.source_files.SourceFiles``)
+    reads the break's line where the logged stack lacks its code."""
     where = _AT.search(payload)
     reason_text, _, traceback = payload.partition("User code traceback:")
     reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()
@@ -43,7 +44,7 @@ def parse_break(payload: str) -> dict:
     user_stack = [frame for frame in stack if frame["user"]]
     file = where["file"] if where else (user_stack[-1]["file"] if user_stack else None)
     line = int(where["line"]) if where else (user_stack[-1]["line"] if user_stack else None)
-    item = {"file": file, "line": line, "cell": cell_number(file), "code": _line_text(file, line, user_stack),
+    item = {"file": file, "line": line, "cell": cell_number(file), "code": _line_text(file, line, user_stack, sources),
             "headline": headline,
             "reason": reason_text, "gb_code": gb.group(1).upper() if gb else None, "stack": stack,
             "explanation": _field(reason_text, "Explanation"), "hints": _hints(reason_text)}
@@ -126,11 +127,11 @@ def cell_number(path: str | None) -> int | None:
     return number if isinstance(number, int) else None
 
 
-def _line_text(file, line, stack) -> str | None:
+def _line_text(file, line, stack, sources) -> str | None:
     for frame in reversed(stack):
         if frame["file"] == file and frame["line"] == line and frame["code"]:
             return frame["code"]
-    return linecache.getline(file, line).strip() or None if file and line else None
+    return sources.line(file, line)
 
 
 def _headline(reason_text: str) -> str:

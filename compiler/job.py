@@ -101,28 +101,30 @@ class Job:
 
 # --- loading -------------------------------------------------------------------------------------
 
-def load_trace(path, strict: bool = False):
+def load_trace(path, strict: bool = False, sources: str = "trace"):
     """Read what a torch.compile job left behind:
 
     - a TORCH_TRACE log file → a ``Capture`` (assembled like a live one);
     - a directory of per-rank logs, or of captures saved with ``capture(job_dir=...)`` → a ``Job``;
     - a tcompile capture JSON file → that ``Capture``.
 
-    ``strict=True`` turns a corrupted line or a payload md5 mismatch into a ``TraceError``."""
+    ``strict=True`` turns a corrupted line or a payload md5 mismatch into a ``TraceError``.
+    ``sources="local"`` reads the source files a log names from this machine (regular ``.py`` files
+    only, size-capped); by default a log's sources are not read (``compiler.source_files``)."""
     path = Path(path)
     if not path.exists():
         raise TraceError(f"{path}: no such file or directory")
     with paused_gc():
         if path.is_dir():
-            return load_job(path, strict=strict)
+            return load_job(path, strict=strict, sources=sources)
         if path.suffix == ".json":
             from .model import Capture
 
             return Capture.load(path)
-        return load_trace_file(path, strict=strict)
+        return load_trace_file(path, strict=strict, sources=sources)
 
 
-def load_job(path, strict: bool = False) -> Job:
+def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     """A directory of TORCH_TRACE logs (``dedicated_log_torch_trace_rank_N_*.log``) or of tcompile
     captures saved with ``capture(job_dir=...)`` → a ``Job``. Files that are empty, unreadable or
     not logs are reported in ``job.problems`` and skipped; every other rank still loads."""
@@ -142,7 +144,7 @@ def load_job(path, strict: bool = False) -> Job:
     job = Job(path=str(path), captures={}, files={}, problems=problems,
               source="torch_trace" if logs else "tcompile_capture")
     if logs:
-        _load_logs(job, logs, strict)
+        _load_logs(job, logs, strict, sources)
     else:
         _load_captures(job, captures)
     if not job.captures:
@@ -155,13 +157,13 @@ def load_job(path, strict: bool = False) -> Job:
     return job
 
 
-def _load_logs(job: Job, logs: list[Path], strict: bool) -> None:
+def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str) -> None:
     unranked = []
     for log in logs:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
-                cap = load_trace_file(log, strict=strict)
+                cap = load_trace_file(log, strict=strict, sources=sources)
         except TraceError as exc:
             if strict:
                 raise

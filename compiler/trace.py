@@ -242,13 +242,16 @@ def _problems_to_warnings(info: TraceInfo) -> None:
         warnings.warn(TraceWarning(f"{first}{more}"), stacklevel=4)
 
 
-def load_trace_file(path, strict: bool = False, warn: bool = True):
+def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str = "trace"):
     """One TORCH_TRACE log → a ``Capture`` assembled exactly like a live one. The capture keeps its
     raw ``records`` and ``strings`` (so ``save_trace`` can write it back) and ``trace`` (a
-    ``TraceInfo``: counts and problems)."""
+    ``TraceInfo``: counts and problems). No local file the log names is read unless ``sources="local"``
+    (``compiler.source_files``)."""
     from .assemble import assemble
     from .model import Capture
+    from .source_files import SourceFiles
 
+    source_files = SourceFiles(sources)
     path = Path(path)
     info = TraceInfo(file=str(path))
     strings: dict = {}
@@ -272,7 +275,7 @@ def load_trace_file(path, strict: bool = False, warn: bool = True):
         environment["rank"] = info.ranks[0]
     options = {"backend": "unknown", "source": "torch_trace", "trace_file": str(path)}
     data = assemble(records, strings, {}, options, environment, None, {},
-                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])})
+                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files)
     _add_aot_inductor(data, records, strings, options)
     _trace_reasons(data)
     capture = Capture.from_data(data)

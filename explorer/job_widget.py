@@ -71,14 +71,15 @@ class _TraceProblems:
         return {"text/html": str(render_trace_problems(self.capture)), "text/plain": summary_text(self.capture)}
 
 
-def show_path(path, strict: bool = False):
+def show_path(path, strict: bool = False, sources: str = "trace"):
     """Load a TORCH_TRACE log, a job directory (per-rank logs or saved captures) or a saved capture,
-    and show it (what ``%tcompile --load PATH`` does). Returns the Capture or Job."""
+    and show it (what ``%tcompile --load PATH`` does). Returns the Capture or Job. A log's source
+    files are read from this machine only with ``sources="local"`` (``--sources local``)."""
     from IPython.display import display
 
     from compiler.job import Job, load_trace
 
-    loaded = load_trace(path, strict=strict)
+    loaded = load_trace(path, strict=strict, sources=sources)
     if isinstance(loaded, Job):
         show_job(loaded)
     else:

@@ -104,6 +104,9 @@ class TcompileMagics(Magics):
     @magic_arguments.argument("--load", default=None, metavar="PATH",
                               help="show a TORCH_TRACE log, a job directory (per-rank logs or saved captures) or a "
                                    "saved capture instead of compiling (line form: %%tcompile --load PATH)")
+    @magic_arguments.argument("--sources", default="trace", choices=("trace", "local"),
+                              help="with --load: trace (default) reads no local file the log names; local reads "
+                                   "the source files it names from this machine (regular .py files, size-capped)")
     @line_cell_magic
     def tcompile(self, line, cell=None):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
@@ -111,7 +114,7 @@ class TcompileMagics(Magics):
         args = magic_arguments.parse_argstring(self.tcompile, option_text)
         opts = parse_options(args, self.shell.user_ns)
         if args.load is not None:
-            return load_path(self.shell, args.load, opts, cell, rest)
+            return load_path(self.shell, args.load, opts, cell, rest, args.sources)
         if args.compare is not None:
             if cell is None:
                 raise UsageError("--compare works on a cell: %%tcompile --compare SPEC")
@@ -125,7 +128,7 @@ class TcompileMagics(Magics):
         return run_cell(self.shell, opts, cell)
 
 
-def load_path(shell, path: str, opts, cell, rest):
+def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
     """``%tcompile --load PATH [--name VAR]``: show what a job left behind (``explorer.show_path``)."""
     if cell is not None or rest:
         raise UsageError("--load shows a file or directory: %tcompile --load PATH (no cell, no call)")
@@ -135,9 +138,11 @@ def load_path(shell, path: str, opts, cell, rest):
     from .job_widget import show_path
 
     try:
-        loaded = show_path(unquote(path))
+        loaded = show_path(unquote(path), sources=sources)
     except (TraceError, CaptureFormatError) as exc:
         raise UsageError(f"--load: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 — whatever a shared file does, the user gets one line, not a traceback
+        raise UsageError(f"--load: {path}: {type(exc).__name__}: {exc}") from None
     if opts.name:
         shell.user_ns[opts.name] = loaded
 
@@ -151,7 +156,7 @@ _WORD = r"""(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)"""  # a quoted string, o
 _OPTION = re.compile(rf"\s*(--?[\w-]+)(={_WORD})?")
 _VALUE = re.compile(rf"\s*{_WORD}")
 _TAKES_VALUE = {"--backend", "--mode", "--dynamic", "--options", "--repeat", "--stance", "--name", "--save",
-                "--compare", "--load"}
+                "--compare", "--load", "--sources"}
 
 
 def split_line(line: str) -> tuple[str, str]:
