@@ -22,7 +22,7 @@ def _compile(variant: str, fn, args) -> tuple[float, float, float]:
     import torch
 
     import compiler
-    import compiler.session as session
+    import compiler.capturing.session as session
 
     assemble_cpu = []
     original = session.assemble

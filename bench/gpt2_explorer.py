@@ -45,7 +45,7 @@ def capture_with_build_time():
     import torch
 
     import compiler
-    from compiler import session
+    from compiler.capturing import session
 
     model, ids = gpt2_small()
     built, original = {}, session.Recorder.build

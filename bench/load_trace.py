@@ -26,7 +26,7 @@ sys.path.insert(0, sys.argv[2])
 t0 = time.perf_counter()
 import torch, torch._dynamo
 import compiler
-from compiler.trace import TraceWarning
+from compiler.readers.trace import TraceWarning
 import_s = time.perf_counter() - t0
 
 def rss():
@@ -51,7 +51,7 @@ def make_trace(path: Path, target_bytes: int) -> dict:
     from torch import nn
 
     import compiler
-    from compiler.trace import trace_lines
+    from compiler.readers.trace import trace_lines
 
     model = nn.Sequential(*[layer for _ in range(64) for layer in (nn.Linear(64, 64), nn.ReLU())])
     step = torch.compile(lambda x: model(x).sum().backward(), backend="aot_eager")

@@ -1,5 +1,5 @@
 """Figure 3 — timing accuracy: tcompile's eager and compiled medians (``compiler.explore(...).runtime``,
-i.e. ``compiler.runtime.interleaved``, the one timer) vs an independent reference on the same workload.
+i.e. ``compiler.capturing.runtime.interleaved``, the one timer) vs an independent reference on the same workload.
 
 Reference on CPU: ``torch.utils.benchmark.Timer(...).blocked_autorange()`` median, with
 ``num_threads`` set to this process's thread count (the Timer's default is 1 thread, which would
@@ -36,7 +36,7 @@ def measure(workload: str, rounds: int, min_run_time: float) -> dict:
     import torch
 
     import compiler
-    from compiler.runtime import interleaved
+    from compiler.capturing.runtime import interleaved
 
     fn, args = make(workload)
     device = "cuda" if torch.cuda.is_available() else "cpu"

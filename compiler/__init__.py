@@ -8,16 +8,17 @@ or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., 
 (``compiler.run`` underneath: compile, call, capture, time, profile, build once).
 Imports torch and the standard library only (pandas lazily, for tables).
 """
-from . import experiments, knobs
-from .compare import compare
-from .compare_spec import parse_compare_spec
-from .comparison import Comparison
-from .diff import CaptureDiff, diff_captures
-from .job import Divergence, Job, load_job, load_trace
-from .model import Capture, CaptureFormatError, Compile, Stage, load
-from .options import OptionError
-from .run import explore, run
-from .session import capture
+from compiler.analyses import experiments
+from compiler.reference import knobs
+from compiler.analyses.compare import compare
+from compiler.analyses.configurations import parse_compare_spec
+from compiler.analyses.comparison import Comparison
+from compiler.analyses.diff import CaptureDiff, diff_captures
+from compiler.readers.job import Divergence, Job, load_job, load_trace
+from compiler.stages.capture import Capture, CaptureFormatError, Compile, Stage, load
+from compiler.reference.options import OptionError
+from compiler.capturing.run import explore, run
+from compiler.capturing.session import capture
 
 __all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Divergence", "Job", "load_job", "load_trace", "OptionError", "Stage",
            "capture", "compare", "diff_captures", "experiments", "explore", "knobs", "load",

@@ -21,9 +21,9 @@ def main(argv=None) -> int:
                              "it names from this machine (regular .py files only, size-capped)")
     args = parser.parse_args(argv)
 
-    from .job import Job, load_trace
-    from .schema import CaptureFormatError
-    from .trace import TraceError, TraceWarning
+    from compiler.readers.job import Job, load_trace
+    from compiler.stages.schema import CaptureFormatError
+    from compiler.readers.trace import TraceError, TraceWarning
 
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -40,11 +40,12 @@ def main(argv=None) -> int:
         return 2
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
-    try:
-        from explorer.job_view import write_report
-    except ImportError as exc:
-        print(f"error: the HTML report needs tcompile's explorer package (and its dependencies: pygments, "
-              f"graphviz, ipywidgets), which could not be imported ({exc}); install tcompile with "
+    from .drawing import renderer
+
+    write_report = renderer("report")
+    if write_report is None:
+        print("error: the HTML report needs tcompile's explorer package (and its dependencies: pygments, "
+              "graphviz, ipywidgets), which is not installed or could not be imported; install tcompile with "
               "`pip install -e .`", file=sys.stderr)
         return 3
     out = write_report(loaded, args.output)

@@ -31,3 +31,17 @@ def load_ipython_extension(ipython) -> None:
 
 __all__ = ["CompareExplorer", "Explorer", "JobExplorer", "render_job", "show_job", "show_path", "write_report", "VIEWS", "dataframes", "load_ipython_extension", "render_static", "render_view", "show",
            "show_comparison", "summary_text"]
+
+
+def _register_drawing() -> None:
+    """Tell compiler/ how its objects draw (``compiler.drawing``): compiler never imports explorer."""
+    from compiler import drawing
+
+    from .views import render_compile, render_stage
+
+    for name, renderer in (("stage", render_stage), ("compile", render_compile), ("capture", render_static),
+                           ("job", render_job), ("report", write_report)):
+        drawing.register(name, renderer)
+
+
+_register_drawing()

@@ -44,7 +44,7 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     warm caches the later configurations would show cache hits, not compiles.
     """
     from compiler import compare, parse_compare_spec
-    from compiler.compare import CompareInterrupted
+    from compiler.analyses.compare import CompareInterrupted
 
     base = _base(base_args)
     spec = cell_mod.unquote(spec.strip())

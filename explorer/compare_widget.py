@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from compiler.diff import DIFF_STAGES, stage_title
+from compiler.analyses.diff import DIFF_STAGES, stage_title
 
 from .html import join, note, style_tag, tag, view_frame
 from .page import FALLBACK_BYTES, REOPENED_CSS
@@ -17,7 +17,7 @@ CHANGED = "changed"
 
 
 class CompareExplorer(widgets.VBox):
-    """Summary of a ``compiler.compare.Comparison`` and a diff between any two of its configurations."""
+    """Summary of a ``compiler.analyses.compare.Comparison`` and a diff between any two of its configurations."""
 
     def __init__(self, comparison, static_html: bool = True):
         self.comparison = comparison

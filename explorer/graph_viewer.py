@@ -18,7 +18,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 class GraphViewer(anywidget.AnyWidget):
-    """Pan/zoom/collapse view of one FX graph (``compiler.schema.Graph``)."""
+    """Pan/zoom/collapse view of one FX graph (``compiler.stages.schema.Graph``)."""
 
     _esm = STATIC / "graph_viewer.js"
     _css = STATIC / "tcompile.css"  # for its graph-viewer section; the rest is scoped under .tcompile

@@ -1,4 +1,4 @@
-"""A distributed job (``compiler.job.Job``) as HTML: the ranks overview with divergences first,
+"""A distributed job (``compiler.readers.job.Job``) as HTML: the ranks overview with divergences first,
 then every rank's full explorer (``render_static``), one ``<details>`` each; and standalone report
 pages for the ``python -m compiler report`` CLI."""
 from __future__ import annotations
@@ -101,7 +101,7 @@ PAGE = """<!DOCTYPE html>
 def report_page(obj, title: str | None = None) -> str:
     """A standalone HTML page (CSS and itables' DataTables inlined: works offline, no server) for a Capture
     or a Job; its big tables page, sort and search."""
-    from compiler.job import Job
+    from compiler.readers.job import Job
 
     if isinstance(obj, Job):
         body = render_job(obj)

@@ -12,7 +12,7 @@ from .widget import Explorer, show
 
 
 class JobExplorer(widgets.VBox):
-    """The ranks of a ``compiler.job.Job``: overview first, then one rank's explorer."""
+    """The ranks of a ``compiler.readers.job.Job``: overview first, then one rank's explorer."""
 
     def __init__(self, job, rank: int | None = None):
         self.job = job
@@ -77,7 +77,7 @@ def show_path(path, strict: bool = False, sources: str = "trace"):
     files are read from this machine only with ``sources="local"`` (``--sources local``)."""
     from IPython.display import display
 
-    from compiler.job import Job, load_trace
+    from compiler.readers.job import Job, load_trace
 
     loaded = load_trace(path, strict=strict, sources=sources)
     if isinstance(loaded, Job):

@@ -11,7 +11,7 @@ during the compile or timing keeps the capture too: it is shown, stored (``--nam
 (``--save``), marked interrupted, and the cell ends with a one-line error so "run all" stops there.
 
 This module only parses, calls ``compiler`` and shows: option values are checked by
-``compiler.options`` (its ``OptionError`` becomes a one-line ``UsageError``).
+``compiler.reference.options`` (its ``OptionError`` becomes a one-line ``UsageError``).
 """
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 import compiler
-from compiler import options as compile_options
-from compiler.options import DYNAMIC, STANCES, OptionError
-from compiler.run import CaptureInterrupted, has_cached_compiles
-from compiler.whatif import target_function
+from compiler.reference import options as compile_options
+from compiler.reference.options import DYNAMIC, STANCES, OptionError
+from compiler.capturing.run import CaptureInterrupted, has_cached_compiles
+from compiler.analyses.whatif import target_function
 
 from . import cell as cell_mod
 from .cell import unquote
@@ -132,8 +132,8 @@ def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
     """``%tcompile --load PATH [--name VAR]``: show what a job left behind (``explorer.show_path``)."""
     if cell is not None or rest:
         raise UsageError("--load shows a file or directory: %tcompile --load PATH (no cell, no call)")
-    from compiler.job import TraceError
-    from compiler.schema import CaptureFormatError
+    from compiler.readers.job import TraceError
+    from compiler.stages.schema import CaptureFormatError
 
     from .job_widget import show_path
 
@@ -176,7 +176,7 @@ def split_line(line: str) -> tuple[str, str]:
 
 
 def parse_options(args, namespace: dict) -> Options:
-    """Validate parsed magic arguments (``compiler.options``); a bad value raises a one-line
+    """Validate parsed magic arguments (``compiler.reference.options``); a bad value raises a one-line
     UsageError naming the option."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
@@ -334,7 +334,7 @@ def finish(shell, cap, opts: Options, *, wrote_back) -> None:
 
 
 def error_line(error, wrote_back, captured: bool) -> str:
-    """One line for the capture's error (``compiler.schema.CaptureError``)."""
+    """One line for the capture's error (``compiler.stages.schema.CaptureError``)."""
     if error.type == "KeyboardInterrupt":
         return (f"tcompile: {error.stage}: {error.message}"
                 + ("; the cell's names were written back" if wrote_back else

@@ -1,6 +1,6 @@
 """The what-if panel of the Guards tab: would a call with other arguments reuse a compile, or recompile?
 
-Two modes (``compiler.whatif``): **check guards** runs the selected compile's frame guards on the
+Two modes (``compiler.analyses.whatif``): **check guards** runs the selected compile's frame guards on the
 would-be arguments without calling anything; **dry run** calls the compiled function once under
 ``torch.compile.set_stance("eager_on_recompile")`` — it runs the user's code — and names every frame
 that would recompile. The argument box's placeholder is the captured call's own arguments (shapes
@@ -78,7 +78,7 @@ def value_text(value, namespace: dict) -> str:
 
 def arguments_from_call(fn, args, kwargs, namespace: dict) -> str | None:
     """``x=torch.randn(8, 4), k=2`` for the arguments the captured call was made with."""
-    from compiler.whatif import target_function
+    from compiler.analyses.whatif import target_function
 
     try:
         bound = inspect.signature(target_function(fn)).bind(*args, **kwargs)
@@ -107,7 +107,7 @@ def arguments_from_compile(compile, code) -> str:
 
 def what_if_answer(result) -> Html:
     """A no-run ``WhatIf`` or a ``DryRun``, as HTML: the verdict, then the frames or compiles checked."""
-    from compiler.whatif import DryRun
+    from compiler.analyses.whatif import DryRun
 
     verdict = note(result.as_text(), kind="warn" if result.recompiles else "ok")
     if isinstance(result, DryRun):
@@ -152,7 +152,7 @@ class WhatIfPanel(widgets.VBox):
         self._describe()
 
     def _entry_code(self):
-        from compiler.whatif import target_function
+        from compiler.analyses.whatif import target_function
 
         try:
             target = target_function(self.fn)
@@ -249,7 +249,7 @@ class WhatIfPanel(widgets.VBox):
     def _missing(self, fn, args, kwargs) -> str | None:
         """Parameters the captured call passed that these arguments leave out (a default would silently
         stand in for them)."""
-        from compiler.whatif import target_function
+        from compiler.analyses.whatif import target_function
 
         live = self.capture.live
         if live.args is None or hasattr(fn, "co_varnames"):

@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 
 import compiler
-from compiler.gpu import profile_kernels
-from compiler.model import unavailable
-from compiler.runtime import time_interleaved
-from compiler.session import Recorder
+from compiler.capturing.gpu import profile_kernels
+from compiler.stages.capture import unavailable
+from compiler.capturing.runtime import time_interleaved
+from compiler.capturing.session import Recorder
 from scripts.gpu_cases import CASES
 
 

@@ -13,7 +13,7 @@ import torch
 from tlparse_fixtures import INPUTS, needs_inputs
 
 import compiler
-from compiler.trace import TraceWarning
+from compiler.readers.trace import TraceWarning
 from explorer.views.common import op_counts
 from explorer.views.fx_graph import render_graph
 from explorer.views.inductor import render_inductor

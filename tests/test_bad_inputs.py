@@ -22,9 +22,9 @@ from IPython.core.interactiveshell import InteractiveShell
 import compiler
 import explorer
 import torch_state
-from compiler.options import OptionError
-from compiler.run import CaptureInterrupted
-from compiler.schema import CaptureFormatError
+from compiler.reference.options import OptionError
+from compiler.capturing.run import CaptureInterrupted
+from compiler.stages.schema import CaptureFormatError
 from explorer import magics
 from explorer.page import render_static
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.bytecode import decompile
+from compiler.stages.bytecode import decompile
 from explorer.views import render_view
 
 pytest.importorskip("depyf")
@@ -127,7 +127,7 @@ def test_compiler_imports_depyf_only_when_decompiling():
 
 def test_long_code_decompiles_untidied_and_leaves_the_environment_alone(monkeypatch):
     """Past TIDY_MAX_INSTRUCTIONS depyf's tidying of temporaries is skipped (it grows faster than the code)."""
-    from compiler import bytecode
+    from compiler.stages import bytecode
 
     monkeypatch.delenv("DEPYF_REMOVE_TEMP", raising=False)
     namespace: dict = {}

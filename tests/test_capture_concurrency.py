@@ -1,4 +1,4 @@
-"""Overlapping and concurrent captures (compiler/records.py): torch's loggers are changed once and put
+"""Overlapping and concurrent captures (compiler/capturing/records.py): torch's loggers are changed once and put
 back exactly when the last capture ends, in any order; each capture gets the records of its own
 thread; an error or a KeyboardInterrupt in the block restores everything."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.records import ARTIFACT_LOGGERS, RecordCollector
+from compiler.capturing.records import ARTIFACT_LOGGERS, RecordCollector
 
 
 def logger_state():
@@ -244,10 +244,10 @@ def test_two_explores_started_together_each_get_their_own_compile():
 def test_captures_read_in_threads_while_the_readers_are_being_built():
     """Reading types that nest registers a half-built reader first: another thread must wait for it,
     not read a capture with its fields missing (this returned captures with no compiles)."""
-    import compiler.schema as schema
+    import compiler.stages.schema as schema
 
     data = compiler.explore(double, torch.ones(3), backend="eager", timing=False).to_data()
-    from compiler.model import Capture
+    from compiler.stages.capture import Capture
 
     expected = Capture.from_data(data).to_data()
     switch_interval = sys.getswitchinterval()
@@ -259,8 +259,8 @@ def test_captures_read_in_threads_while_the_readers_are_being_built():
 
 
 def _read_in_two_threads_with_fresh_readers(data, expected):
-    import compiler.schema as schema
-    from compiler.model import Capture
+    import compiler.stages.schema as schema
+    from compiler.stages.capture import Capture
 
     for _ in range(5):
         schema._build_converter.cache_clear()

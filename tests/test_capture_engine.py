@@ -237,7 +237,7 @@ def trace_state():
     from torch._dynamo.convert_frame import _bytecode_hooks
     from torch._logging._internal import trace_log
 
-    from compiler.records import ARTIFACT_LOGGERS
+    from compiler.capturing.records import ARTIFACT_LOGGERS
 
     loggers = [trace_log] + [logging.getLogger(n) for n in ARTIFACT_LOGGERS.values()]
     import torch._inductor.config as ic
@@ -403,7 +403,7 @@ def test_what_if_with_only_the_frame_code():
 
 
 def test_a_stage_parser_failure_costs_only_that_stage(monkeypatch):
-    import compiler.assemble as assemble
+    import compiler.stages.assemble as assemble
 
     def broken(*args):
         raise ValueError("unexpected format")

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from compiler import experiments, knobs
-from compiler.compare import compare
-from compiler.compare_spec import parse_compare_spec
-from compiler.comparison import Comparison
-from compiler.diff import CaptureDiff, diff, side_by_side
-from compiler.jit_input import explore_jit_trace
-from compiler.model import CaptureFormatError
+from compiler.analyses.compare import compare
+from compiler.analyses.configurations import parse_compare_spec
+from compiler.analyses.comparison import Comparison
+from compiler.analyses.diff import CaptureDiff, diff, side_by_side
+from compiler.analyses.jit_input import explore_jit_trace
+from compiler.stages.capture import CaptureFormatError
 
 
 def softmax_fn(x, w):
@@ -210,8 +210,8 @@ def test_diff_of_two_saved_captures(dynamic_cmp, tmp_path):
 
 
 def test_kernel_matching():
-    from compiler.diff import match_kernels
-    from compiler.schema import Kernel
+    from compiler.analyses.diff import match_kernels
+    from compiler.stages.schema import Kernel
 
     a = [Kernel(name="cpp_fused_relu_0", aten_ops=["relu"]), Kernel(name="cpp_fused_mul_1", aten_ops=["mul"]),
          Kernel(name="extern_kernels.mm")]

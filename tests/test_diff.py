@@ -1,4 +1,4 @@
-"""compiler.diff on typed captures: one stage per compiler.schema stage, a diff that reads like a
+"""compiler.analyses.diff on typed captures: one stage per compiler.stages.schema stage, a diff that reads like a
 diff, and a saved diff checked on load. Eager-backend captures only (no Inductor compile)."""
 import json
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import compiler
-from compiler.diff import DIFF_STAGES, CaptureDiff, diff, normalize, side_by_side
-from compiler.schema import STAGES, CaptureFormatError
+from compiler.analyses.diff import DIFF_STAGES, CaptureDiff, diff, normalize, side_by_side
+from compiler.stages.schema import STAGES, CaptureFormatError
 
 
 def scale(x):

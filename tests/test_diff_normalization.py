@@ -7,7 +7,7 @@ import linecache
 import torch
 
 import compiler
-from compiler.diff import normalize
+from compiler.analyses.diff import normalize
 
 SOURCE = '''
 def body(x):

@@ -123,7 +123,7 @@ def test_bytes_per_launch_match_inductors_own_estimate():
 def test_achieved_bandwidth_against_the_gpus_peak():
     _, _, cap = explore_case("pointwise_chain")
     profile = cap.gpu_profile
-    from compiler.gpu import PEAK_BANDWIDTH
+    from compiler.capturing.gpu import PEAK_BANDWIDTH
 
     table = next(v for k, v in PEAK_BANDWIDTH if k in torch.cuda.get_device_name())
     assert profile.peak_bytes_per_s == pytest.approx(table, rel=0.1), profile.peak_source

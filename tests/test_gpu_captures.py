@@ -120,7 +120,7 @@ def test_every_shipped_triton_kernel_has_its_ir_levels_or_a_reason(path):
     (a case that demonstrates an error) says why it has no GPU depth."""
     import re
 
-    from compiler.gpu import IR_BUDGET, IR_LEVELS, IR_LIMIT
+    from compiler.capturing.gpu import IR_BUDGET, IR_LEVELS, IR_LIMIT
 
     cap = compiler.load(path)
     kernels = _triton(cap)
@@ -156,7 +156,7 @@ def test_template_kernel_of_max_autotune_has_its_launcher_resources():
 
 
 def test_bytes_per_launch_from_the_wrapper_code():
-    """Static estimate (compiler.kernels.triton_bytes): in-out arguments count twice, reinterpreted views
+    """Static estimate (compiler.stages.kernels.triton_bytes): in-out arguments count twice, reinterpreted views
     by their view's size, symbolic sizes are reported instead of guessed."""
     by_name = {k.name: k for k in _triton(load("mlp_forward_backward")) if k.role == "backward"}
     gelu = by_name["triton_poi_fused_gelu_gelu_backward_3"].gpu  # in_out_ptr0 buf5 and in_ptr0 addmm

@@ -5,7 +5,7 @@ import torch
 import torch._inductor.debug as inductor_debug
 
 import compiler
-from compiler.inductor_ir import parse_ir
+from compiler.stages.inductor_ir import parse_ir
 
 
 def five_inputs(a, b, c, d, e, w):

@@ -15,8 +15,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import compiler
 import explorer
-from compiler.comparison import NUMBERS
-from compiler.run import CaptureInterrupted
+from compiler.analyses.comparison import NUMBERS
+from compiler.capturing.run import CaptureInterrupted
 from explorer import magics
 
 import torch_state  # tests/torch_state.py: everything a capture installs or patches
@@ -148,7 +148,7 @@ def interrupt_in_second_config(sigint: SigintWhen, armed: list):
 
 
 def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
-    from compiler.compare import CompareInterrupted
+    from compiler.analyses.compare import CompareInterrupted
 
 
     sigint, armed = SigintWhen(), []

@@ -1,4 +1,4 @@
-"""Provenance and cost per line on real CPU Inductor compiles (compiler.provenance).
+"""Provenance and cost per line on real CPU Inductor compiles (compiler.stages.provenance).
 
 Compiles are shared in module-scoped fixtures: a cold Inductor compile takes 2–30 s here."""
 import inspect
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.model import Capture
+from compiler.stages.capture import Capture
 
 
 def three_lines(x, w):
@@ -130,7 +130,7 @@ def _output_code(level: int) -> str:
 
 
 def test_inductor_provenance_tracking_changes_the_generated_code():
-    """Why compiler.provenance does not turn on Inductor's provenance tracking: it writes debug-handle
+    """Why compiler.stages.provenance does not turn on Inductor's provenance tracking: it writes debug-handle
     lines into the generated module, so the user's compiled code would not be byte-identical. If this
     fails, torch stopped doing so and tracking could be used instead of the metadata path."""
     off, on = _output_code(0), _output_code(1)

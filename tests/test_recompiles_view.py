@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import compiler
-from compiler.breaks import traceback_frames
-from compiler.recompiles import parse_reasons
+from compiler.stages.breaks import traceback_frames
+from compiler.stages.recompiles import parse_reasons
 from explorer.page import render_static
 from explorer.views import VIEWS, render_view
 from explorer.views.recompiles import SHOWN_FRAMES
@@ -94,7 +94,7 @@ def test_long_stacks_fold_their_outer_calls():
     payload = "0/0: n == 2\nUser stack trace:\n" + "\n".join(frames)
     (reason,) = parse_reasons(payload)  # one reason is plain text, not JSON
     assert [f["function"] for f in traceback_frames(reason["user_stack"])] == [f"f{i}" for i in range(6)]
-    from compiler.schema import RecompileReason
+    from compiler.stages.schema import RecompileReason
     from explorer.views.recompiles import _user_stack
 
     markup = _user_stack(RecompileReason(**reason))

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.model import Capture
+from compiler.stages.capture import Capture
 from explorer.full_text import CutText, CutTexts
 from explorer.html import (BLOCK_CHARS, CUT_WHERE_STATIC, TEXT_CHARS, code_block, collecting_cut_texts, esc,
                            preformatted)

@@ -188,7 +188,7 @@ def test_static_copy_stays_under_1_mb_and_says_what_it_left_out():
 def test_job_static_copy_stays_under_1_mb_and_names_what_it_left_out():
     import warnings
 
-    from compiler.job import load_trace
+    from compiler.readers.job import load_trace
     from explorer.job_view import render_job
     from explorer.page import FALLBACK_BYTES
 

@@ -20,8 +20,9 @@ import torch
 from tlparse_fixtures import INPUTS, TLPARSE, needs_inputs, needs_tlparse
 
 import compiler
-from compiler.job import Job, load_trace
-from compiler.trace import TraceError, TraceWarning, load_trace_file, read_records, save_trace
+from compiler.readers.job import Job, load_trace
+from compiler.readers.trace import TraceError, TraceWarning, read_records, save_trace
+from compiler.readers.trace_capture import load_trace_file
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -413,7 +414,7 @@ def test_compiled_autograd_ids_round_trip(tmp_path):
 
 def test_graph_break_divergence_names_the_user_line():
     """Rank 1 takes a branch with a graph break that rank 0 never reaches."""
-    from compiler.job import find_divergences
+    from compiler.readers.job import find_divergences
 
     def step(x, odd):
         y = x.cos()

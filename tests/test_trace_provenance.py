@@ -21,7 +21,7 @@ import pytest
 from tlparse_fixtures import INPUTS, TLPARSE, needs_inputs, needs_tlparse
 
 import compiler
-from compiler.trace import TraceWarning
+from compiler.readers.trace import TraceWarning
 
 # What tlparse's integration tests assert (tests/integration_test.rs at e86baba, see SOURCE.md), with
 # line numbers as JSON keys, the way tlparse writes them.
@@ -157,7 +157,7 @@ def test_side_by_side_with_tlparse(name, tmp_path):
 
 # AOTInductor logs: their records carry no compile id; load_trace makes them one compile ("-_-_-_-", as tlparse
 # files them), whose tracking gives tlparse's mappings, C++ wrapper lines too — as does the plain reading of the
-# records (compiler.provenance.tracking_from_records).
+# records (compiler.stages.provenance.tracking_from_records).
 EXPECTED_AOT = {
     "inductor_provenance_aot_cuda_log.txt": {
         "cppCodeToPost": {"1060": [14, 27, 24], "1064": [21, 18, 15], "1071": [24], "1079": [14, 27, 24],
@@ -207,8 +207,8 @@ EXPECTED_AOT = {
 
 
 def aot_tracking(name: str) -> dict:
-    from compiler.provenance import tracking_from_records
-    from compiler.trace import read_records
+    from compiler.stages.provenance import tracking_from_records
+    from compiler.readers.trace import read_records
 
     notes: list[str] = []
     tracking = tracking_from_records(read_records(INPUTS / name), notes)
@@ -288,7 +288,7 @@ def test_aot_inductor_compile_is_saved_and_loaded(tmp_path):
     data = json.loads((tmp_path / "cap.json").read_text())
     data["compiles"][0]["origin"] = "export"
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    with pytest.raises(compiler.schema.CaptureFormatError, match=r"compiles\[0\]\.origin: expected 'dynamo' or "
+    with pytest.raises(compiler.stages.schema.CaptureFormatError, match=r"compiles\[0\]\.origin: expected 'dynamo' or "
                        "'aot_inductor', got 'export'"):
         compiler.load(tmp_path / "bad.json")
 

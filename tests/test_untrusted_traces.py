@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from compiler.job import load_trace
-from compiler.source_files import MAX_BYTES, NOT_READ, SourceFiles, SourceModeError, read_local_source
-from compiler.trace import TraceWarning
+from compiler.readers.job import load_trace
+from compiler.readers.source_files import MAX_BYTES, NOT_READ, SourceFiles, SourceModeError, read_local_source
+from compiler.readers.trace import TraceWarning
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "TCOMPILE-TEST-SECRET-5c1e"  # only in the victim file's comments and this process's environment

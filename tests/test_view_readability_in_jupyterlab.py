@@ -23,7 +23,7 @@ pytest.importorskip("itables")
 
 CAPTURE = """\
 import torch, compiler, ipywidgets
-from compiler.diff import diff
+from compiler.analyses.diff import diff
 from IPython.display import HTML, display
 from explorer.widget import Explorer
 from explorer.html import style_tag, view_frame

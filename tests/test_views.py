@@ -10,7 +10,7 @@ import torch
 
 import compiler
 import explorer
-from compiler.fx_graph import same_code
+from compiler.stages.fx_graph import same_code
 from explorer.page import render_static, summary_text
 from explorer.views import VIEWS, dataframes, render_view
 from explorer.views.breaks import with_code_spans
@@ -220,7 +220,7 @@ def test_notebook_cells_are_named_as_the_notebook_names_them():
     assert f"In [{defined_in}], line 3" in markup and f"In [{called_in}], line 3" in markup
     shell.user_ns["compile_cell"] = compile_cell  # a %%tcompile cell: named after the cell running it
     shell.run_cell("tc_compiled = compile_cell('y = x + 1', {'x': 1})", store_history=True)
-    assert compiler.breaks.cell_number(shell.user_ns["tc_compiled"].filename) == shell.execution_count - 1
+    assert compiler.stages.breaks.cell_number(shell.user_ns["tc_compiled"].filename) == shell.execution_count - 1
 
 
 def test_recompiles_list_each_new_symbol_once(module_cap):

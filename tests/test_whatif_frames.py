@@ -11,7 +11,7 @@ import torch
 from torch._dynamo.utils import counters, guard_failures
 
 import compiler
-from compiler.whatif import DryRun, FrameRecompile, WhatIf
+from compiler.analyses.whatif import DryRun, FrameRecompile, WhatIf
 
 SCALE = 2
 HOOK_STATE = {"scale": 2.0}

@@ -2,7 +2,7 @@
 snapshot: ``snapshot()`` before, ``assert_restored(before)`` after (it names what differs).
 
 Covered: handlers, level and propagate of the ``torch.__trace`` logger and the artifact loggers
-(``compiler.records.ARTIFACT_LOGGERS``); the level, propagate flag and handlers of every ``torch``
+(``compiler.capturing.records.ARTIFACT_LOGGERS``); the level, propagate flag and handlers of every ``torch``
 logger that existed before; torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
 the compile stance; Inductor's autotune feedback hooks; Inductor, Dynamo and functorch config;
 the profile and trace hooks; grad mode and the default dtype; the SIGINT handler.
@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 
-from compiler.records import ARTIFACT_LOGGERS
+from compiler.capturing.records import ARTIFACT_LOGGERS
 
 
 def _logger(logger: logging.Logger) -> tuple:

@@ -4,7 +4,7 @@
 selected compile is only highlighted); a view of scope ``compile`` shows one compile.
 
 ``render_stage`` and ``render_compile`` draw one stage object or one compile alone (stylesheet
-included): what ``_repr_html_`` of ``compiler.schema``'s objects shows in a notebook cell.
+included): what ``_repr_html_`` of ``compiler.stages.schema``'s objects shows in a notebook cell.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from compiler.model import STAGES, Capture
+from compiler.stages.capture import STAGES, Capture
 
 from ..html import Html, details, join, note, preformatted, style_tag, tag, unavailable, view_frame
 from .aot import render_aot

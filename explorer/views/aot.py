@@ -11,7 +11,7 @@ ROLES = {"inference": "Inference graph: no gradients needed, so one graph",
 
 
 def aot_graph_section(role: str, graph):
-    """One AOT graph (a ``compiler.schema.Graph``): its ops at a glance and its code."""
+    """One AOT graph (a ``compiler.stages.schema.Graph``): its ops at a glance and its code."""
     title = ROLES.get(role.split("_")[0], role)
     if not graph.available:
         return join([heading(title, 4), para(graph.reason or "not logged", cls="tc-muted")])

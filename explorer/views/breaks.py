@@ -5,7 +5,7 @@ import re
 
 from ..html import (Html, badge, code, details, heading, join, key_values, note, para, plural, preformatted, tag,
                     unavailable)
-from compiler.schema import BreakRegistry
+from compiler.stages.schema import BreakRegistry
 
 from .common import break_title
 

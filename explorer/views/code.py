@@ -28,7 +28,7 @@ def _gpu_time(kernel) -> str:
 
 
 def kernels_table(kernels: list):
-    """One row per kernel (``compiler.schema.Kernel``)."""
+    """One row per kernel (``compiler.stages.schema.Kernel``)."""
     rows = [[code(k.name), k.language, k.kind if k.language == "Triton" else "", k.role or "", _gpu_time(k),
              _list(k.source_nodes or k.aten_ops), _list(k.ops_from_name),
              f"{k.ir_node} ({_list(k.ir_members)})" if k.ir_node else "", _list(k.ir_ops)]

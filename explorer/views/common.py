@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import compiler.model
-from compiler.fx_graph import NOT_OPS
+import compiler.stages.base
+from compiler.stages.fx_graph import NOT_OPS
 
 from ..html import Html, code, join, para, plural, shorten
 
@@ -24,7 +24,7 @@ def is_resume(compile) -> bool:
 
 def resume_origin(compile) -> tuple[str, int] | None:
     """``torch_dynamo_resume_in_f_at_4`` → ``("f", 4)``: the function and line it continues."""
-    return compiler.model.resume_origin(compile.name)
+    return compiler.stages.base.resume_origin(compile.name)
 
 
 def compile_label(compile) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.resources import files
 
-from compiler.diff import DIFF_STAGES, inline_changes, side_by_side, stage_title
+from compiler.analyses.diff import DIFF_STAGES, inline_changes, side_by_side, stage_title
 
 from ..html import (Html, badge, code, details, esc, join, note, para, plural, seconds, shorten, table, tag,
                     unavailable)

@@ -31,7 +31,7 @@ DOT_TIMEOUT_S = 30
 
 
 def nodes_and_edges(graph) -> tuple[list, list]:
-    """The one place that reads graph data (``compiler.schema.Graph`` or a loaded dict)."""
+    """The one place that reads graph data (``compiler.stages.schema.Graph`` or a loaded dict)."""
     if isinstance(graph, dict):
         return graph.get("nodes") or [], graph.get("edges") or []
     return list(graph.nodes or []), list(graph.edges or [])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..html import (code, code_block, columns, details, heading, join, note, para, plural, preformatted, table,
                     unavailable)
-from compiler.fx_graph import same_code
+from compiler.stages.fx_graph import same_code
 
 from .common import op_summary
 from .source import kernel_picker
@@ -72,7 +72,7 @@ def tracking_section(run, provenance):
 
 
 def run_section(run, number: int, provenance=None, dynamo_graph=None):
-    """One Inductor compile (a ``compiler.schema.InductorRun``): its graphs and its IR. A pre-grad graph
+    """One Inductor compile (a ``compiler.stages.schema.InductorRun``): its graphs and its IR. A pre-grad graph
     that is the Dynamo graph as is (``dynamo_graph``) is said in one line, not shown again."""
     title = f"{run.role.capitalize()} graph" if run.role else f"Inductor compile {number + 1}"
     unchanged = run.pre_grad.available and dynamo_graph is not None and same_code(run.pre_grad.code, dynamo_graph.code)

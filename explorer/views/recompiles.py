@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.breaks import cell_number, traceback_frames
-from compiler.schema import RecompileReason
+from compiler.stages.breaks import cell_number, traceback_frames
+from compiler.stages.schema import RecompileReason
 
 from ..html import Html, code, details, join, note, para, plural, shorten, tag
 from .breaks import place

@@ -100,7 +100,7 @@ _INDUCTOR = ("post_grad", "pre_grad")
 
 
 def _graphs_named(compile, graph: str) -> list:
-    """The ``compiler.schema.Graph`` stages of ``compile`` called ``graph``."""
+    """The ``compiler.stages.schema.Graph`` stages of ``compile`` called ``graph``."""
     if graph == "dynamo":
         return [compile.graph] if compile.graph.available else []
     if graph in _AOT:

@@ -28,7 +28,7 @@ def cells():
             ## 1. How tcompile times a function
 
             `compiler.explore(fn, *args, ...)`, `%%tcompile` and `compiler.compare` share one timer
-            (`compiler.runtime`), run *after* the capture on copies of the tensor arguments: 3 warm-up calls
+            (`compiler.capturing.runtime`), run *after* the capture on copies of the tensor arguments: 3 warm-up calls
             each, then `repeat` samples (15 by default) of eager and compiled **alternating**, so both see the
             same machine load; each sample times enough calls to last ≥ 2 ms (so the clock's resolution does
             not matter), CUDA-synchronized on a GPU. The result is in `cap.runtime`: the **median** per call,

@@ -1,0 +1,282 @@
+"""Raw records from torch's logging, collected while a capture is active.
+
+Two sources:
+- the structured trace (logger ``torch.__trace``): every LogRecord carries ``.metadata``
+  (event type + compile context) and ``.payload``;
+- plain artifact loggers that are not in the structured trace (Inductor IR before/after
+  fusion, CUDA-graph messages). Their records carry no compile id, so the current one is read
+  from torch's CompileContext at emit time, and the ``[f/c]`` prefix where torch writes one.
+
+Several captures at once. The handlers on torch's loggers (and the artifact loggers' level and
+``propagate`` flag) are installed once, by the first active ``RecordCollector``, and put back
+exactly as they were when the last one is removed — whatever the order captures end in, also on
+an error or a KeyboardInterrupt. A setting someone else made in between (``torch._logging.set_logs``
+inside the block) is kept. Each record goes to the active collectors it belongs to:
+
+- **per thread**: a record emitted on a thread that installed collectors goes to those collectors
+  only (torch compiles on the calling thread, so two threads each capturing their own compile
+  get only their own compile ids; nested captures on one thread all get it);
+- a record emitted on a thread with no collector of its own — autograd's worker threads running a
+  lazily compiled backward, helper threads — goes to the collectors that already saw its compile
+  id, else to every active collector. Inductor's compile workers are subprocesses (their logs
+  never reach this process's loggers), so they need no rule.
+
+The bytecode hook (``compiler.capturing.session``) follows the same rule (``receives``). What cannot be
+split by thread: torch's Dynamo counters are process-wide, so a capture that overlapped another
+one counts the other's frames too — ``overlapping_captures`` says how many others were active.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+CONTEXT_KEYS = ("frame_id", "frame_compile_id", "attempt", "rank", "compiled_autograd_id", "has_payload")
+
+# Artifact loggers that are not part of the structured trace, by the name we record them under.
+ARTIFACT_LOGGERS = {
+    "ir_pre_fusion": "torch._inductor.debug.__ir_pre_fusion",
+    "ir_post_fusion": "torch._inductor.debug.__ir_post_fusion",
+    "cudagraphs_trees": "torch._inductor.cudagraph_trees.__cudagraphs",
+    "cudagraphs_utils": "torch._inductor.cudagraph_utils.__cudagraphs",
+    "recompiles": "torch._dynamo.guards.__recompiles",
+}
+
+_COMPILE_ID_PREFIX = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+@dataclass
+class Record:
+    """One event: its type (``dynamo_start``, ``artifact:recompile_reasons``…), context and payload."""
+
+    kind: str
+    compile_id: str | None  # "frame/compile", None outside a compile
+    attempt: int
+    metadata: dict
+    payload: str | None
+    time: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "compile_id": self.compile_id, "attempt": self.attempt,
+                "metadata": self.metadata, "payload": self.payload, "time": self.time}
+
+
+def record_kind(metadata: dict) -> str:
+    """The event type of a structured record: its first non-context key."""
+    for key in metadata:
+        if key not in CONTEXT_KEYS:
+            if key == "artifact":
+                return "artifact:" + str(metadata["artifact"].get("name"))
+            return key
+    return "unknown"
+
+
+# Names that drifted across torch versions (2.3 → 2.13): the older name → the one tcompile reads.
+RENAMED_KINDS = {"inductor_pre_grad_graph": "artifact:before_pre_grad_graph"}
+RENAMED_METRICS = {"entire_frame_compile_time_s": "dynamo_cumulative_compile_time_us",
+                   "backend_compile_time_s": "aot_autograd_cumulative_compile_time_us",
+                   "inductor_compile_time_s": "inductor_cumulative_compile_time_us",
+                   "code_gen_time_s": "inductor_code_gen_cumulative_compile_time_us"}
+
+
+def _fill_renamed_metrics(metrics: dict) -> None:
+    """Torch ~2.6 logged some compile times only in microseconds under other names."""
+    for name, micros in RENAMED_METRICS.items():
+        if metrics.get(name) is None and isinstance(metrics.get(micros), (int, float)):
+            metrics[name] = metrics[micros] / 1e6
+
+
+def record_from_metadata(metadata: dict, payload: str | None, when: float | None = None) -> Record:
+    """The Record of one structured-trace envelope: the live handler and the TORCH_TRACE file reader
+    (``compiler.readers.trace``) both build records here."""
+    kind = record_kind(metadata)
+    kind = RENAMED_KINDS.get(kind, kind)
+    if kind == "compilation_metrics" and isinstance(metadata.get(kind), dict):
+        _fill_renamed_metrics(metadata[kind])
+    record = Record(kind=kind, compile_id=_compile_id_of(metadata),
+                    attempt=int(metadata.get("attempt", 0) or 0), metadata=metadata, payload=payload)
+    if when is not None:
+        record.time = when
+    return record
+
+
+def _compile_id_of(metadata: dict) -> str | None:
+    if "frame_id" in metadata and "frame_compile_id" in metadata:
+        return f"{metadata['frame_id']}/{metadata['frame_compile_id']}"
+    return None
+
+
+def _current_compile_id() -> str | None:
+    from torch._guards import CompileContext
+
+    cid = CompileContext.current_compile_id()
+    if cid is None or cid.frame_id is None:
+        return None
+    return f"{cid.frame_id}/{cid.frame_compile_id}"
+
+
+def _current_inductor_graph() -> str | None:
+    """The name of the graph Inductor is lowering right now: None for a compile's own graph, the
+    higher-order op's body (``true_graph_0``) while Inductor schedules a subgraph inside it."""
+    import sys
+
+    virtualized = sys.modules.get("torch._inductor.virtualized")  # never import Inductor for this
+    if virtualized is None:
+        return None
+    try:
+        return getattr(virtualized.V.graph, "name", None)
+    except Exception:  # noqa: BLE001 — no graph handler installed (outside a lowering)
+        return None
+
+
+# --- the one set of handlers on torch's loggers, shared by every active collector -------------------
+
+_lock = threading.RLock()
+_active: tuple[RecordCollector, ...] = ()  # installed collectors, oldest first
+_installed: dict[str, list[tuple]] = {}  # group → (logger, handler, level set?, old level, old propagate)
+
+
+def _targets(compile_id: str | None, artifact: bool) -> list[RecordCollector]:
+    """The collectors that receive a record emitted on the current thread (see the module docstring)."""
+    thread = threading.get_ident()
+    chosen = ([c for c in _active if c.thread == thread] or [c for c in _active if compile_id in c.compile_ids]
+              or list(_active))
+    return [c for c in chosen if c.with_artifact_logs or not artifact]
+
+
+def receives(collector: RecordCollector, compile_id: str | None) -> bool:
+    """Whether ``collector`` gets what torch emits for ``compile_id`` on the current thread."""
+    with _lock:
+        return collector in _targets(compile_id, artifact=False)
+
+
+class _TraceHandler(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = dict(getattr(record, "metadata", None) or {})
+        if "str" in metadata:  # filename interning: [string, id], sent once per process
+            text, index = metadata["str"]
+            for collector in _active:
+                collector.strings[index] = text
+            return
+        entry = record_from_metadata(metadata, getattr(record, "payload", None))
+        for collector in _targets(entry.compile_id, artifact=False):
+            collector._add(entry)
+
+
+class _ArtifactHandler(logging.Handler):
+    def __init__(self, kind: str):
+        super().__init__(logging.DEBUG)
+        self.kind = kind
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        compile_id = _current_compile_id()
+        match = _COMPILE_ID_PREFIX.match(message)
+        if compile_id is None and match:
+            compile_id = f"{match.group(1)}/{match.group(2)}"
+        metadata = {"logger": record.name, "level": record.levelname}
+        graph = _current_inductor_graph() if self.kind.startswith("ir_") else None
+        if graph:
+            metadata["graph"] = graph
+        entry = Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0, metadata=metadata,
+                       payload=message)
+        for collector in _targets(compile_id, artifact=True):
+            collector._add(entry)
+
+
+def _attach_group(group: str) -> None:
+    from torch._logging._internal import trace_log
+
+    if group == "trace":
+        targets = [(trace_log, _TraceHandler(), False)]
+    else:
+        targets = [(logging.getLogger(name), _ArtifactHandler(kind), True) for kind, name in ARTIFACT_LOGGERS.items()]
+    undo = _installed[group] = []
+    for logger, handler, set_level in targets:
+        undo.append((logger, handler, set_level, logger.level, logger.propagate))
+        logger.addHandler(handler)
+        if set_level:
+            # Level DEBUG turns the artifact on; propagate False keeps it off the user's stderr.
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+
+
+def _detach_group(group: str) -> None:
+    """Remove our handlers and put back the level and propagate flag we changed — unless someone
+    (``torch._logging.set_logs`` inside the block) has set them since: theirs stay."""
+    for logger, handler, set_level, level, propagate in reversed(_installed.pop(group)):
+        logger.removeHandler(handler)
+        if set_level and (logger.level, logger.propagate) == (logging.DEBUG, False):
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def _sync_handlers() -> None:
+    """Handlers installed exactly while some active collector needs them."""
+    wanted = {"trace": bool(_active), "artifacts": any(c.with_artifact_logs for c in _active)}
+    for group, want in wanted.items():
+        if want and group not in _installed:
+            _attach_group(group)
+        elif not want and group in _installed:
+            _detach_group(group)
+
+
+class RecordCollector:
+    """Records torch logs while installed; ``uninstall`` puts every logger back as it was.
+
+    Any number of collectors may be installed at once, nested or in several threads, and removed in
+    any order: the handlers on torch's loggers are shared and installed once (see the module docstring).
+    """
+
+    def __init__(self, with_artifact_logs: bool = True):
+        self.records: list[Record] = []
+        self.strings: dict[int, str] = {}
+        self.with_artifact_logs = with_artifact_logs
+        self.listeners: list = []  # called with each structured record as it arrives
+        self.thread: int | None = None  # the thread that installed this collector
+        self.compile_ids: set[str] = set()
+        self.overlapping_captures = 0  # other collectors active at some point while this one was
+
+    def install(self) -> None:
+        global _active
+        from torch._logging.structured import INTERN_TABLE
+
+        with _lock:
+            if self in _active:
+                return
+            # Filenames interned before we attached are not re-sent: invert torch's table.
+            self.strings.update({index: text for text, index in INTERN_TABLE.items()})
+            self.thread = threading.get_ident()
+            for other in _active:
+                other.overlapping_captures += 1
+            self.overlapping_captures += len(_active)
+            _active = (*_active, self)
+            try:
+                _sync_handlers()
+            except BaseException:
+                self.uninstall()
+                raise
+
+    def uninstall(self) -> None:
+        global _active
+        with _lock:
+            _active = tuple(c for c in _active if c is not self)
+            _sync_handlers()
+
+    def _add(self, record: Record) -> None:
+        if record.compile_id:
+            self.compile_ids.add(record.compile_id)
+        self.records.append(record)
+        if not record.kind.startswith("log:"):
+            for listener in self.listeners:
+                listener(record)
+
+    def filename(self, index) -> str | None:
+        if isinstance(index, int):
+            return self.strings.get(index)
+        return index

@@ -1,0 +1,522 @@
+"""A distributed job: one Capture per rank (from TORCH_TRACE logs or from tcompile captures saved
+with ``capture(job_dir=...)``), and what the ranks did differently (``Job.divergences``).
+
+A rank that compiles differently from the others (other graphs, another recompile, a different
+collective schedule) can hang or slow the whole job; each finding says which ranks did what, in
+plain words, with the reasons and user lines torch logged.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler.drawing import draw
+from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
+from compiler.readers.trace_capture import load_trace_file
+from compiler.stages.schema import paused_gc
+
+_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+TRACE_PREFIX = "dedicated_log_torch_trace"
+CAPTURE_PREFIX = "tcompile_capture_rank_"
+# Compile time spread worth a finding: the slowest rank over the fastest, and at least this much.
+SLOW_RATIO, SLOW_MIN_S = 1.5, 0.5
+
+
+@dataclass
+class Divergence:
+    """One way the ranks differ: ``kind``, the ranks grouped by behaviour (each group did the same),
+    what each group did, and an explanation in plain words."""
+
+    kind: str  # compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
+    #            runtime_estimates, tensor_meta, execution_order, torch_version
+    groups: list[list[int]]
+    behaviours: list[str]  # what each group did, in the order of ``groups``
+    explanation: str
+    severity: str = "warning"  # "error": can hang the job; "warning"; "info"
+
+    def as_text(self) -> str:
+        lines = [f"[{self.kind}] {self.explanation}"]
+        lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
+                "explanation": self.explanation, "severity": self.severity}
+
+
+def ranks_text(ranks) -> str:
+    ranks = list(ranks)
+    return f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}"
+
+
+@dataclass
+class Job:
+    """The ranks of one job: ``captures`` (rank → Capture), the file each came from, what was
+    skipped or suspicious while reading (``problems``), and ``divergences``."""
+
+    path: str
+    captures: dict[int, object]
+    files: dict[int, str]
+    problems: list[TraceProblem] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    source: str = "torch_trace"  # or "tcompile_capture"
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.captures)
+
+    def __getitem__(self, rank: int):
+        return self.captures[rank]
+
+    def compile_times(self) -> dict[int, float]:
+        return {rank: _compile_time(cap) for rank, cap in sorted(self.captures.items())}
+
+    def as_text(self) -> str:
+        lines = [f"job {self.path}: {len(self.captures)} ranks ({self.source}), "
+                 f"{len(self.divergences) or 'no'} divergence{'s' if len(self.divergences) != 1 else ''}"]
+        lines += [d.as_text() for d in self.divergences]
+        lines += [f"skipped/warning: {p}" for p in self.problems]
+        for rank, cap in sorted(self.captures.items()):
+            lines.append(f"rank {rank}: {self.files[rank]} — {len(cap.compiles)} compiles, "
+                         f"{cap.summary.graph_breaks} graph breaks, {cap.summary.recompiles} recompiles, "
+                         f"compile time {_compile_time(cap):.3g} s")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<Job {len(self.captures)} ranks {self.ranks}, "
+                f"{len(self.divergences)} divergences: {[d.kind for d in self.divergences]}>")
+
+    def _repr_html_(self) -> str:
+        return draw("job", self, self.as_text)
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+def load_trace(path, strict: bool = False, sources: str = "trace"):
+    """Read what a torch.compile job left behind:
+
+    - a TORCH_TRACE log file → a ``Capture`` (assembled like a live one);
+    - a directory of per-rank logs, or of captures saved with ``capture(job_dir=...)`` → a ``Job``;
+    - a tcompile capture JSON file → that ``Capture``.
+
+    ``strict=True`` turns a corrupted line or a payload md5 mismatch into a ``TraceError``.
+    ``sources="local"`` reads the source files a log names from this machine (regular ``.py`` files
+    only, size-capped); by default a log's sources are not read (``compiler.readers.source_files``)."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or directory")
+    with paused_gc():
+        if path.is_dir():
+            return load_job(path, strict=strict, sources=sources)
+        if path.suffix == ".json":
+            from compiler.stages.capture import Capture
+
+            return Capture.load(path)
+        return load_trace_file(path, strict=strict, sources=sources)
+
+
+def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
+    """A directory of TORCH_TRACE logs (``dedicated_log_torch_trace_rank_N_*.log``) or of tcompile
+    captures saved with ``capture(job_dir=...)`` → a ``Job``. Files that are empty, unreadable or
+    not logs are reported in ``job.problems`` and skipped; every other rank still loads."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or directory")
+    if not path.is_dir():
+        raise TraceError(f"{path}: not a directory")
+    files = sorted(p for p in path.iterdir() if p.is_file())
+    captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.suffix == ".json"]
+    logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
+    if not logs and not captures:
+        raise TraceError(f"{path}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
+                         f"captures ({CAPTURE_PREFIX}N.json) in this directory")
+    problems = [TraceProblem(str(p), None, "skipped_file", "not a TORCH_TRACE log or a tcompile capture; skipped")
+                for p in files if p not in logs and p not in captures]
+    job = Job(path=str(path), captures={}, files={}, problems=problems,
+              source="torch_trace" if logs else "tcompile_capture")
+    if logs:
+        _load_logs(job, logs, strict, sources)
+    else:
+        _load_captures(job, captures)
+    if not job.captures:
+        raise TraceError(f"{path}: none of its {len(files)} files could be read as a rank: "
+                         + "; ".join(str(p) for p in job.problems))
+    _check_versions(job)
+    job.divergences = find_divergences(job.captures)
+    for found in job.problems:
+        warnings.warn(TraceWarning(str(found)), stacklevel=3)
+    return job
+
+
+def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str) -> None:
+    unranked = []
+    for log in logs:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
+                cap = load_trace_file(log, strict=strict, sources=sources)
+        except TraceError as exc:
+            if strict:
+                raise
+            job.problems.append(TraceProblem(str(log), None, "unreadable_file", f"{_strip_path(exc, log)}; skipped"))
+            continue
+        job.problems.extend(cap.trace.problems)
+        named = _RANK_IN_NAME.search(log.name)
+        rank = int(named[1]) if named else (cap.trace.ranks[0] if cap.trace.ranks else None)
+        if named and cap.trace.ranks and cap.trace.ranks != [rank]:
+            job.problems.append(TraceProblem(str(log), None, "rank_mismatch",
+                                             f"named rank {rank} but its records say rank "
+                                             f"{', '.join(map(str, cap.trace.ranks))}; using the file name"))
+        if rank is None or rank in job.captures:
+            unranked.append((log, cap))
+            continue
+        job.captures[rank], job.files[rank] = cap, str(log)
+    for log, cap in unranked:
+        rank = max(job.captures, default=-1) + 1
+        job.problems.append(TraceProblem(str(log), None, "rank_guessed",
+                                         f"no rank in the file name or records (or a duplicate); shown as rank {rank}"))
+        job.captures[rank], job.files[rank] = cap, str(log)
+
+
+def _load_captures(job: Job, files: list[Path]) -> None:
+    from compiler.stages.capture import Capture
+    from compiler.stages.schema import CaptureFormatError
+
+    for file in files:
+        try:
+            cap = Capture.load(file)
+        except CaptureFormatError as exc:
+            job.problems.append(TraceProblem(str(file), None, "unreadable_file", f"{exc}; skipped"))
+            continue
+        rank = cap.environment.get("rank")
+        if rank is None:
+            named = _RANK_IN_NAME.search(file.name)
+            rank = int(named[1]) if named else len(job.captures)
+        if int(rank) in job.captures:
+            job.problems.append(TraceProblem(str(file), None, "duplicate_rank",
+                                             f"rank {rank} again (also {job.files[int(rank)]}); skipped"))
+            continue
+        job.captures[int(rank)], job.files[int(rank)] = cap, str(file)
+
+
+def _strip_path(exc: Exception, path: Path) -> str:
+    return str(exc).removeprefix(f"{path}: ")
+
+
+def _check_versions(job: Job) -> None:
+    versions = {rank: cap.environment.get("torch") for rank, cap in job.captures.items()}
+    known = {r: v for r, v in versions.items() if v}
+    if len({version_tuple(v) or v for v in known.values()}) > 1:
+        for rank, version in sorted(known.items()):
+            job.problems.append(TraceProblem(job.files[rank], None, "torch_mismatch",
+                                             f"rank {rank} ran torch {version}; the ranks ran different torch "
+                                             "versions, so their compiles are not expected to match"))
+
+
+# --- what each rank did (the few places that read capture data) ----------------------------------
+
+def _compile_time(cap) -> float:
+    return round(sum(c.compile_seconds or 0 for c in cap.compiles), 4)
+
+
+def _compile_ids(cap) -> tuple[str, ...]:
+    return tuple(c.compile_id for c in cap.compiles)
+
+
+def _breaks(cap) -> tuple:
+    return tuple(sorted({(b.file or "?", b.line or 0, b.headline or b.reason[:200]) for b in cap.breaks.items}))
+
+
+_OBJECT_ID = re.compile(r"\b\d{9,}\b")  # id() of a Python object: differs per process, never a divergence
+
+
+def _recompiles(cap) -> tuple:
+    return tuple((r.compile_id, r.name, tuple(_OBJECT_ID.sub("<id>", reason.text) for reason in r.reasons))
+                 for r in cap.recompiles)
+
+
+def _cache(cap) -> tuple:
+    out = []
+    for c in cap.compiles:
+        states = tuple(_cache_state(e.artifact) for e in c.timings.cache) if c.timings.available else ()
+        if states:
+            out.append((c.compile_id, states))
+    return tuple(out)
+
+
+def _cache_state(artifact: str) -> str:
+    what = "AOTAutograd" if artifact.startswith("aotautograd") else "FX graph"
+    return f"{what} cache {artifact.rsplit('_', 1)[-1]}"
+
+
+def _phases(cap) -> dict[str, float]:
+    totals: dict[str, float] = defaultdict(float)
+    for c in cap.compiles:
+        if c.timings.available:
+            for phase in c.timings.phases:
+                totals[phase.label] += phase.seconds
+    return dict(totals)
+
+
+def _artifacts(cap, name: str) -> dict[str, object]:
+    """The JSON payloads of an artifact tcompile keeps as an unknown record, by compile id."""
+    out = {}
+    for record in cap.extra_records:
+        if isinstance(record, dict) and record.get("kind") == f"artifact:{name}":
+            try:
+                out[record.get("compile_id") or "-"] = json.loads(record.get("payload") or "null")
+            except json.JSONDecodeError:
+                out[record.get("compile_id") or "-"] = record.get("payload")
+    return out
+
+
+# --- comparing -----------------------------------------------------------------------------------
+
+def _group(signatures: dict[int, object]) -> list[list[int]]:
+    """Ranks with equal signatures, largest group first (the majority behaviour leads)."""
+    groups: dict = defaultdict(list)
+    for rank, signature in sorted(signatures.items()):
+        groups[json.dumps(signature, sort_keys=True, default=str)].append(rank)
+    return sorted(groups.values(), key=lambda g: (-len(g), g))
+
+
+def _short_list(items, limit: int = 6) -> str:
+    items = list(items)
+    text = ", ".join(items[:limit])
+    return text + (f" … ({len(items)} in all)" if len(items) > limit else "")
+
+
+_SIZE_CHANGE = re.compile(r"(?:tensor )?'?(?P<name>[^' ]+)'? (?P<what>size|stride) mismatch at index (?P<i>\d+)\. "
+                          r"expected (?P<old>\S+), actual (?P<new>\S+)")
+
+
+def plain_reason(text: str) -> str:
+    """torch's guard-failure text in a user's words: ``tensor 'x' size mismatch at index 0. expected
+    32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
+    match = _SIZE_CHANGE.search(text)
+    if match:
+        return f"`{match['name']}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
+    return text
+
+
+def find_divergences(captures: dict[int, object]) -> list[Divergence]:
+    """Everything the ranks did differently, most likely to hang the job first."""
+    if len(captures) < 2:
+        return []
+    found = []
+    for check in (_diverging_compile_ids, _diverging_recompiles, _diverging_breaks, _diverging_schedules,
+                  _diverging_execution_order, _diverging_tensor_meta, _diverging_runtime, _diverging_cache,
+                  _diverging_compile_time):
+        finding = check(captures)
+        if finding:
+            found.append(finding)
+    return found
+
+
+def _diverging_compile_ids(captures) -> Divergence | None:
+    ids = {rank: _compile_ids(cap) for rank, cap in captures.items()}
+    groups = _group(ids)
+    if len(groups) < 2:
+        return None
+    common = set.intersection(*(set(v) for v in ids.values()))
+    behaviours = []
+    for group in groups:
+        mine = ids[group[0]]
+        extra = [i for i in mine if i not in common]
+        behaviours.append(f"{len(mine)} compile{'s' if len(mine) != 1 else ''}"
+                          + (f"; only here: {_short_list(extra)}" if extra else "; nothing the others lack"))
+    return Divergence(
+        "compile_ids", groups, behaviours,
+        f"The ranks compiled different sets of graphs ({len(common)} compile ids are on every rank). A rank "
+        "that compiles graphs the others do not usually saw different inputs (shapes, dtypes) or took "
+        "another code path; its collectives can then differ and the job can hang or slow down.",
+        severity="error")
+
+
+def _diverging_recompiles(captures) -> Divergence | None:
+    sig = {rank: _recompiles(cap) for rank, cap in captures.items()}
+    groups = _group(sig)
+    if len(groups) < 2:
+        return None
+    behaviours = []
+    for group in groups:
+        recompiles = sig[group[0]]
+        if not recompiles:
+            behaviours.append("no recompiles")
+            continue
+        parts = []
+        for compile_id, name, reasons in recompiles[:4]:
+            frame = compile_id.split("/")[0]
+            reason = plain_reason(reasons[0]) if reasons else "unknown reason"
+            parts.append(f"recompiled frame {frame} ({name}) as {compile_id} because {reason}")
+        behaviours.append("; ".join(parts) + (f"; … {len(recompiles)} in all" if len(recompiles) > 4 else ""))
+    first_odd = groups[-1]
+    reason = next((plain_reason(r[2][0]) for r in sig[first_odd[0]] if r[2]), None)
+    explanation = ("The ranks recompiled differently: a guard failed on some ranks only"
+                   + (f" ({ranks_text(first_odd)}: {reason})" if reason else "") + ". ")
+    if reason and "changed" in reason:
+        explanation += ("Those ranks saw an input of another shape (e.g. another batch size): mark that dimension "
+                        "dynamic (torch._dynamo.mark_dynamic) or give every rank the same shapes.")
+    else:
+        explanation += "Those ranks saw inputs or state the others did not; the reasons below name the guard."
+    return Divergence("recompiles", groups, behaviours, explanation, severity="error")
+
+
+def _diverging_breaks(captures) -> Divergence | None:
+    sig = {rank: _breaks(cap) for rank, cap in captures.items()}
+    groups = _group(sig)
+    if len(groups) < 2:
+        return None
+    behaviours = [("; ".join(f"{Path(f).name}:{line} {headline}" for f, line, headline in sig[g[0]][:4])
+                   or "no graph breaks") for g in groups]
+    return Divergence("graph_breaks", groups, behaviours,
+                      "The ranks broke their graphs at different places: they traced different code "
+                      "(a rank-dependent branch, or data-dependent control flow), so they run different graphs.")
+
+
+def _diverging_schedules(captures) -> Divergence | None:
+    schedules = {rank: _artifacts(cap, "inductor_collective_schedule") for rank, cap in captures.items()}
+    if not any(schedules.values()):
+        return None
+    groups = _group(schedules)
+    if len(groups) < 2:
+        return None
+    behaviours = []
+    for group in groups:
+        per_graph = schedules[group[0]]
+        behaviours.append(", ".join(f"{cid}: {len(ops) if isinstance(ops, list) else '?'} collective ops"
+                                    for cid, ops in sorted(per_graph.items())) or "no collectives logged")
+    return Divergence("collective_schedule", groups, behaviours,
+                      "Diverging collective operation sequences: Inductor scheduled different collectives "
+                      "(or the same ones in another order) on these ranks. Collectives must match across "
+                      "ranks, or the job hangs waiting for a collective another rank never issues.",
+                      severity="error")
+
+
+def _diverging_execution_order(captures) -> Divergence | None:
+    orders = {rank: _artifacts(cap, "graph_execution") for rank, cap in captures.items()}
+    if not any(orders.values()):
+        return None
+    groups = _group(orders)
+    if len(groups) < 2:
+        return None
+    behaviours = [json.dumps(list(orders[g[0]].values())[:1])[:200] for g in groups]
+    return Divergence("execution_order", groups, behaviours,
+                      "Graph execution order differs across ranks: the compiled graphs ran in another order "
+                      "on these ranks, so their collectives interleave differently.", severity="error")
+
+
+def _tensor_meta(payload) -> list:
+    ops = payload.get("ops", []) if isinstance(payload, dict) else []
+    return [[op.get("name"), op.get("outputs")] for op in ops if isinstance(op, dict)]
+
+
+def _runtime_ns(payload) -> float:
+    ops = payload.get("ops", []) if isinstance(payload, dict) else []
+    return sum(op.get("estimated_runtime_ns") or 0 for op in ops if isinstance(op, dict))
+
+
+def _diverging_tensor_meta(captures) -> Divergence | None:
+    metas = {rank: _artifacts(cap, "inductor_runtime_and_tensor_meta") for rank, cap in captures.items()}
+    if not all(metas.values()):
+        return None
+    common = set.intersection(*(set(m) for m in metas.values()))
+    sig = {rank: {cid: _tensor_meta(m[cid]) for cid in sorted(common)} for rank, m in metas.items()}
+    groups = _group(sig)
+    if not common or len(groups) < 2:
+        return None
+    behaviours = [f"{sum(len(v) for v in sig[g[0]].values())} ops; output shapes/strides/dtypes as the "
+                  + ("majority" if i == 0 else "others do not") for i, g in enumerate(groups)]
+    return Divergence("tensor_meta", groups, behaviours,
+                      "Ranks exhibit divergent inductor tensor meta: the same compiled graphs "
+                      f"({_short_list(sorted(common))}) produce tensors of other shapes, strides or dtypes on "
+                      "these ranks, so their kernels and communication sizes differ.", severity="error")
+
+
+def _diverging_runtime(captures) -> Divergence | None:
+    metas = {rank: _artifacts(cap, "inductor_runtime_and_tensor_meta") for rank, cap in captures.items()}
+    if not any(metas.values()):
+        return None
+    all_ids = set().union(*(set(m) for m in metas.values()))
+    missing = {rank: sorted(all_ids - set(m)) for rank, m in metas.items() if all_ids - set(m)}
+    totals = {rank: round(sum(_runtime_ns(p) for p in m.values()) / 1e6, 3) for rank, m in metas.items()}
+    if missing:
+        groups = _group({rank: missing.get(rank, []) for rank in metas})
+        behaviours = [("no estimate for " + ", ".join(missing[g[0]])) if g[0] in missing else
+                      f"estimates for every graph ({totals[g[0]]} ms in all)" for g in groups]
+        return Divergence("runtime_estimates", groups, behaviours,
+                          "Runtime analysis not available across all ranks: some ranks lack Inductor's runtime "
+                          "estimate for graphs others have (they did not compile those graphs, or hit a cache).",
+                          severity="info")
+    groups = _group(totals)
+    if len(groups) < 2:
+        return None
+    fastest = min(totals.values())
+    behaviours = [f"{totals[g[0]]} ms estimated ({totals[g[0]] - fastest:+.3f} ms delta)" for g in groups]
+    return Divergence("runtime_estimates", groups, behaviours,
+                      "Graph runtime analysis: Inductor's estimated runtime of the compiled graphs differs "
+                      "across ranks; the slowest rank sets the pace of every collective.", severity="info")
+
+
+def _diverging_cache(captures) -> Divergence | None:
+    sig = {rank: _cache(cap) for rank, cap in captures.items()}
+    if not any(sig.values()):
+        return None
+    groups = _group(sig)
+    if len(groups) < 2:
+        return None
+    behaviours = []
+    for group in groups:
+        states = sig[group[0]]
+        counts = defaultdict(int)
+        for _, per_compile in states:
+            for state in per_compile:
+                counts[state] += 1
+        behaviours.append(", ".join(f"{n} × {state}" for state, n in sorted(counts.items())) or "no cache lookups")
+    return Divergence("cache", groups, behaviours,
+                      "Diverging cache hit/miss patterns: some ranks loaded compiled code from Inductor's cache "
+                      "while others compiled it, so their compile times (and possibly code) differ.", severity="info")
+
+
+def _diverging_compile_time(captures) -> Divergence | None:
+    times = {rank: _compile_time(cap) for rank, cap in captures.items()}
+    slowest = max(times, key=times.get)
+    fastest = min(times, key=times.get)
+    if times[slowest] - times[fastest] < SLOW_MIN_S or times[slowest] < SLOW_RATIO * max(times[fastest], 1e-9):
+        return None
+    phases = {rank: _phases(cap) for rank, cap in captures.items()}
+    others = [r for r in captures if r != slowest]
+    stage, extra = None, 0.0
+    for label, seconds in phases[slowest].items():
+        typical = statistics.median(phases[r].get(label, 0.0) for r in others)
+        if seconds - typical > extra:
+            stage, extra = label, seconds - typical
+    slow_group = [r for r in times if times[r] >= SLOW_RATIO * max(times[fastest], 1e-9)]
+    fast_group = [r for r in sorted(times) if r not in slow_group]
+    where = f", most of it in {stage} (+{extra:.2f} s over the other ranks' median)" if stage else ""
+    return Divergence("compile_time", [sorted(slow_group), fast_group],
+                      [", ".join(f"rank {r}: {times[r]:.2f} s" for r in sorted(slow_group)),
+                       ", ".join(f"rank {r}: {times[r]:.2f} s" for r in fast_group)],
+                      f"Rank {slowest} spent the longest compiling ({times[slowest]:.2f} s vs {times[fastest]:.2f} s "
+                      f"on rank {fastest}){where}. The other ranks wait for it at the first collective.",
+                      severity="info")
+
+
+# --- saving a rank's capture ---------------------------------------------------------------------
+
+def save_rank(capture, job_dir) -> Path:
+    """Save ``capture`` as ``job_dir/tcompile_capture_rank_N.json`` (N: the rank it recorded, 0
+    outside a distributed job), so ``load_trace(job_dir)`` loads the job's captures as a ``Job``."""
+    job_dir = Path(job_dir)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    rank = capture.environment.get("rank")
+    if rank is None:
+        from compiler.capturing.environment import distributed
+
+        rank = distributed().get("rank", 0)
+    return capture.save(job_dir / f"{CAPTURE_PREFIX}{int(rank)}.json")

@@ -1,0 +1,139 @@
+"""One TORCH_TRACE log → a ``Capture``: the log's records (``compiler.readers.trace.read_records``, the
+very ``Record`` objects the live collector makes) → ``compiler.stages.assemble`` → a Capture, plus what
+only a trace needs: the AOTInductor compile of records with no compile id, and why a trace lacks the
+stages it cannot hold.
+
+In: a log file path. Leaves: a ``Capture`` with ``trace`` (a ``TraceInfo``: counts and problems) and the
+raw ``trace_records`` / ``trace_strings`` (so ``Capture.save_trace`` writes it back).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from collections import Counter
+from pathlib import Path
+
+from compiler.capturing.records import Record
+from compiler.readers.trace import (NEWEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem, TraceWarning,
+                                    _torch_version, read_records, version_tuple)
+
+
+def _problems_to_warnings(info: TraceInfo) -> None:
+    counts = Counter(p.kind for p in info.problems)
+    for kind, count in counts.items():
+        first = next(p for p in info.problems if p.kind == kind)
+        more = f" (and {count - 1} more like it)" if count > 1 else ""
+        warnings.warn(TraceWarning(f"{first}{more}"), stacklevel=4)
+
+
+def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str = "trace"):
+    """One TORCH_TRACE log → a ``Capture`` assembled exactly like a live one. The capture keeps its
+    raw ``records`` and ``strings`` (so ``save_trace`` can write it back) and ``trace`` (a
+    ``TraceInfo``: counts and problems). No local file the log names is read unless ``sources="local"``
+    (``compiler.readers.source_files``)."""
+    from compiler.stages.assemble import assemble
+    from compiler.stages.capture import Capture
+    from compiler.readers.source_files import SourceFiles
+
+    source_files = SourceFiles(sources)
+    path = Path(path)
+    info = TraceInfo(file=str(path))
+    strings: dict = {}
+    records = list(read_records(path, strict=strict, info=info, strings=strings))
+    if not records and not strings:
+        if path.stat().st_size == 0:
+            raise TraceError(f"{path}: an empty file, not a TORCH_TRACE log")
+        raise TraceError(f"{path}: no TORCH_TRACE records in {info.lines} lines (is this a torch trace log?)")
+    info.torch_version = _torch_version(records)
+    known = version_tuple(info.torch_version)
+    if known and known > NEWEST_KNOWN_TORCH:
+        info.problems.append(TraceProblem(
+            str(path), None, "newer_torch",
+            f"written by torch {info.torch_version}, newer than tcompile knows "
+            f"({'.'.join(map(str, NEWEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
+    if warn:
+        _problems_to_warnings(info)
+    environment = {"torch": info.torch_version, "source": "TORCH_TRACE", "trace_file": str(path),
+                   "device": _device(records)}
+    if info.ranks:
+        environment["rank"] = info.ranks[0]
+    options = {"backend": "unknown", "source": "torch_trace", "trace_file": str(path)}
+    data = assemble(records, strings, {}, options, environment, None, {},
+                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files)
+    _add_aot_inductor(data, records, strings, options)
+    _trace_reasons(data)
+    capture = Capture.from_data(data)
+    capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
+    return capture
+
+
+def _add_aot_inductor(data: dict, records, strings: dict, options: dict) -> None:
+    """Records with no compile id that are an AOTInductor compile (``aoti_compile_and_package`` of an
+    exported program) become one more compile, ``-_-_-_-`` as tlparse names them (``compiler.readers.aot_inductor``)."""
+    from compiler.stages.assemble import summarize
+    from compiler.readers.aot_inductor import aot_inductor_compile, consumed
+    from compiler.stages.timings import chromium_event
+
+    events = [e for e in (chromium_event(r) for r in records if r.kind == "chromium_event") if e]
+    compile_data = aot_inductor_compile(records, strings, options, events)
+    if compile_data is None:
+        return
+    data["compiles"].append(compile_data)
+    used = Counter(r.kind for r in records if not r.compile_id and consumed(r))
+    for kind, count in used.items():  # read by the AOTInductor compile: no longer unknown
+        left = data["unknown_records"].get(kind, 0) - count
+        if left > 0:
+            data["unknown_records"][kind] = left
+        else:
+            data["unknown_records"].pop(kind, None)
+    data["extra_records"] = [e for e in data["extra_records"]
+                             if not (e.get("kind") == "graph_dump" and not e.get("compile_id")
+                                     and consumed(Record(e["kind"], None, 0, e.get("metadata") or {}, None)))]
+    data["summary"] = summarize(data)
+
+
+def _unavailable(reason: str) -> dict:
+    return {"available": False, "reason": reason}
+
+
+# Stages a TORCH_TRACE log cannot hold, and why (shown in place of the stage).
+UNAVAILABLE = {
+    "bytecode": "a TORCH_TRACE log holds no bytecode listing for this compile (torch logs its "
+                "*_BYTECODE artifacts only for some frames, in newer versions); capture live to see it",
+    "ir": "Inductor's IR before/after fusion is not part of TORCH_TRACE (torch writes it only to the "
+          "ir_pre_fusion/ir_post_fusion debug loggers); capture live to see it",
+    "runtime": "a TORCH_TRACE log holds no runtime measurement; explore() the function live to time it",
+    "what_if": "what-if checks need the live guards of the process that compiled; a trace holds their text only",
+    "cudagraphs": "a TORCH_TRACE log holds no CUDA graph records (torch writes them only to its cudagraphs "
+                  "loggers); capture live to see them",
+}
+
+
+def _device(records) -> str | None:
+    for record in records:
+        if record.kind == "inductor_output_code" and record.payload:
+            return "cuda" if "triton" in record.payload[:20000] else "cpu"
+        if record.kind == "graph_dump" and record.payload and \
+                (record.metadata.get("graph_dump") or {}).get("name") == "inductor_aot_wrapper_code":
+            included = re.search(r"aoti_include/(\w+)\.h", record.payload[:2000])  # AOTInductor: cpu.h, cuda.h…
+            if included:
+                return included[1]
+    return None
+
+
+def _trace_reasons(data: dict) -> None:
+    """Replace the 'not captured' reasons of stages a trace cannot hold by the reason why."""
+    if not data["cudagraphs"].get("available") and data["environment"].get("device") not in (None, "cpu"):
+        data["cudagraphs"] = _unavailable(UNAVAILABLE["cudagraphs"])  # not "this capture ran on CPU"
+    for c in data["compiles"]:
+        if not c["bytecode"].get("available") and c.get("origin", "dynamo") == "dynamo":
+            c["bytecode"] = _unavailable(UNAVAILABLE["bytecode"])
+        for run in (c["inductor"].get("runs") or []) if c["inductor"].get("available") else []:
+            if not run["ir"].get("available"):
+                old, run["ir"] = run["ir"].get("reason"), _unavailable(UNAVAILABLE["ir"])
+                notes = c.get("provenance", {}).get("notes") or []
+                notes[:] = [note.replace(f"no scheduler IR ({old})", NO_IR_NOTE) for note in notes]
+
+
+NO_IR_NOTE = ("the trace holds no scheduler IR for this graph (torch writes it only to the "
+              "ir_pre_fusion/ir_post_fusion debug loggers)")

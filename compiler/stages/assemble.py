@@ -1,0 +1,392 @@
+"""Records → Capture data. A table of record kinds says which stage each one feeds; a record of a
+kind nobody knows is kept (trimmed) and counted, never fatal."""
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter, defaultdict
+
+from compiler.stages import breaks as breaks_mod
+from compiler.stages.bytecode import bytecode_stage
+from compiler.stages.fx_graph import graph_stage, same_code
+from compiler.stages.guards import guards_stage
+from compiler.stages.inductor_ir import ir_stage
+from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, kernels_stage, link_to_ir
+from compiler.stages.base import resume_origin, unavailable
+from compiler.stages.provenance import add_costs, provenance_stage
+from compiler.stages.recompiles import recompile_stage
+from compiler.stages.schema import FORMAT, VERSION, paused_gc
+from compiler.stages.shapes import shapes_stage
+from compiler.readers.source_files import SourceFiles
+from compiler.stages.timings import aot_inductor_compile_seconds, chromium_event, fold_events, timings_stage
+
+# Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.stages.provenance)
+TRACKING_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
+                      "inductor_post_to_pre_grad_nodes", "inductor_triton_kernel_to_post_grad_nodes")
+AOT_GRAPHS = {"aot_inference_graph": "inference", "aot_joint_graph": "joint",
+              "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
+INDUCTOR_ARTIFACTS = ("artifact:triton_kernel_info", "artifact:before_pre_grad_graph", "artifact:after_pre_grad_graph",
+                      "artifact:before_post_grad_graph", "artifact:inductor_post_grad_graph",
+                      "artifact:after_post_grad_graph", "inductor_output_code", "log:ir_pre_fusion",
+                      "log:ir_post_fusion", *(f"artifact:{name}" for name in TRACKING_ARTIFACTS))
+# the same record under another kind (torch logs some both as an artifact and as a plain event)
+KIND_ALIASES = {"inductor_post_grad_graph": "artifact:inductor_post_grad_graph"}
+CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
+                   "artifact:aotautograd_cache_hit", "artifact:aotautograd_cache_miss",
+                   "artifact:aotautograd_cache_bypass")
+KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics",
+         "bwd_compilation_metrics", "compilation_metrics_runtime", "chromium_event",
+         "artifact:dynamo_graph_break_reason", "artifact:recompile_reasons", "log:recompiles",
+         "log:cudagraphs_trees", "log:cudagraphs_utils", "describe_tensor", "describe_storage",
+         "describe_source", "create_symbol", "guard_added_fast", "guard_added", "symbolic_shape_specialization",
+         "propagate_real_tensors", "create_unbacked_symbol", "expression_created",
+         "artifact:fx_graph_runnable", "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
+         "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
+         "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
+         "artifact:compiled_function_forward", "artifact:compiled_function_backward", "artifact:compiled_fn_wrapper",
+         "artifact:inductor_provenance_tracking_node_mappings",
+         "artifact:inductor_provenance_tracking_kernel_stack_traces", "missing_fake_kernel", "mismatched_fake_kernel",
+         *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
+EXTRA_PAYLOAD_LIMIT = 20_000
+
+
+def _is_known(kind: str) -> bool:
+    return kind in KNOWN or kind in KIND_ALIASES or kind.endswith("_BYTECODE")
+
+
+def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
+             error: dict | None, counters: dict, autotune: list | None = None,
+             measurements: dict | None = None, sources: SourceFiles | None = None) -> dict:
+    """Everything captured, as capture data. ``measurements`` are what was measured after the
+    compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
+    ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
+    ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache)."""
+    with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
+        return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
+                         sources or SourceFiles("live"))
+
+
+def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
+              sources) -> dict:
+    measurements = measurements or {}
+    by_compile: dict[str, list] = defaultdict(list)
+    events = []
+    loose = []
+    unknown = Counter()
+    extra = []
+    for record in records:
+        if record.kind == "chromium_event":
+            event = chromium_event(record)
+            if event:
+                events.append(event)
+            continue
+        if not _is_known(record.kind):
+            unknown[record.kind] += 1
+            extra.append({**record.to_json(), "payload": (record.payload or "")[:EXTRA_PAYLOAD_LIMIT]})
+        (by_compile[record.compile_id] if record.compile_id else loose).append(record)
+    timing_events = fold_events(events)
+    compile_ids = sorted(by_compile, key=_compile_sort_key)
+    compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
+                              timing_events.get(cid, []), sources) for cid in compile_ids]
+    _resume_sources(compiles)
+    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
+    for c in compiles:
+        c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
+    from compiler.stages.cudagraphs import cudagraphs_stage
+
+    data = {
+        "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
+        "compiles": compiles,
+        "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
+        "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
+                       for c in compiles if c["recompile"].get("available")],
+        "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
+                                       options.get("calls_under_capture")),
+        "counters": counters, "error": error,
+        "unknown_records": dict(unknown), "extra_records": extra,
+    }
+    _add_measurements(data, measurements)
+    data["summary"] = summarize(data)
+    return data
+
+
+def _add_measurements(data: dict, measurements: dict) -> None:
+    from compiler.capturing.gpu import match_profile
+
+    data["runtime"] = measurements.get("runtime") or unavailable("not measured")
+    data["first_call_s"] = measurements.get("first_call_s")
+    if measurements.get("gpu_profile"):
+        profile = measurements["gpu_profile"]
+        data["gpu_profile"] = {k: v for k, v in profile.items() if k != "triton_kernels"}  # live objects' details
+        for c in data["compiles"]:
+            match_profile(c["kernels"].get("kernels", []), profile, profile.get("triton_kernels"))
+    if measurements.get("cudagraph_comparison"):
+        data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
+    if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):
+        data["cudagraphs"]["memory"] = measurements["cudagraph_memory"]
+    add_costs(data, measurements)  # kernel time per source line, and amortization (compiler.stages.provenance)
+
+
+def _resume_sources(compiles: list[dict]) -> None:
+    """A resume function's own source is one line; show the function it resumes, with the line."""
+    by_name = {(c["source"].get("filename"), c["name"]): c["source"] for c in compiles if c["source"].get("available")}
+    for c in compiles:
+        origin = resume_origin(c["name"])
+        original = origin and by_name.get((c["source"].get("filename"), origin[0]))
+        if original:
+            c["source"] = {**original, "name": c["name"], "resumes": origin[0], "resume_line": origin[1]}
+
+
+def records_of(by_compile):
+    return [r for rs in by_compile.values() for r in rs]
+
+
+def _compile_sort_key(compile_id: str):
+    frame, _, number = compile_id.partition("/")
+    return (int(frame) if frame.isdigit() else 1 << 30, int(number) if number.isdigit() else 0)
+
+
+def _last_payload(records, kind):
+    found = [r.payload for r in records if r.kind == kind and r.payload]
+    return found[-1] if found else None
+
+
+def _guarded(build, *args) -> dict:
+    """One stage's parse; if torch wrote something this parser does not understand, that stage
+    says so and every other stage is still built."""
+    try:
+        return build(*args)
+    except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
+        return unavailable(f"tcompile could not parse what torch logged for this stage "
+                           f"({type(exc).__name__}: {exc}); the raw records are in capture.live.records")
+
+
+def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles) -> dict:
+    frame_id, _, frame_compile_id = compile_id.partition("/")
+    metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
+    source = _guarded(source_stage, records, strings, metrics, sources)
+    backend = str(options.get("backend") or "unknown")
+    cache_note = _cache_note(records)
+    compile_data = {
+        "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
+        "attempts": max((r.attempt for r in records), default=0) + 1,
+        "name": metrics.get("co_name") or source.get("name"),
+        "status": _status(records, metrics),
+        "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
+        "source": source,
+        "bytecode": _guarded(bytecode_stage, hook_data, {r.kind[len("artifact:"):]: r.payload for r in records
+                                               if r.kind.endswith("_BYTECODE")}),
+        "graph": _guarded(graph_stage, _last_payload(records, "dynamo_output_graph"),
+                             "Dynamo produced no FX graph for this frame (no tensor operations were traced, "
+                             "or tracing failed before the graph was built)"),
+        "guards": _guarded(guards_stage, _last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"),
+                           metrics, _source_lines(source)),
+        "recompile": _guarded(recompile_stage, _last_payload(records, "artifact:recompile_reasons"), metrics),
+        "aot": _guarded(aot_stage, records, backend, cache_note),
+        "inductor": None,
+        "timings": _guarded(timings_stage, events, metrics, _cache_events(records)),
+        "restart_reasons": metrics.get("restart_reasons") or [],
+        "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
+                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
+    }
+    compile_data["inductor"] = _guarded(inductor_stage, records, backend, cache_note, compile_data["graph"])
+    compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
+    tracking = [run.pop("tracking", None) for run in compile_data["inductor"].get("runs", [])]
+    compile_data["provenance"] = _guarded(provenance_stage, compile_data, tracking)
+    ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
+                if run["ir"].get("available")]
+    compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],
+                                      compile_data["guards"].get("rows", []), ir_texts)
+    if metrics.get("fail_type"):
+        compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
+                                 "file": metrics.get("fail_user_frame_filename"),
+                                 "line": metrics.get("fail_user_frame_lineno")}
+    return compile_data
+
+
+def _fatal_break(metrics, sources: SourceFiles) -> list[dict]:
+    """Under fullgraph=True a graph break is an error, logged only in the compile's metrics."""
+    if "Unsupported" not in str(metrics.get("fail_type")) or not metrics.get("fail_reason"):
+        return []
+    item = breaks_mod.parse_break(metrics["fail_reason"], sources)
+    item.update(fatal=True, file=metrics.get("fail_user_frame_filename") or item["file"],
+                line=metrics.get("fail_user_frame_lineno") or item["line"])
+    if not item.get("code"):
+        item["code"] = sources.line(item["file"], item["line"])
+    return [item]
+
+
+def _source_lines(source: dict) -> range | None:
+    if not source.get("available"):
+        return None
+    return range(source["firstlineno"], source["firstlineno"] + source["text"].count("\n") + 1)
+
+
+def _status(records, metrics) -> str:
+    if metrics.get("fail_type"):
+        return "failed"
+    if not metrics:
+        return "incomplete"
+    return "compiled" if metrics.get("has_guarded_code", True) else "skipped"
+
+
+def source_stage(records, strings, metrics, sources: SourceFiles) -> dict:
+    start = next((r.metadata["dynamo_start"] for r in records if r.kind == "dynamo_start"), {})
+    frame = (start.get("stack") or [{}])[-1]
+    filename = metrics.get("co_filename") or strings.get(frame.get("filename"), frame.get("filename"))
+    firstlineno = metrics.get("co_firstlineno") or frame.get("line")
+    name = metrics.get("co_name") or frame.get("name")
+    if not filename or not firstlineno:
+        return unavailable("torch recorded no frame for this compile", name=name)
+    if not isinstance(filename, str) or not isinstance(firstlineno, int):
+        return unavailable(f"torch's record names no usable frame (file {filename!r}, line {firstlineno!r})", name=name)
+    lines, why_not = sources.lines(filename)
+    text = "".join(inspect.getblock(lines[firstlineno - 1:])) if 0 < firstlineno <= len(lines) else ""
+    if not text:
+        return unavailable(why_not or f"{filename} has no line {firstlineno}",
+                           filename=filename, firstlineno=firstlineno, name=name)
+    return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
+
+
+def _cache_note(records) -> str | None:
+    kinds = {r.kind for r in records}
+    if "artifact:fx_graph_cache_hit" in kinds or "artifact:aotautograd_cache_hit" in kinds:
+        which = "AOTAutograd" if "artifact:aotautograd_cache_hit" in kinds else "FX graph"
+        return (f"{which} cache hit: compiled code was loaded from Inductor's cache, so this compile did not "
+                "lower, schedule or fuse; capture with fresh=True (--fresh) to see every Inductor stage")
+    return None
+
+
+def _cache_events(records) -> list[dict]:
+    events = []
+    for record in records:
+        if record.kind in CACHE_ARTIFACTS:
+            try:
+                payload = json.loads(record.payload or "{}")
+            except json.JSONDecodeError:
+                payload = {}
+            events.append({"artifact": record.kind.split(":", 1)[1],
+                           **{k: payload.get(k) for k in ("cache_state", "cache_status_detailed", "key",
+                                                           "cache_bypass_reason", "reason") if payload.get(k)}})
+    return events
+
+
+def aot_stage(records, backend: str, cache_note: str | None) -> dict:
+    graphs = {}
+    for record in records:
+        if record.kind in AOT_GRAPHS and record.payload:
+            role = AOT_GRAPHS[record.kind]
+            graphs[role if role not in graphs else f"{role}_{sum(k.startswith(role) for k in graphs)}"] = \
+                graph_stage(record.payload, "")
+    if graphs:
+        return {"available": True, "graphs": graphs, "training": "joint" in graphs or "forward" in graphs}
+    if cache_note:
+        return unavailable(cache_note)
+    if backend == "eager":
+        return unavailable("backend 'eager' runs the Dynamo graph as is: no AOTAutograd graphs")
+    return unavailable("no AOTAutograd graph was logged: the backend does not use AOTAutograd, "
+                       "or compilation stopped before it")
+
+
+def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None) -> dict:
+    """One entry per Inductor compile (inference, or forward and backward), each followed by one per
+    higher-order-op body it scheduled (role ``subgraph true_graph_0``)."""
+    runs: list[dict] = []
+    current: dict | None = None
+    pre_grad: dict = {}
+    for record in records:
+        kind = KIND_ALIASES.get(record.kind, record.kind)
+        if kind not in INDUCTOR_ARTIFACTS:
+            continue
+        key = kind.split(":", 1)[-1]
+        if key in ("before_pre_grad_graph", "after_pre_grad_graph"):
+            pre_grad.setdefault(key, record.payload)
+            continue
+        body = record.metadata.get("graph") if key.startswith("ir_") else None
+        if body and current is not None:  # a higher-order op's body, scheduled inside the current compile
+            current.setdefault("subgraphs", {}).setdefault(body, {}).setdefault(key, record.payload)
+            continue
+        if key == "before_post_grad_graph" or current is None or key in current:
+            current, pre_grad = dict(pre_grad), {}  # each Inductor compile starts at post-grad
+            runs.append(current)
+        current.setdefault(key, record.payload)
+    if not runs:
+        if cache_note:
+            return unavailable(cache_note)
+        if backend not in ("inductor", "unknown"):
+            return unavailable(f"backend {backend!r} does not run Inductor")
+        return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
+    built = []
+    for run in runs:
+        built.append(_inductor_run(run, cache_note, dynamo_graph))
+        built += [_subgraph_run(name, body, built[-1], cache_note) for name, body in run.get("subgraphs", {}).items()]
+    return {"available": True, "cache": cache_note, "runs": built}
+
+
+def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
+    """A higher-order op's body (``torch.cond``'s branches, a loop body…) that Inductor lowered and
+    scheduled inside its parent's compile — not another compile: its own IR, its post-grad graph
+    from the parent's, its kernels in the parent's generated code."""
+    within = parent["role"] or "inference"
+    post = (parent["post_grad"].get("subgraphs") or {}).get(name) or unavailable(
+        f"part of the {within} compile's post-grad graph")
+    return {"role": f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
+            "pre_grad": unavailable(f"part of the {within} compile's pre-grad graph"), "post_grad": post,
+            "ir": ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note),
+            "code": unavailable(f"generated inside the {within} compile's code")}
+
+
+def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> dict:
+    code = code_stage(run.get("inductor_output_code"), cache_note or "Inductor produced no output code")
+    ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
+    if code.get("available") and ir.get("available"):
+        link_to_ir(code["kernels"], ir["post_fusion"]["nodes"])
+        kernel_of_nodes(code["kernels"], ir["fusion"])
+    if code.get("available") and run.get("triton_kernel_info"):
+        attach_kernel_info(code["kernels"], run["triton_kernel_info"])
+    role = (code.get("aot_id") or "").split("_", 1)[-1] or None
+    missing = "not logged for this Inductor compile"
+    pre_grad = run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph")
+    if dynamo_graph and dynamo_graph.get("available") and same_code(pre_grad, dynamo_graph.get("code")):
+        pre_grad_stage = {**dynamo_graph, "code": pre_grad}  # the same nodes: parsed once
+    else:
+        pre_grad_stage = graph_stage(pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)")
+    built = {"role": role,
+             "pre_grad": pre_grad_stage,
+             "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
+             "ir": ir, "code": code}
+    if any(run.get(name) for name in TRACKING_ARTIFACTS):  # read by provenance_stage, not stored here
+        built["tracking"] = {k: v for k, v in run.items() if isinstance(v, str)}
+    return built
+
+
+
+def _compile_time(compile: dict) -> float:
+    if compile.get("origin") == "aot_inductor":
+        return aot_inductor_compile_seconds(compile["timings"].get("events", []), compile["metrics"]) or 0
+    return compile["metrics"].get("entire_frame_compile_time_s") or 0
+
+
+def _has_graph(compile: dict) -> bool:
+    """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
+    if compile.get("origin") == "aot_inductor":
+        return bool(compile["aot"].get("available") or compile["inductor"].get("available"))
+    return compile["graph"].get("available", False)
+
+
+def summarize(data: dict) -> dict:
+    compiles = data["compiles"]
+    metrics_time = [_compile_time(c) for c in compiles]
+    return {
+        "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
+        "compiles": len(compiles),
+        "graphs": sum(_has_graph(c) for c in compiles),
+        "graph_breaks": data["breaks"]["total"],
+        "unique_graph_breaks": len(data["breaks"]["items"]),
+        "recompiles": len(data["recompiles"]),
+        "guards": sum(c["guards"].get("count", 0) for c in compiles if c["guards"].get("available")),
+        "kernels": sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"])
+                       for c in compiles),
+        "compile_time_s": round(sum(metrics_time), 4),
+        "failed_compiles": sum(c["status"] == "failed" for c in compiles),
+    }

@@ -1,0 +1,17 @@
+"""The two smallest pieces every stage builder shares, kept at the bottom so any module may use them."""
+from __future__ import annotations
+
+import re
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+def resume_origin(name: str | None) -> tuple[str, int] | None:
+    """``torch_dynamo_resume_in_f_at_4`` → ``("f", 4)``: the function and line a resume frame continues."""
+    match = _RESUME.match(name or "")
+    return (match["fn"], int(match["line"])) if match else None
+
+
+def unavailable(reason: str, **extra) -> dict:
+    """The data of a stage torch did not produce, with the reason."""
+    return {"available": False, "reason": reason, **extra}

@@ -1,0 +1,167 @@
+"""Graph breaks: torch's ``dynamo_graph_break_reason`` artifact, enriched from torch's own
+graph-break registry (GB code → type, explanation, hints) and de-duplicated with a count."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
+_GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> dict:
+    """torch's graph-break registry, keyed by lower-case GB code (``gb0059``)."""
+    import torch._dynamo
+
+    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
+    if not path.exists():
+        return {}
+    entries = json.loads(path.read_text())
+    out = {}
+    for code, versions in entries.items():
+        entry = versions[0] if isinstance(versions, list) else versions
+        out[code.lower()] = entry
+    return out
+
+
+def parse_break(payload: str, sources) -> dict:
+    """One graph-break reason as torch logged it → a break item; ``sources`` (``compiler.readers.source_files.SourceFiles``)
+    reads the break's line where the logged stack lacks its code."""
+    where = _AT.search(payload)
+    reason_text, _, traceback = payload.partition("User code traceback:")
+    reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()
+    headline = _headline(reason_text)
+    gb = _GB_CODE.search(payload)
+    stack = [dict(frame, code=frame["code"] or "", cell=cell_number(frame["file"]),
+                  user=is_user_frame(frame["file"]) and not (frame["code"] or "").startswith(_MAGIC_CALL))
+             for frame in traceback_frames(traceback)]
+    user_stack = [frame for frame in stack if frame["user"]]
+    file = where["file"] if where else (user_stack[-1]["file"] if user_stack else None)
+    line = int(where["line"]) if where else (user_stack[-1]["line"] if user_stack else None)
+    item = {"file": file, "line": line, "cell": cell_number(file), "code": _line_text(file, line, user_stack, sources),
+            "headline": headline,
+            "reason": reason_text, "gb_code": gb.group(1).upper() if gb else None, "stack": stack,
+            "explanation": _field(reason_text, "Explanation"), "hints": _hints(reason_text)}
+    entry = registry().get((item["gb_code"] or "").lower())
+    if entry:
+        item["headline"] = entry.get("Gb_type") or item["headline"]  # torch's own name for the break
+        item["registry"] = {"type": entry.get("Gb_type"), "context": entry.get("Context"),
+                            "explanation": entry.get("Explanation"), "hints": entry.get("Hints", [])}
+    return item
+
+
+# What runs the model's code without being it: Jupyter and IPython, the test runner, torch, tcompile.
+# Model libraries (transformers, …) are the code being compiled, so their frames count as user frames.
+_MACHINERY = ("IPython", "ipykernel", "ipykernel_launcher", "tornado", "zmq", "jupyter_client", "jupyter_core", "traitlets", "comm",
+              "debugpy", "anyio", "ipywidgets", "_pytest", "pytest", "pluggy", "torch", "triton")
+
+
+_MAGIC_CALL = "get_ipython().run_cell_magic("  # a %%cell magic's line, as IPython rewrites it: not user code
+
+
+@functools.lru_cache(maxsize=1)
+def _internal_dirs() -> tuple[str, ...]:
+    """Folders (and single-module files) whose frames are not user code: ``_MACHINERY`` and tcompile."""
+    import importlib.util
+
+    here = Path(__file__).resolve().parents[1]  # compiler/
+    dirs = [str(here), str(here.parent / "explorer")]
+    for package in _MACHINERY:
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
+        if spec and spec.origin and spec.submodule_search_locations:  # a package: its folder
+            dirs.append(str(Path(spec.origin).parent) + os.sep)
+        elif spec and spec.origin and spec.origin.endswith(".py"):  # a module: its file
+            dirs.append(spec.origin)
+    return tuple(dirs)
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_dir() -> str:
+    return str(Path(os.__file__).resolve().parent) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_frame(path: str | None) -> bool:
+    """Is a frame in this file the model's code (the notebook's, a script's, a model library's), rather
+    than Python's runtime (stdlib: runpy, asyncio, …), Jupyter/IPython, the test runner, torch or tcompile?"""
+    if not path:
+        return False
+    if path.startswith("<frozen ") or path.startswith(_internal_dirs()):
+        return False
+    resolved = str(Path(path).resolve()) if os.path.isabs(path) else path
+    in_stdlib = resolved.startswith(_stdlib_dir()) and not {"site-packages", "dist-packages"} & set(Path(resolved).parts)
+    return not in_stdlib and not resolved.startswith(_internal_dirs())
+
+
+def traceback_frames(text: str | None) -> list[dict]:
+    """The frames of a traceback as Python and torch print them (``File "f.py", line 3, in fn``, then the
+    code line, absent where Python had no source), in order: file, line, function, code (None if absent)."""
+    frames: list[dict] = []
+    for line in (text or "").splitlines():
+        match = _TB_FRAME.match(line)
+        if match:
+            frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
+                           "code": None})
+        elif frames and frames[-1]["code"] is None and line.strip():
+            frames[-1]["code"] = line.strip()
+    return frames
+
+
+def cell_number(path: str | None) -> int | None:
+    """The notebook cell a file is (``In [6]``), as the running IPython numbers it: its compiler maps
+    each cell's file name to the execution count (``%%tcompile`` cells are added there by explorer.cell).
+    None outside IPython or for other files. IPython is read only if already loaded, never imported."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = names.get(path) if isinstance(names, dict) and path else None
+    return number if isinstance(number, int) else None
+
+
+def _line_text(file, line, stack, sources) -> str | None:
+    for frame in reversed(stack):
+        if frame["file"] == file and frame["line"] == line and frame["code"]:
+            return frame["code"]
+    return sources.line(file, line)
+
+
+def _headline(reason_text: str) -> str:
+    """The graph-break type: the line just above "Explanation:" (torch's registry title)."""
+    lines = [l.strip() for l in reason_text.splitlines()]
+    for index, line in enumerate(lines):
+        if line.startswith("Explanation:"):
+            title = next((l for l in reversed(lines[:index]) if l), None)
+            if title:
+                return title
+    return next((l for l in lines if l), "graph break")
+
+
+def _field(text: str, name: str) -> str | None:
+    match = re.search(rf"^\s*{name}: (.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def _hints(text: str) -> list[str]:
+    return [m.strip() for m in re.findall(r"^\s*Hint: (.*)$", text, re.MULTILINE)]
+
+
+def dedupe(items: list[dict]) -> list[dict]:
+    """Identical breaks (same place, same reason) once, with how often and in which compiles."""
+    merged: dict[tuple, dict] = {}
+    for item in items:
+        key = (item["file"], item["line"], item["headline"])
+        if key in merged:
+            merged[key]["count"] += 1
+            merged[key]["compile_ids"].append(item["compile_id"])
+        else:
+            merged[key] = {**item, "count": 1, "compile_ids": [item["compile_id"]]}
+    return list(merged.values())

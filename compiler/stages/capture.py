@@ -1,0 +1,198 @@
+"""The Capture: typed, JSON-backed data about every compile (fields declared in ``compiler.stages.schema``),
+plus the live-only state of a capture made in this process.
+
+Data flows one way: torch → records → ``assemble`` → ``Capture.from_data`` → explorer views.
+A Capture loaded from a file is built by the same ``from_data`` and offers the same API, except
+what-if checks, which need the live guards.
+
+    >>> import compiler
+    >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [2, 0]})
+    >>> cap.summary.compiles, cap.breaks.total, cap.runtime.available
+    (0, 0, False)
+    >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "compiles": [5]})
+    Traceback (most recent call last):
+    ...
+    compiler.stages.schema.CaptureFormatError: compiles[0]: expected an object, got 5
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.drawing import draw
+from compiler.stages.base import unavailable
+from compiler.stages.schema import (FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage,
+                     check_header)
+
+__all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
+           "load", "resume_origin", "unavailable"]
+
+@dataclass(repr=False, eq=False)
+class Capture(CaptureData, JsonFile):
+    """The result of ``compiler.capture()`` / ``compiler.explore()``: ``compiles`` (one ``Compile``
+    per frame compile, each stage an attribute), and capture-wide ``breaks``, ``recompiles``,
+    ``runtime``, ``cudagraphs``, ``summary``, ``error``.
+
+    ``live`` (a ``compiler.analyses.whatif.LiveState``) holds what only exists in the process that made
+    the capture — the guard managers and code objects for what-if, the raw records, the compiled
+    function — and is None for a capture loaded from a file. ``trace`` (a
+    ``compiler.readers.trace.TraceInfo``: file, counts, problems) and ``trace_records`` / ``trace_strings``
+    (the raw records and interned file names) are set on a capture read from a TORCH_TRACE log.
+    None of these is saved.
+    """
+
+    live: Any = field(default=None, metadata={"live": True})
+    trace: Any = field(default=None, metadata={"live": True})
+    trace_records: list = field(default_factory=list, metadata={"live": True})
+    trace_strings: dict = field(default_factory=dict, metadata={"live": True})
+
+    def __post_init__(self):
+        for stage in (self.breaks, self.cudagraphs, self.runtime, self.gpu_profile, self.cudagraph_comparison,
+                      *self.recompiles):
+            if stage is not None:
+                stage.__dict__["_capture"] = self
+        for c in self.compiles:
+            c.__dict__["_capture"] = self
+            for name in STAGES:
+                getattr(c, name).__dict__["_compile"] = c
+
+    @classmethod
+    def from_data(cls, data, path: str = "", live=None) -> "Capture":
+        """Build a capture from its data (assembled in this process, or read from a file); every
+        field is checked against ``compiler.stages.schema``."""
+        capture = super().from_data(data, path)
+        capture.live = live
+        return capture
+
+    @classmethod
+    def empty(cls, live=None) -> "Capture":
+        """A capture with nothing in it yet (what ``with compiler.capture() as cap`` holds until
+        the block ends)."""
+        return cls(format=FORMAT, version=list(VERSION), live=live)
+
+    def _become(self, built: "Capture") -> None:
+        """Take the fields of ``built``: the one build of a capture yielded before it was filled."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(built, f.name))
+        self.__dict__.pop("_unknown", None)
+        if "_unknown" in built.__dict__:
+            self.__dict__["_unknown"] = built.__dict__["_unknown"]
+        self.__post_init__()
+
+    def compile(self, compile_id: str) -> Compile:
+        for c in self.compiles:
+            if c.compile_id == compile_id:
+                return c
+        raise KeyError(f"no compile {compile_id!r}; have {[c.compile_id for c in self.compiles]}")
+
+    @property
+    def guards_df(self):
+        """Every compile's guards as one pandas DataFrame (with a ``compile_id`` column)."""
+        import pandas as pd
+
+        frames = [c.guards.table.assign(compile_id=c.compile_id) for c in self.compiles if c.guards.available]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def line_table(self):
+        """Where the time goes, by line of the user's code: a pandas DataFrame with one row per source
+        line that produced work — ``line``, ``code``, ``nodes``, ``kernels``, ``time_share`` (sums to 1
+        when kernel times were measured), ``seconds`` per call (``compiler.stages.provenance``)."""
+        from compiler.stages.provenance import line_table
+
+        return line_table(self)
+
+    @property
+    def interrupted(self) -> bool:
+        """A KeyboardInterrupt stopped the capture: it holds what was recorded until then."""
+        return self.error is not None and self.error.type == "KeyboardInterrupt"
+
+    @property
+    def is_live(self) -> bool:
+        return self.live is not None
+
+    def frame_code(self, compile_id: str | None = None):
+        """The live code object of a compiled frame (the first one by default), usable as ``fn``
+        in ``what_if`` when the function itself is not at hand. None for a loaded capture."""
+        if self.live is None or not self.live.codes:
+            return None
+        return self.live.codes.get(compile_id) if compile_id else next(iter(self.live.codes.values()))
+
+    def what_if(self, fn, *args, dry_run: bool = False, **kwargs):
+        """Would calling ``fn(*args, **kwargs)`` hit a cached compile, or recompile — and why?
+
+        By default checks the entry frame's live guards without running ``fn`` (a ``WhatIf``; it
+        lists the frames it did not check: those after a graph break, hooks). ``dry_run=True``
+        calls ``fn`` once under ``torch.compiler.set_stance("eager_on_recompile")`` — this runs
+        your code, nothing is compiled — and reports every frame that would recompile, with its
+        failing guard (a ``DryRun``; ``.recompiles`` lists them). Needs a live capture
+        (``compiler.analyses.whatif``).
+        """
+        from compiler.analyses import whatif
+
+        if self.live is None:
+            raise RuntimeError("what-if checks need the live guards of this Python process; "
+                               "a capture loaded from a file only holds their text")
+        if dry_run:
+            return whatif.dry_run(self.live, fn, args, kwargs)
+        return whatif.what_if(self.live, fn, args, kwargs, self.compiles)
+
+    def save_trace(self, path):
+        """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):
+        a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""
+        from compiler.readers.trace import save_trace
+
+        return save_trace(self, path)
+
+    def diff(self, other, **kwargs):
+        """Stage-by-stage differences to another capture (``compiler.analyses.diff.diff``)."""
+        from compiler.analyses.diff import diff
+
+        return diff(self, other, **kwargs)
+
+    @classmethod
+    def from_error(cls, exc: BaseException, stage: str, message: str | None = None, options: dict | None = None,
+                   live=None) -> "Capture":
+        """A capture that holds only an error raised before anything compiled (e.g. a syntax error)."""
+        from compiler.capturing.environment import environment
+
+        return cls.from_data({
+            "format": FORMAT, "version": list(VERSION), "environment": environment(), "options": options or {},
+            "cudagraphs": unavailable("nothing was compiled"),
+            "runtime": unavailable("nothing was compiled"),
+            "error": {"type": type(exc).__name__, "module": type(exc).__module__,
+                      "message": message or str(exc), "stage": stage}}, live=live)
+
+    def as_text(self) -> str:
+        """A plain-text report: the summary, then every compile's stages."""
+        s = self.summary
+        lines = [repr(self), f"compile time {s.compile_time_s:.3g} s, {s.guards} guards, {s.kernels} kernels"]
+        if self.error:
+            lines.append(f"error: {self.error.as_text()}")
+        if self.runtime.available:
+            lines.append(self.runtime.as_text())
+        if self.breaks.items:
+            lines += ["", "=== graph breaks ===", self.breaks.as_text()]
+        for recompile in self.recompiles:
+            lines += ["", recompile.as_text()]
+        for c in self.compiles:
+            lines += ["", f"##### compile {c.compile_id} ({c.name}, {c.status}) #####", c.as_text()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return draw("capture", self, self.as_text)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Capture) and self.to_data() == other.to_data()
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<Capture {len(self.compiles)} compiles, {s.graphs} graphs, "
+                f"{s.graph_breaks} graph breaks, {s.recompiles} recompiles"
+                + (f", error {self.error.type} in {self.error.stage}" if self.error else "") + ">")
+
+
+def load(path) -> Capture:
+    """Read a capture saved with ``Capture.save``; a malformed file raises ``CaptureFormatError``."""
+    return Capture.load(path)

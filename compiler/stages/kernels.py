@@ -1,0 +1,273 @@
+"""Generated code: Inductor's output module (``inductor_output_code``), split per kernel.
+
+C++ kernels on CPU (``async_compile.cpp_pybinding``), Triton kernels on CUDA
+(``async_compile.triton``), and extern calls (``extern_kernels.mm`` …) from ``call()``.
+"""
+from __future__ import annotations
+
+import re
+
+from compiler.stages.base import unavailable
+
+_DEF = re.compile(r"^(?P<var>\w+) = async_compile\.(?P<how>\w+)\((?P<head>.*?)(?P<quote>r?''')", re.M)
+_AOT_ID = re.compile(r"^# AOT ID: \['(?P<id>[^']+)'\]", re.M)
+_COMMENT_FIELDS = {
+    "kernel_path": re.compile(r"^# kernel path: (.*)$", re.M),
+    "source_nodes": re.compile(r"^# Topologically Sorted Source Nodes: \[(.*?)\]", re.M),
+    "aten_ops": re.compile(r"Original ATen: \[(.*?)\]", re.M),
+}
+_EXTERN_CALL = re.compile(r"^\s*(?:\w+ = )?(?P<fn>extern_kernels\.\w+|torch\.ops\.[\w.]+|aten\.[\w.]+)\(", re.M)
+_TRITON_KIND = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
+                "for": "foreach", "unk": "user-defined"}
+
+
+def _language(how: str) -> str:
+    return {"cpp_pybinding": "C++", "cpp": "C++", "triton": "Triton", "cuda": "CUDA C++",
+            "rocm": "ROCm"}.get(how, how)
+
+
+def _kind(name: str, language: str) -> str:
+    if language == "Triton":
+        parts = name.split("_")
+        return _TRITON_KIND.get(parts[1], "triton") if len(parts) > 1 else "triton"
+    return "cpp"
+
+
+def _ops_from_name(name: str) -> list[str]:
+    """``cpp_fused__softmax_sum_1`` → ``['_softmax', 'sum']`` (Inductor names kernels after the ops)."""
+    core = re.sub(r"^(cpp|triton_\w{3})_fused_", "", name)
+    core = re.sub(r"_\d+$", "", core)
+    return [op for op in re.split(r"_(?=[a-z])", core) if op] if core != name else []
+
+
+def _leading_comments(code: str, start: int) -> str:
+    lines = code[:start].rstrip("\n").split("\n")
+    block = []
+    for line in reversed(lines):
+        if line.startswith("#") or not line.strip():
+            block.append(line)
+            if not line.strip() and len(block) > 2 and not block[-2].strip():
+                break
+        else:
+            break
+    return "\n".join(reversed(block)).strip()
+
+
+def _body(code: str, start: int) -> str:
+    """The kernel source between ``'''`` quotes, from ``start`` (just after the opening quotes)."""
+    return code[start:code.find("'''", start)]
+
+
+def parse_kernels(code: str) -> list[dict]:
+    kernels = []
+    # the wrapper's code that launches kernels: call(), and the CUDA-graph partitions it calls
+    starts = [i for i in (code.find("def call("), code.find("\ndef partition_")) if i >= 0]
+    call_section = code[min(starts):] if starts else ""
+    for match in _DEF.finditer(code):
+        name = match["var"]
+        language = _language(match["how"])
+        source = _body(code, match.end())
+        comments = _leading_comments(code, match.start())
+        fields = {k: (rx.search(comments).group(1) if rx.search(comments) else None) for k, rx in _COMMENT_FIELDS.items()}
+        kernels.append({
+            "name": name, "language": language, "kind": _kind(name, language), "source": source.strip("\n"),
+            "comments": comments, "kernel_path": fields["kernel_path"],
+            "source_nodes": _split_list(fields["source_nodes"]), "aten_ops": _split_list(fields["aten_ops"]),
+            "ops_from_name": _ops_from_name(name), "call_args": _call_args(call_section, name),
+            **({"triton": triton_metadata(source), "gpu": {**triton_bytes(name, source, call_section), "notes": []}}
+               if language == "Triton" else {}),
+        })
+    for fn in dict.fromkeys(m["fn"] for m in _EXTERN_CALL.finditer(call_section)):
+        kernels.append({"name": fn, "language": "extern", "kind": "extern", "source": "",
+                        "comments": "", "kernel_path": None, "source_nodes": [], "aten_ops": [],
+                        "ops_from_name": [fn.rsplit(".", 1)[-1]], "call_args": _call_args(call_section, fn)})
+    return kernels
+
+
+def _split_list(text: str | None) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else []
+
+
+def _call_args(call_section: str, name: str) -> list[str]:
+    """Buffers passed at the call site(s): ``cpp_fused_relu_0(buf1)``, ``triton_x.run(buf0, …)``."""
+    args = []
+    for match in re.finditer(rf"(?<![\w.]){re.escape(name)}(?:\.run)?\((.*)\)", call_section):
+        args += re.findall(r"\b(buf\d+|primals_\d+|arg\d+_\d+|tangents_\d+)\b", match.group(1))
+    return list(dict.fromkeys(args))
+
+
+_HEURISTIC = re.compile(r"@triton_heuristics\.(?P<kind>\w+)\(")
+_META_FIELD = re.compile(r"'(?P<key>size_hints|num_load|num_reduction|num_store|kernel_num_gb|grid_type|"
+                         r"mutated_arg_names|tiling_scores|kernel_name|backend_hash)': (?P<value>\{[^{}]*\}|\[[^\]]*\]|[^,}]+)")
+_LAUNCH_FIELD = re.compile(r"\b(?P<key>num_warps|num_stages|XBLOCK|YBLOCK|RBLOCK|R0_BLOCK|BLOCK_M|BLOCK_N|BLOCK_K|GROUP_M)\s*[=:]\s*(?P<value>\d+)")
+
+
+def triton_metadata(source: str) -> dict:
+    """What Inductor wrote about a Triton kernel: heuristic, size hints, loads/stores, block sizes."""
+    meta = {}
+    heuristic = _HEURISTIC.search(source)
+    if heuristic:
+        meta["heuristic"] = heuristic["kind"]
+    for match in _META_FIELD.finditer(source):
+        meta.setdefault(match["key"], match["value"].strip().strip("'"))
+    launch = {}
+    for match in _LAUNCH_FIELD.finditer(source):
+        launch.setdefault(match["key"], int(match["value"]))
+    if launch:
+        meta["launch"] = launch
+    return meta
+
+
+def attach_kernel_info(kernels: list[dict], payload: str) -> None:
+    """torch's ``triton_kernel_info`` artifact (compile time, autotune cache info) per kernel."""
+    import json
+
+    try:
+        info = json.loads(payload)
+    except (TypeError, json.JSONDecodeError):
+        return
+    for kernel in kernels:
+        if kernel["name"] in info:
+            kernel["kernel_info"] = info[kernel["name"]]
+
+
+def link_to_ir(kernels: list[dict], post_fusion_nodes: list[dict]) -> None:
+    """Best effort: a generated kernel covers the (non-extern) post-fusion nodes whose output buffers
+    it is passed. One kernel can cover several nodes: the C++ backend also fuses while generating code."""
+    computed = [n for n in post_fusion_nodes if "Extern" not in n["kind"]]
+    for kernel in (k for k in kernels if k["language"] != "extern"):
+        args = set(kernel["call_args"])
+        nodes = [n for n in computed if args & set(n["writes"])]
+        if nodes:
+            kernel["ir_nodes"] = [n["name"] for n in nodes]
+            kernel["ir_node"] = nodes[0]["name"]
+            kernel["ir_members"] = list(dict.fromkeys(m for n in nodes for m in n["members"]))
+            kernel["ir_ops"] = list(dict.fromkeys(op for n in nodes for op in n["ops"]))
+
+
+def kernel_of_nodes(kernels: list[dict], fusion: list[dict]) -> None:
+    """Complete the fusion mapping: which kernel each post-fusion node ended up in."""
+    for entry in fusion:
+        entry["kernel"] = next((k["name"] for k in kernels if entry["fused"] in k.get("ir_nodes", [])), None)
+
+
+def code_stage(code: str | None, reason_if_missing: str) -> dict:
+    if not code:
+        return {"available": False, "reason": reason_if_missing}
+    aot_id = _AOT_ID.search(code)
+    kernels = parse_kernels(code)
+    return {"available": True, "module": code, "aot_id": aot_id.group("id") if aot_id else None,
+            "kernels": kernels, "languages": sorted({k["language"] for k in kernels if k["language"] != "extern"})}
+
+
+# --- bytes a Triton kernel reads and writes per launch (from the wrapper code) ---------------------
+
+_SIGNATURE = re.compile(r"'signature': \{(?P<body>[^{}]*)\}")
+_SIGNATURE_ITEM = re.compile(r"'(?P<arg>\w+)': '(?P<type>[^']+)'")
+_ELEMENT_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2, "bf16": 2,
+                  "i16": 2, "u16": 2, "i8": 1, "u8": 1, "i1": 1, "u1": 1}
+_BUFFER_DEF = re.compile(r"^\s*(?P<var>\w+) = empty_strided_\w+\(\((?P<size>[^()]*)\), \([^()]*\), torch\.\w+\)", re.M)
+_ASSERT_SIZE = re.compile(r"^\s*assert_size_stride\((?P<var>\w+), \((?P<size>[^()]*)\), ", re.M)
+_REINTERPRET_DEF = re.compile(r"^\s*(?P<var>\w+) = reinterpret_tensor\((?P<base>\w+), \((?P<size>[^()]*)\), ", re.M)
+_ALIAS_DEF = re.compile(r"^\s*(?P<var>\w+) = (?P<base>\w+); del (?P=base)\s*# reuse", re.M)
+
+
+def _numel(size: str) -> int | None:
+    """``"4096, 1024"`` → 4194304; ``""`` (a 0-d tensor) → 1; symbolic sizes → None."""
+    total = 1
+    for dim in (d.strip() for d in size.split(",")):
+        if not dim:
+            continue
+        if not dim.isdigit():
+            return None
+        total *= int(dim)
+    return total
+
+
+def _buffer_numels(call_section: str) -> dict[str, int | None]:
+    """Elements of each tensor the wrapper's ``call()`` names: inputs (``assert_size_stride``), new
+    buffers (``empty_strided_*``), reinterpreted views and reused buffers, in code order."""
+    events = sorted([(m.start(), m["var"], _numel(m["size"]), None) for rx in (_BUFFER_DEF, _ASSERT_SIZE,
+                                                                             _REINTERPRET_DEF)
+                     for m in rx.finditer(call_section)]
+                    + [(m.start(), m["var"], None, m["base"]) for m in _ALIAS_DEF.finditer(call_section)])
+    numels: dict[str, int | None] = {}
+    for _, var, numel, base in events:
+        numels[var] = numels.get(base) if base else numel
+    return numels
+
+
+def _call_nodes(call_section: str, name: str) -> list:
+    import ast
+
+    calls = []
+    for match in re.finditer(rf"^\s*{re.escape(name)}\.run\(.*\)\s*$", call_section, re.M):
+        try:
+            node = ast.parse(match.group(0).strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+    return calls
+
+
+def triton_bytes(name: str, source: str, call_section: str) -> dict:
+    """Bytes a Triton kernel reads and writes per launch, estimated the way Inductor's
+    ``estimate_kernel_num_bytes`` does: each pointer argument's elements × its element size (from the
+    kernel's ``triton_meta`` signature), in-out arguments twice. Elements come from the wrapper's
+    ``call()`` (buffer definitions and ``assert_size_stride``). An upper bound when a kernel reads a
+    slice of a buffer; a lower bound for kernels that re-read tiles (matmul templates)."""
+    import ast
+
+    signature = _SIGNATURE.search(source or "")
+    calls = _call_nodes(call_section, name)
+    if not signature or not calls:
+        return {"bytes_reason": "no signature in the kernel's metadata" if not signature
+                else "no launch of this kernel in the wrapper's call()"}
+    # launch arguments follow the signature's order (constants Triton specialized, such as a size of 1,
+    # are still passed; block sizes are not; templates append their grid)
+    params = [(m["arg"], m["type"]) for m in _SIGNATURE_ITEM.finditer(signature["body"])]
+    args = calls[0].args
+    pointers = sum(t.startswith("*") for _, t in params)
+    if len(args) < pointers or not all(t.startswith("*") for _, t in params[:pointers]):
+        return {"bytes_reason": f"the launch's {len(args)} arguments do not follow the signature's {pointers} pointers"}
+    numels = _buffer_numels(call_section)
+    read = written = 0
+    for (param, kind), arg in zip(params, args):
+        if not kind.startswith("*"):
+            continue
+        if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "reinterpret_tensor" and len(arg.args) > 1:
+            numel = _numel(ast.unparse(arg.args[1]).strip("()"))
+        elif isinstance(arg, ast.Name):
+            numel = numels.get(arg.id)
+        else:
+            numel = None
+        size = _ELEMENT_BYTES.get(kind.lstrip("*"))
+        if numel is None or size is None:
+            what = ast.unparse(arg)
+            return {"bytes_reason": f"size of {what} ({param}: {kind}) not known from the wrapper code"
+                                    + (" (symbolic sizes)" if numel is None and what in numels else "")}
+        nbytes = numel * size
+        if param.startswith("in_out_ptr"):
+            read, written = read + nbytes, written + nbytes
+        elif param.startswith("out_ptr"):
+            written += nbytes
+        else:
+            read += nbytes
+    return {"bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
+            "bytes_method": "each pointer argument's elements (wrapper's call()) × element size (kernel signature), "
+                            "in-out arguments twice — as Inductor's estimate_kernel_num_bytes"
+                            + (f"; {len(calls)} launches in call(), the first measured" if len(calls) > 1 else "")}
+
+def kernels_stage(inductor: dict) -> dict:
+    """Every Inductor run's generated code of a compile as one Kernels stage (derived, never saved twice)."""
+    if not inductor.get("available"):
+        return unavailable(inductor.get("reason", "Inductor did not run"))
+    runs = [r for r in inductor["runs"] if r["code"].get("available")]
+    if not runs:
+        return unavailable(inductor.get("cache") or "Inductor produced no output code")
+    kernels = [dict(k, role=r["role"]) for r in runs for k in r["code"]["kernels"]]
+    module = "\n\n".join(f"# ===== {r['role'] or 'module'} =====\n{r['code']['module']}" if len(runs) > 1
+                         else r["code"]["module"] for r in runs)
+    return {"available": True, "module": module, "kernels": kernels,
+            "languages": sorted({lang for r in runs for lang in r["code"]["languages"]})}

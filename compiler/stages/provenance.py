@@ -1,0 +1,888 @@
+"""Provenance: which kernels a line of the user's code became, and what each line costs.
+
+The map (``provenance_stage``) links, in both directions::
+
+    source line ↔ Dynamo FX nodes ↔ AOT forward/backward nodes ↔ post-grad nodes
+                ↔ scheduler nodes before fusion ↔ after fusion ↔ kernel (or extern call)
+
+Where it comes from. Inductor's own provenance tracking (``trace.provenance_tracking_level``) is
+NOT used: turning it on writes ``# [Provenance debug handles] kernel:N`` lines into the generated
+module (and changes the FX-graph cache key), so the user's compiled code would not be
+byte-identical — ``tests/test_provenance.py`` shows it. Instead everything comes from what the
+capture already holds:
+
+- source lines: the ``# File: …:line`` comments torch prints above FX nodes. AOT backward nodes
+  carry the stack trace of the forward node they differentiate (torch copies it by ``seq_nr``),
+  so backward kernels map to the forward lines they differentiate.
+- post-grad nodes that Inductor's pattern passes created (``mm`` + ``add`` → ``addmm``) also take
+  the lines of the AOT nodes they replaced: the AOT nodes gone from the post-grad graph whose
+  inputs are all among the new node's inputs (or other replaced nodes).
+- scheduler nodes → post-grad nodes (best effort; the IR log prints no origins): each buffer a
+  scheduler node writes is matched to the post-grad node it realizes — graph inputs by name,
+  graph outputs by position (``return (buf3, buf0, …)`` ↔ the graph's ``return``), extern calls
+  by op name and shape, other buffers by shape and the op that stores them, downstream of the
+  node's inputs; the node computes that post-grad node and the nodes inlined into it (walking
+  back to its inputs).
+- kernel → scheduler nodes: the buffers a kernel is passed (and buffers reused under another name,
+  ``buf3 = buf2; del buf2  # reuse``); extern calls by the op the IR names. Triton kernels'
+  ``Source node to ATen node mapping`` comments give their post-grad nodes directly.
+
+From a TORCH_TRACE log written with Inductor's provenance tracking on, the log's own record is read
+too (``inductor_tracking``): its node maps (pre-grad ↔ post-grad ↔ kernel, artifact
+``inductor_provenance_tracking_node_mappings``) link kernels to post-grad nodes first, and the same links
+are kept as line numbers of the logged graph and code texts, counted exactly as tlparse's provenance
+highlighter counts them (``tlparse_line_mappings``; tests/test_trace_provenance.py compares with tlparse).
+
+Cost per line (``apply_times``): each kernel's measured time per call of the function is spread
+over its lines in proportion to its post-grad nodes from each line. GPU: the profiler times
+already on the kernels (``gpu_time_us_per_call``). CPU: ``measure_kernel_times``.
+
+How CPU kernel times are measured (``measure_kernel_times``), and why it does not change what the
+user's function runs: after the capture, the compiled function is called a few more times on
+copies of the arguments with a ``sys.setprofile`` hook installed for just those calls (and removed
+in ``finally``). The hook only observes: Python reports each call of a C function — the C++
+kernels are ``cpp_pybinding`` builtins and extern calls are builtins like ``torch.addmm`` — made
+from the generated module's ``call()``; the hook reads the clock around each one and names it by
+the module global (or ``extern_kernels`` attribute) it is. The generated code, its kernels and
+its inputs are exactly what the compiled function runs; nothing is patched or recompiled. The same
+hook counts entries into each compile's transformed bytecode (Dynamo's cache entries), i.e. how
+many times a call of the function ran each cached compile. The hook adds ~1 µs per Python-level
+call to the timed calls, which inflates very small kernels; shares are what to read.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from collections import defaultdict
+
+LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
+_LAYOUT = re.compile(r"^\s*(?P<buf>\w+)\.layout = \w+\('[^']*', torch\.\w+, size=\[(?P<size>[^\]]*)\]", re.M)
+_STORE = re.compile(r"ops\.store(?:_reduction)?\('(?P<buf>\w+)', \w+, (?P<var>\w+)")
+_OP_DEF = re.compile(r"^\s*(?P<var>\w+) = ops\.(?P<op>\w+)\((?P<args>.*)\)\s*$", re.M)
+_REUSE = re.compile(r"^\s*(?P<new>buf\d+) = (?P<old>buf\d+); del (?P=old)\s*# reuse", re.M)
+_SOURCE_MAP = re.compile(r"^#\s+(?P<src>\w+) => (?P<nodes>[\w, ]+)$", re.M)
+_OP_ALIASES = {"truediv": "div", "floordiv": "div", "reduction": "sum"}
+VIEWISH = ("view", "reshape", "permute", "expand", "squeeze", "unsqueeze", "t", "transpose", "alias",
+           "slice", "select", "as_strided", "_unsafe_view", "getitem")
+
+
+def key_of(role: str | None, name: str) -> str:
+    return f"{role}:{name}" if role else name
+
+
+# --- the map ------------------------------------------------------------------------------------
+
+def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
+    """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
+    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None)."""
+    graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
+    if not graph.get("available") and compile_data.get("origin") != "aot_inductor":  # AOTInductor: no Dynamo graph
+        return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
+    notes: list[str] = []
+    runs = inductor.get("runs", []) if inductor.get("available") else []
+    inductor_tracking = [inductor_tracking_of(t, run.get("role"), notes)
+                         for t, run in zip(tracking or [], runs) if t]
+    nodes: list[dict] = [_node("dynamo", None, n, _own_lines(n)) for n in _compute(graph.get("nodes") or [])]
+    aot_graphs = {role: g for role, g in (aot.get("graphs") or {}).items() if g.get("available") and role != "joint"}
+    for role, g in aot_graphs.items():
+        nodes += [_node("aot", role, n, _own_lines(n)) for n in _compute(g["nodes"])]
+    kernels: list[dict] = []
+    by_role = {t["role"]: t for t in inductor_tracking}
+    for run in runs:
+        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")))
+    if not inductor.get("available"):
+        notes.append(f"no kernels: {inductor.get('reason')}")
+    by_level_key = {(n["level"], key_of(n["role"], n["name"])): n for n in nodes}
+    for k in kernels:  # nodes → kernels (the other direction)
+        for name in k["post_grad_nodes"]:
+            _add(by_level_key.get(("post_grad", key_of(k["role"], name))), "kernels", k["key"])
+        for level, names in (("ir_pre_fusion", k["ir_nodes"]), ("ir_post_fusion", k["fused_nodes"])):
+            for name in names:
+                _add(by_level_key.get((level, key_of(k["role"], name))), "kernels", k["key"])
+    comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
+                    for n in g.get("nodes") or [] if n.get("line")}
+    lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
+    kernels_of_line: dict[int, set] = defaultdict(set)  # by line number, whatever the file
+    for row in lines:
+        kernels_of_line[row["line"]].update(row["kernels"])
+    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line
+        if n["level"] in ("dynamo", "aot"):
+            n["kernels"] = sorted(set().union(*(kernels_of_line.get(line, ()) for line in n["lines"])))
+    method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
+              "call arguments")
+    if inductor_tracking:
+        method = "Inductor's provenance tracking (read from the trace), then " + method
+    return {"available": True, "method": method, "lines": lines, "kernels": kernels, "nodes": nodes,
+            "inductor_tracking": inductor_tracking, "notes": notes}
+
+
+def _compute(graph_nodes: list[dict]) -> list[dict]:
+    return [n for n in graph_nodes if n.get("op") not in ("placeholder", "output", "alias")]
+
+
+def _own_lines(node: dict) -> list[int]:
+    return [node["line"]] if node.get("line") else []
+
+
+def _node(level, role, node, lines) -> dict:
+    return {"level": level, "role": role, "name": node["name"], "target": node.get("target"),
+            "lines": sorted(set(lines)), "file": node.get("file"), "kernels": [], "post_grad_nodes": []}
+
+
+def _add(entry: dict | None, key: str, value) -> None:
+    if entry is not None and value not in entry[key]:
+        entry[key].append(value)
+
+
+def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str],
+                    tracking: dict | None = None) -> list[dict]:
+    role = run.get("role")
+    post = run.get("post_grad") or {}
+    if not post.get("available"):
+        notes.append(f"{role or 'inference'}: no post-grad graph ({post.get('reason')})")
+        return []
+    post_nodes = post["nodes"]
+    aot_graph = aot_graphs.get(role) or aot_graphs.get("inference") or {}
+    post_lines = _post_grad_lines(post_nodes, aot_graph.get("nodes") or [])
+    if tracking:  # a post-grad node with no '# File' line of its own: the lines of its pre-grad nodes
+        pre = run.get("pre_grad") or {}
+        pre_lines = {n["name"]: n["line"] for n in pre.get("nodes", []) if n.get("line")}
+        own = {n["name"] for n in post_nodes if n.get("line")}
+        for name, pre_names in tracking["post_to_pre"].items():
+            lines = sorted({pre_lines[p] for p in pre_names if p in pre_lines})
+            if name in post_lines and name not in own and lines:
+                post_lines[name] = lines
+    files = {n["name"]: n.get("file") for n in post_nodes}
+    nodes += [_node("post_grad", role, n, post_lines.get(n["name"], [])) for n in _compute(post_nodes)]
+    ir = run.get("ir") or {}
+    code = run.get("code") or {}
+    ir_map: dict[str, list[str]] = {}
+    fused: dict[str, list[str]] = {}
+    if ir.get("available"):
+        pre = ir["pre_fusion"]["nodes"]
+        ir_map = match_ir_nodes(pre, ir["pre_fusion"]["text"], post_nodes, code.get("module") or "")
+        for n in pre:
+            entry = {"name": n["name"], "target": n.get("extern_kernel") or n.get("kind"), "file": None}
+            lines = [line for p in ir_map.get(n["name"], []) for line in post_lines.get(p, [])]
+            nodes.append({**_node("ir_pre_fusion", role, entry, lines), "post_grad_nodes": ir_map.get(n["name"], [])})
+        for row in ir.get("fusion", []):
+            fused[row["fused"]] = row["members"]
+            members = [p for m in row["members"] for p in ir_map.get(m, [])]
+            entry = {"name": row["fused"], "target": row.get("kind"), "file": None}
+            lines = [line for p in members for line in post_lines.get(p, [])]
+            nodes.append({**_node("ir_post_fusion", role, entry, lines), "post_grad_nodes": list(dict.fromkeys(members))})
+    elif ir.get("reason"):
+        linked = "Inductor's provenance tracking" if tracking else "their comments only"
+        notes.append(f"{role or 'inference'}: no scheduler IR ({ir['reason']}); kernels linked by {linked}")
+    if not code.get("available"):
+        return []
+    post_ir = (ir.get("post_fusion") or {}).get("nodes", []) if ir.get("available") else []
+    kernel_ir = kernels_to_ir(code["kernels"], post_ir, code.get("module") or "")
+    out = []
+    tracked = _kernel_to_post(tracking, {n["name"] for n in post_nodes}) if tracking else {}
+    for kernel in code["kernels"]:
+        fused_names = kernel_ir.get(kernel["name"], [])
+        members = [m for f in fused_names for m in fused.get(f, [f])]
+        post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
+        how = "IR buffers" if post_names else None
+        if tracked.get(kernel["name"]):
+            post_names, how = tracked[kernel["name"]], "Inductor's provenance tracking (trace)"
+        if not post_names:
+            post_names = _from_comments(kernel.get("comments") or "", post_nodes)
+            how = "kernel comments" if post_names else None
+        weights = _weights(post_names, post_lines, post_nodes)
+        out.append({"key": key_of(role, kernel["name"]), "name": kernel["name"], "role": role,
+                    "language": kernel.get("language") or "", "lines": sorted(int(k) for k in weights),
+                    "line_weights": weights, "post_grad_nodes": post_names, "ir_nodes": members,
+                    "fused_nodes": fused_names, "how": how,
+                    "file": next((files[p] for p in post_names if files.get(p)), None)})
+    return out
+
+
+def _post_grad_lines(post_nodes: list[dict], aot_nodes: list[dict]) -> dict[str, list[int]]:
+    """Each post-grad node's source lines: its own ``# File`` line, plus — for a node a pattern pass
+    created — the lines of the AOT nodes it replaced."""
+    aot_names = {n["name"] for n in aot_nodes}
+    post_names = {n["name"] for n in post_nodes}
+    removed = [n for n in _compute(aot_nodes) if n["name"] not in post_names]
+    out = {}
+    for node in _compute(post_nodes):
+        lines = _own_lines(node)
+        if aot_names and node["name"] not in aot_names and removed:
+            inputs, found = set(node.get("inputs", [])), set()
+            changed = True
+            while changed:
+                changed = False
+                for r in removed:
+                    if r["name"] not in found and r.get("inputs") and set(r["inputs"]) <= inputs | found:
+                        found.add(r["name"])
+                        changed = True
+            lines += [r["line"] for r in removed if r["name"] in found and r.get("line")]
+        out[node["name"]] = sorted(set(lines))
+    return out
+
+
+def _weights(post_names: list[str], post_lines: dict, post_nodes: list[dict]) -> dict[str, float]:
+    """Share of a kernel's work per line: its post-grad nodes counted per line (views count less)."""
+    targets = {n["name"]: (n.get("target") or "") for n in post_nodes}
+    totals: dict[int, float] = defaultdict(float)
+    for name in post_names:
+        lines = post_lines.get(name) or []
+        op = targets.get(name, "").split(".")[-2] if targets.get(name, "").count(".") >= 2 else targets.get(name, "")
+        weight = 0.1 if op in VIEWISH else 1.0
+        for line in lines:
+            totals[line] += weight / len(lines)
+    total = sum(totals.values())
+    return {str(line): w / total for line, w in sorted(totals.items())} if total else {}
+
+
+def _from_comments(comments: str, post_nodes: list[dict]) -> list[str]:
+    """Triton kernels: ``#   a => mul, sin`` (Source node to ATen node mapping) names post-grad nodes."""
+    names = {n["name"] for n in post_nodes}
+    found = [name.strip() for m in _SOURCE_MAP.finditer(comments) for name in m["nodes"].split(",")]
+    return list(dict.fromkeys(n for n in found if n in names))
+
+
+# --- Inductor's own provenance record, from a trace -----------------------------------------------
+
+_HANDLE = re.compile(r":\d+$")  # "triton_poi_fused_mul_1:2": the kernel's debug handle (one launch)
+
+
+def _json_object(text: str | None, what: str, notes: list[str]) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        notes.append(f"{what}: not JSON ({exc}); ignored")
+        return {}
+    if not isinstance(value, dict):
+        notes.append(f"{what}: not a JSON object; ignored")
+        return {}
+    return value
+
+
+def _name_lists(value, what: str, notes: list[str]) -> dict[str, list[str]]:
+    """``{name: [name, …]}`` from the log, every name a string (anything else is dropped, with a note)."""
+    if not isinstance(value, dict):
+        return {}
+    out = {str(k): [v for v in names if isinstance(v, str)] for k, names in value.items() if isinstance(names, list)}
+    if len(out) != len(value) or any(len(out[str(k)]) != len(v) for k, v in value.items() if str(k) in out):
+        notes.append(f"{what}: entries that are not lists of names were dropped")
+    return out
+
+
+def inductor_tracking_of(texts: dict, role: str | None, notes: list[str]) -> dict:
+    """One Inductor run's provenance-tracking artifacts (raw texts by artifact name) → ``InductorTracking``
+    data. The newer ``inductor_provenance_tracking_node_mappings`` holds all four maps; older logs held
+    ``inductor_post_to_pre_grad_nodes`` (post-grad node → pre-grad node records) and
+    ``inductor_triton_kernel_to_post_grad_nodes`` instead."""
+    mappings = _json_object(texts.get("inductor_provenance_tracking_node_mappings"),
+                            "inductor_provenance_tracking_node_mappings", notes)
+    out = {"role": role, "version": None, "pre_to_post": {}, "post_to_pre": {}, "kernel_to_post": {},
+           "post_to_kernel": {}, "kernel_stack_traces": {}, "texts": {}, "line_mappings": {}}
+    if mappings:
+        version = mappings.get("version")
+        out["version"] = float(version) if isinstance(version, (int, float)) and not isinstance(version, bool) else None
+        for key, field in (("preToPost", "pre_to_post"), ("postToPre", "post_to_pre"),
+                           ("cppCodeToPost", "kernel_to_post"), ("postToCppCode", "post_to_kernel")):
+            out[field] = _name_lists(mappings.get(key), f"node mappings {key}", notes)
+    else:
+        old = _json_object(texts.get("inductor_post_to_pre_grad_nodes"), "inductor_post_to_pre_grad_nodes", notes)
+        out["post_to_pre"] = {post: [r["name"] for r in records if isinstance(r, dict) and isinstance(r.get("name"), str)]
+                              for post, records in old.items() if isinstance(records, list)}
+        for post, pres in out["post_to_pre"].items():
+            for pre in pres:
+                out["pre_to_post"].setdefault(pre, []).append(post)
+        out["kernel_to_post"] = _name_lists(_json_object(texts.get("inductor_triton_kernel_to_post_grad_nodes"),
+                                                         "inductor_triton_kernel_to_post_grad_nodes", notes),
+                                            "inductor_triton_kernel_to_post_grad_nodes", notes)
+        for kernel, posts in out["kernel_to_post"].items():
+            for post in posts:
+                out["post_to_kernel"].setdefault(post, []).append(kernel)
+    out["kernel_stack_traces"] = _name_lists(_json_object(
+        texts.get("inductor_provenance_tracking_kernel_stack_traces"),
+        "inductor_provenance_tracking_kernel_stack_traces", notes), "kernel stack traces", notes)
+    pre_name = next((n for n in ("before_pre_grad_graph",) if texts.get(n)), None)
+    post_name = next((n for n in ("after_post_grad_graph", "inductor_post_grad_graph") if texts.get(n)), None)
+    counted = {"pre_grad": pre_name, "post_grad": post_name,
+               "code": "inductor_output_code" if texts.get("inductor_output_code") else None,
+               "aot_code": "inductor_aot_wrapper_code" if texts.get("inductor_aot_wrapper_code") else None}
+    out["texts"] = {k: v for k, v in counted.items() if v}
+    out["line_mappings"] = tlparse_line_mappings(out, *(texts.get(counted[k]) or "" if counted[k] else ""
+                                                        for k in ("pre_grad", "post_grad", "code", "aot_code")))
+    return out
+
+
+def tracking_from_records(records, notes: list[str] | None = None) -> dict:
+    """``inductor_tracking_of`` over a run of raw trace records (the first payload of each artifact or
+    graph dump, by name) — e.g. an AOTInductor log, whose records carry no compile id, so that
+    ``load_trace`` builds no compile from them."""
+    texts: dict[str, str] = {}
+    for record in records:
+        name = record.kind.split(":", 1)[-1]
+        if name == "graph_dump":
+            name = str((record.metadata.get("graph_dump") or {}).get("name"))
+        if record.payload and name not in texts:
+            texts[name] = record.payload
+    return inductor_tracking_of(texts, None, notes if notes is not None else [])
+
+
+def _kernel_to_post(tracking: dict, post_names: set[str]) -> dict[str, list[str]]:
+    """Kernel name (debug handles dropped: one kernel, several launches) → its post-grad nodes."""
+    out: dict[str, list[str]] = {}
+    for kernel, posts in tracking["kernel_to_post"].items():
+        entry = out.setdefault(_HANDLE.sub("", kernel), [])
+        entry += [p for p in posts if p in post_names and p not in entry]
+    return out
+
+
+def _graph_node_lines(text: str) -> dict[str, int]:
+    """tlparse's node → line of a graph text: each line not blank and not a comment, cut at the first
+    '=' then the first ':', names the node; a later line of the same name wins."""
+    out = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            name = stripped.split("=", 1)[0].split(":", 1)[0].strip()
+            if name:
+                out[name] = i
+    return out
+
+
+def _python_kernel_lines(text: str, kernels) -> dict[str, list[int]]:
+    """tlparse's kernel → lines of the generated Python module: the lines from ``def call(args)`` on
+    that name it (a kernel with a debug handle: the line after the handle's comment), counted from the
+    ``# AOT ID`` line, leading blank lines dropped."""
+    lines = text.splitlines()
+    while lines and not lines[0]:
+        lines.pop(0)
+    start = next((i for i, line in enumerate(lines) if "def" in line and "call" in line and "(args)" in line), 0)
+    first = next((i for i, line in enumerate(lines) if "# AOT ID:" in line), 0)
+    out: dict[str, list[int]] = {}
+    for kernel in kernels:
+        pure = kernel.split(":", 1)[0]
+        found = False
+        if ":" in kernel:
+            i = next((i for i in range(start, len(lines)) if kernel in lines[i]), None)
+            if i is not None:
+                j = next((j for j in range(i + 1, len(lines)) if pure in lines[j]), None)
+                if j is not None:
+                    out.setdefault(kernel, []).append(j + 1 - first)
+                    found = True
+        if not found:
+            for i in range(start, len(lines)):
+                if pure in lines[i]:
+                    out.setdefault(kernel, []).append(i + 1 - first)
+    return out
+
+
+def _cpp_kernel_lines(text: str, kernels) -> dict[str, list[int]]:
+    """tlparse's kernel → lines of an AOTInductor C++ wrapper, from ``::run_impl(`` on."""
+    lines = text.splitlines()
+    while lines and not lines[0]:
+        lines.pop(0)
+    start = next((i for i, line in enumerate(lines) if "::run_impl(" in line), 0)
+
+    def valid(line, prefix):
+        return bool(line.strip()) and not line.strip().startswith(prefix)
+
+    out: dict[str, list[int]] = {}
+    for kernel in kernels:
+        pure = kernel.split(":", 1)[0]
+        found = False
+        if ":" in kernel:
+            for i in range(start, len(lines)):
+                if valid(lines[i], "def") and valid(lines[i], "static inline void") and kernel in lines[i]:
+                    j = next((j for j in range(i + 1, len(lines)) if pure in lines[j]), None)
+                    if j is not None:
+                        out.setdefault(kernel, []).append(j + 1)
+                        found = True
+                        break
+        if not found:
+            for i in range(start, len(lines)):
+                if pure in lines[i]:
+                    out.setdefault(kernel, []).append(i + 1)
+    return out
+
+
+def tlparse_line_mappings(tracking: dict, pre_text: str, post_text: str, code_text: str, aot_text: str) -> dict:
+    """The node maps as line numbers of the texts, as tlparse's provenance highlighter computes them
+    (its ``lineMappings``: ``preToPost``, ``postToPre``, ``pyCodeToPost``, ``postToPyCode``,
+    ``cppCodeToPost``, ``postToCppCode``; keys are str(line))."""
+    pre, post = _graph_node_lines(pre_text), _graph_node_lines(post_text)
+    kernels = list(tracking["kernel_to_post"])
+    py, cpp = _python_kernel_lines(code_text, kernels), _cpp_kernel_lines(aot_text, kernels)
+
+    def nodes(source, source_lines, target_lines):
+        out = {}
+        for name, targets in source.items():
+            found = [target_lines[t] for t in targets if t in target_lines]
+            if name in source_lines and found:
+                out[str(source_lines[name])] = found
+        return out
+
+    def kernel_to_post(kernel_lines):
+        out = {}
+        for kernel, posts in tracking["kernel_to_post"].items():
+            found = [post[p] for p in posts if p in post]
+            for line in kernel_lines.get(kernel, []) if found else []:
+                out[str(line)] = found
+        return out
+
+    def post_to_kernel(kernel_lines):
+        out = {}
+        for name, kernel_names in tracking["post_to_kernel"].items():
+            found = [line for k in kernel_names for line in kernel_lines.get(k, [])]
+            if name in post and found:
+                out[str(post[name])] = found
+        return out
+
+    return {"preToPost": nodes(tracking["pre_to_post"], pre, post),
+            "postToPre": nodes(tracking["post_to_pre"], post, pre),
+            "pyCodeToPost": kernel_to_post(py), "postToPyCode": post_to_kernel(py),
+            "cppCodeToPost": kernel_to_post(cpp), "postToCppCode": post_to_kernel(cpp)}
+
+
+# --- scheduler nodes ↔ post-grad nodes ------------------------------------------------------------
+
+def _op_of(target: str | None) -> str:
+    """``torch.ops.aten.sum.dim_IntList`` → ``sum``; ``extern_kernels.addmm`` → ``addmm``."""
+    parts = [p for p in (target or "").split(".") if p]
+    if len(parts) >= 2 and parts[0] in ("torch", "aten") or "ops" in parts:
+        parts = [p for p in parts if p not in ("torch", "ops", "aten", "prims", "default")]
+        return parts[0] if parts else ""
+    return parts[-1] if parts else ""
+
+
+def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], module: str) -> dict[str, list[str]]:
+    """Scheduler node (before fusion) → the post-grad nodes it computes. Best effort (see module doc)."""
+    by_name = {n["name"]: n for n in post_nodes}
+    order = {n["name"]: i for i, n in enumerate(post_nodes)}
+    descendants = _descendants(post_nodes)
+    anchor = {n["name"]: n["name"] for n in post_nodes if n.get("op") == "placeholder"}
+    anchor.update(_output_anchors(post_nodes, module))
+    shapes = {m["buf"]: [d.strip() for d in m["size"].split(",") if d.strip()] for m in _LAYOUT.finditer(ir_text or "")}
+    text_lines = (ir_text or "").splitlines()
+    claimed = set(anchor.values())
+    result: dict[str, list[str]] = {}
+    # Candidate sets as bit masks over the post-grad nodes' positions: the first candidate of a kind is
+    # the lowest bit of an AND (a scan of every node per scheduler node grew with the graph squared)
+    bit = {n["name"]: 1 << order[n["name"]] for n in post_nodes}
+    computing = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")]
+    by_op: dict[str, int] = defaultdict(int)
+    by_shape: dict = defaultdict(int)
+    for n in computing:
+        by_op[_op_of(n.get("target"))] |= bit[n["name"]]
+        by_shape[tuple(n["shape"]) if n.get("shape") is not None else None] |= bit[n["name"]]
+    computing_mask = sum(bit[n["name"]] for n in computing)
+    claimed_mask = sum(bit.get(name, 0) for name in claimed)
+    for node in pre_nodes:
+        reads = {anchor[r] for r in node.get("reads", []) if r in anchor}
+        writes = node.get("writes", [])
+        realized = anchor.get(writes[0]) if writes else None
+        if realized is None:
+            downstream = computing_mask  # the nodes that have every read among their ancestors
+            for r in reads:
+                downstream &= descendants.get(r, 0)
+            if writes and writes[0] in shapes:
+                downstream &= by_shape[None] | by_shape.get(tuple(shapes[writes[0]]), 0)
+            if node.get("extern_kernel"):  # of the op: the first not claimed yet, else the first
+                of_op = downstream & by_op.get(_op_of(node["extern_kernel"]), 0)
+                kinds = (of_op & ~claimed_mask, of_op)
+            else:  # the first storing the op, unclaimed before claimed, then any other
+                of_op = downstream & by_op.get(_stored_op(text_lines, node), 0)
+                kinds = (of_op & ~claimed_mask, of_op, downstream & ~claimed_mask, downstream)
+            first = next((mask & -mask for mask in kinds if mask), 0)
+            realized = post_nodes[first.bit_length() - 1]["name"] if first else None
+        if realized is None:
+            result[node["name"]] = []
+            continue
+        for w in writes:
+            anchor.setdefault(w, realized)
+        claimed.add(realized)
+        claimed_mask |= bit.get(realized, 0)
+        result[node["name"]] = _inlined(realized, reads, claimed, by_name, order)
+    return result
+
+
+def _inlined(realized: str, reads: set[str], claimed: set[str], by_name: dict, order: dict) -> list[str]:
+    """``realized`` and the nodes computed inside it: walk back through inputs to the node's reads."""
+    if realized in reads:
+        return [realized]
+    found, stack = [], [realized]
+    while stack:
+        name = stack.pop()
+        node = by_name.get(name)
+        if name in found or node is None or node.get("op") == "placeholder":
+            continue
+        if name != realized and (name in reads or name in claimed):
+            continue
+        found.append(name)
+        stack += node.get("inputs", [])
+    return sorted(found, key=order.__getitem__)
+
+
+def _descendants(post_nodes: list[dict]) -> dict[str, int]:
+    """Each node's descendants, as a bit mask over the nodes' positions (ints: one OR per edge, where sets
+    of names grew with the graph squared)."""
+    order = {n["name"]: i for i, n in enumerate(post_nodes)}
+    out: dict[str, int] = {}
+    for node in reversed(post_nodes):  # topological order, backwards: consumers first
+        out.setdefault(node["name"], 0)
+        below = out[node["name"]] | (1 << order[node["name"]])
+        for i in set(node.get("inputs", [])):
+            out[i] = out.get(i, 0) | below
+    return out
+
+
+def _output_anchors(post_nodes: list[dict], module: str) -> dict[str, str]:
+    """Output buffers of the generated ``call`` ↔ the post-grad graph's outputs, by position."""
+    output = next((n for n in post_nodes if n.get("op") == "output"), None)
+    call = module[module.rfind("def call("):] if "def call(" in module else ""
+    returned = re.search(r"^\s*return \((?P<names>[^)]*)\)", call, re.M)
+    if output is None or returned is None:
+        return {}
+    graph_out = [a.strip() for a in (output.get("args") or "").strip("()[] ").split(",") if a.strip()]
+    code_out = [a.strip() for a in returned["names"].split(",") if a.strip()]
+    if len(graph_out) != len(code_out):
+        return {}
+    names = {n["name"] for n in post_nodes}
+    aliases = {m["new"]: m["old"] for m in _REUSE.finditer(call)}
+    out = {}
+    for buf, node in zip(code_out, graph_out):
+        if node in names:
+            out.setdefault(buf, node)
+            if buf in aliases:
+                out.setdefault(aliases[buf], node)
+    return out
+
+
+def _stored_op(text_lines: list[str], node: dict) -> str:
+    """The op whose value a scheduler node stores (``store('buf1', …, mul)`` → ``mul``)."""
+    first, last = (node.get("lines") or [0, -1])[:2]
+    body = "\n".join(text_lines[first:last + 1])
+    store = _STORE.search(body)
+    if not store:
+        return ""
+    defs = {m["var"]: (m["op"], m["args"]) for m in _OP_DEF.finditer(body)}
+    op, args = defs.get(store["var"], ("", ""))
+    if op == "reduction":
+        kind = re.search(r"'(\w+)'", args)
+        return kind.group(1) if kind else "sum"
+    return _OP_ALIASES.get(op, op)
+
+
+def kernels_to_ir(kernels: list[dict], post_fusion: list[dict], module: str) -> dict[str, list[str]]:
+    """Kernel name → the scheduler nodes (after fusion) it runs: generated kernels by the buffers they
+    are passed (then by reused buffers), extern calls by the op the IR names."""
+    out: dict[str, list[str]] = {k["name"]: [] for k in kernels}
+    computed = [n for n in post_fusion if "Extern" not in n.get("kind", "")]
+    for kernel in kernels:
+        if kernel.get("language") == "extern":
+            out[kernel["name"]] = [n["name"] for n in post_fusion if n.get("extern_kernel") == kernel["name"]
+                                   or _op_of(n.get("extern_kernel")) == _op_of(kernel["name"])]
+    call = module[module.find("def call("):] if "def call(" in module else module
+    generated = sorted((k for k in kernels if k.get("language") != "extern"),
+                       key=lambda k: call.find(f"{k['name']}(") % (len(call) + 1))
+    for node in computed:  # a buffer's writer is the first kernel called with it (later ones read it)
+        owner = next((k for k in generated if set(node.get("writes", [])) & set(k.get("call_args", []))), None)
+        if owner:
+            out[owner["name"]].append(node["name"])
+    claimed = {name for names in out.values() for name in names}
+    aliases = defaultdict(set)
+    for m in _REUSE.finditer(module):
+        aliases[m["old"]].add(m["new"])
+    for node in computed:
+        if node["name"] in claimed:
+            continue
+        names = {a for w in node.get("writes", []) for a in aliases.get(w, ())}
+        owner = next((k for k in kernels if k.get("language") != "extern" and names & set(k.get("call_args", []))), None)
+        if owner:
+            out[owner["name"]].append(node["name"])
+    return out
+
+
+def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: dict) -> list[dict]:
+    """One row per (file, line) that produced work, ordered by file then line."""
+    rows: dict[tuple, dict] = {}
+    codes = _code_lines(source)
+
+    def row(file, line):
+        key = (file, line)
+        if key not in rows:
+            rows[key] = {"line": line, "file": file, "code": codes.get((file, line)), "dynamo_nodes": [],
+                         "aot_nodes": [], "post_grad_nodes": [], "ir_nodes": [], "kernels": []}
+        return rows[key]
+
+    column = {"dynamo": "dynamo_nodes", "aot": "aot_nodes", "post_grad": "post_grad_nodes",
+              "ir_pre_fusion": "ir_nodes"}
+    files = {}
+    for n in nodes:
+        if n["level"] in ("dynamo", "aot", "post_grad") and n.get("file"):
+            for line in n["lines"]:
+                files.setdefault(line, n["file"])
+    for n in nodes:
+        if n["level"] not in column:
+            continue
+        for line in n["lines"]:
+            entry = row(n.get("file") or files.get(line), line)
+            _add(entry, column[n["level"]], n["name"] if n["level"] == "dynamo" else key_of(n["role"], n["name"]))
+    posts = {key_of(n["role"], n["name"]): n for n in nodes if n["level"] == "post_grad"}
+    for k in kernels:  # a kernel's lines can be in several files (the user's, torch.nn's): each line's own
+        for line in k["lines"]:
+            file = next((post["file"] for post in (posts.get(key_of(k["role"], p)) for p in k["post_grad_nodes"])
+                         if post and post.get("file") and line in post["lines"]), None)
+            _add(row(file or files.get(line) or k.get("file"), line), "kernels", k["key"])
+    for entry in rows.values():
+        entry["code"] = entry["code"] or comment_code.get((entry["file"], entry["line"]))
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]
+
+
+def _code_lines(source: dict) -> dict:
+    if not source.get("available") or not source.get("text"):
+        return {}
+    first = source.get("firstlineno") or 1
+    return {(source.get("filename"), first + i): text.strip() for i, text in enumerate(source["text"].splitlines())}
+
+
+# --- cost per line ------------------------------------------------------------------------------
+
+def apply_times(provenance: dict, kernels: list[dict], kernel_times: dict | None, aot_ids: dict) -> None:
+    """Put measured time on each kernel and spread it over its lines.
+
+    ``kernels`` are the compile's ``Kernels`` rows (GPU: ``gpu_time_us_per_call`` from the profiler);
+    ``kernel_times`` is ``measure_kernel_times``' result (CPU); ``aot_ids`` maps each role to the AOT id
+    of its generated module (how the measurement names modules)."""
+    if not provenance.get("available"):
+        return
+    measured = {}
+    source = None
+    for k in kernels:
+        if k.get("gpu_time_us_per_call") is not None:
+            measured[key_of(k.get("role"), k["name"])] = (k["gpu_time_us_per_call"] * 1e-6, k.get("profiled_calls"))
+            source = "GPU profiler (torch.profiler, per-kernel device time)"
+    if not measured and kernel_times and kernel_times.get("available"):
+        calls = kernel_times.get("function_calls") or 1
+        for entry in provenance["kernels"]:
+            times = (kernel_times.get("modules") or {}).get(aot_ids.get(entry["role"]) or "", {})
+            if entry["name"] in times:
+                t = times[entry["name"]]
+                measured[entry["key"]] = (t["seconds"] / calls, t["calls"] / calls)
+        source = kernel_times.get("method")
+    if not measured:
+        return
+    per_line: dict[tuple, float] = defaultdict(float)
+    unattributed = 0.0
+    for entry in provenance["kernels"]:
+        if entry["key"] not in measured:
+            continue
+        entry["seconds"], entry["calls"] = measured[entry["key"]]
+        if not entry["line_weights"]:
+            unattributed += entry["seconds"]
+        for line, weight in entry["line_weights"].items():
+            per_line[(entry.get("file"), int(line))] += entry["seconds"] * weight
+    total = sum(per_line.values())
+    for row in provenance["lines"]:
+        seconds = per_line.get((row["file"], row["line"])) or sum(
+            v for (f, line), v in per_line.items() if line == row["line"] and f is None)
+        row["seconds"] = seconds
+        row["time_share"] = seconds / total if total else None
+    provenance["time_source"] = source
+    provenance["unattributed_seconds"] = unattributed
+    backward = [k for k in provenance["kernels"] if k["role"] == "backward"]
+    if backward and not any(k.get("seconds") for k in backward):
+        provenance["notes"].append("backward kernels without a time: the timed calls did not run backward "
+                                   "(call .backward() inside the function to time it)")
+
+
+def measure_kernel_times(fn, args=(), kwargs=None, *, calls: int = 5, warmup: int = 2, live_codes=None) -> dict:
+    """CPU time per kernel of the generated code, from calls of the compiled function ``fn``.
+
+    Calls ``fn`` ``warmup`` times, then ``calls`` times under a ``sys.setprofile`` hook (see the module
+    doc: observe only; installed for these calls and removed in ``finally``) on copies of the
+    arguments. → ``{"available", "method", "function_calls", "modules": {aot_id: {kernel: {"seconds",
+    "calls"}}}, "compiles": {compile_id: calls}}`` — totals over the timed calls; ``compiles`` counts
+    entries into each compile's transformed bytecode (``live_codes``: compile id → original code)."""
+    from compiler.capturing.runtime import copy_arguments
+
+    args, kwargs = copy_arguments(args, kwargs)
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    transformed = _transformed_codes(live_codes or {})
+    modules: dict[int, tuple[str, dict, dict]] = {}  # id(module globals) → (aot id, names by id, totals)
+    started: dict[int, float] = {}
+    compiles: dict[str, int] = defaultdict(int)
+    extern = _extern_namespace()
+    clock = time.perf_counter
+
+    def hook(frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            if code in transformed:
+                compiles[transformed[code]] += 1
+            elif code.co_name == "call" and id(frame.f_globals) not in modules \
+                    and "benchmark_compiled_module" in frame.f_globals:
+                modules[id(frame.f_globals)] = _module_entry(frame.f_globals)
+            return
+        module = modules.get(id(frame.f_globals))
+        if module is None:
+            return
+        if event == "c_call":
+            started[id(arg)] = clock()
+        elif id(arg) in started:  # c_return, c_exception
+            elapsed = clock() - started.pop(id(arg))
+            name = module[1].get(id(arg)) or _extern_name(arg, extern)
+            if name:
+                entry = module[2].setdefault(name, {"seconds": 0.0, "calls": 0})
+                entry["seconds"] += elapsed
+                entry["calls"] += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        for _ in range(calls):
+            fn(*args, **kwargs)
+    finally:
+        sys.setprofile(previous)
+    out: dict[str, dict] = {}
+    for aot_id, _, totals in modules.values():
+        out.setdefault(aot_id, {}).update(totals)
+    return {"available": True, "function_calls": calls, "modules": out, "compiles": dict(compiles),
+            "method": "CPU: sys.setprofile timing of each kernel call made by the generated module's call(), "
+                      f"over {calls} calls of the compiled function after the capture"}
+
+
+def _transformed_codes(live_codes: dict) -> dict:
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+    except ImportError:
+        return {}
+    out = {}
+    for code in set(live_codes.values()):
+        for entry in _debug_get_cache_entry_list(code):
+            out[entry.code] = str(entry.compile_id)
+    return out
+
+
+def _module_entry(module_globals: dict) -> tuple[str, dict, dict]:
+    aot_id = ""
+    try:
+        with open(module_globals.get("__file__") or "", encoding="utf-8") as f:
+            match = re.match(r"# AOT ID: \['(?P<id>[^']+)'\]", f.readline())
+            aot_id = match["id"] if match else ""
+    except OSError:
+        pass
+    names = {id(v): k for k, v in module_globals.items() if callable(v) and not isinstance(v, type)
+             and re.match(r"^(cpp|triton|cuda)_", k)}
+    return aot_id, names, {}
+
+
+def _extern_namespace():
+    try:
+        from torch._inductor.select_algorithm import extern_kernels
+    except ImportError:
+        return None
+    return extern_kernels
+
+
+def _extern_name(fn, extern) -> str | None:
+    name = getattr(fn, "__name__", None)
+    if name and extern is not None and getattr(extern, name, None) is fn:
+        return f"extern_kernels.{name}"
+    return None
+
+
+# --- amortization -------------------------------------------------------------------------------
+
+def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture) -> None:
+    """Per compile: compile seconds ÷ measured saving per call → calls until compiling paid off, and
+    how many calls the cached compile served (``kernel_times['compiles']``: entries into its
+    transformed bytecode per call of the function)."""
+    eager, compiled = (runtime or {}).get("eager"), (runtime or {}).get("compiled")
+    saving = eager["median_s"] - compiled["median_s"] if eager and compiled else None
+    served = (kernel_times or {}).get("compiles") or {}
+    per_call = {cid: n / (kernel_times.get("function_calls") or 1) for cid, n in served.items()} if served else {}
+    used = {c["compile_id"] for c in compiles if per_call.get(c["compile_id"])}
+    kernel_seconds = {c["compile_id"]: sum(k.get("seconds") or 0 for k in c["provenance"].get("kernels", []))
+                      for c in compiles if c.get("provenance", {}).get("available")}
+    total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
+    for c in compiles:
+        metrics = c.get("metrics") or {}
+        compile_s = metrics.get("entire_frame_compile_time_s")
+        if compile_s is not None and metrics.get("backward_cumulative_compile_time_us"):
+            compile_s += metrics["backward_cumulative_compile_time_us"] * 1e-6
+        data = {"available": compile_s is not None, "compile_s": compile_s,
+                "calls_per_function_call": per_call.get(c["compile_id"]) if served else None}
+        if compile_s is None:
+            data["reason"] = "torch recorded no compile time for this compile"
+        share = None
+        if saving is not None and c["compile_id"] in used:
+            share = 1.0 if len(used) == 1 else (kernel_seconds.get(c["compile_id"], 0) / total_kernel
+                                                if total_kernel else 1.0 / len(used))
+        if share is not None:
+            data["saving_per_call_s"] = saving * share
+            if saving * share > 0 and compile_s is not None:
+                data["break_even_calls"] = math.ceil(compile_s / (saving * share))
+        if calls_under_capture and per_call.get(c["compile_id"]):
+            data["calls_under_capture"] = calls_under_capture * per_call[c["compile_id"]]
+        data["method"] = ("saving = eager − compiled median per call (compiler.capturing.runtime)"
+                          + (", split over compiles by their measured kernel time" if len(used) > 1 else "")
+                          + "; calls served = entries into the compile's transformed bytecode, counted by the "
+                            "kernel-timing run's sys.setprofile hook" if served else
+                          "no timed calls: saving and calls served unknown")
+        c["amortization"] = data
+
+
+def add_costs(data: dict, measurements: dict) -> None:
+    """Capture data + what was measured after the compile (``measurements['kernel_times']`` on CPU, the
+    GPU profile already matched to kernels) → seconds and shares per kernel and line, and each
+    compile's amortization. Called once by ``assemble``."""
+    kernel_times = measurements.get("kernel_times")
+    for c in data["compiles"]:
+        add_compile_costs(c, kernel_times)
+    try:
+        amortization(data["compiles"], data.get("runtime") or {}, kernel_times,
+                     (data.get("options") or {}).get("calls_under_capture"))
+    except Exception as exc:  # noqa: BLE001
+        for c in data["compiles"]:
+            c["amortization"] = {"available": False, "reason": f"not computed ({type(exc).__name__}: {exc})"}
+
+
+def add_compile_costs(compile: dict, kernel_times: dict | None) -> None:
+    """``apply_times`` on one compile's data; a failure becomes a note on its provenance."""
+    provenance = compile.get("provenance") or {}
+    try:
+        aot_ids = {r.get("role"): r["code"].get("aot_id") for r in compile["inductor"].get("runs", [])}
+        apply_times(provenance, compile["kernels"].get("kernels", []), kernel_times, aot_ids)
+    except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
+        provenance.setdefault("notes", []).append(f"times not applied ({type(exc).__name__}: {exc})")
+
+
+def line_table(capture):
+    """One row per source line that produced work, over every compile: ``line``, ``code``, ``nodes``
+    (Dynamo's FX nodes of the line), ``kernels``, ``time_share`` (of all measured kernel time that has
+    a line; sums to 1), ``seconds`` (per call of the function), ``file``, ``compile_ids``."""
+    import pandas as pd
+
+    compiles = [c for c in capture.compiles if c.provenance.available]
+    rows: dict[tuple, dict] = {}
+    for c in compiles:
+        prefix = f"{c.compile_id} " if len(compiles) > 1 else ""
+        for r in c.provenance.lines:
+            row = rows.setdefault((r.file, r.line), {"line": r.line, "code": r.code, "nodes": [], "kernels": [],
+                                                     "time_share": None, "seconds": None, "file": r.file,
+                                                     "compile_ids": []})
+            row["nodes"] += [n for n in r.dynamo_nodes if n not in row["nodes"]]
+            row["kernels"] += [prefix + k for k in r.kernels if prefix + k not in row["kernels"]]
+            row["compile_ids"].append(c.compile_id)
+            if r.seconds is not None:
+                row["seconds"] = (row["seconds"] or 0.0) + r.seconds
+    total = sum(r["seconds"] or 0.0 for r in rows.values())
+    for row in rows.values():
+        row["time_share"] = (row["seconds"] or 0.0) / total if total else None
+    columns = ["line", "code", "nodes", "kernels", "time_share", "seconds", "file", "compile_ids"]
+    return pd.DataFrame([rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))], columns=columns)

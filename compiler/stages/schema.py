@@ -1,0 +1,1510 @@
+"""The capture schema: every field of every stage, declared once, with its type.
+
+A capture is plain data — JSON on disk — read into the typed objects below. The same code reads a
+file and a capture just built in this process (``Capture.from_data``), so a loaded capture and a
+live one are the same objects; only ``Capture.live`` (guard managers, the compiled function, raw
+records) is live-only.
+
+Reading checks every field against its declared type and raises ``CaptureFormatError`` naming
+the JSON path (``compiles[0].guards: expected an object, got 5``). Keys this reader does not know
+(written by a newer minor version) are kept and written back unchanged.
+
+Each stage is an object the way ``jax.stages`` reads: declared attributes, ``available`` and
+``reason``, ``as_text()`` that reads like the stage, ``_repr_html_`` drawn by ``explorer``.
+
+    >>> node = GraphNode.from_data({"name": "sin", "op": "call_function", "target": "torch.sin", "line": 3})
+    >>> node.name, node.line, node.shape
+    ('sin', 3, None)
+    >>> Graph.from_data({"available": True, "nodes": [{"name": "x", "line": "3"}]})
+    Traceback (most recent call last):
+    ...
+    compiler.stages.schema.CaptureFormatError: nodes[0].line: expected an integer, got '3'
+    >>> print(Guards(available=False, reason="cache hit").as_text())
+    [guards: unavailable — cache hit]
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import json
+import threading
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from compiler.drawing import draw
+
+FORMAT = "tcompile-capture"
+VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
+MAX_DEPTH = 200  # deeper JSON than this is not a capture (and would exhaust the stack)
+
+
+class CaptureFormatError(ValueError):
+    """A file that is not a tcompile capture, has an unknown major version, or is malformed."""
+
+
+# --- reading and writing typed data -------------------------------------------------------------
+
+def _shown(value) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+               bool: "true or false"}
+
+
+def _expected(tp) -> str:
+    return _JSON_NAMES.get(typing.get_origin(tp) or tp, "an object" if isinstance(tp, type) else str(tp))
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """Reading a big file builds millions of small objects and no cycles; the cycle collector,
+    triggered by those allocations, would take ~40 % of the time. Put back as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Mismatch(Exception):
+    """A value that is not of its declared type; ``where`` collects the JSON path on the way out."""
+
+    def __init__(self, expected: str, value):
+        self.expected, self.value, self.where = expected, value, []
+
+    def error(self, path: str) -> CaptureFormatError:
+        where = "".join(reversed(self.where))
+        where = f"{path}{where}" if path else where.lstrip(".") or "capture"
+        got = "missing" if self.expected == "missing" else f"expected {self.expected}, got {_shown(self.value)}"
+        return CaptureFormatError(f"{where}: {got}")
+
+
+def _same(value):
+    return value
+
+
+# converter → the exact types it returns unchanged: a list or dict of only those is copied at C speed
+_PASS_TYPES: dict = {}
+
+
+def _scalar(tp):
+    expected = _expected(tp)
+    if tp is float:
+        def check(value):
+            if type(value) is float or type(value) is int or (isinstance(value, (int, float))
+                                                                and not isinstance(value, bool)):
+                return value
+            raise _Mismatch(expected, value)
+    elif tp is int:
+        def check(value):
+            if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+                return value
+            raise _Mismatch(expected, value)
+    else:
+        def check(value):
+            if type(value) is tp or isinstance(value, tp):
+                return value
+            raise _Mismatch(expected, value)
+    _PASS_TYPES[check] = frozenset({int, float}) if tp is float else frozenset({tp})
+    return check
+
+
+def _first_failing(convert, items) -> int:
+    for index, item in enumerate(items):
+        try:
+            convert(item)
+        except _Mismatch:
+            return index
+    return 0
+
+
+# Converters of nested types are registered before their fields are filled (types nest:
+# Graph.subgraphs), so building holds a lock: another thread must not use a half-built one.
+_BUILDING = threading.RLock()
+
+
+def _converter(tp):
+    """A function that checks a JSON value against ``tp`` and returns it as ``tp`` (raising
+    ``_Mismatch``). Built once per type: a 100 MB trace converts millions of values."""
+    with _BUILDING:
+        return _build_converter(tp)
+
+
+@functools.cache
+def _build_converter(tp):
+    if tp is Any:
+        return _same
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        nullable = type(None) in options
+        converters = [_converter(o) for o in options if o is not type(None)]
+        if len(converters) == 1:
+            (only,) = converters
+
+            def union(value):
+                return None if value is None and nullable else only(value)
+        else:
+            def union(value):
+                if value is None and nullable:
+                    return None
+                first = None
+                for convert in converters:
+                    try:
+                        return convert(value)
+                    except _Mismatch as exc:
+                        first = first or exc
+                raise first
+        if all(c in _PASS_TYPES for c in converters):
+            _PASS_TYPES[union] = frozenset().union(*(_PASS_TYPES[c] for c in converters),
+                                                   {type(None)} if nullable else ())
+        return union
+    if origin is list:
+        item = _converter(typing.get_args(tp)[0])
+        passed = _PASS_TYPES.get(item, frozenset())
+
+        def list_of(value):
+            if type(value) is not list and not isinstance(value, list):
+                raise _Mismatch("a list", value)
+            if item is _same or passed.issuperset(map(type, value)):
+                return list(value)
+            try:
+                return [item(v) for v in value]
+            except _Mismatch as exc:
+                exc.where.append(f"[{_first_failing(item, value)}]")
+                raise
+        return list_of
+    if origin is dict:
+        item = _converter(typing.get_args(tp)[1])
+        passed = _PASS_TYPES.get(item, frozenset())
+
+        def dict_of(value):
+            if type(value) is not dict and not isinstance(value, dict):
+                raise _Mismatch("an object", value)
+            if (item is _same or passed.issuperset(map(type, value.values()))) and all(type(k) is str for k in value):
+                return dict(value)
+            out = {}
+            for k, v in value.items():
+                try:
+                    out[str(k)] = item(v)
+                except _Mismatch as exc:
+                    exc.where.append(f".{k}")
+                    raise
+            return out
+        return dict_of
+    if isinstance(tp, type) and issubclass(tp, Data):
+        return _data_converter(tp)
+    return _scalar(tp)
+
+
+_DATA_CONVERTERS: dict = {}
+
+
+def _data_converter(cls):
+    if cls in _DATA_CONVERTERS:  # registered before its fields are built: types nest (Graph.subgraphs)
+        return _DATA_CONVERTERS[cls]
+    fields = []
+    # The object is made without calling the dataclass __init__ (half the time of a big load): the
+    # declared defaults, then each field read, then __post_init__ where a class has one.
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    factories = [(f.name, f.default_factory) for f in dataclasses.fields(cls)
+                 if f.default_factory is not dataclasses.MISSING]
+    post_init = getattr(cls, "__post_init__", None)
+    new = object.__new__
+
+    def data(value):
+        if type(value) is not dict and not isinstance(value, dict):
+            raise _Mismatch("an object", value)
+        attributes = dict(defaults)
+        read = 0
+        for name, key, convert, required in fields:
+            if key in value:
+                read += 1
+                try:
+                    attributes[name] = convert(value[key])
+                except _Mismatch as exc:
+                    exc.where.append(f".{key}")
+                    raise
+            elif required:
+                exc = _Mismatch("missing", None)
+                exc.where.append(f".{key}")
+                raise exc
+        for name, factory in factories:
+            if name not in attributes:
+                attributes[name] = factory()
+        obj = new(cls)
+        obj.__dict__ = attributes
+        if post_init is not None:
+            obj.__post_init__()
+        if len(value) > read:
+            known = {key for _, key, _, _ in fields}
+            attributes["_unknown"] = {k: v for k, v in value.items() if k not in known}
+        return obj
+
+    _DATA_CONVERTERS[cls] = data
+    fields.extend((name, key, _converter(tp), required) for name, key, tp, required in _fields(cls))
+    return data
+
+
+def _parsed_graph(code: str) -> dict:
+    """``_PARSED_GRAPH`` of a graph, parsed from its code by ``compiler.stages.fx_graph``."""
+    from compiler.stages.fx_graph import graph_stage
+
+    parsing = _parsing()
+    parsing.add(code)
+    try:
+        parsed = Graph.from_data(graph_stage(code, ""))
+    finally:
+        parsing.discard(code)
+    return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
+
+
+def _kernels_of(inductor) -> Kernels:
+    """The Kernels stage that ``compiler.stages.kernels.kernels_stage`` makes of these Inductor runs."""
+    from compiler.stages.kernels import kernels_stage
+
+    runs = [{"role": run.role, "code": run.code.to_data()} for run in inductor.runs]
+    return Kernels.from_data(kernels_stage({"available": inductor.available, "reason": inductor.reason,
+                                            "cache": inductor.cache, "runs": runs}))
+
+
+def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
+    """The guard rows of ``tree`` (``compiler.stages.guards``), those at ``user_line_rows`` marked as the user's."""
+    from compiler.stages.guards import parse_tree
+
+    rows = [GuardRow.from_data(row) for row in parse_tree(tree)]
+    for index in user_line_rows:
+        if 0 <= index < len(rows):
+            rows[index].user_line = True
+    return rows
+
+
+def _dump(value):
+    if isinstance(value, Data):
+        return value.to_data()
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _fields(cls) -> tuple[tuple[str, str, Any, bool], ...]:
+    """(attribute, JSON key, type, required) for each saved field of ``cls``."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("live"):
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append((f.name, f.metadata.get("key", f.name), hints[f.name], required))
+    return tuple(out)
+
+
+@dataclass(repr=False, eq=False)
+class Data:
+    """Typed, JSON-backed data: ``from_data`` checks each declared field, ``to_data`` writes it back
+    together with any unknown keys it was read with."""
+
+    @classmethod
+    def from_data(cls, value, path: str = ""):
+        try:
+            with paused_gc():  # see paused_gc: a big capture is ~10^5 objects
+                return _converter(cls)(value)
+        except _Mismatch as exc:
+            raise exc.error(path) from None
+
+    def to_data(self) -> dict:
+        out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
+        out.update(self.__dict__.get("_unknown", {}))
+        return out
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, _, tp, _ in _fields(type(self))
+                          if getattr(self, name) not in (None, [], {}, "") and not _is_big(getattr(self, name)))
+        return f"{type(self).__name__}({shown})"
+
+
+def _is_big(value) -> bool:
+    return isinstance(value, (Data, list, dict)) or (isinstance(value, str) and len(value) > 80)
+
+
+@dataclass(repr=False, eq=False)
+class Stage(Data):
+    """One stage: ``available``, and when not, the ``reason``; ``as_text()`` reads like the stage."""
+
+    NAME: ClassVar[str] = "stage"
+    available: bool = False
+    reason: str | None = None
+
+    def as_text(self) -> str:
+        if not self.available:
+            return f"[{self.NAME}: unavailable — {self.reason or 'no reason recorded'}]"
+        return self._text()
+
+    def _text(self) -> str:
+        return ""
+
+    def _repr_html_(self) -> str:
+        return draw("stage", self, self.as_text)
+
+    def __repr__(self) -> str:
+        if not self.available:
+            return f"<{type(self).__name__} unavailable: {self.reason}>"
+        return f"<{type(self).__name__} {self._summary()}>".replace("  ", " ").replace(" >", ">")
+
+    def _summary(self) -> str:
+        return "available"
+
+
+def _table(rows):
+    import pandas as pd
+
+    return pd.DataFrame([r.to_data() if isinstance(r, Data) else r for r in rows])
+
+
+def _text_table(rows, columns) -> str:
+    """Rows as an aligned plain-text table of the given columns."""
+    cells = [[str(getattr(r, c) if getattr(r, c) is not None else "") for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(columns), line(["-" * w for w in widths]), *(line(row) for row in cells)])
+
+
+# --- source and bytecode ------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Source(Stage):
+    NAME: ClassVar[str] = "source"
+    filename: str | None = None
+    firstlineno: int | None = None
+    name: str | None = None
+    text: str = ""
+    resumes: str | None = None  # a resume frame shows the function it resumes …
+    resume_line: int | None = None  # … from this line
+
+    def _text(self):
+        return self.text
+
+    def _summary(self):
+        return f"{self.name} at {self.filename}:{self.firstlineno}"
+
+
+@dataclass(repr=False, eq=False)
+class Instruction(Data):
+    offset: int = 0
+    opname: str = ""
+    arg: int | None = None
+    argrepr: str = ""
+    line: int | None = None
+    is_jump_target: bool = False
+
+
+@dataclass(repr=False, eq=False)
+class CodeListing(Data):
+    """One code object as ``dis`` lists it."""
+
+    name: str | None = None
+    filename: str | None = None
+    firstlineno: int | None = None
+    text: str = ""
+    instructions: list[Instruction] = field(default_factory=list)
+    decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
+    decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
+
+
+@dataclass(repr=False, eq=False)
+class Bytecode(Stage):
+    NAME: ClassVar[str] = "bytecode"
+    original: CodeListing | None = None
+    transformed: CodeListing | None = None
+    is_resume: bool = False
+    source: str | None = None  # where the listings came from (the bytecode hook or torch's artifacts)
+
+    def _text(self):
+        parts = [f"# original ({self.original.name})\n{self.original.text}" if self.original else None,
+                 f"# transformed by Dynamo ({self.transformed.name})\n{self.transformed.text}"
+                 if self.transformed else None]
+        return "\n\n".join(p for p in parts if p)
+
+    def _summary(self):
+        counts = [f"{len(c.instructions)} instructions {what}" for what, c in
+                  (("before", self.original), ("after", self.transformed)) if c]
+        return ", ".join(counts)
+
+
+# --- FX graphs ----------------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class GraphNode(Data):
+    name: str = ""
+    op: str = ""  # placeholder, call_function, call_method, call_module, get_attr, output, alias
+    target: str | None = None
+    args: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    type: str | None = None
+    dtype: str | None = None
+    shape: list[str] | None = None
+    stride: list[str] | None = None
+    device: str | None = None
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+    module: str | None = None  # nn.Module path, from torch's comments
+    module_guess: str | None = None  # … or guessed from parameter names
+
+
+_PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.stages.fx_graph parses from a graph's code
+_PARSING = threading.local()  # per thread: codes being parsed (their Graph must not parse itself again)
+
+
+def _parsing() -> set[str]:
+    if not hasattr(_PARSING, "codes"):
+        _PARSING.codes = set()
+    return _PARSING.codes
+
+# Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
+# tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
+MAX_PARSED_CODE_CHARS = 16_000_000
+
+
+@dataclass(repr=False, eq=False)
+class Graph(Stage):
+    """An FX graph as torch printed it, parsed into nodes and edges.
+
+    A saved graph leaves out what parsing its code gives back (``parsed_from_code``): the nodes are
+    the code again, in another form (a GPT-2 capture holds four graphs of ~1,000 nodes each)."""
+
+    NAME: ClassVar[str] = "graph"
+    code: str = ""
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[list[str]] = field(default_factory=list)
+    op_count: int = 0
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
+    parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
+    not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
+
+    def __post_init__(self):
+        if self.parsed_from_code and self.code and not self.nodes and self.code not in _parsing():
+            if len(self.code) > MAX_PARSED_CODE_CHARS:
+                self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
+                                   f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")
+            else:
+                self.__dict__.update(_parsed_graph(self.code))
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("parsed_from_code")
+        if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
+            parsed = _parsed_graph(self.code)
+            if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
+                for k in _PARSED_GRAPH:
+                    del out[k]
+                out["parsed_from_code"] = True
+        return out
+
+    def _text(self):
+        return self.code
+
+    def _summary(self):
+        return f"{self.op_count} ops, {len(self.nodes)} nodes"
+
+    @property
+    def table(self):
+        """The nodes as a pandas DataFrame."""
+        return _table(self.nodes)
+
+
+@dataclass(repr=False, eq=False)
+class AotGraphs(Stage):
+    NAME: ClassVar[str] = "aot"
+    graphs: dict[str, Graph] = field(default_factory=dict)  # by role: inference, joint, forward, backward
+    training: bool = False
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {role} =====\n{g.code}" for role, g in self.graphs.items())
+
+    def _summary(self):
+        return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())
+
+
+# --- guards -------------------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class GuardRow(Data):
+    kind: str = ""
+    source: str = ""
+    condition: str = ""
+    depth: int = 0
+    line: int | None = None
+    user_line: bool = False
+    user_code: str | None = None
+    origin: str | None = None
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Guards(Stage):
+    """The guard tree and one row per guard. A saved stage keeps the tree and which rows come from the
+    user's code (``user_line_rows``); every other column is the tree parsed again when loading."""
+
+    NAME: ClassVar[str] = "guards"
+    tree: str = ""  # torch's guard tree, as it prints it
+    rows: list[GuardRow] = field(default_factory=list)
+    count: int = 0
+    guard_count_torch: int | None = None  # torch's own guard_count metric, for comparison
+    latency_us: float | None = None
+    user_line_rows: list[int] | None = None  # set when saved without rows: the rows with user_line
+
+    def __post_init__(self):
+        if self.user_line_rows is not None and self.tree and not self.rows:
+            self.rows = _parsed_guard_rows(self.tree, self.user_line_rows)
+            self.user_line_rows = None
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        user = [i for i, row in enumerate(self.rows) if row.user_line]
+        if self.tree and self.rows and _dump(_parsed_guard_rows(self.tree, user)) == out["rows"]:
+            out["rows"], out["user_line_rows"] = [], user
+        return out
+
+    def _text(self):
+        return self.tree
+
+    def _summary(self):
+        return f"{self.count} guards"
+
+    @property
+    def table(self):
+        """The guards as a pandas DataFrame (one row per guard)."""
+        return _table(self.rows)
+
+
+# --- graph breaks and recompiles ----------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Location(Data):
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+    user: bool = True  # False: Python's runtime, Jupyter/IPython, torch or tcompile (not the model's code)
+    cell: int | None = None  # the notebook cell this file is: In [cell] (IPython's execution count)
+
+
+@dataclass(repr=False, eq=False)
+class BreakRegistry(Data):
+    """torch's graph-break registry entry for a GB code."""
+
+    type: str | None = None
+    context: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class GraphBreak(Data):
+    headline: str = ""
+    reason: str = ""
+    gb_code: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    cell: int | None = None  # ``file`` is the notebook cell In [cell]
+    stack: list[Location] = field(default_factory=list)  # outermost first; ``user`` marks the model's frames
+    registry: BreakRegistry | None = None
+    fatal: bool = False  # under fullgraph=True: the compile failed
+    count: int = 1
+    compile_id: str | None = None
+    compile_ids: list[str] = field(default_factory=list)
+
+    def as_text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "unknown location"
+        lines = [f"{self.gb_code or 'graph break'}: {self.headline} at {where}"
+                 + (f" (x{self.count})" if self.count > 1 else "")]
+        if self.code:
+            lines.append(f"    {self.code}")
+        if self.explanation:
+            lines.append(f"  why: {self.explanation}")
+        lines += [f"  hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+
+@dataclass(repr=False, eq=False)
+class Breaks(Stage):
+    """Every graph break of the capture, deduplicated (``count`` per place). Indexable: ``cap.breaks[0]``."""
+
+    NAME: ClassVar[str] = "breaks"
+    items: list[GraphBreak] = field(default_factory=list)
+    total: int = 0
+
+    def __getitem__(self, index) -> GraphBreak:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def _text(self):
+        if not self.items:
+            return "no graph breaks"
+        return "\n\n".join(item.as_text() for item in self.items)
+
+    def _summary(self):
+        return f"{self.total} graph breaks, {len(self.items)} unique"
+
+    @property
+    def table(self):
+        return _table(self.items)
+
+
+@dataclass(repr=False, eq=False)
+class RecompileReason(Data):
+    text: str = ""
+    guard: str = ""  # the guard that failed
+    detail: str | None = None
+    against: str | None = None  # the compile id whose guards failed
+    note: str | None = None
+    user_stack: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Recompile(Stage):
+    """Why this compile happened although the frame had compiled before."""
+
+    NAME: ClassVar[str] = "recompile"
+    reasons: list[RecompileReason] = field(default_factory=list)
+    compile_id: str | None = None  # set in ``Capture.recompiles``
+    name: str | None = None
+
+    @property
+    def failed_guard(self) -> str | None:
+        """The first guard that failed (torch lists the reasons against each earlier compile)."""
+        return self.reasons[0].guard if self.reasons else None
+
+    def _text(self):
+        head = f"recompile {self.compile_id} ({self.name})\n" if self.compile_id else ""
+        return head + "\n".join(f"  against {r.against}: {r.text}" for r in self.reasons)
+
+    def _summary(self):
+        return f"{self.compile_id or ''} {self.failed_guard}"
+
+
+# --- AOT, Inductor and kernels ------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class IrNode(Data):
+    name: str = ""
+    kind: str = ""
+    ops: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # [first, last] line in the IR text
+    detail: str | None = None
+    extern_kernel: str | None = None
+    text: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class IrText(Data):
+    """Inductor's scheduler nodes as its IR log prints them."""
+
+    text: str = ""
+    nodes: list[IrNode] = field(default_factory=list)
+
+    def as_text(self) -> str:
+        return self.text
+
+
+@dataclass(repr=False, eq=False)
+class FusionRow(Data):
+    fused: str = ""
+    members: list[str] = field(default_factory=list)
+    kind: str = ""
+    is_fusion: bool = False
+    kernel: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class InductorIR(Stage):
+    NAME: ClassVar[str] = "ir"
+    pre_fusion: IrText | None = None
+    post_fusion: IrText | None = None
+    fusion: list[FusionRow] = field(default_factory=list)
+    nodes_before: int = 0
+    nodes_after: int = 0
+
+    def _text(self):
+        return (self.post_fusion or IrText()).text
+
+    def _summary(self):
+        return f"{self.nodes_before} nodes before fusion, {self.nodes_after} after"
+
+
+@dataclass(repr=False, eq=False)
+class KernelGpu(Data):
+    """GPU depth of one Triton kernel (``compiler.capturing.gpu``): what its compiled binary uses (from the launcher
+    Inductor runs), its launch configuration, the bytes it moves per launch (``compiler.stages.kernels.
+    triton_bytes``) and the bandwidth that achieves against the GPU's peak; Triton's kept IR levels."""
+
+    registers: int | None = None  # per thread
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # block sizes of the launched config
+    configs_compiled: int | None = None
+    bytes_read: int | None = None  # per launch
+    bytes_written: int | None = None
+    bytes_per_call: int | None = None  # read + written, per launch
+    bytes_method: str | None = None
+    bytes_reason: str | None = None  # why the bytes are unknown
+    time_us_per_launch: float | None = None
+    achieved_bytes_per_s: float | None = None
+    peak_bytes_per_s: float | None = None
+    bandwidth_share: float | None = None  # achieved ÷ peak
+    ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
+    ir_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class Kernel(Data):
+    name: str = ""
+    language: str = ""  # cpp, triton, extern
+    kind: str | None = None
+    source: str | None = None
+    comments: str | None = None
+    call_args: list[str] = field(default_factory=list)
+    aten_ops: list[str] = field(default_factory=list)
+    source_nodes: list[str] = field(default_factory=list)
+    ops_from_name: list[str] = field(default_factory=list)
+    ir_node: str | None = None
+    ir_nodes: list[str] = field(default_factory=list)
+    ir_members: list[str] = field(default_factory=list)
+    ir_ops: list[str] = field(default_factory=list)
+    kernel_path: str | None = None
+    kernel_info: dict[str, Any] | None = None  # triton_kernel_info (GPU)
+    triton: dict[str, Any] | None = None  # @triton_heuristics metadata (GPU)
+    role: str | None = None
+    gpu_time_us_per_call: float | None = None
+    profiled_calls: int | None = None
+    gpu: KernelGpu | None = None  # Triton kernels: registers, spills, bandwidth, IR levels
+
+    def as_text(self) -> str:
+        return self.source or ""
+
+
+@dataclass(repr=False, eq=False)
+class GeneratedCode(Stage):
+    NAME: ClassVar[str] = "code"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    aot_id: str | None = None
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels ({', '.join(self.languages)})"
+
+
+@dataclass(repr=False, eq=False)
+class InductorRun(Data):
+    """One Inductor compile: inference, or the forward or backward of a training graph."""
+
+    role: str | None = None
+    pre_grad: Graph = field(default_factory=Graph)
+    post_grad: Graph = field(default_factory=Graph)
+    ir: InductorIR = field(default_factory=InductorIR)
+    code: GeneratedCode = field(default_factory=GeneratedCode)
+
+    @property
+    def ir_before(self) -> IrText:
+        """Inductor's IR before fusion."""
+        return self.ir.pre_fusion or IrText()
+
+    @property
+    def ir_after(self) -> IrText:
+        """Inductor's IR after fusion."""
+        return self.ir.post_fusion or IrText()
+
+
+@dataclass(repr=False, eq=False)
+class Inductor(Stage):
+    NAME: ClassVar[str] = "inductor"
+    runs: list[InductorRun] = field(default_factory=list)
+    cache: str | None = None  # why lowering and fusion were not seen (a cache hit)
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {run.role or 'inference'}: IR after fusion =====\n{run.ir_after.text}"
+                           for run in self.runs)
+
+    def _summary(self):
+        return f"{len(self.runs)} Inductor compiles ({', '.join(r.role or 'inference' for r in self.runs)})"
+
+
+@dataclass(repr=False, eq=False)
+class Kernels(Stage):
+    """Every kernel of the compile's generated code (all Inductor runs)."""
+
+    NAME: ClassVar[str] = "kernels"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.kernels)
+
+
+# --- provenance: source line ↔ nodes ↔ kernels, cost per line, amortization -------------------------
+
+@dataclass(repr=False, eq=False)
+class ProvenanceNode(Data):
+    """One node of one level (``dynamo``, ``aot``, ``post_grad``, ``ir_pre_fusion``, ``ir_post_fusion``)
+    with the source lines it came from and the kernels it ended up in (``role:name`` keys)."""
+
+    level: str = ""
+    role: str | None = None  # inference, forward, backward (None for Dynamo's graph)
+    name: str = ""
+    target: str | None = None
+    lines: list[int] = field(default_factory=list)
+    file: str | None = None
+    kernels: list[str] = field(default_factory=list)
+    post_grad_nodes: list[str] = field(default_factory=list)  # IR nodes: the post-grad nodes they compute
+
+
+@dataclass(repr=False, eq=False)
+class KernelProvenance(Data):
+    """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
+
+    key: str = ""  # "role:name" (kernel names repeat between forward and backward)
+    name: str = ""
+    role: str | None = None
+    language: str = ""
+    lines: list[int] = field(default_factory=list)
+    line_weights: dict[str, float] = field(default_factory=dict)  # str(line) → share of this kernel's work
+    post_grad_nodes: list[str] = field(default_factory=list)
+    ir_nodes: list[str] = field(default_factory=list)  # scheduler nodes before fusion
+    fused_nodes: list[str] = field(default_factory=list)  # … after fusion
+    how: str | None = None  # which metadata linked it (IR buffers, kernel comments, …)
+    file: str | None = None  # the source file of its lines
+    seconds: float | None = None  # measured time per call of the function
+    calls: float | None = None  # invocations per call of the function
+
+
+@dataclass(repr=False, eq=False)
+class LineProvenance(Data):
+    """One source line that produced work: its nodes at every level, its kernels, its cost."""
+
+    line: int = 0
+    file: str | None = None
+    code: str | None = None
+    dynamo_nodes: list[str] = field(default_factory=list)
+    aot_nodes: list[str] = field(default_factory=list)  # "role:name"
+    post_grad_nodes: list[str] = field(default_factory=list)  # "role:name"
+    ir_nodes: list[str] = field(default_factory=list)  # "role:name"
+    kernels: list[str] = field(default_factory=list)  # "role:name"
+    seconds: float | None = None  # this line's share of measured kernel time, per call of the function
+    time_share: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class InductorTracking(Data):
+    """Inductor's own provenance record of one Inductor run, as a TORCH_TRACE log holds it when torch
+    ran with ``trace.provenance_tracking_level`` on (artifact ``inductor_provenance_tracking_node_mappings``;
+    older logs: ``inductor_post_to_pre_grad_nodes``, ``inductor_triton_kernel_to_post_grad_nodes``), and
+    the same links as line numbers of the logged graph and code texts, counted as tlparse counts them."""
+
+    role: str | None = None
+    version: float | None = None
+    pre_to_post: dict[str, list[str]] = field(default_factory=dict)  # pre-grad node → post-grad nodes
+    post_to_pre: dict[str, list[str]] = field(default_factory=dict)
+    kernel_to_post: dict[str, list[str]] = field(default_factory=dict)  # "kernel[:debug handle]" → post-grad nodes
+    post_to_kernel: dict[str, list[str]] = field(default_factory=dict)
+    kernel_stack_traces: dict[str, list[str]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # pre_grad/post_grad/code/aot_code → the artifact counted
+    # tlparse's lineMappings: preToPost, postToPre, pyCodeToPost, postToPyCode, cppCodeToPost, postToCppCode,
+    # each str(line) → lines (1-based, in the texts named above)
+    line_mappings: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Provenance(Stage):
+    """Source line ↔ Dynamo nodes ↔ AOT nodes ↔ post-grad nodes ↔ scheduler nodes ↔ kernels, both
+    ways (``compiler.stages.provenance`` says how it is derived and what is best effort)."""
+
+    NAME: ClassVar[str] = "provenance"
+    method: str = ""
+    lines: list[LineProvenance] = field(default_factory=list)
+    kernels: list[KernelProvenance] = field(default_factory=list)
+    nodes: list[ProvenanceNode] = field(default_factory=list)
+    time_source: str | None = None  # where kernel times came from (None: not measured)
+    unattributed_seconds: float | None = None  # measured time of kernels with no source line
+    inductor_tracking: list[InductorTracking] = field(default_factory=list)  # from a trace, per run
+    notes: list[str] = field(default_factory=list)
+
+    def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
+        return [k for row in self.lines if row.line == line and file in (None, row.file) for k in row.kernels]
+
+    def lines_of_kernel(self, name: str, role: str | None = None) -> list[int]:
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({line for k in found for line in k.lines})
+
+    def nodes_of_line(self, line: int, level: str | None = None) -> list[ProvenanceNode]:
+        return [n for n in self.nodes if line in n.lines and level in (None, n.level)]
+
+    def kernel(self, name: str, role: str | None = None) -> KernelProvenance | None:
+        return next((k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)), None)
+
+    def _text(self):
+        rows = [f"line {r.line:>5}  {(r.time_share or 0) * 100:5.1f}%  {r.code or ''}\n"
+                f"             kernels: {', '.join(r.kernels) or '-'}" for r in self.lines]
+        return "\n".join(rows)
+
+    def _summary(self):
+        return f"{len(self.lines)} lines, {len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.lines)
+
+
+@dataclass(repr=False, eq=False)
+class Amortization(Stage):
+    """When compiling paid off: compile seconds ÷ the measured saving per call."""
+
+    NAME: ClassVar[str] = "amortization"
+    compile_s: float | None = None
+    saving_per_call_s: float | None = None
+    break_even_calls: int | None = None  # calls after which compiling paid off (None: it never does)
+    calls_per_function_call: float | None = None  # how often one call of the function ran this compile
+    calls_under_capture: float | None = None  # calls this cached compile served during the capture
+    method: str | None = None
+
+    def _text(self):
+        return (f"compile {self.compile_s or 0:.3g} s, saving {self.saving_per_call_s or 0:.3g} s per call, "
+                f"paid off after {self.break_even_calls if self.break_even_calls is not None else 'never'} calls")
+
+    def _summary(self):
+        return f"paid off after {self.break_even_calls} calls" if self.break_even_calls else "never paid off"
+
+
+@dataclass(repr=False, eq=False)
+class AutotuneChoice(Data):
+    name: str = ""
+    description: str | None = None
+    time_ms: float | None = None
+    chosen: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Autotune(Data):
+    op: str | None = None
+    compile_id: str | None = None
+    input_sizes: list[Any] = field(default_factory=list)
+    choices: list[AutotuneChoice] = field(default_factory=list)
+
+
+# --- timings, shapes ----------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class Phase(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    count: int = 1
+
+
+@dataclass(repr=False, eq=False)
+class TimingEvent(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    start: float = 0.0
+    depth: int = 0
+
+
+@dataclass(repr=False, eq=False)
+class CacheEvent(Data):
+    artifact: str = ""
+    cache_state: str | None = None
+    cache_status_detailed: str | None = None
+    key: str | None = None
+    cache_bypass_reason: str | None = None
+    reason: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Timings(Stage):
+    NAME: ClassVar[str] = "timings"
+    phases: list[Phase] = field(default_factory=list)
+    events: list[TimingEvent] = field(default_factory=list)
+    cache: list[CacheEvent] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def _text(self):
+        return _text_table(self.phases, ["label", "seconds", "count"])
+
+    def _summary(self):
+        return f"{len(self.phases)} phases"
+
+    @property
+    def table(self):
+        return _table(self.phases)
+
+
+@dataclass(repr=False, eq=False)
+class ShapeSymbol(Data):
+    symbol: str | None = None
+    kind: str = "backed"  # backed or unbacked
+    source: str | None = None
+    hint: Any = None
+    range: str | None = None
+    origin: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class ShapeGuard(Data):
+    expr: str = ""
+    pretty: str | None = None
+    latex: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Specialization(Data):
+    symbol: str | None = None
+    sources: list[str] | None = None
+    value: Any = None
+    reason: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class IndexExpression(Data):
+    index: str = ""
+    expr: str = ""
+    symbols: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Shapes(Stage):
+    NAME: ClassVar[str] = "shapes"
+    symbols: list[ShapeSymbol] = field(default_factory=list)
+    guards: list[ShapeGuard] = field(default_factory=list)
+    specializations: list[Specialization] = field(default_factory=list)
+    index_expressions: list[IndexExpression] = field(default_factory=list)
+    symbol_sources: dict[str, str] = field(default_factory=dict)
+
+    def _text(self):
+        lines = [f"{s.symbol} = {s.source}  range {s.range}  ({s.origin})" for s in self.symbols]
+        lines += [f"guard: {g.expr}" for g in self.guards]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return f"{len(self.symbols)} symbols, {len(self.guards)} shape guards"
+
+    @property
+    def table(self):
+        return _table(self.symbols)
+
+
+@dataclass(repr=False, eq=False)
+class CompileError(Data):
+    type: str | None = None
+    message: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+ORIGINS = ("dynamo", "aot_inductor")  # what produced a Compile (Compile.origin)
+
+
+@dataclass(repr=False, eq=False)
+class Compile(Data):
+    """Everything captured for one frame compile (compile id ``frame/compile``)."""
+
+    compile_id: str
+    frame_id: int = 0
+    frame_compile_id: int = 0
+    attempts: int = 1
+    # "dynamo": a frame torch.compile compiled. "aot_inductor": AOTInductor compiled an exported program;
+    # its records carry no Dynamo compile id (tlparse files them under -_-_-_-, the compile id kept here),
+    # so there is no frame, source, bytecode, Dynamo graph or guards (those stages say so).
+    origin: str = "dynamo"
+    name: str | None = None
+    status: str = "incomplete"  # compiled, skipped, failed, incomplete
+    metrics: dict[str, Any] = field(default_factory=dict)  # torch's compilation_metrics
+    restart_reasons: list[str] = field(default_factory=list)
+    error: CompileError | None = None
+    source: Source = field(default_factory=Source)
+    bytecode: Bytecode = field(default_factory=Bytecode)
+    graph: Graph = field(default_factory=Graph)
+    guards: Guards = field(default_factory=Guards)
+    recompile: Recompile = field(default_factory=Recompile)
+    aot: AotGraphs = field(default_factory=AotGraphs)
+    inductor: Inductor = field(default_factory=Inductor)
+    kernels: Kernels = field(default_factory=Kernels)
+    timings: Timings = field(default_factory=Timings)
+    shapes: Shapes = field(default_factory=Shapes)
+    provenance: Provenance = field(default_factory=Provenance)
+    amortization: Amortization = field(default_factory=Amortization)
+    autotune: list[Autotune] = field(default_factory=list)
+    kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
+
+    def __post_init__(self):
+        if self.origin not in ORIGINS:
+            exc = _Mismatch(" or ".join(map(repr, ORIGINS)), self.origin)
+            exc.where.append(".origin")
+            raise exc
+        if self.kernels_from_inductor:
+            self.kernels, self.kernels_from_inductor = _kernels_of(self.inductor), False
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("kernels_from_inductor")
+        if self.kernels.available and _kernels_of(self.inductor).to_data() == out["kernels"]:
+            del out["kernels"]
+            out["kernels_from_inductor"] = True
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Compile {self.compile_id} {self.name} {self.status}>"
+
+    @property
+    def compile_seconds(self) -> float | None:
+        """torch's ``entire_frame_compile_time_s`` for this compile (None where it is not a number); for
+        an AOTInductor compile, which has none, the span of its compile_fx_aot event."""
+        if self.origin == "aot_inductor":
+            from compiler.stages.timings import aot_inductor_compile_seconds
+            return aot_inductor_compile_seconds([e.to_data() for e in self.timings.events] if self.timings.available else [],
+                                   self.metrics)
+        value = self.metrics.get("entire_frame_compile_time_s")
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def stage(self, name: str) -> Stage:
+        if name not in STAGES:
+            raise KeyError(f"no stage {name!r}; stages: {', '.join(STAGES)}")
+        return getattr(self, name)
+
+    def as_text(self) -> str:
+        return "\n\n".join(f"=== {name} ===\n{getattr(self, name).as_text()}" for name in STAGES)
+
+    def _repr_html_(self) -> str:
+        return draw("compile", self, self.as_text)
+
+
+STAGES = tuple(f.name for f in dataclasses.fields(Compile)
+               if isinstance(f.default_factory, type) and issubclass(f.default_factory, Stage))
+
+
+# --- capture-wide stages ------------------------------------------------------------------------
+
+@dataclass(repr=False, eq=False)
+class CallTiming(Data):
+    median_s: float = 0.0
+    min_s: float = 0.0
+    max_s: float = 0.0
+    q1_s: float = 0.0
+    q3_s: float = 0.0
+    samples: int = 0
+    calls_per_sample: int = 1
+
+
+@dataclass(repr=False, eq=False)
+class Runtime(Stage):
+    NAME: ClassVar[str] = "runtime"
+    device: str = "cpu"
+    eager: CallTiming | None = None
+    compiled: CallTiming | None = None
+    speedup: float | None = None
+    first_call_s: float | None = None
+    threads: int | None = None
+    cpu_count: int | None = None
+    load_average: float | None = None
+    busy: bool = False  # the machine was loaded while timing: numbers are less reliable
+    method: str | None = None
+    note: str | None = None
+    recompiles_while_timing: int = 0  # frames compiled while being timed (the timed code was not steady)
+    wall_s: float | None = None  # how long timing took
+
+    def _text(self):
+        lines = [f"eager {self.eager.median_s:.6g} s, compiled {self.compiled.median_s:.6g} s (median)"
+                 if self.eager and self.compiled else "",
+                 f"speedup {self.speedup:.2f}x" if self.speedup else "", self.method or "",
+                 "warning: the machine was busy while timing" if self.busy else ""]
+        return "\n".join(line for line in lines if line)
+
+    def _summary(self):
+        return f"speedup {self.speedup:.2f}x" if self.speedup else "measured"
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphEvent(Data):
+    kind: str = ""
+    message: str | None = None
+    compile_id: str | None = None
+    function: str | None = None
+    graph_id: int | None = None
+    key: str | None = None
+    reason: str | None = None
+    user_reason: str | None = None
+    found_from: Location | None = None
+    time: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphMemory(Data):
+    reserved_growth_bytes: int = 0
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphs(Stage):
+    NAME: ClassVar[str] = "cudagraphs"
+    used: bool = False
+    skipped: bool = False
+    warmups: int = 0
+    recorded: int = 0
+    replays: int = 0
+    re_recordings: int = 0
+    trees: list[str] = field(default_factory=list)
+    events: list[CudaGraphEvent] = field(default_factory=list)
+    skip_reasons: list[str] = field(default_factory=list)
+    skip_reasons_user: list[str] = field(default_factory=list)
+    skip_locations: list[Location] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)
+    calls_under_capture: int | None = None
+    memory: CudaGraphMemory | None = None
+
+    def _text(self):
+        lines = [f"warm-ups {self.warmups}, recordings {self.recorded}, replays {self.replays}, "
+                 f"re-recordings {self.re_recordings}"]
+        lines += [f"skipped: {r}" for r in self.skip_reasons_user or self.skip_reasons]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return "skipped" if self.skipped else f"{self.recorded} recorded, {self.replays} replays"
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphComparison(Stage):
+    NAME: ClassVar[str] = "cudagraph_comparison"
+    mode: str | None = None
+    with_cudagraphs: CallTiming | None = None
+    without_cudagraphs: CallTiming | None = None
+    speedup: float | None = None
+    memory_reserved_growth_bytes: int | None = None
+
+    def _text(self):
+        return f"with CUDA graphs {self.speedup:.2f}x faster" if self.speedup else ""
+
+
+@dataclass(repr=False, eq=False)
+class ProfiledKernel(Data):
+    name: str = ""
+    gpu_time_us: float = 0.0
+    calls: int = 0
+    gpu_time_us_per_call: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
+class GpuProfile(Stage):
+    NAME: ClassVar[str] = "gpu_profile"
+    iters: int = 0
+    kernels: list[ProfiledKernel] = field(default_factory=list)
+    gpu_time_us_per_call: float | None = None
+    wall_time_us_per_call: float | None = None
+    launch_overhead_share: float | None = None
+    peak_bytes_per_s: float | None = None  # the GPU's peak DRAM bandwidth
+    peak_source: str | None = None  # device query, or the table of known GPUs
+
+    def _text(self):
+        return _text_table(self.kernels, ["name", "gpu_time_us_per_call", "calls"])
+
+
+@dataclass(repr=False, eq=False)
+class CaptureError(Data):
+    """The exception that ended the captured block, and the stage it came from in the user's terms."""
+
+    type: str = ""
+    message: str = ""
+    stage: str = ""
+    module: str | None = None
+    cause: str | None = None
+    compile_id: str | None = None
+    last_record: str | None = None
+    traceback: str | None = None
+
+    def as_text(self) -> str:
+        return f"{self.type} in {self.stage}: {self.message}"
+
+
+@dataclass(repr=False, eq=False)
+class Summary(Data):
+    frames: int = 0
+    compiles: int = 0
+    graphs: int = 0
+    graph_breaks: int = 0
+    unique_graph_breaks: int = 0
+    recompiles: int = 0
+    guards: int = 0
+    kernels: int = 0
+    compile_time_s: float = 0.0
+    failed_compiles: int = 0
+
+
+def _unavailable(stage_type, reason: str):
+    return lambda: stage_type(available=False, reason=reason)
+
+
+class JsonFile:
+    """Saved and loaded as versioned JSON — data only, never pickle, never executed. A subclass
+    names its ``document`` kind; ``from_data`` checks what was read (here: ``validate_data`` on
+    a plain ``data`` dict; typed documents such as ``Capture`` check every field instead)."""
+
+    document = "capture"
+
+    def to_data(self) -> dict:
+        return self.data
+
+    @staticmethod
+    def validate_data(data) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def from_data(cls, data):
+        cls.validate_data(data)
+        return cls(data)
+
+    def to_json(self) -> str:
+        # compact: a GPT-2-sized capture stays under 5 MB (indented it is ~20 % larger)
+        return json.dumps(self.to_data(), separators=(",", ":"), default=str)
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, text: str | bytes):
+        return cls.from_data(read_json_text(text, cls.document))
+
+    @classmethod
+    def load(cls, path):
+        try:
+            text = utf8_text(Path(path).read_bytes(), cls.document)  # the bytes are freed before parsing
+        except OSError as exc:
+            raise CaptureFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+        with paused_gc():
+            return cls.from_json(text)
+
+
+
+@dataclass(repr=False, eq=False)
+class CaptureData(Data, JsonFile):
+    """The saved part of a capture; ``Capture`` adds the live-only state and the methods. Loads from
+    a file or dict with its header checked first (analyses that need only the data, like ``diff``, read
+    captures as this)."""
+
+    format: str
+    version: list[int]
+    environment: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    compiles: list[Compile] = field(default_factory=list)
+    breaks: Breaks = field(default_factory=lambda: Breaks(available=True))
+    recompiles: list[Recompile] = field(default_factory=list)
+    cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
+    runtime: Runtime = field(default_factory=_unavailable(Runtime, "not measured"))
+    first_call_s: float | None = None
+    gpu_profile: GpuProfile | None = None
+    cudagraph_comparison: CudaGraphComparison | None = None
+    counters: dict[str, Any] = field(default_factory=dict)  # torch's dynamo counters during the capture
+    error: CaptureError | None = None
+    unknown_records: dict[str, int] = field(default_factory=dict)  # record kinds tcompile does not know, counted
+    extra_records: list[Any] = field(default_factory=list)  # … and those records, trimmed
+    summary: Summary = field(default_factory=Summary)
+
+    @classmethod
+    def from_data(cls, data, path: str = ""):
+        check_header(data)
+        return super().from_data(data, path)
+
+
+def check_header(data) -> None:
+    """Reject anything that is not a capture of a version this reader knows (before reading fields)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CaptureFormatError(f"not a tcompile capture: missing \"format\": \"{FORMAT}\"")
+    version = data.get("version")
+    if not (isinstance(version, list) and len(version) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in version)):
+        raise CaptureFormatError(f"version: expected [major, minor], got {_shown(version)}")
+    if version[0] != VERSION[0]:
+        raise CaptureFormatError(f"capture format version {version[0]}.{version[1]} is not supported "
+                                 f"by this tcompile (reads {VERSION[0]}.x)")
+
+
+def utf8_text(raw: bytes | str, what: str) -> str:
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CaptureFormatError(f"not a tcompile {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return raw
+
+
+def read_json_text(raw: bytes | str, what: str):
+    """JSON text → Python value; anything that is not UTF-8 JSON of sane depth is a CaptureFormatError."""
+    raw = utf8_text(raw, what)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, and an integer longer than Python converts (4,300 digits)
+        raise CaptureFormatError(f"not a tcompile {what}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than Python can read") from None
+    if _depth(value) > MAX_DEPTH:
+        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value) -> int:
+    """Nesting depth, iteratively (a recursive walk would itself overflow)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            return level
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+

@@ -1,0 +1,103 @@
+"""Compile timings: torch's chromium events (B/E pairs, each with ``args.compile_id``) and
+``compilation_metrics``, folded into the stages a user thinks in."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+AOT_INDUCTOR_ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
+
+# (event name torch emits, the stage it is shown as), outermost first.
+PHASES = [
+    ("entire_frame_compile", "Whole frame compile"),
+    ("bytecode_tracing", "Dynamo tracing"),
+    ("build_guards", "Guard building"),
+    ("backend_compile", "Backend compile"),
+    ("create_aot_dispatcher_function", "AOTAutograd"),
+    ("_recursive_pre_grad_passes", "Pre-grad passes"),
+    ("_recursive_joint_graph_passes", "Joint-graph passes"),
+    ("inductor_compile", "Inductor"),
+    ("_recursive_post_grad_passes", "Post-grad passes"),
+    ("GraphLowering.run", "Lowering to IR"),
+    ("Scheduler.__init__", "Scheduling & fusion"),
+    ("GraphLowering.codegen", "Code generation"),
+    ("compile_file", "C++ compile"),
+    ("async_compile.wait", "Waiting for kernel compiles"),
+    ("compiled_autograd", "Compiled autograd"),
+]
+LABELS = dict(PHASES)
+
+
+def chromium_event(record) -> dict | None:
+    if record.payload:
+        try:
+            return json.loads(record.payload)
+        except (TypeError, json.JSONDecodeError):
+            return None
+    event = record.metadata.get("chromium_event")
+    return event if isinstance(event, dict) else None
+
+
+def fold_events(events: list[dict]) -> dict[str, list[dict]]:
+    """Durations per compile id: ``{"0/0": [{"name", "seconds", "depth", "start"}…]}``."""
+    open_events: dict[tuple, list[tuple[float, int]]] = defaultdict(list)
+    depth: dict[str, int] = defaultdict(int)
+    out: dict[str, list[dict]] = defaultdict(list)
+    for event in sorted(events, key=lambda e: e.get("ts", 0)):
+        compile_id = (event.get("args") or {}).get("compile_id")
+        if not compile_id:
+            continue
+        key = (compile_id, event.get("name"))
+        if event.get("ph") == "B":
+            open_events[key].append((event["ts"], depth[compile_id]))
+            depth[compile_id] += 1
+        elif event.get("ph") == "E" and open_events[key]:
+            start, level = open_events[key].pop()
+            depth[compile_id] = level
+            out[compile_id].append({"name": event["name"], "label": LABELS.get(event["name"], event["name"]),
+                                    "seconds": (event["ts"] - start) / 1e6, "depth": level, "start": start / 1e6})
+    for items in out.values():
+        items.sort(key=lambda e: e["start"])
+    return dict(out)
+
+
+def phase_totals(events: list[dict]) -> list[dict]:
+    """The named stages, summed over repeated events (e.g. forward + backward Inductor compiles)."""
+    totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for event in events:
+        if event["name"] in LABELS:
+            totals[event["name"]] += event["seconds"]
+            counts[event["name"]] += 1
+    return [{"name": name, "label": label, "seconds": round(totals[name], 6), "count": counts[name]}
+            for name, label in PHASES if name in totals]
+
+
+CACHE_KEYS = ("inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss_count",
+              "aotautograd_local_cache_hit_count", "aotautograd_local_cache_miss_count",
+              "fx_graph_cache_hit", "fx_graph_cache_miss")
+
+
+def timings_stage(events: list[dict], metrics: dict, cache_events: list[dict]) -> dict:
+    if not events and not metrics:
+        return {"available": False, "reason": "torch recorded no timing events for this compile"}
+    return {
+        "available": True,
+        "phases": phase_totals(events),
+        "events": events,
+        "metrics": {k: metrics.get(k) for k in ("entire_frame_compile_time_s", "backend_compile_time_s",
+                                                 "inductor_compile_time_s", "code_gen_time_s",
+                                                 "dynamo_time_before_restart_s", "guard_latency_us",
+                                                 "structured_logging_overhead_s") if metrics.get(k) is not None},
+        "cache": cache_events,
+    }
+
+def aot_inductor_compile_seconds(events: list[dict], metrics: dict) -> float | None:
+    """An AOTInductor compile's time, which torch logs no ``entire_frame_compile_time_s`` for: the span
+    of its outermost timed event (``compile_fx_aot``), else the start to end of its compilation_metrics
+    record; None if the trace holds neither."""
+    spans = [e["seconds"] for e in events if e["name"] == AOT_INDUCTOR_ROOT_EVENT and not e["depth"]]
+    if spans:
+        return sum(spans)
+    start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
+    return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
