@@ -20,5 +20,20 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
+# The browser tests' shared setup, in one place: the JupyterLab harness is a plugin of every test module
+# (its fixtures: the server, Chromium, test-output/<test>/), its asserts rewritten like a test's.
 pytest.register_assert_rewrite("jupyterlab_harness")
-from jupyterlab_harness import artifact_dir  # noqa: E402,F401 — one test-output/<test>/ fixture for all tests
+pytest_plugins = ["jupyterlab_harness"]
+
+from tlparse_fixtures import INPUTS, SKIP_REASON as TLPARSE_SKIP  # noqa: E402
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end how many tests skipped for want of tlparse's fixture logs, and how to run them."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and TLPARSE_SKIP in str(r.longrepr[2])]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} tests skipped because tlparse's fixture logs are not at {INPUTS}: to run them, put "
+            "tlparse's tests/inputs folder there (github.com/pytorch/tlparse, tests/inputs; see "
+            "../shared/tlparse_inputs/SOURCE.md) and run pytest again", yellow=True)

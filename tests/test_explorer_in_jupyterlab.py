@@ -3,9 +3,7 @@ headless Chromium checks the views render (tabs, the graph-break reason, the gua
 the what-if panel answers. Screenshots land in test-output/<test>/."""
 import pytest
 
-pytest.register_assert_rewrite("jupyterlab_harness")
-
-from jupyterlab_harness import (  # noqa: E402
+from jupyterlab_harness import (
     open_notebook,
     run_all_cells,
     screenshot,
@@ -14,7 +12,6 @@ from jupyterlab_harness import (  # noqa: E402
     write_notebook,
 )
 
-pytest_plugins = ["jupyterlab_harness"]
 
 SETUP = """\
 %load_ext explorer

@@ -10,9 +10,7 @@ import time
 
 import pytest
 
-pytest.register_assert_rewrite("jupyterlab_harness")
-
-from jupyterlab_harness import (  # noqa: E402
+from jupyterlab_harness import (
     open_notebook,
     run_all_cells,
     screenshot,
@@ -21,7 +19,6 @@ from jupyterlab_harness import (  # noqa: E402
     write_notebook,
 )
 
-pytest_plugins = ["jupyterlab_harness"]
 
 pytest.importorskip("transformers")
 pytest.importorskip("anywidget")

@@ -2,11 +2,7 @@
 
 import pytest
 
-# Imported here before pytest_plugins registers it: mark it for assert rewriting first,
-# else pytest warns that it cannot rewrite an already imported plugin.
-pytest.register_assert_rewrite("jupyterlab_harness")
-
-from jupyterlab_harness import (  # noqa: E402
+from jupyterlab_harness import (
     open_notebook,
     run_all_cells,
     screenshot,
@@ -15,7 +11,6 @@ from jupyterlab_harness import (  # noqa: E402
     write_notebook,
 )
 
-pytest_plugins = ["jupyterlab_harness"]
 
 MESSAGE = "tcompile harness smoke 7f3a"
 

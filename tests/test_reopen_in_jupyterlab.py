@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.register_assert_rewrite("jupyterlab_harness")
-
 from tlparse_fixtures import INPUTS  # noqa: E402
 
-from jupyterlab_harness import (  # noqa: E402
+from jupyterlab_harness import (
     TEST_OUTPUT,
     JupyterLabServer,
     _isolated_env,
@@ -32,7 +30,6 @@ from jupyterlab_harness import (  # noqa: E402
     write_notebook,
 )
 
-pytest_plugins = ["jupyterlab_harness"]
 
 SETUP = """\
 %load_ext explorer

@@ -6,9 +6,7 @@ lines readable, both as a notebook HTML output (where JupyterLab right-aligns ta
 widget. Screenshots (and of a cut text's mark) land in test-output/<test>/."""
 import pytest
 
-pytest.register_assert_rewrite("jupyterlab_harness")
-
-from jupyterlab_harness import (  # noqa: E402
+from jupyterlab_harness import (
     open_notebook,
     render_html_screenshot,
     run_all_cells,
@@ -18,7 +16,6 @@ from jupyterlab_harness import (  # noqa: E402
     write_notebook,
 )
 
-pytest_plugins = ["jupyterlab_harness"]
 pytest.importorskip("itables")
 
 CAPTURE = """\

@@ -9,7 +9,8 @@ import pytest
 INPUTS = Path(__file__).resolve().parents[2] / "shared" / "tlparse_inputs"
 TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
 
-needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"tlparse's fixture logs are not at {INPUTS} "
+SKIP_REASON = "tlparse's fixture logs are not at"
+needs_inputs = pytest.mark.skipif(not INPUTS.is_dir(), reason=f"{SKIP_REASON} {INPUTS} "
                                   "(../shared/tlparse_inputs is provided next to the checkout, not in it)")
 needs_tlparse = pytest.mark.skipif(not Path(TLPARSE).exists(), reason="the tlparse CLI is not installed "
                                    "(pip install tlparse==0.4.3, in the test extra)")
