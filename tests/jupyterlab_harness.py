@@ -16,6 +16,7 @@ Helpers: ``write_notebook``, ``open_notebook``, ``run_all_cells``, ``wait_for_ou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -312,7 +313,14 @@ _PAGE_CSS = """body { margin: 16px; background: var(--jp-layout-color0);
 def render_html_screenshot(
     html: str, path: Path | str, theme: str = "light", width: int = 1000
 ) -> Path:
-    """Render an HTML string (fragment or document) and save a full-page PNG.
+    """Render an HTML string (fragment or document) and save a full-page PNG (``rendered_html``)."""
+    with rendered_html(html, theme, width) as page:
+        return screenshot(page, path, full_page=True)
+
+
+@contextlib.contextmanager
+def rendered_html(html: str, theme: str = "light", width: int = 1000):
+    """Yield a headless Chromium page showing an HTML string (fragment or document).
 
     The JupyterLab theme's CSS variables (--jp-*) are defined and the page background
     and text follow the theme, so HTML written for notebook outputs looks as in Lab.
@@ -327,7 +335,7 @@ def render_html_screenshot(
     with open_browser(viewport={"width": width, "height": 400}) as page:
         page.emulate_media(color_scheme=theme)
         page.set_content(document, wait_until="load")
-        return screenshot(page, path, full_page=True)
+        yield page
 
 
 # --------------------------------------------------------------------------- notebooks

@@ -197,7 +197,9 @@ def test_eager_and_aot_eager_backends(backend):
     if backend == "eager":
         assert "eager" in c.aot.reason
     assert "Inductor" in c.inductor.reason or "inductor" in c.inductor.reason.lower()
-    assert cap.options["backend"] == backend
+    # the backend that ran is the one asked for: torch's own counter of AOTAutograd compiles agrees
+    from torch._dynamo.utils import counters
+    assert bool(counters["aot_autograd"]["total"]) == (backend == "aot_eager")
 
 
 def test_what_if_predicts_exactly_the_recompiles_that_happen():
@@ -346,7 +348,9 @@ def test_environment_and_options_recorded():
     env = cap.environment
     assert env["torch"] == torch.__version__
     assert env["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert cap.options["dynamic"] is False and cap.options["caches_enabled"] is True
+    c = cap.compiles[0]
+    assert c.graph.available and "Sym(" not in c.graph.code  # dynamic=False took effect: static sizes
+    assert not c.shapes.symbols
     with pytest.raises(TypeError, match="unknown torch.compile option"):
         compiler.explore(lambda x: x, torch.ones(1), bakend="eager")
 

@@ -14,8 +14,10 @@ def softmax_chain(x):
 def test_fresh_inductor_compile_has_every_stage():
     x = torch.randn(32, 64)
     cap = compiler.explore(softmax_chain, x, fresh=True, repeat=5)
-    assert cap.options["fresh"] and not cap.options["caches_enabled"]
     c = cap.compiles[0]
+    # fresh=True took effect: nothing was served from Inductor's caches (warm across this suite), so
+    # lowering ran and logged its IR, which a cache hit never has
+    assert not any(e.cache_state == "hit" for e in c.timings.cache) and c.inductor.runs[0].ir.available
     for stage in ("source", "bytecode", "graph", "guards", "aot", "inductor", "kernels", "timings"):
         assert c.stage(stage).available, (stage, c.stage(stage).reason)
     run = c.inductor.runs[0]
@@ -62,4 +64,3 @@ def test_cache_hit_says_why_ir_is_missing():
     ir = c.inductor.runs[0].ir
     assert not ir.available and "cache hit" in ir.reason and "fresh=True" in ir.reason
     assert c.kernels.available
-    assert cap.options["caches_enabled"] is True

@@ -1,5 +1,6 @@
 """compiler.analyses.diff on typed captures: one stage per compiler.stages.schema stage, a diff that reads like a
 diff, and a saved diff checked on load. Eager-backend captures only (no Inductor compile)."""
+import dataclasses
 import json
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 import compiler
 from compiler.analyses.diff import DIFF_STAGES, CaptureDiff, diff, normalize, side_by_side
-from compiler.stages.schema import STAGES, CaptureFormatError
+from compiler.stages.schema import STAGES, CaptureFormatError, Compile, Stage
 
 
 def scale(x):
@@ -31,8 +32,14 @@ def static_vs_dynamic(captures):
     return diff(*captures, labels=("static", "dynamic"))
 
 
-def test_one_list_of_stages():
-    assert DIFF_STAGES == ("summary", *STAGES)
+def test_the_diff_covers_every_stage_a_compile_has(static_vs_dynamic):
+    """Read from the Compile type itself, not from the list the diff is built from: a stage added to
+    Compile and forgotten by the diff fails here."""
+    stage_fields = [f.name for f in dataclasses.fields(Compile)
+                    if isinstance(f.default_factory, type) and issubclass(f.default_factory, Stage)]
+    assert stage_fields and set(stage_fields) <= set(static_vs_dynamic.stages)
+    for name in stage_fields:
+        assert "available" in static_vs_dynamic.stage(name), name
 
 
 def test_dynamic_changes_graph_guards_and_shapes(static_vs_dynamic):

@@ -9,6 +9,7 @@ import pytest
 from jupyterlab_harness import (
     open_notebook,
     render_html_screenshot,
+    rendered_html,
     run_all_cells,
     screenshot,
     set_theme,
@@ -162,4 +163,13 @@ def test_cut_marks_screenshots(artifact_dir):
         table(["compile", "function"], [["0/0", join([shown, inline])]]),
         tag("pre", block_shown, cls="tc-pre"), block_mark]))])
     for theme in ("light", "dark"):
-        render_html_screenshot(fragment, artifact_dir / f"cut_marks_{theme}.png", theme=theme, width=900)
+        with rendered_html(fragment, theme=theme, width=900) as page:
+            marks = page.evaluate("""() => [...document.querySelectorAll('.tc-cut, .tc-pre + *')].map(e => {
+                const r = e.getBoundingClientRect();
+                return {text: e.innerText, right: r.right, width: r.width, height: r.height}; })""")
+            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            screenshot(page, artifact_dir / f"cut_marks_{theme}.png", full_page=True)
+        # both marks drawn, each saying how much is cut and where the rest is, inside the 900 px page
+        assert len(marks) >= 2, marks
+        assert all("more characters" in m["text"] and m["width"] > 0 and m["height"] > 0 for m in marks), marks
+        assert all(m["right"] <= 900 for m in marks) and overflow <= 0, (marks, overflow)
