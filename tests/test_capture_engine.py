@@ -419,3 +419,30 @@ def test_a_stage_parser_failure_costs_only_that_stage(monkeypatch):
     c = cap.compiles[0]
     assert not c.guards.available and "could not parse" in c.guards.reason and "unexpected format" in c.guards.reason
     assert c.graph.available and cap.breaks.total == 1
+
+
+def test_a_run_copies_the_arguments_once_and_never_touches_the_callers_tensors(monkeypatch):
+    """The captured call runs on the caller's own arguments (as their call would); every later call —
+    timing, kernel times — runs on one copy made once per run (compiler.capturing.runtime.copy_arguments)."""
+    import compiler.capturing.run as run_mod
+    import compiler.capturing.runtime as runtime_mod
+
+    copies = []
+    original = runtime_mod.copy_arguments
+
+    def counting(*args, **kwargs):
+        copies.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(run_mod, "copy_arguments", counting)
+    monkeypatch.setattr(runtime_mod, "copy_arguments", counting)
+
+    def bump(x):
+        x.add_(1)
+        return x * 2
+
+    x = torch.zeros(4)
+    cap = compiler.explore(bump, x, backend="eager", repeat=3)
+    assert cap.runtime.available and cap.runtime.eager.samples == 3
+    assert torch.equal(x, torch.ones(4))  # the captured call only; hundreds of timed calls never reached x
+    assert copies == [1]

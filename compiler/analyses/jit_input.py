@@ -24,7 +24,7 @@ import warnings
 
 from compiler.analyses.compare import build, check_eager, run_config
 from compiler.capturing.run import TORCHSCRIPT_NOT_COMPILED
-from compiler.capturing.runtime import time_interleaved
+from compiler.capturing.runtime import copy_arguments, time_interleaved
 
 TRACED_LABEL = "torch.compile(torch.jit.trace(fn))"
 DIRECT_LABEL = "torch.compile(fn)"
@@ -96,7 +96,7 @@ def explore_jit_trace(fn, example_inputs=None, *, check_trace: bool = True, chec
         info["compile_warnings"] = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
         if timing and (eager_check or {}).get("available"):
             # the traced object run as TorchScript, uncompiled, against the eager Python function
-            info["torchscript_runtime"] = time_interleaved(fn, traced, args, kwargs, repeat=repeat)
+            info["torchscript_runtime"] = time_interleaved(fn, traced, *copy_arguments(args, kwargs), repeat=repeat)
     else:
         entry, cap = {"label": TRACED_LABEL, "config": compile_kwargs, "capture": None, "error": info["error"],
                       "explore_s": 0.0, "timing_s": 0.0, "mode_options": None}, None

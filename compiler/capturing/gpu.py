@@ -76,16 +76,15 @@ def with_and_without_cudagraphs(fn, args, *, mode: str = "reduce-overhead", repe
     is measured, not asserted. Memory growth is what warming up and recording the graphs reserved."""
     import torch
 
-    from compiler.capturing.runtime import copy_arguments, interleaved
+    from compiler.capturing.runtime import interleaved
 
     with_graphs = torch.compile(fn, mode=mode)
     # the same mode's options, with only CUDA graphs turned off
     without_graphs = torch.compile(fn, options={**torch._inductor.list_mode_options(mode),
                                                 "triton.cudagraphs": False})
     before = cudagraph_memory()
-    warm_args, _ = copy_arguments(args)
-    for _ in range(3):  # warm-up, record, replay
-        with_graphs(*warm_args)
+    for _ in range(3):  # warm-up, record, replay (on the run's copies of the arguments)
+        with_graphs(*args)
     torch.cuda.synchronize()
     after = cudagraph_memory()
     timed_with, timed_without = interleaved([with_graphs, without_graphs], args, {}, device="cuda", repeat=repeat)

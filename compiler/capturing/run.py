@@ -78,6 +78,9 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     calls = 3 if device == "cuda" and wants_cudagraphs(recorded) else 1
     recorded["calls_under_capture"] = calls
     live = LiveState(args=args, kwargs=kwargs)
+    # every call after the captured one (CUDA-graph replays, timing, kernel times, GPU profiles) runs on
+    # one copy of the arguments, made here once, so none of them updates the caller's tensors
+    rerun_args, rerun_kwargs = copy_arguments(args, kwargs)
     measurements: dict = {"first_call_s": None}
     with torch._dynamo.config.patch(**(dynamo_config or {})):
         if reset:
@@ -94,10 +97,9 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
                 measurements["first_call_s"] = time.perf_counter() - start
                 if calls > 1:
                     live.result = _keep(live.result)  # a later replay may overwrite CUDA-graph outputs
-                    repeat_args, repeat_kwargs = copy_arguments(args, kwargs)
                     with contextlib.redirect_stdout(io.StringIO()):
                         for _ in range(calls - 1):
-                            compiled(*repeat_args, **repeat_kwargs)
+                            compiled(*rerun_args, **rerun_kwargs)
             if memory_before is not None and recorder.error is None:
                 measurements["cudagraph_memory"] = {
                     "reserved_growth_bytes": torch.cuda.memory_reserved() - memory_before,
@@ -109,17 +111,17 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
                 timing = f"not timed: {empty}"
             if progress and timing is True and recorder.error is None:
                 progress("timing eager vs compiled (re-running the code)")
-            measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, args, kwargs,
+            measurements["runtime"] = _runtime(recorder.error, timing, eager_fn or fn, compiled, rerun_args, rerun_kwargs,
                                                device=device, repeat=repeat, stance=stance,
                                                first_call_s=measurements["first_call_s"])
             phase = "measuring kernel times"
             if device == "cpu" and timing is True and recorder.error is None:
-                measurements["kernel_times"] = _kernel_times(compiled, args, kwargs, live.codes, stance)
+                measurements["kernel_times"] = _kernel_times(compiled, rerun_args, rerun_kwargs, live.codes, stance)
             phase = "profiling the GPU kernels"
             if device == "cuda" and timing is True and recorder.error is None:
                 if progress:
                     progress("profiling the GPU kernels")
-                measurements.update(_measure_gpu(fn, compiled, args, kwargs, recorded, cudagraph_comparison))
+                measurements.update(_measure_gpu(fn, compiled, rerun_args, rerun_kwargs, recorded, cudagraph_comparison))
         except KeyboardInterrupt as exc:
             # every hook is already restored (Recorder's and the config patches' own exits): keep
             # what was captured, marked interrupted, and let the interrupt go on with it attached
@@ -255,8 +257,7 @@ def _measure_gpu(fn, compiled, args, kwargs, recorded: dict, cudagraph_compariso
     from compiler.stages.cudagraphs import wants_cudagraphs
     from compiler.capturing.gpu import profile_kernels, with_and_without_cudagraphs
 
-    profile_args, profile_kwargs = copy_arguments(args, kwargs)
-    out = {"gpu_profile": profile_kernels(compiled, profile_args, profile_kwargs)}
+    out = {"gpu_profile": profile_kernels(compiled, args, kwargs)}
     if cudagraph_comparison and wants_cudagraphs(recorded) and not kwargs:
         out["cudagraph_comparison"] = with_and_without_cudagraphs(fn, args, mode=recorded.get("mode") or "reduce-overhead")
     return out

@@ -39,7 +39,9 @@ def device_of(args, kwargs=None) -> str:
 
 def copy_arguments(args, kwargs=None):
     """Copies of the tensor arguments (``tree_map``, any depth), so repeated calls never update the
-    caller's tensors in place. Parameters stay Parameters (a plain tensor would fail a guard and
+    caller's tensors in place. Made once per run, by the run (``compiler.capturing.run``, a ``compare``
+    configuration, a jit-trace exploration), and handed to every re-run: the timer, kernel times, GPU
+    profiles; none of those copies again. Parameters stay Parameters (a plain tensor would fail a guard and
     recompile); other tensor subclasses and non-tensors are passed as they are."""
     import torch
     from torch.utils._pytree import tree_map
@@ -74,10 +76,10 @@ def _stats(values: list[float], number: int) -> dict:
 
 
 def interleaved(fns: list, args, kwargs=None, *, device: str = "cpu", repeat: int = 15) -> list[dict]:
-    """Time each callable in ``fns`` on the same copies of the arguments, in alternating samples
+    """Time each callable in ``fns`` on the run's copies of the arguments (``copy_arguments``), in alternating samples
     (after ``WARMUP_CALLS`` warm-up calls each) → one stats dict per callable (median, quartiles,
     min, max, samples, calls per sample), in seconds per call."""
-    args, kwargs = copy_arguments(args, kwargs)
+    kwargs = kwargs or {}
     for fn in fns:
         for _ in range(WARMUP_CALLS):
             fn(*args, **kwargs)
@@ -114,7 +116,8 @@ def time_interleaved(eager, compiled, args, kwargs=None, *, device: str | None =
                      first_call_s: float | None = None, stance: str | None = None) -> dict:
     """Eager vs compiled → the capture's ``runtime``: medians and spreads, speedup, machine load.
 
-    The function is re-run many times on copies of the tensor arguments with its output (stdout,
+    The function is re-run many times on the run's copies of the tensor arguments (``copy_arguments``:
+    the caller copies once, this never does) with its output (stdout,
     stderr) discarded, under ``torch.compiler.set_stance(stance)`` when given. Compiles that happen
     while timing (guards failing on objects the code creates each run) are counted and noted.
     Never raises: a failure gives ``{"available": False, "reason": …}``.
@@ -156,7 +159,6 @@ def time_interleaved(eager, compiled, args, kwargs=None, *, device: str | None =
 
 def _eager_error(eager, args, kwargs) -> str | None:
     try:
-        args, kwargs = copy_arguments(args, kwargs)
         eager(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001
         return f"{type(exc).__name__}: {exc}"

@@ -704,12 +704,10 @@ def measure_kernel_times(fn, args=(), kwargs=None, *, calls: int = 5, warmup: in
 
     Calls ``fn`` ``warmup`` times, then ``calls`` times under a ``sys.setprofile`` hook (see the module
     doc: observe only; installed for these calls and removed in ``finally``) on copies of the
-    arguments. → ``{"available", "method", "function_calls", "modules": {aot_id: {kernel: {"seconds",
+    arguments (the run's copies: ``compiler.capturing.runtime.copy_arguments``). → ``{"available", "method", "function_calls", "modules": {aot_id: {kernel: {"seconds",
     "calls"}}}, "compiles": {compile_id: calls}}`` — totals over the timed calls; ``compiles`` counts
     entries into each compile's transformed bytecode (``live_codes``: compile id → original code)."""
-    from compiler.capturing.runtime import copy_arguments
-
-    args, kwargs = copy_arguments(args, kwargs)
+    kwargs = kwargs or {}
     for _ in range(warmup):
         fn(*args, **kwargs)
     transformed = _transformed_codes(live_codes or {})
