@@ -18,7 +18,7 @@ from compiler.stages.recompiles import recompile_stage
 from compiler.stages.schema import FORMAT, VERSION, paused_gc
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
-from compiler.stages.timings import aot_inductor_compile_seconds, chromium_event, fold_events, timings_stage
+from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
 
 # Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.stages.provenance)
 TRACKING_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
@@ -361,12 +361,6 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
 
 
 
-def _compile_time(compile: dict) -> float:
-    if compile.get("origin") == "aot_inductor":
-        return aot_inductor_compile_seconds(compile["timings"].get("events", []), compile["metrics"]) or 0
-    return compile["metrics"].get("entire_frame_compile_time_s") or 0
-
-
 def _has_graph(compile: dict) -> bool:
     """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
     if compile.get("origin") == "aot_inductor":
@@ -376,7 +370,8 @@ def _has_graph(compile: dict) -> bool:
 
 def summarize(data: dict) -> dict:
     compiles = data["compiles"]
-    metrics_time = [_compile_time(c) for c in compiles]
+    metrics_time = [compile_seconds(c.get("origin"), c["metrics"], c["timings"].get("events", [])) or 0
+                    for c in compiles]
     return {
         "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
         "compiles": len(compiles),

@@ -58,6 +58,8 @@ import sys
 import time
 from collections import defaultdict
 
+from compiler.stages.timings import compile_seconds
+
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
 _LAYOUT = re.compile(r"^\s*(?P<buf>\w+)\.layout = \w+\('[^']*', torch\.\w+, size=\[(?P<size>[^\]]*)\]", re.M)
 _STORE = re.compile(r"ops\.store(?:_reduction)?\('(?P<buf>\w+)', \w+, (?P<var>\w+)")
@@ -810,9 +812,7 @@ def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None,
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
     for c in compiles:
         metrics = c.get("metrics") or {}
-        compile_s = metrics.get("entire_frame_compile_time_s")
-        if compile_s is not None and metrics.get("backward_cumulative_compile_time_us"):
-            compile_s += metrics["backward_cumulative_compile_time_us"] * 1e-6
+        compile_s = compile_seconds(c.get("origin"), metrics, c.get("timings", {}).get("events", []))
         data = {"available": compile_s is not None, "compile_s": compile_s,
                 "calls_per_function_call": per_call.get(c["compile_id"]) if served else None}
         if compile_s is None:

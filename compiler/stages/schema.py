@@ -1200,14 +1200,12 @@ class Compile(Data):
 
     @property
     def compile_seconds(self) -> float | None:
-        """torch's ``entire_frame_compile_time_s`` for this compile (None where it is not a number); for
-        an AOTInductor compile, which has none, the span of its compile_fx_aot event."""
-        if self.origin == "aot_inductor":
-            from compiler.stages.timings import aot_inductor_compile_seconds
-            return aot_inductor_compile_seconds([e.to_data() for e in self.timings.events] if self.timings.available else [],
-                                   self.metrics)
-        value = self.metrics.get("entire_frame_compile_time_s")
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        """This compile's time (``compiler.stages.timings.compile_seconds``: forward and backward; the
+        compile_fx_aot span for AOTInductor), None where torch logged none."""
+        from compiler.stages.timings import compile_seconds
+
+        events = [e.to_data() for e in self.timings.events] if self.timings.available else []
+        return compile_seconds(self.origin, self.metrics, events)
 
     def stage(self, name: str) -> Stage:
         if name not in STAGES:

@@ -101,3 +101,23 @@ def aot_inductor_compile_seconds(events: list[dict], metrics: dict) -> float | N
         return sum(spans)
     start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
     return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
+
+
+def compile_seconds(origin: str | None, metrics: dict, events: list[dict]) -> float | None:
+    """A compile's time, defined once (the summary, each Compile, amortization and the views read it):
+    torch's ``entire_frame_compile_time_s`` plus its backward graph's compile
+    (``backward_cumulative_compile_time_us``: AOTAutograd compiles the backward lazily, on the first
+    backward call); for an AOTInductor compile, which logs neither, its compile_fx_aot span. None where
+    torch logged no time."""
+    if origin == "aot_inductor":
+        return aot_inductor_compile_seconds(events, metrics)
+    forward = _number(metrics.get("entire_frame_compile_time_s"))
+    if forward is None:
+        return None
+    backward = _number(metrics.get("backward_cumulative_compile_time_us"))
+    return forward + (backward * 1e-6 if backward else 0.0)
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+

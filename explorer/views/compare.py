@@ -73,8 +73,8 @@ def _eager_line(comparison) -> Html | None:
     spread_text = f" (from {seconds(spread[0])} to {seconds(spread[1])})" if spread and spread[0] != spread[1] else ""
     return para(f"Eager median {seconds(eager.get('median_s'))}{spread_text}: eager is timed with each configuration, "
                 "its samples alternating with the compiled ones, so both see the same machine load; the speedup "
-                "is that configuration's ratio. Compile is torch's entire_frame_compile_time_s summed over a "
-                "configuration's compiles.", cls="tc-muted")
+                "is that configuration's ratio. Compile is torch's entire_frame_compile_time_s plus the backward's "
+                "compile, summed over a configuration's compiles.", cls="tc-muted")
 
 
 def accounting_line(comparison) -> Html | None:
