@@ -8,6 +8,7 @@ summary table, diffs between configurations, saved and loaded as versioned JSON.
 from __future__ import annotations
 
 from compiler.stages.capture import Capture, CaptureFormatError, JsonFile
+from compiler.stages.schema import check_document_header
 
 FORMAT = "tcompile-comparison"
 VERSION = [1, 0]
@@ -191,11 +192,7 @@ class Comparison(JsonFile):
 
 def validate(data) -> None:
     """A comparison of a version this reader knows; each configuration's capture checked by the schema."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CaptureFormatError(f"not a tcompile comparison: missing \"format\": \"{FORMAT}\"")
-    version = data.get("version")
-    if not (isinstance(version, list) and len(version) == 2 and version[0] == VERSION[0]):
-        raise CaptureFormatError(f"comparison format version {version!r} is not supported (reads {VERSION[0]}.x)")
+    check_document_header(data, FORMAT, VERSION, "comparison")
     if not isinstance(data.get("configs"), list) or not all(isinstance(e, dict) for e in data["configs"]):
         raise CaptureFormatError("configs: expected a list of objects")
     interrupted = data.get("interrupted")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.stages.schema import CaptureData, CaptureFormatError, JsonFile
+from compiler.stages.schema import CaptureData, CaptureFormatError, JsonFile, check_document_header
 from compiler.stages.schema import STAGES, Data
 
 FORMAT = "tcompile-diff"
@@ -483,12 +483,7 @@ def _check_values(document: DiffDocument) -> None:
 
 def _read(data) -> DiffDocument:
     """Diff data → ``DiffDocument``, or ``CaptureFormatError`` naming what is wrong and where."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CaptureFormatError(f"not a tcompile diff: missing \"format\": \"{FORMAT}\"")
-    version = data.get("version")
-    if not (isinstance(version, list) and len(version) == 2 and version[0] == VERSION[0]):
-        raise CaptureFormatError(f"version: this tcompile reads diffs of version {VERSION[0]}.x, "
-                                 f"got {json.dumps(version, default=str)[:60]}")
+    check_document_header(data, FORMAT, VERSION, "diff")
     document = DiffDocument.from_data(data)
     _check_values(document)
     return document

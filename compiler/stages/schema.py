@@ -1458,15 +1458,21 @@ class CaptureData(Data, JsonFile):
 
 def check_header(data) -> None:
     """Reject anything that is not a capture of a version this reader knows (before reading fields)."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CaptureFormatError(f"not a tcompile capture: missing \"format\": \"{FORMAT}\"")
-    version = data.get("version")
-    if not (isinstance(version, list) and len(version) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in version)):
-        raise CaptureFormatError(f"version: expected [major, minor], got {_shown(version)}")
-    if version[0] != VERSION[0]:
-        raise CaptureFormatError(f"capture format version {version[0]}.{version[1]} is not supported "
-                                 f"by this tcompile (reads {VERSION[0]}.x)")
+    check_document_header(data, FORMAT, VERSION, "capture")
+
+
+def check_document_header(data, format: str, version: list[int], what: str) -> None:
+    """The one check of a saved document's ``format`` and ``version`` (captures, diffs, comparisons): a
+    reader accepts any minor version of its major."""
+    if not isinstance(data, dict) or data.get("format") != format:
+        raise CaptureFormatError(f"not a tcompile {what}: missing \"format\": \"{format}\"")
+    found = data.get("version")
+    if not (isinstance(found, list) and len(found) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in found)):
+        raise CaptureFormatError(f"version: expected [major, minor], got {_shown(found)}")
+    if found[0] != version[0]:
+        raise CaptureFormatError(f"{what} format version {found[0]}.{found[1]} is not supported "
+                                 f"by this tcompile (reads {version[0]}.x)")
 
 
 def utf8_text(raw: bytes | str, what: str) -> str:
