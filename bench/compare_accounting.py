@@ -25,7 +25,7 @@ def run(quick: bool, log=print) -> tuple[list[Row], dict]:
     log("compare: three modes")
     cmp = compare(_softmax, torch.randn(32, 16), torch.randn(16, 16), configs="mode=default,reduce-overhead,max-autotune",
                   repeat=5 if quick else 15)
-    acc = cmp.data["accounting"]
+    acc = cmp.accounting.to_data()
     compile_s = [cap.summary.compile_time_s for cap in cmp.captures]
     first_vs_rest = compile_s[0] / min(compile_s[1:]) if min(compile_s[1:]) else None
     rows = [

@@ -85,17 +85,17 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
             comparison.save(base["save"])
         except OSError as exc:
             print(f"tcompile: --save {base['save']}: {exc}", file=sys.stderr)
-    busy = [row["label"] for row in comparison.rows() if any("machine was busy" in n for n in row["notes"])]
+    busy = [row.label for row in comparison.rows() if any("machine was busy" in n for n in row.notes)]
     if busy:
         print(f"tcompile: the machine was busy while timing {', '.join(busy)}: the runtimes and speedups are noisy "
               "(other processes share the CPU); compare again when it is idle", file=sys.stderr)
     show(comparison)
     if interrupted:  # the cell ends as failed, in one line, so a "run all" stops here as after any interrupt
-        kept = interrupted["finished"] + [e["label"] for e in comparison.entries if e.get("interrupted")]
-        raise UsageError(f"tcompile --compare: interrupted (KeyboardInterrupt) during {interrupted['during']}; "
+        kept = interrupted.finished + [e.label for e in comparison.entries if e.interrupted]
+        raise UsageError(f"tcompile --compare: interrupted (KeyboardInterrupt) during {interrupted.during}; "
                          f"shown below: {'; '.join(kept) if kept else 'no configuration'}"
-                         + (" (the last one partial)" if any(e.get("interrupted") for e in comparison.entries) else "")
-                         + (f"; not run: {'; '.join(interrupted['not_run'])}" if interrupted["not_run"] else "")
+                         + (" (the last one partial)" if any(e.interrupted for e in comparison.entries) else "")
+                         + (f"; not run: {'; '.join(interrupted.not_run)}" if interrupted.not_run else "")
                          + " — nothing was written back to the notebook")
     return value
 

@@ -93,17 +93,17 @@ def backends_cmp():
 
 
 def test_compare_backends_keeps_errors_per_config(backends_cmp):
-    rows = {r["label"]: r for r in backends_cmp.rows()}
-    assert rows["backend=eager"]["ok"] and rows["backend=aot_eager"]["ok"]
+    rows = {r.label: r for r in backends_cmp.rows()}
+    assert rows["backend=eager"].ok and rows["backend=aot_eager"].ok
     for label in ("backend=eager", "backend=aot_eager"):
         row = rows[label]
-        assert row["graphs"] == 1 and row["graph_breaks"] == 0 and row["recompiles"] == 0 and row["guards"] > 0
-        assert row["compile_s"] > 0 and row["runtime_s"] > 0 and row["speedup"] > 0
-        assert row["cudagraphs"] == "off"
+        assert row.graphs == 1 and row.graph_breaks == 0 and row.recompiles == 0 and row.guards > 0
+        assert row.compile_s > 0 and row.runtime_s > 0 and row.speedup > 0
+        assert row.cudagraphs == "off"
     tvm = rows["backend=tvm"]
     if knobs.missing_package("No module named 'tvm'") and not _importable("tvm"):
-        assert not tvm["ok"] and tvm["missing_package"] == "apache-tvm"
-        assert "apache-tvm" in tvm["error"] and tvm["error_stage"] == "backend compile"
+        assert not tvm.ok and tvm.missing_package == "apache-tvm"
+        assert "apache-tvm" in tvm.error and tvm.error_stage == "backend compile"
     assert backends_cmp.capture("backend=eager").options["label"] == "backend=eager"
 
 
@@ -116,7 +116,7 @@ def _importable(name: str) -> bool:
 def test_comparison_save_load_round_trip(backends_cmp, tmp_path):
     path = backends_cmp.save(tmp_path / "cmp.json")
     loaded = Comparison.load(path)
-    assert loaded == backends_cmp and loaded.rows() == backends_cmp.rows()
+    assert loaded == backends_cmp and [r.to_data() for r in loaded.rows()] == [r.to_data() for r in backends_cmp.rows()]
     assert loaded.captures[0] is not None and not loaded.captures[0].is_live
     assert loaded.diff(0, 1).data == backends_cmp.diff(0, 1).data
     json.loads(path.read_text())  # plain JSON
@@ -133,8 +133,8 @@ def test_bad_config_is_kept_not_fatal():
                   configs=[{"backend": "eager"}, {"mode": "default", "options": {"epilogue_fusion": False}},
                            {"backend": "eager", "colour": "red"}])
     ok, both, unknown = cmp.rows()
-    assert ok["ok"] and not both["ok"] and not unknown["ok"]
-    assert both["error_stage"].startswith("torch.compile arguments") and "colour" in unknown["error"]
+    assert ok.ok and not both.ok and not unknown.ok
+    assert both.error_stage.startswith("torch.compile arguments") and "colour" in unknown.error
     with pytest.raises(ValueError):
         cmp.diff(0, 1)
 
@@ -147,18 +147,18 @@ def modes_cmp():
 
 
 def test_three_modes_compile_and_record_their_options(modes_cmp, artifact_dir):
-    assert [e["error"] for e in modes_cmp.entries] == [None, None, None]
+    assert [e.error for e in modes_cmp.entries] == [None, None, None]
     for entry, cap in zip(modes_cmp.entries, modes_cmp.captures):
-        mode = entry["config"]["mode"]
+        mode = entry.config["mode"]
         assert cap.options["mode"] == mode and cap.options["fresh"] is True
-        assert entry["mode_options"] == torch._inductor.list_mode_options(mode)
+        assert entry.mode_options == torch._inductor.list_mode_options(mode)
         assert cap.summary.kernels >= 1 and cap.compiles[0].kernels.available
     rows = modes_cmp.rows()
-    assert rows[0]["cudagraphs"] == "off"
-    assert rows[1]["cudagraphs"] == rows[2]["cudagraphs"] == "requested, not used (no CUDA)"
-    assert modes_cmp.entries[2]["mode_options"]["max_autotune"] is True
+    assert rows[0].cudagraphs == "off"
+    assert rows[1].cudagraphs == rows[2].cudagraphs == "requested, not used (no CUDA)"
+    assert modes_cmp.entries[2].mode_options["max_autotune"] is True
     # the wall time is accounted for, part by part (how fast each part is: bench/compare_accounting.py)
-    acc = modes_cmp.data["accounting"]
+    acc = modes_cmp.accounting.to_data()
     (artifact_dir / "modes_accounting.json").write_text(json.dumps(acc, indent=1))
     assert acc["warmup_s"] > 0 and acc["compile_s"] > 0 and acc["timing_s"] > 0
     assert acc["compile_s"] == pytest.approx(sum(cap.summary.compile_time_s for cap in modes_cmp.captures))
@@ -301,13 +301,13 @@ def test_jit_trace_function_is_inlined_by_dynamo():
     cmp = explore_jit_trace(traceable, (x, y), check_trace=True, check_inputs=[(torch.randn(2, 8), torch.randn(2, 8))],
                             check_tolerance=1e-4, strict=True, backend="eager", timing=False)
     info = cmp.jit_trace
-    assert info["kind"] == "ScriptFunction" and info["inlines_original"]
-    assert info["parameters"]["check_tolerance"] == 1e-4 and info["parameters"]["check_inputs"] == "1 input set(s)"
-    assert any("deprecated" in w for w in info["warnings"])
+    assert info.kind == "ScriptFunction" and info.inlines_original
+    assert info.parameters["check_tolerance"] == 1e-4 and info.parameters["check_inputs"] == "1 input set(s)"
+    assert any("deprecated" in w for w in info.warnings)
     traced, direct = cmp.captures
     assert traced.summary.graphs == direct.summary.graphs == 1
     assert traced.compiles[0].name == "inner"  # torch's wrapper frame around the inlined function
-    assert "the traced graph has the same operations as compiling fn directly" in info["findings"]
+    assert "the traced graph has the same operations as compiling fn directly" in info.findings
     assert "graph" in cmp.diff(0, 1).changed_stages  # input names differ: L['args'][0] vs L['x']
 
 
@@ -315,22 +315,22 @@ def test_jit_trace_module_is_not_compiled():
     x = torch.randn(4, 8)
     cmp = explore_jit_trace(Net(), x, backend="eager", repeat=3)
     info = cmp.jit_trace
-    assert info["kind"] == "TopLevelTracedModule" and "aten::relu" in info["graph"]
+    assert info.kind == "TopLevelTracedModule" and "aten::relu" in info.graph
     traced, direct = cmp.captures
     assert traced.summary.compiles == 0 and direct.summary.graphs == 1
-    assert any("Dynamo compiled nothing" in f for f in info["findings"])
-    assert info["torchscript_runtime"]["available"]
+    assert any("Dynamo compiled nothing" in f for f in info.findings)
+    assert info.torchscript_runtime["available"]
 
 
 def test_jit_trace_kwarg_inputs_and_trace_errors():
     x, y = torch.randn(3), torch.randn(3)
     cmp = explore_jit_trace(traceable, example_kwarg_inputs={"x": x, "y": y}, strict=False, check_trace=False,
                             backend="eager", timing=False)
-    assert cmp.jit_trace["parameters"]["example_kwarg_inputs"] == ["x", "y"]
+    assert cmp.jit_trace.parameters["example_kwarg_inputs"] == ["x", "y"]
     assert cmp.captures[0].summary.graphs == 1
     failing = explore_jit_trace(lambda x: x.nonexistent(), (x,), backend="eager", timing=False)
-    assert failing.entries[0]["error"]["stage"] == "torch.jit.trace"
-    assert failing.rows()[0]["ok"] is False
+    assert failing.entries[0].error.stage == "torch.jit.trace"
+    assert failing.rows()[0].ok is False
 
 
 # --- views, widget, magic ------------------------------------------------------------------------
@@ -339,11 +339,11 @@ def test_views_escape_and_render(dynamic_cmp, backends_cmp):
     from explorer.views.compare import render_compare_static
     from explorer.views.diff import render_diff
 
-    dynamic_cmp.entries[0]["label"] = "<b>dyn</b>"
+    dynamic_cmp.entries[0].label = "<b>dyn</b>"
     try:
         html = render_compare_static(dynamic_cmp)
     finally:
-        dynamic_cmp.entries[0]["label"] = "dynamic=true"
+        dynamic_cmp.entries[0].label = "dynamic=true"
     assert "<b>dyn</b>" not in html and "&lt;b&gt;dyn&lt;/b&gt;" in html
     assert "tc-diff-del" in html or "tc-diff-old" in html
     assert html.count("<style>") == 2
@@ -389,7 +389,7 @@ def test_run_compare_magic(monkeypatch):
     comparison = shell.user_ns["cmp"]
     assert shown == [comparison] and comparison.labels == ["backend=eager", "backend=aot_eager"]
     assert torch.equal(shell.user_ns["y"], torch.arange(4.0).sin() * 2) and torch.equal(value, shell.user_ns["y"].sum())
-    assert all(r["ok"] and r["graphs"] == 1 for r in comparison.rows())
+    assert all(r.ok and r.graphs == 1 for r in comparison.rows())
 
 
 def test_tcompile_compare_cell_magic(monkeypatch):
@@ -437,10 +437,10 @@ def test_compare_warns_when_the_machine_was_busy(monkeypatch):
         cmp = compare(helper, torch.randn(8), configs="backend=eager", repeat=2, warmup=False)
     row = cmp.rows()[0]
     assert cmp.captures[0].runtime.busy  # the same flag explore's view warns on
-    assert any(note.startswith("the machine was busy while timing (load average") for note in row["notes"])
+    assert any(note.startswith("the machine was busy while timing (load average") for note in row.notes)
 
 
 def test_traced_module_row_says_nothing_was_compiled():
     cmp = explore_jit_trace(Net(), torch.randn(4, 8), backend="eager", repeat=2, compare_direct=False)
     row = cmp.rows()[0]
-    assert row["speedup"] is None and "no Python frame to compile" in row["runtime_note"]
+    assert row.speedup is None and "no Python frame to compile" in row.runtime_note

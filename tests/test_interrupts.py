@@ -164,25 +164,25 @@ def test_compare_interrupted_keeps_the_finished_configurations(tmp_path):
     torch_state.assert_restored(before)
     cmp = raised.value.comparison
     assert cmp.labels == ["first", "second"]
-    assert cmp.interrupted == {"during": "configuration 2/3 (second)", "finished": ["first"], "not_run": ["third"]}
+    assert cmp.interrupted.to_data() == {"during": "configuration 2/3 (second)", "finished": ["first"], "not_run": ["third"]}
     first, second = cmp.captures
     assert cmp.error("first") is None and not first.interrupted and first.runtime.available
     assert first.compiles[0].status == "compiled"
-    assert cmp.entries[1]["interrupted"] and second.interrupted  # the partial capture, marked
+    assert cmp.entries[1].interrupted and second.interrupted  # the partial capture, marked
     assert "during timing eager vs compiled" in second.error.stage and second.compiles[0].status == "compiled"
     rows = cmp.rows()  # the table names every configuration: the one never reached too, without numbers
-    assert [(r["label"], r["interrupted"], r["not_run"]) for r in rows] == [
+    assert [(r.label, r.interrupted, r.not_run) for r in rows] == [
         ("first", False, False), ("second", True, False), ("third", False, True)]
-    assert rows[2].keys() == rows[0].keys() and not rows[2]["ok"]
-    assert all(rows[2][key] is None for key in NUMBERS) and rows[0]["compile_s"] > 0
+    assert rows[2].to_data().keys() == rows[0].to_data().keys() and not rows[2].ok
+    assert all(getattr(rows[2], key) is None for key in NUMBERS) and rows[0].compile_s > 0
     assert list(cmp.df.index) == ["first", "second", "third"] and cmp.df.loc["third", "not_run"]
     assert "second: INTERRUPTED" in cmp.as_text() and "not run: third" in cmp.as_text()
     assert "  third: not run (interrupted)" in cmp.as_text().splitlines()
     path = tmp_path / "cmp.json"
     cmp.save(path)
     loaded = compiler.Comparison.load(path)
-    assert loaded.interrupted == cmp.interrupted and loaded.capture("second").interrupted
-    assert loaded.rows() == rows
+    assert loaded.interrupted.to_data() == cmp.interrupted.to_data() and loaded.capture("second").interrupted
+    assert [r.to_data() for r in loaded.rows()] == [r.to_data() for r in rows]
     # the interrupted configuration's partial capture diffs like any other
     assert cmp.diff("first", "second") is not None
     from explorer.views.compare import render_compare
@@ -223,12 +223,12 @@ def test_compare_cell_interrupted_is_named_saved_shown_and_the_shell_goes_on(she
     assert sigint.fired
     torch_state.assert_restored(before)
     cmp = shell.user_ns["cmp_int"]
-    assert shown == [cmp] and len(cmp.entries) == 2 and len(cmp.interrupted["not_run"]) == 2
+    assert shown == [cmp] and len(cmp.entries) == 2 and len(cmp.interrupted.not_run) == 2
     assert cmp.error(0) is None and not cmp.captures[0].interrupted
-    assert cmp.captures[1].interrupted and compiler.Comparison.load(path).interrupted == cmp.interrupted
+    assert cmp.captures[1].interrupted and compiler.Comparison.load(path).interrupted.to_data() == cmp.interrupted.to_data()
     error = result.error_in_exec
     assert type(error).__name__ == "UsageError" and "\n" not in str(error)
     assert str(error).startswith("tcompile --compare: interrupted (KeyboardInterrupt) during configuration 2/4")
-    assert f"not run: {'; '.join(cmp.interrupted['not_run'])}" in str(error) and "nothing was written back" in str(error)
+    assert f"not run: {'; '.join(cmp.interrupted.not_run)}" in str(error) and "nothing was written back" in str(error)
     assert "y" not in shell.user_ns  # the final plain run was skipped
     assert shell.run_cell("1 + 1").result == 2  # the shell is alive

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from compiler.analyses.configurations import COMPILE_KEYS, CONFIG_KEYS, config_label, parse_compare_spec
-from compiler.analyses.comparison import FORMAT, VERSION, Comparison
+from compiler.analyses.comparison import FORMAT, VERSION, Comparison, ComparisonData
 from compiler.stages.capture import Capture
 from compiler.reference.options import jsonable
 from compiler.capturing.run import CaptureInterrupted
@@ -105,7 +105,7 @@ class CompareInterrupted(KeyboardInterrupt):
 
     def __init__(self, comparison: Comparison):
         info = comparison.interrupted
-        super().__init__(f"interrupted during {info['during']}; the comparison keeps the finished configurations "
+        super().__init__(f"interrupted during {info.during}; the comparison keeps the finished configurations "
                          "(exc.comparison)")
         self.comparison = comparison
 
@@ -263,7 +263,7 @@ def build(fn, entries: list, captures: list, eager_check, start: float, *, jit_t
     if fields.get("interrupted"):
         data["interrupted"] = fields["interrupted"]
     data["accounting"] = accounting(entries, captures, eager, wall, warmup_s)
-    return Comparison(data, captures)
+    return Comparison(ComparisonData.from_data(data), captures)
 
 
 def accounting(entries: list, captures: list, eager: dict | None, wall_s: float, warmup_s: float | None = None) -> dict:

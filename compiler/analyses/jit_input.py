@@ -3,7 +3,7 @@ next to compiling the original directly.
 
     from compiler.analyses.jit_input import explore_jit_trace
     cmp = explore_jit_trace(fn, (x, y), check_trace=True, strict=True)
-    cmp.jit_trace["findings"]               # what really happened, in sentences
+    cmp.jit_trace.findings               # what really happened, in sentences
     cmp.diff(0, 1)                          # traced vs direct, stage by stage
 
 What torch 2.13 does (checked here, and re-derived from each run's captures rather than assumed):
