@@ -173,9 +173,9 @@ def test_mode_diff_lists_option_changes(modes_cmp):
     assert "Inductor options set by the mode" in html and "coordinate_descent_tuning" in html
 
     d = modes_cmp.diff("mode=default", "mode=max-autotune")
-    options = {r["label"]: r for r in d.stage("summary")["options"]}
-    assert options["mode"]["changed"] and options["mode"]["b"] == "max-autotune"
-    assert d.stage("kernels")["available"] and d.stage("inductor")["available"]
+    options = {r.label: r for r in d.stage("summary").options}
+    assert options["mode"].changed and options["mode"].b == "max-autotune"
+    assert d.stage("kernels").available and d.stage("inductor").available
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -188,15 +188,15 @@ def dynamic_cmp():
 def test_diff_dynamic_shows_real_differences(dynamic_cmp):
     d = dynamic_cmp.diff("dynamic=true", "dynamic=false")
     assert {"graph", "guards", "aot"} <= set(d.changed_stages)
-    graph = d.stage("graph")["items"][0]
-    assert graph["status"] == "changed" and "Sym(s" in graph["a"] and "Sym(s" not in graph["b"]
+    graph = d.stage("graph").items[0]
+    assert graph.status == "changed" and "Sym(s" in graph.a and "Sym(s" not in graph.b
     rows = side_by_side(graph)
     assert any(r["tag"] != "equal" for r in rows) and all({"a", "b", "a_no", "b_no"} <= set(r) for r in rows)
     guards = d.stage("guards")
-    assert any(g["kind"] == "LAMBDA_GUARD" and "size()" in g["condition"] for g in guards["removed"])
-    assert any("size=[32, 16]" in g["condition"] for g in guards["added"])
-    assert "+" in graph["unified"] and "-" in graph["unified"]
-    assert d.stage("timings")["available"] and d.stage("inductor")["available"] is False  # no Inductor
+    assert any(g.kind == "LAMBDA_GUARD" and "size()" in g.condition for g in guards.removed)
+    assert any("size=[32, 16]" in g.condition for g in guards.added)
+    assert "+" in graph.unified and "-" in graph.unified
+    assert d.stage("timings").available and d.stage("inductor").available is False  # no Inductor
 
 
 def test_diff_of_two_saved_captures(dynamic_cmp, tmp_path):
@@ -355,8 +355,8 @@ def test_views_escape_and_render(dynamic_cmp, backends_cmp):
     for stage in ("summary", "graph", "guards", "aot", "inductor", "kernels", "timings"):
         pane = render_diff(d, stage)
         assert "dynamic=true" in pane and "dynamic=false" in pane  # both configurations are named
-        if not d.stage(stage)["available"]:  # no Inductor with aot_eager: the pane says why
-            assert escape(d.stage(stage)["reason"]) in pane, stage
+        if not d.stage(stage).available:  # no Inductor with aot_eager: the pane says why
+            assert escape(d.stage(stage).reason) in pane, stage
         elif stage in shown:
             assert shown[stage] in pane, stage
 

@@ -3,7 +3,7 @@
     d = compiler.analyses.diff.diff(cap_a, cap_b)          # Captures, capture dicts, or paths to saved captures
     d.changed_stages                              # ['graph', 'guards', 'kernels', ...]
     print(d.as_text())                            # unified diffs
-    d.stage("kernels")["items"]                   # one item per kernel: status, unified diff, opcodes
+    d.stage("kernels").items                   # one item per kernel: status, unified diff, opcodes
 
 The stages are ``summary`` (capture-wide counts and options) and then every per-compile stage of
 ``compiler.stages.schema.STAGES``, in that order: guards are compared as sets, AOT graphs per role, Inductor
@@ -91,16 +91,16 @@ def text_diff(key: str, a: str | None, b: str | None, *, labels=("A", "B"), norm
     return item
 
 
-def side_by_side(item: dict) -> list[dict]:
+def side_by_side(item: DiffItem) -> list[dict]:
     """Rows for a two-column view: ``{"tag", "a_no", "a", "b_no", "b"}`` (tag: equal, replace, delete,
     insert; line numbers from 1; None where a side has no line)."""
-    a_lines, b_lines = (item["a"] or "").splitlines(), (item["b"] or "").splitlines()
+    a_lines, b_lines = (item.a or "").splitlines(), (item.b or "").splitlines()
 
     def line(lines, index):  # None past the end: a hand-edited file's opcodes may not fit its texts
         return lines[index] if 0 <= index < len(lines) else None
 
     rows = []
-    for tag, i1, i2, j1, j2 in item["opcodes"]:
+    for tag, i1, i2, j1, j2 in item.opcodes:
         if tag == "equal":
             rows += [{"tag": tag, "a_no": i + 1, "a": line(a_lines, i), "b_no": j + 1, "b": line(b_lines, j)}
                      for i, j in zip(range(i1, i2), range(j1, j2))]
@@ -452,7 +452,7 @@ class DiffStage(Data):
 
 @dataclass(repr=False, eq=False)
 class DiffDocument(Data):
-    """The shape of a saved diff (``CaptureDiff.data``), checked when one is loaded."""
+    """The shape of a saved diff (``CaptureDiff.doc``), checked when one is loaded."""
 
     format: str
     version: list[int]
@@ -492,26 +492,30 @@ def _read(data) -> DiffDocument:
 # --- the entry point --------------------------------------------------------------------------------
 
 class CaptureDiff(JsonFile):
-    """Stage-by-stage differences between capture A and capture B (plain data in ``.data``, shaped
-    as ``DiffDocument`` declares: every stage has every key, so readers index it directly)."""
+    """Stage-by-stage differences between capture A and capture B, typed (``doc``: a ``DiffDocument``):
+    ``stage(name)`` is a ``DiffStage`` — its ``items`` (``DiffItem``: one compared text each), guard
+    changes, number ``rows`` — and ``as_text()`` reads like a unified diff. Saved and loaded as
+    versioned JSON (``to_data`` / ``from_data``)."""
 
     document = "diff"
 
-    def __init__(self, data: dict):
-        self.data = data
+    def __init__(self, doc: DiffDocument):
+        self.doc = doc
 
-    labels = property(lambda self: tuple(self.data["labels"]))
-    stages = property(lambda self: self.data["stages"])
+    def to_data(self) -> dict:
+        return self.doc.to_data()
 
-    def stage(self, name: str) -> dict:
-        """One stage's data; a stage this diff does not hold (a newer tcompile's) reads as unavailable."""
-        if name in self.stages:
-            return self.stages[name]
-        return DiffStage(available=False, reason="not compared in this diff").to_data()
+    data = property(to_data)
+    labels = property(lambda self: tuple(self.doc.labels))
+    stages = property(lambda self: self.doc.stages)
+
+    def stage(self, name: str) -> DiffStage:
+        """One stage; a stage this diff does not hold (a newer tcompile's) reads as unavailable."""
+        return self.stages.get(name) or DiffStage(available=False, reason="not compared in this diff")
 
     @property
     def changed_stages(self) -> list[str]:
-        return [name for name, stage in self.stages.items() if stage["changed"]]
+        return [name for name, stage in self.stages.items() if stage.changed]
 
     def as_text(self) -> str:
         """A unified diff of every changed stage, and the summary and timing numbers that differ."""
@@ -520,15 +524,15 @@ class CaptureDiff(JsonFile):
         for name, stage in self.stages.items():
             if name in ("summary", "timings"):
                 out.append(f"== {stage_title(name)} ==")
-                out += [f"  {row['group'] + ' ' if row['group'] else ''}{row['label']}: {row['a']} → {row['b']}"
-                        for row in stage["rows"] if row["changed"]]
+                out += [f"  {row.group + ' ' if row.group else ''}{row.label}: {row.a} → {row.b}"
+                        for row in stage.rows if row.changed]
                 continue
-            changed = [i for i in stage["items"] if i["status"] in ("changed", "added", "removed")]
-            if changed or stage["removed"] or stage["added"]:
+            changed = [i for i in stage.items if i.status in ("changed", "added", "removed")]
+            if changed or stage.removed or stage.added:
                 out.append(f"== {stage_title(name)} ==")
-            out += [i["unified"] for i in changed]
-            out += [f"  - {g['source']} {g['kind']}: {g['condition']}" for g in stage["removed"]]
-            out += [f"  + {g['source']} {g['kind']}: {g['condition']}" for g in stage["added"]]
+            out += [i.unified for i in changed]
+            out += [f"  - {g.source} {g.kind}: {g.condition}" for g in stage.removed]
+            out += [f"  + {g.source} {g.kind}: {g.condition}" for g in stage.added]
         return "\n".join(out)
 
     __str__ = as_text
@@ -537,11 +541,10 @@ class CaptureDiff(JsonFile):
     def from_data(cls, data) -> "CaptureDiff":
         """A diff from its data, checked against ``DiffDocument`` (``CaptureFormatError`` naming the
         JSON path when it is wrongly shaped) and completed with the declared defaults."""
-        return cls(_read(data).to_data())
+        return cls(_read(data))
 
-    @staticmethod
-    def validate_data(data) -> None:
-        _read(data)
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CaptureDiff) and self.to_data() == other.to_data()
 
     def __repr__(self) -> str:
         return f"<CaptureDiff {self.labels[0]} → {self.labels[1]}: changed {self.changed_stages}>"

@@ -95,29 +95,29 @@ def _folded(count: int) -> Html:
 
 
 def _status(item: dict) -> Html:
-    counts = f" +{item['added']} −{item['removed']}" if item["status"] == "changed" else ""
-    return badge(f"{item['status']}{counts}", STATUS_KIND.get(item["status"], "info"))
+    counts = f" +{item.added} −{item.removed}" if item.status == "changed" else ""
+    return badge(f"{item.status}{counts}", STATUS_KIND.get(item.status, "info"))
 
 
 def item_section(item: dict, labels, open: bool) -> Html:
-    summary = join([_status(item), " ", code(item["key"])])
-    if item["status"] == "unavailable":
-        return details(summary, note(f"{labels[0]}: {item['reason_a']}", tag("br"),
-                                     f"{labels[1]}: {item['reason_b']}", kind="muted"), open=open,
+    summary = join([_status(item), " ", code(item.key)])
+    if item.status == "unavailable":
+        return details(summary, note(f"{labels[0]}: {item.reason_a}", tag("br"),
+                                     f"{labels[1]}: {item.reason_b}", kind="muted"), open=open,
                        cls="tc-diff-item")
-    missing = [f"{labels[i]}: {item[key]}" for i, key in enumerate(("reason_a", "reason_b")) if item[key]]
+    missing = [f"{labels[i]}: {reason}" for i, reason in enumerate((item.reason_a, item.reason_b)) if reason]
     return details(summary, para(join(missing, "; "), cls="tc-muted") if missing else None,
                    side_by_side_table(item, labels), open=open, cls="tc-diff-item")
 
 
-def _counts_line(stage: dict) -> Html:
-    parts = [badge(f"{n} {status}", STATUS_KIND.get(status, "info")) for status, n in stage["counts"].items()]
+def _counts_line(stage) -> Html:
+    parts = [badge(f"{n} {status}", STATUS_KIND.get(status, "info")) for status, n in stage.counts.items()]
     return para(*parts) if parts else None
 
 
-def _text_stage(stage: dict, labels, name: str) -> Html:
-    items = stage["items"]
-    changed = [i for i in items if i["status"] in ("changed", "added", "removed")]
+def _text_stage(stage, labels, name: str) -> Html:
+    items = stage.items
+    changed = [i for i in items if i.status in ("changed", "added", "removed")]
     intro = para(f"{stage_title(name)}: {len(changed)} of {plural(len(items), 'item')} differ." if changed else
                  f"{stage_title(name)}: identical in both configurations"
                  + (" (after normalizing object ids, addresses and cache paths)." if items else "."))
@@ -129,15 +129,15 @@ def _text_stage(stage: dict, labels, name: str) -> Html:
 
 def _guard_rows(rows: list[dict]) -> Html:
     return table(["compile", "guarded value", "kind", "condition"],
-                 [[r["compile"], code(r["source"] or "(global)"), r["kind"],
-                   tag("code", shorten(r["condition"], 200), title=r["condition"])] for r in rows])
+                 [[r.compile, code(r.source or "(global)"), r.kind,
+                   tag("code", shorten(r.condition, 200), title=r.condition)] for r in rows])
 
 
 def _guards_stage(stage: dict, labels) -> Html:
-    removed, added = stage["removed"], stage["added"]
+    removed, added = stage.removed, stage.added
     return join([
         para(f"{plural(len(removed), 'guard')} only in {labels[0]}, {plural(len(added), 'guard')} only in "
-             f"{labels[1]}, {stage['common']} in both (compared as sets of guarded value, kind and "
+             f"{labels[1]}, {stage.common} in both (compared as sets of guarded value, kind and "
              "condition; object ids ignored)."),
         details(join([badge(f"only in {labels[0]}", "error"), f" {len(removed)}"]), _guard_rows(removed),
                 open=bool(removed), cls="tc-diff-item") if removed else None,
@@ -148,7 +148,7 @@ def _guards_stage(stage: dict, labels) -> Html:
 
 
 def _ratio(row: dict) -> Html:
-    ratio = row["ratio"]
+    ratio = row.ratio
     if ratio is None:
         return Html("–")
     kind = "ok" if ratio < 0.9 else "warn" if ratio > 1.1 else "muted"
@@ -156,8 +156,8 @@ def _ratio(row: dict) -> Html:
 
 
 def _timings_stage(stage: dict, labels) -> Html:
-    rows = [[row["group"], row["label"], _seconds(row["a"]), _seconds(row["b"]), _ratio(row)] for row in stage["rows"]]
-    return join([para(stage["note"], cls="tc-muted"),
+    rows = [[row.group, row.label, _seconds(row.a), _seconds(row.b), _ratio(row)] for row in stage.rows]
+    return join([para(stage.note, cls="tc-muted"),
                  table(["compile", "phase", labels[0], labels[1], f"{labels[1]} / {labels[0]}"], rows)])
 
 
@@ -173,11 +173,11 @@ def _value(value) -> str:
 
 def _summary_stage(stage: dict, labels) -> Html:
     def rows_of(rows):
-        return ([[r["label"], _value(r["a"]), _value(r["b"])] for r in rows],
-                ["tc-diff-changed" if r["changed"] else None for r in rows])
+        return ([[r.label, _value(r.a), _value(r.b)] for r in rows],
+                ["tc-diff-changed" if r.changed else None for r in rows])
 
-    summary_rows, summary_marks = rows_of(stage["rows"])
-    option_rows, option_marks = rows_of([r for r in stage["options"] if r["a"] is not None or r["b"] is not None])
+    summary_rows, summary_marks = rows_of(stage.rows)
+    option_rows, option_marks = rows_of([r for r in stage.options if r.a is not None or r.b is not None])
     return join([table(["", labels[0], labels[1]], summary_rows, summary_marks),
                  details("Options recorded with each capture", table(["option", labels[0], labels[1]],
                                                                       option_rows, option_marks), open=True)])
@@ -187,8 +187,8 @@ def render_stage(capture_diff, stage: str) -> Html:
     """One stage of a CaptureDiff as HTML."""
     labels = capture_diff.labels
     data = capture_diff.stage(stage)
-    if not data["available"]:
-        return unavailable(stage_title(stage), data["reason"])
+    if not data.available:
+        return unavailable(stage_title(stage), data.reason)
     if stage == "summary":
         return _summary_stage(data, labels)
     if stage == "timings":
@@ -204,11 +204,11 @@ def stage_overview(capture_diff) -> Html:
     for key in DIFF_STAGES:
         title = stage_title(key)
         stage = capture_diff.stage(key)
-        kind = "muted" if not stage["available"] else "warn" if stage["changed"] else "ok"
+        kind = "muted" if not stage.available else "warn" if stage.changed else "ok"
         text = "n/a" if kind == "muted" else "changed" if kind == "warn" else "same"
-        if key == "timings" and stage["available"]:
+        if key == "timings" and stage.available:
             kind, text = "info", "compare"  # timings always differ a little: a table, not a verdict
-        parts.append(badge(f"{title}: {text}", kind, title=stage["reason"]))
+        parts.append(badge(f"{title}: {text}", kind, title=stage.reason))
     return para(*parts, cls="tc-diff-stages")
 
 
