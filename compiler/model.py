@@ -151,6 +151,27 @@ class Capture(CaptureData, JsonFile):
             return whatif.dry_run(self.live, fn, args, kwargs)
         return whatif.what_if(self.live, fn, args, kwargs, self.compiles)
 
+    def fixes(self):
+        """The proposed fixes for this capture's graph breaks, recompiles and skipped frames, highest
+        cost first (a ``compiler.fix_schema.Fixes``: iterate, index, ``fixes()["fix1"]``); each says
+        what it changes, its snippet, the findings it addresses and, once tried, its measured effect
+        (``compiler.fixes``). Saved with the capture."""
+        if self.proposed_fixes is None:
+            from .fixes import propose
+
+            self.proposed_fixes = propose(self)
+        for fix in self.proposed_fixes.items:
+            fix.__dict__["_capture"] = self
+        return self.proposed_fixes
+
+    def try_fixes(self, fn=None, calls=None, **kwargs):
+        """Try each applicable fix alone, then the recommended ones together, by re-running the
+        captured calls with the change (``compiler.fix_experiments.try_fixes``); → the Fixes, with
+        each ``result`` and ``combined`` filled in. Needs the live function (or ``fn`` and ``calls``)."""
+        from .fix_experiments import try_fixes
+
+        return try_fixes(self, fn=fn, calls=calls, **kwargs)
+
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.trace.save_trace``):
         a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""

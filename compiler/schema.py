@@ -1396,6 +1396,9 @@ def _unavailable(stage_type, reason: str):
     return lambda: stage_type(available=False, reason=reason)
 
 
+from .fix_schema import Fixes  # noqa: E402 — declared in their own module (it builds on Data and Stage above)
+
+
 @dataclass(repr=False, eq=False)
 class CaptureData(Data):
     """The saved part of a capture; ``Capture`` adds the live-only state and the methods."""
@@ -1417,6 +1420,8 @@ class CaptureData(Data):
     unknown_records: dict[str, int] = field(default_factory=dict)  # record kinds tcompile does not know, counted
     extra_records: list[Any] = field(default_factory=list)  # … and those records, trimmed
     summary: Summary = field(default_factory=Summary)
+    # proposed fixes and what trying them measured (compiler.fixes); None: not proposed (an older capture)
+    proposed_fixes: Fixes | None = field(default=None, metadata={"key": "fixes"})
 
 
 def check_header(data) -> None:
