@@ -55,8 +55,9 @@ def normalize_calls(calls) -> list[tuple[tuple, dict]]:
     return out
 
 
-def replay_of(cap, fn=None, calls=None) -> Replay:
-    """The function, calls and compile options an experiment replays for ``cap`` (see the module)."""
+def replay_of(cap, fn=None, calls=None, overrides: dict | None = None) -> Replay:
+    """The function, calls and compile options an experiment replays for ``cap`` (see the module);
+    ``overrides``: torch.compile options that replace the capture's."""
     from .whatif import _original
 
     live = cap.live
@@ -77,6 +78,9 @@ def replay_of(cap, fn=None, calls=None) -> Replay:
     if not isinstance(compile_kwargs.get("backend"), str) or "." in compile_kwargs["backend"]:
         own = False
         compile_kwargs["backend"] = "inductor" if "." in str(compile_kwargs.get("backend")) else compile_kwargs["backend"]
+    if overrides:  # torch.compile options instead of the capture's (e.g. a backend object)
+        own = False
+        compile_kwargs.update(overrides)
     return Replay(fn, normalize_calls(calls), compile_kwargs, from_capture=own and live.compiled_fn is not None)
 
 
@@ -206,7 +210,11 @@ def run_once(replay: Replay, config: dict | None = None, compile_kwargs: dict | 
     finally:
         torch._dynamo.reset()
     measure = measure_of(cap, recorder.counters, runtime)
-    error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}" if cap.error else None
+    error = None
+    if cap.error:
+        error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}"
+        if cap.error.cause:
+            error += f" — caused by {cap.error.cause.splitlines()[0]}"
     return measure, outputs, error
 
 
@@ -297,12 +305,12 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
 
 # --- the API --------------------------------------------------------------------------------------
 
-def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "measure") -> FixResult:
+def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "measure", compile_kwargs: dict | None = None) -> FixResult:
     """Try one fix (``Fix.try_()``): its result is kept on the fix (and so saved with the capture)."""
     if not fix.applicable:
         raise ValueError(f"{fix.id} is a code change ({fix.title}): apply it yourself; it is never applied "
                          "behind your back")
-    replay = replay_of(cap, fn, calls)
+    replay = replay_of(cap, fn, calls, compile_kwargs)
     before, before_from = baseline(cap, replay, timing, before)
     holder = _Holder(fix)
     try:
@@ -323,13 +331,13 @@ class _Holder:
             self.fix.result = FixResult(status=INTERRUPTED, error="interrupted before it finished")
 
 
-def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure"):
+def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure", compile_kwargs: dict | None = None):
     """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than
     one is recommended). ``only``: fix ids to try. ``progress(done, total, text)`` is told as it goes.
     An interrupt keeps what finished (the running fix says ``interrupted``) and goes on up."""
     fixes = cap.fixes()
     todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
-    replay = replay_of(cap, fn, calls)
+    replay = replay_of(cap, fn, calls, compile_kwargs)
     before, before_from = baseline(cap, replay, timing, before)
     total = len(todo) + 1
     for done, fix in enumerate(todo):
