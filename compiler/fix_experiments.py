@@ -164,7 +164,9 @@ def _marked(fn, args, kwargs, marks):
     signature = inspect.signature(fn if isinstance(fn, torch.nn.Module) else target)
     names = list(signature.parameters)
     for mark in marks:
-        if mark.argument in kwargs:
+        if mark.position is not None and mark.position < len(args):
+            value = args[mark.position]
+        elif mark.argument in kwargs:
             value = kwargs[mark.argument]
         elif mark.argument in names and names.index(mark.argument) < len(args):
             value = args[names.index(mark.argument)]
@@ -294,10 +296,11 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
         result.status, result.error = FAILED, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result.seconds = time.perf_counter() - start
         return result
-    result.after, result.seconds = measure, round(time.perf_counter() - start, 4)
-    if error:
+    result.seconds = round(time.perf_counter() - start, 4)
+    if error:  # what a failed run counted is not an "after" to compare
         result.status, result.error = FAILED, error
         return result
+    result.after = measure
     result.outputs_equal, result.output_note = outputs_match(outputs, expected)
     result.status = MEASURED if result.outputs_equal else CHANGES_RESULTS
     return result

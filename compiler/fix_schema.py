@@ -29,6 +29,7 @@ class DynamicMark(Data):
 
     argument: str = ""
     dim: int = 0
+    position: int | None = None  # the positional argument, where the frame takes ``*args`` (``args[0]``)
     maybe: bool = False  # maybe_mark_dynamic: dynamic unless the compile specialises it
 
 

@@ -44,6 +44,7 @@ def propose(cap) -> Fixes:
         builder.graph_break(index, item)
     for recompile in cap.recompiles:
         builder.recompile(recompile)
+    builder.inner_recompiles()
     builder.recompile_limit()
     fixes = builder.finish()
     note = None if fixes else "no graph breaks, recompiles or skipped frames to fix"
@@ -56,6 +57,10 @@ class _Builder:
         self.by_key: dict[tuple, Fix] = {}
         self.skipped = {c.compile_id for c in cap.compiles if c.status in ("skipped", "failed")}
         self.names = {c.compile_id: c.name for c in cap.compiles}
+        self.by_id = {c.compile_id: c for c in cap.compiles}
+        dynamo = [c for c in cap.compiles if c.origin == "dynamo"]
+        self.entry_frame = dynamo[0].frame_id if dynamo else None  # the function the user compiled and calls
+        self.inner_sizes: list[tuple[str, str]] = []  # size recompiles of other frames
 
     def _fix(self, key: tuple, **fields) -> Fix:
         fix = self.by_key.get(key)
@@ -199,8 +204,23 @@ class _Builder:
         scalar = _SCALAR.match(guard.strip())
         if size:
             name, dim = size["name"], int(size["dim"])
-            plain = _IDENT.match(name) is not None
-            if plain:
+            compiled = self.by_id.get(recompile.compile_id)
+            entry = compiled is None or compiled.frame_id == self.entry_frame
+            if not entry:  # a frame after a graph break or a function called inside: not an argument the user passes
+                self.inner_sizes.append((recompile.compile_id, finding))
+                return
+            positional = re.fullmatch(r"args\[(\d+)\]", name)
+            if positional:  # the frame takes *args (a decorator's wrapper): the Nth positional argument
+                position = int(positional[1])
+                fix = self._fix(("mark_dynamic", name, dim), kind="mark_dynamic",
+                                title=f"Mark dimension {dim} of positional argument {position} dynamic before calling, "
+                                      "so one compile serves every size",
+                                snippet=f"arg = args[{position}]   # positional argument {position} of each call\n"
+                                        f"torch._dynamo.mark_dynamic(arg, {dim})   # before each call",
+                                why=f"the guard on {name}.size({dim}) failed: {text}",
+                                marks=[DynamicMark(argument=name, dim=dim, position=position)],
+                                alternatives=["torch.compile(..., dynamic=True): every size dynamic from the start"])
+            elif _IDENT.match(name):
                 fix = self._fix(("mark_dynamic", name, dim), kind="mark_dynamic",
                                 title=f"Mark dimension {dim} of {name} dynamic before calling, so one compile "
                                       "serves every size",
@@ -229,6 +249,18 @@ class _Builder:
             return
         fix.recompiles.append(recompile.compile_id)
         fix.findings.append(finding)
+
+    def inner_recompiles(self) -> None:
+        """Size recompiles of frames the user does not call (resume functions after a graph break, functions
+        compiled on their own): their sizes come from the inputs, so they go with the entry argument's
+        mark_dynamic fix where there is one, else with dynamic=True."""
+        if not self.inner_sizes:
+            return
+        marks = [f for f in self.by_key.values() if f.kind == "mark_dynamic"]
+        fix = marks[0] if marks else self._dynamic_fix("sizes changed in frames inside the compiled function")
+        for compile_id, finding in self.inner_sizes:
+            fix.recompiles.append(compile_id)
+            fix.findings.append(finding + " (a frame inside the compiled function: its size comes from the input)")
 
     def _dynamic_fix(self, why: str) -> Fix:
         return self._fix(("dynamic",), kind="dynamic_true",
