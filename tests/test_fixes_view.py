@@ -45,3 +45,11 @@ def test_fixes_view_escapes_text():
                                                    "snippet": "x = '<b>'", "findings": ["<img src=x>"]}]}}
     page = render_view("fixes", compiler.Capture.from_data(data), None)
     assert "<script>" not in page and "&lt;script&gt;" in page and "<img" not in page
+
+
+def test_recompile_rows_name_their_fix():
+    from compiler.fix_experiments import capture_calls
+
+    cap = capture_calls(lambda x: x.sin() * 2, [(torch.randn(4),), (torch.randn(8),)], backend="eager")
+    page = render_view("recompiles", cap, None)
+    assert "fix: fix1 (mark_dynamic, not tried)" in page
