@@ -75,9 +75,10 @@ def replay_of(cap, fn=None, calls=None, overrides: dict | None = None) -> Replay
     compile_kwargs = {k: options[k] for k in COMPILE_KWARGS if k in options and options[k] is not None
                       and isinstance(options[k], (str, bool, int, dict))}
     compile_kwargs.setdefault("backend", "inductor")
-    if not isinstance(compile_kwargs.get("backend"), str) or "." in compile_kwargs["backend"]:
-        own = False
-        compile_kwargs["backend"] = "inductor" if "." in str(compile_kwargs.get("backend")) else compile_kwargs["backend"]
+    backend = compile_kwargs.get("backend")
+    if (not overrides or "backend" not in overrides) and isinstance(backend, str) and "." in backend:
+        raise RuntimeError(f"the capture was compiled with a backend function ({backend}); the capture keeps only "
+                           "its name: pass compile_kwargs={'backend': <that function>}")
     if overrides:  # torch.compile options instead of the capture's (e.g. a backend object)
         own = False
         compile_kwargs.update(overrides)
