@@ -53,3 +53,20 @@ def test_recompile_rows_name_their_fix():
     cap = capture_calls(lambda x: x.sin() * 2, [(torch.randn(4),), (torch.randn(8),)], backend="eager")
     page = render_view("recompiles", cap, None)
     assert "fix: fix1 (mark_dynamic, not tried)" in page
+
+
+def test_widget_try_all_button_runs_the_experiments_and_redraws():
+    from explorer.widget import Explorer
+
+    cap = compiler.explore(f, torch.randn(16), backend="eager", timing=False, errors="return")
+    ui = Explorer(cap)
+    panel = ui.fixes_panel
+    assert not panel.try_all.disabled and [o[1] for o in panel.choice.options] == ["fix1", "fix2"]
+    fixes_tab = ui.select("fixes")
+    assert "not tried" in fixes_tab.value.lower()
+    panel.try_all.click()
+    assert all(fix.result is not None for fix in cap.fixes() if fix.applicable)
+    assert "Outputs equal eager" in ui.select("fixes").value and panel.status.value.startswith("done")
+
+    loaded = Explorer(compiler.Capture.from_json(cap.to_json()))
+    assert loaded.fixes_panel.try_all.disabled and "Try needs the live function" in loaded.fixes_panel.status.value
