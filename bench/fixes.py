@@ -43,7 +43,7 @@ def synthetic_capture():
     compiles = [{"compile_id": f"{i}/{j}", "frame_id": i, "frame_compile_id": j, "name": f"f{i}", "status": "compiled"}
                 for i in range(100) for j in range(4)]
     recompiles = [{"available": True, "compile_id": f"{i}/{j}", "name": f"f{i}",
-                   "reasons": [{"guard": f"tensor 'x' size mismatch at index 0" if j % 2 else "n == 3",
+                   "reasons": [{"guard": "tensor 'x' size mismatch at index 0" if j % 2 else "n == 3",
                                 "text": f"tensor 'x' size mismatch at index 0. expected {j}, actual {j + 1}"
                                 if j % 2 else "n == 3"}]}
                   for i in range(100) for j in range(1, 4)]
@@ -64,9 +64,9 @@ def run(quick: bool, log=print):
     rows.append(Row("proposing fixes: synthetic capture, 500 graph breaks + 300 recompiles", seconds(synthetic),
                     seconds(BUDGET_S), synthetic / BUDGET_S, "≤ 1 (≤ 50 ms)", high=1.0,
                     detail=details["synthetic"]))
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
         return rows, details
     import sys
     from pathlib import Path
