@@ -256,7 +256,7 @@ def outputs_match(actual, expected) -> tuple[bool, str]:
             return bool(actual == expected), f"compared with == ({type(exc).__name__} from assert_close)"
         except Exception:  # noqa: BLE001
             return False, f"outputs could not be compared: {type(exc).__name__}: {exc}"
-    return True, "torch.testing.assert_close (the dtype's default tolerance)"
+    return True, "torch.testing.assert_close at the dtype's default tolerance"
 
 
 def eager_outputs(replay: Replay) -> list:

@@ -110,7 +110,7 @@ def result_section(result) -> Html:
         parts.append(para(f"before: {result.before_from or 'measured'}; {plural(result.calls, 'call')} replayed; "
                           f"experiment took {seconds(result.seconds)}", cls="tc-muted"))
     if result.outputs_equal is not None:
-        parts.append(note("Outputs equal eager " + (result.output_note or "") if result.outputs_equal else
+        parts.append(note(f"Outputs equal eager (compared with {result.output_note})" if result.outputs_equal else
                           f"Outputs differ from eager: {result.output_note}",
                           kind="ok" if result.outputs_equal else "error"))
     return join(parts)
@@ -132,11 +132,12 @@ def fix_card(fix) -> Html:
                if fix.alternatives else None,
                heading("Measured", 5) if fix.applicable else None,
                result_section(fix.result) if fix.applicable else None,
-               cls="tc-break-card tc-fix-card", data_fix=fix.id)
+               cls="tc-fix-card" + (" tc-fix-suggestion" if not fix.applicable else ""), data_fix=fix.id)
 
 
 def _applies(fix) -> Html:
-    parts = [code(f"torch._dynamo.config.{k} = {v!r}") for k, v in fix.config.items()]
+    parts = [code(f"torch._dynamo.config.{k}.add({', '.join(v)})" if k == "reorderable_logging_functions"
+                  else f"torch._dynamo.config.{k} = {v!r}") for k, v in fix.config.items()]
     parts += [code(f"torch.compile(..., {k}={v!r})") for k, v in fix.compile_kwargs.items()]
     parts += [code(f"torch._dynamo.{'maybe_' if m.maybe else ''}mark_dynamic({m.argument}, {m.dim})")
               for m in fix.marks]
