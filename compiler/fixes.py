@@ -236,6 +236,17 @@ class _Builder:
         elif scalar:
             name, value = scalar["name"], scalar["value"]
             kind = "float" if any(c in value for c in ".e") else "int"
+            if _specializes(kind):  # torch._dynamo.config.specialize_<kind> is on here: every value compiles again
+                fix = self._fix(("specialize", kind), kind=f"specialize_{kind}",
+                                title=f"torch._dynamo.config.specialize_{kind} is on: every new value of the Python "
+                                      f"{kind} {name} compiles again. Turn it off so the {kind} becomes a symbol",
+                                snippet=f"import torch\ntorch._dynamo.config.specialize_{kind} = False",
+                                why=f"the guard {guard} failed", config={f"specialize_{kind}": False},
+                                alternatives=[f"pass {name} as a 0-d tensor: torch.tensor({value})",
+                                              "torch.compile(..., dynamic=True)"])
+                fix.recompiles.append(recompile.compile_id)
+                fix.findings.append(finding)
+                return
             fix = self._fix(("scalar", name), kind=f"dynamic_{kind}",
                             title=f"The Python {kind} {name} is baked into each compile: compile with dynamic=True "
                                   f"so it becomes a symbol (or pass it as a tensor)",
@@ -322,6 +333,14 @@ class _Builder:
         for number, fix in enumerate(ranked, 1):
             fix.id = f"fix{number}"
         return ranked
+
+
+def _specializes(kind: str) -> bool:
+    """Is ``torch._dynamo.config.specialize_<kind>`` on in this process (the config the capture ran under,
+    unless it was patched only around the capture)?"""
+    import torch
+
+    return bool(getattr(torch._dynamo.config, f"specialize_{kind}", False))
 
 
 def _short(path: str | None) -> str:

@@ -254,3 +254,23 @@ def test_fixes_are_saved_and_checked_field_by_field():
     data["fixes"]["items"][0]["breaks"] = ["0"]
     with pytest.raises(compiler.CaptureFormatError, match=r"fixes.items\[0\].breaks\[0\]: expected an integer"):
         compiler.Capture.from_data(data)
+
+
+def f_float(x, scale):
+    return x * scale
+
+
+def test_python_float_under_specialize_float_gets_the_setting_turned_off():
+    x = torch.randn(4)
+    calls = [(x, 0.5), (x, 1.5), (x, 2.5)]
+    with torch._dynamo.config.patch(specialize_float=True):  # as a user (or an older torch) has it
+        cap = capture_calls(f_float, calls, backend="eager")
+        assert cap.summary.recompiles == 2
+        fix = the_fix(cap, "specialize_float")
+        assert fix.config == {"specialize_float": False} and len(fix.recompiles) == 2
+        result = tried(cap, fix)
+        counts, entries, _ = manual(f_float, calls, config={"specialize_float": False})
+    assert result.status == MEASURED and result.outputs_equal
+    # off, the float still specialises on its first value, then becomes dynamic: one recompile instead of one per value
+    assert (result.before.recompiles, result.after.recompiles) == (2, entries - 1) == (2, 1)
+    assert result.after.counters == counts and result.recommended
