@@ -274,3 +274,13 @@ def test_python_float_under_specialize_float_gets_the_setting_turned_off():
     # off, the float still specialises on its first value, then becomes dynamic: one recompile instead of one per value
     assert (result.before.recompiles, result.after.recompiles) == (2, entries - 1) == (2, 1)
     assert result.after.counters == counts and result.recommended
+
+
+def test_timing_measures_eager_and_compiled_runtime_before_and_after():
+    x = torch.randn(32, 32)
+    cap = explored(f_print, x)
+    result = tried(cap, the_fix(cap, "reorderable_logging_functions"), timing=True)
+    assert result.status == MEASURED
+    for measure in (result.before, result.after):
+        assert measure.runtime_s > 0 and measure.eager_runtime_s > 0
+    assert "run " in result.as_text()
