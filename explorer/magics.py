@@ -55,6 +55,7 @@ class Options:
     stance: str | None = None
     name: str | None = None
     save: str | None = None
+    fix: bool = False  # --fix: try the proposed fixes after the capture
 
 
 @magics_class
@@ -107,6 +108,9 @@ class TcompileMagics(Magics):
     @magic_arguments.argument("--sources", default="trace", choices=("trace", "local"),
                               help="with --load: trace (default) reads no local file the log names; local reads "
                                    "the source files it names from this machine (regular .py files, size-capped)")
+    @magic_arguments.argument("--fix", action="store_true",
+                              help="after the capture, try each proposed fix (re-running the cell or call once per "
+                                   "fix, compiled with the change) and show the measured before → after in Fixes")
     @line_cell_magic
     def tcompile(self, line, cell=None):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
@@ -196,7 +200,8 @@ def parse_options(args, namespace: dict) -> Options:
     if options:
         kwargs["options"] = options
     return Options(kwargs, {"backend": args.backend}, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
-                   stance=stance, name=args.name, save=unquote(args.save) if args.save else None)
+                   stance=stance, name=args.name, save=unquote(args.save) if args.save else None,
+                   fix=getattr(args, "fix", False))
 
 
 # --- the cell form ------------------------------------------------------------------------------
@@ -222,6 +227,7 @@ def run_cell(shell, opts: Options, cell: str):
     # interrupted while timing: the first compiled call completed, so the cell's names are written back
     ran = cap.error is None or (cap.interrupted and "first compiled call completed" in cap.error.message)
     value = compiled_cell.write_back(namespace, cap.live.result) if ran else None
+    try_fixes(shell, cap, opts)
     finish(shell, cap, opts, wrote_back=ran)
     return value
 
@@ -289,6 +295,7 @@ def run_line(shell, opts: Options, expr: str):
     if check_stance:
         refuse_fail_on_recompile_call(fn, expr)
     cap = run(shell, opts, fn, args, kwargs, {**opts.recorded, "magic": "%tcompile"}, reset=not check_stance)
+    try_fixes(shell, cap, opts)
     finish(shell, cap, opts, wrote_back=None)
     return None
 
@@ -314,6 +321,25 @@ def evaluate_call(expr: str, namespace: dict):
 
 
 # --- shared: progress, finishing ----------------------------------------------------------------
+
+def try_fixes(shell, cap, opts: Options) -> None:
+    """--fix: try the capture's applicable fixes (``Capture.try_fixes``) under the progress display; a
+    failure or an interrupt keeps what finished and is said in one line."""
+    if not opts.fix or cap.error is not None or cap.live is None:
+        return
+    if not any(f.applicable for f in cap.fixes()):
+        return
+    backend = opts.compile_kwargs.get("backend")
+    overrides = {"backend": backend} if backend is not None and not isinstance(backend, str) else None
+    with Progress(shell, "trying the proposed fixes") as progress:
+        try:
+            cap.try_fixes(compile_kwargs=overrides,
+                          progress=lambda done, total, text: progress.set(f"{text} ({done} of {total} done)"))
+        except KeyboardInterrupt:
+            print("tcompile --fix: interrupted; the fixes tried so far keep their results", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 — the capture is still shown
+            print(f"tcompile --fix: {type(exc).__name__}: {exc}", file=sys.stderr)
+
 
 def finish(shell, cap, opts: Options, *, wrote_back) -> None:
     """Store (--name), save (--save), report an error in one line, and show the capture. An

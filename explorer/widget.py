@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from .fixes_panel import FixesPanel
 from .full_text import CutTexts
 from .graph_viewer import INTERACTIVE, interactive_children
 from .html import collecting_cut_texts, style_tag, view_frame
@@ -49,7 +50,9 @@ class Explorer(widgets.VBox):
         self.pieces = [widgets.VBox(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
         self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
+        self.fixes_panel = FixesPanel(capture, on_done=self._fixes_tried)
         tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
+                        else widgets.VBox([self.fixes_panel, pane, rest, cut]) if view.key == "fixes"
                         else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
                         else widgets.VBox([pane, rest, cut])
                         for view, pane, rest, cut in zip(VIEWS, self.panes, self.pieces, self.cut_texts)]
@@ -95,6 +98,13 @@ class Explorer(widgets.VBox):
         if key in INTERACTIVE:
             self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
+
+    def _fixes_tried(self) -> None:
+        """Fixes were tried: redraw the tabs that show their results (Fixes, Overview, Graph breaks, Recompiles)."""
+        self.tabs.set_title(next(i for i, v in enumerate(VIEWS) if v.key == "fixes"),
+                            next(v for v in VIEWS if v.key == "fixes").title_for(self.capture))
+        self._rendered.clear()
+        self.show_tab(self.tabs.selected_index or 0)
 
     def _piece(self, piece) -> widgets.Widget:
         """A piece of a view: HTML, or a big table as an itables widget (the compiles table selects)."""

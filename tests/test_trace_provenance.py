@@ -288,7 +288,7 @@ def test_aot_inductor_compile_is_saved_and_loaded(tmp_path):
     data = json.loads((tmp_path / "cap.json").read_text())
     data["compiles"][0]["origin"] = "export"
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    with pytest.raises(compiler.stages.schema.CaptureFormatError, match=r"compiles\[0\]\.origin: expected 'dynamo' or "
+    with pytest.raises(compiler.stages.data.CaptureFormatError, match=r"compiles\[0\]\.origin: expected 'dynamo' or "
                        "'aot_inductor', got 'export'"):
         compiler.load(tmp_path / "bad.json")
 

@@ -47,6 +47,7 @@ class LiveState:
     result: object = None
     args: tuple | None = None
     kwargs: dict | None = None
+    calls: list | None = None  # every call as (args, kwargs), where more than the first was made (fix experiments)
 
     def entries(self, code):
         from torch._dynamo.eval_frame import _debug_get_cache_entry_list

@@ -173,8 +173,16 @@ class Recorder:
 
 
 def new_capture(data: dict, live: LiveState | None) -> Capture:
-    """The one place a capture is constructed from assembled data."""
-    return Capture.from_data(data, live=live)
+    """The one place a capture is constructed from assembled data; its fixes are proposed here, so
+    they are saved with it (``compiler.analyses.fixes``)."""
+    cap = Capture.from_data(data, live=live)
+    try:
+        from compiler.analyses.fixes import propose
+
+        cap.proposed_fixes = propose(cap)
+    except Exception:  # noqa: BLE001 — a tcompile bug proposing fixes must never lose the capture
+        cap.proposed_fixes = None
+    return cap
 
 
 @contextlib.contextmanager

@@ -12,22 +12,26 @@ what-if checks, which need the live guards.
     >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "compiles": [5]})
     Traceback (most recent call last):
     ...
-    compiler.stages.schema.CaptureFormatError: compiles[0]: expected an object, got 5
+    compiler.stages.data.CaptureFormatError: compiles[0]: expected an object, got 5
 """
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.drawing import draw
 from compiler.stages.base import unavailable
-from compiler.stages.schema import (FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage,
-                     check_header)
+from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage
 
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
-           "load", "resume_origin", "unavailable"]
+           "load", "unavailable"]
+
+# Experiments compile again, through the capturing layer that builds captures, so they live above it
+# (compiler.analyses.fix_experiments) and register here when imported — compiler/__init__ imports them
+# before any capture exists. The data layer never imports the layer that builds it.
+EXPERIMENTS: dict[str, Any] = {}
+
 
 @dataclass(repr=False, eq=False)
 class Capture(CaptureData, JsonFile):
@@ -137,6 +141,29 @@ class Capture(CaptureData, JsonFile):
         if dry_run:
             return whatif.dry_run(self.live, fn, args, kwargs)
         return whatif.what_if(self.live, fn, args, kwargs, self.compiles)
+
+    def fixes(self):
+        """The proposed fixes for this capture's graph breaks, recompiles and skipped frames, highest
+        cost first (a ``compiler.stages.fix_schema.Fixes``: iterate, index, ``fixes()["fix1"]``); each says
+        what it changes, its snippet, the findings it addresses and, once tried, its measured effect
+        (``compiler.analyses.fixes``). Saved with the capture."""
+        if self.proposed_fixes is None:
+            from compiler.analyses.fixes import propose
+
+            self.proposed_fixes = propose(self)
+        for fix in self.proposed_fixes.items:
+            fix.__dict__["_capture"] = self
+        return self.proposed_fixes
+
+    def try_fixes(self, fn=None, calls=None, **kwargs):
+        """Try each applicable fix alone, then the recommended ones together, by re-running the
+        captured calls with the change (``compiler.analyses.fix_experiments.try_fixes``); → the Fixes, with
+        each ``result`` and ``combined`` filled in. Needs the live function (or ``fn`` and ``calls``)."""
+        return EXPERIMENTS["try_fixes"](self, fn=fn, calls=calls, **kwargs)
+
+    def try_fix(self, fix, fn=None, calls=None, **kwargs):
+        """Try one fix (``fix.try_()``; ``compiler.analyses.fix_experiments.try_fix``)."""
+        return EXPERIMENTS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
 
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):

@@ -18,241 +18,28 @@ Each stage is an object the way ``jax.stages`` reads: declared attributes, ``ava
     >>> Graph.from_data({"available": True, "nodes": [{"name": "x", "line": "3"}]})
     Traceback (most recent call last):
     ...
-    compiler.stages.schema.CaptureFormatError: nodes[0].line: expected an integer, got '3'
+    compiler.stages.data.CaptureFormatError: nodes[0].line: expected an integer, got '3'
     >>> print(Guards(available=False, reason="cache hit").as_text())
     [guards: unavailable — cache hit]
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import gc
-import json
 import threading
-import types
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from compiler.drawing import draw
+from compiler.stages.fix_schema import Fixes
+from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _dump, _Mismatch,  # noqa: F401
+                                   _shown, _table, _text_table, check_document_header, paused_gc, read_json_text,
+                                   utf8_text)
 
 FORMAT = "tcompile-capture"
 VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
-MAX_DEPTH = 200  # deeper JSON than this is not a capture (and would exhaust the stack)
-
-
-class CaptureFormatError(ValueError):
-    """A file that is not a tcompile capture, has an unknown major version, or is malformed."""
 
 
 # --- reading and writing typed data -------------------------------------------------------------
-
-def _shown(value) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "…"
-
-
-_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
-               bool: "true or false"}
-
-
-def _expected(tp) -> str:
-    return _JSON_NAMES.get(typing.get_origin(tp) or tp, "an object" if isinstance(tp, type) else str(tp))
-
-
-@contextlib.contextmanager
-def paused_gc():
-    """Reading a big file builds millions of small objects and no cycles; the cycle collector,
-    triggered by those allocations, would take ~40 % of the time. Put back as it was."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-class _Mismatch(Exception):
-    """A value that is not of its declared type; ``where`` collects the JSON path on the way out."""
-
-    def __init__(self, expected: str, value):
-        self.expected, self.value, self.where = expected, value, []
-
-    def error(self, path: str) -> CaptureFormatError:
-        where = "".join(reversed(self.where))
-        where = f"{path}{where}" if path else where.lstrip(".") or "capture"
-        got = "missing" if self.expected == "missing" else f"expected {self.expected}, got {_shown(self.value)}"
-        return CaptureFormatError(f"{where}: {got}")
-
-
-def _same(value):
-    return value
-
-
-# converter → the exact types it returns unchanged: a list or dict of only those is copied at C speed
-_PASS_TYPES: dict = {}
-
-
-def _scalar(tp):
-    expected = _expected(tp)
-    if tp is float:
-        def check(value):
-            if type(value) is float or type(value) is int or (isinstance(value, (int, float))
-                                                                and not isinstance(value, bool)):
-                return value
-            raise _Mismatch(expected, value)
-    elif tp is int:
-        def check(value):
-            if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-                return value
-            raise _Mismatch(expected, value)
-    else:
-        def check(value):
-            if type(value) is tp or isinstance(value, tp):
-                return value
-            raise _Mismatch(expected, value)
-    _PASS_TYPES[check] = frozenset({int, float}) if tp is float else frozenset({tp})
-    return check
-
-
-def _first_failing(convert, items) -> int:
-    for index, item in enumerate(items):
-        try:
-            convert(item)
-        except _Mismatch:
-            return index
-    return 0
-
-
-# Converters of nested types are registered before their fields are filled (types nest:
-# Graph.subgraphs), so building holds a lock: another thread must not use a half-built one.
-_BUILDING = threading.RLock()
-
-
-def _converter(tp):
-    """A function that checks a JSON value against ``tp`` and returns it as ``tp`` (raising
-    ``_Mismatch``). Built once per type: a 100 MB trace converts millions of values."""
-    with _BUILDING:
-        return _build_converter(tp)
-
-
-@functools.cache
-def _build_converter(tp):
-    if tp is Any:
-        return _same
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        nullable = type(None) in options
-        converters = [_converter(o) for o in options if o is not type(None)]
-        if len(converters) == 1:
-            (only,) = converters
-
-            def union(value):
-                return None if value is None and nullable else only(value)
-        else:
-            def union(value):
-                if value is None and nullable:
-                    return None
-                first = None
-                for convert in converters:
-                    try:
-                        return convert(value)
-                    except _Mismatch as exc:
-                        first = first or exc
-                raise first
-        if all(c in _PASS_TYPES for c in converters):
-            _PASS_TYPES[union] = frozenset().union(*(_PASS_TYPES[c] for c in converters),
-                                                   {type(None)} if nullable else ())
-        return union
-    if origin is list:
-        item = _converter(typing.get_args(tp)[0])
-        passed = _PASS_TYPES.get(item, frozenset())
-
-        def list_of(value):
-            if type(value) is not list and not isinstance(value, list):
-                raise _Mismatch("a list", value)
-            if item is _same or passed.issuperset(map(type, value)):
-                return list(value)
-            try:
-                return [item(v) for v in value]
-            except _Mismatch as exc:
-                exc.where.append(f"[{_first_failing(item, value)}]")
-                raise
-        return list_of
-    if origin is dict:
-        item = _converter(typing.get_args(tp)[1])
-        passed = _PASS_TYPES.get(item, frozenset())
-
-        def dict_of(value):
-            if type(value) is not dict and not isinstance(value, dict):
-                raise _Mismatch("an object", value)
-            if (item is _same or passed.issuperset(map(type, value.values()))) and all(type(k) is str for k in value):
-                return dict(value)
-            out = {}
-            for k, v in value.items():
-                try:
-                    out[str(k)] = item(v)
-                except _Mismatch as exc:
-                    exc.where.append(f".{k}")
-                    raise
-            return out
-        return dict_of
-    if isinstance(tp, type) and issubclass(tp, Data):
-        return _data_converter(tp)
-    return _scalar(tp)
-
-
-_DATA_CONVERTERS: dict = {}
-
-
-def _data_converter(cls):
-    if cls in _DATA_CONVERTERS:  # registered before its fields are built: types nest (Graph.subgraphs)
-        return _DATA_CONVERTERS[cls]
-    fields = []
-    # The object is made without calling the dataclass __init__ (half the time of a big load): the
-    # declared defaults, then each field read, then __post_init__ where a class has one.
-    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
-    factories = [(f.name, f.default_factory) for f in dataclasses.fields(cls)
-                 if f.default_factory is not dataclasses.MISSING]
-    post_init = getattr(cls, "__post_init__", None)
-    new = object.__new__
-
-    def data(value):
-        if type(value) is not dict and not isinstance(value, dict):
-            raise _Mismatch("an object", value)
-        attributes = dict(defaults)
-        read = 0
-        for name, key, convert, required in fields:
-            if key in value:
-                read += 1
-                try:
-                    attributes[name] = convert(value[key])
-                except _Mismatch as exc:
-                    exc.where.append(f".{key}")
-                    raise
-            elif required:
-                exc = _Mismatch("missing", None)
-                exc.where.append(f".{key}")
-                raise exc
-        for name, factory in factories:
-            if name not in attributes:
-                attributes[name] = factory()
-        obj = new(cls)
-        obj.__dict__ = attributes
-        if post_init is not None:
-            obj.__post_init__()
-        if len(value) > read:
-            known = {key for _, key, _, _ in fields}
-            attributes["_unknown"] = {k: v for k, v in value.items() if k not in known}
-        return obj
-
-    _DATA_CONVERTERS[cls] = data
-    fields.extend((name, key, _converter(tp), required) for name, key, tp, required in _fields(cls))
-    return data
 
 
 def _parsed_graph(code: str) -> dict:
@@ -286,99 +73,6 @@ def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
         if 0 <= index < len(rows):
             rows[index].user_line = True
     return rows
-
-
-def _dump(value):
-    if isinstance(value, Data):
-        return value.to_data()
-    if isinstance(value, list):
-        return [_dump(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _dump(v) for k, v in value.items()}
-    return value
-
-
-@functools.cache
-def _fields(cls) -> tuple[tuple[str, str, Any, bool], ...]:
-    """(attribute, JSON key, type, required) for each saved field of ``cls``."""
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.metadata.get("live"):
-            continue
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append((f.name, f.metadata.get("key", f.name), hints[f.name], required))
-    return tuple(out)
-
-
-@dataclass(repr=False, eq=False)
-class Data:
-    """Typed, JSON-backed data: ``from_data`` checks each declared field, ``to_data`` writes it back
-    together with any unknown keys it was read with."""
-
-    @classmethod
-    def from_data(cls, value, path: str = ""):
-        try:
-            with paused_gc():  # see paused_gc: a big capture is ~10^5 objects
-                return _converter(cls)(value)
-        except _Mismatch as exc:
-            raise exc.error(path) from None
-
-    def to_data(self) -> dict:
-        out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
-        out.update(self.__dict__.get("_unknown", {}))
-        return out
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, _, tp, _ in _fields(type(self))
-                          if getattr(self, name) not in (None, [], {}, "") and not _is_big(getattr(self, name)))
-        return f"{type(self).__name__}({shown})"
-
-
-def _is_big(value) -> bool:
-    return isinstance(value, (Data, list, dict)) or (isinstance(value, str) and len(value) > 80)
-
-
-@dataclass(repr=False, eq=False)
-class Stage(Data):
-    """One stage: ``available``, and when not, the ``reason``; ``as_text()`` reads like the stage."""
-
-    NAME: ClassVar[str] = "stage"
-    available: bool = False
-    reason: str | None = None
-
-    def as_text(self) -> str:
-        if not self.available:
-            return f"[{self.NAME}: unavailable — {self.reason or 'no reason recorded'}]"
-        return self._text()
-
-    def _text(self) -> str:
-        return ""
-
-    def _repr_html_(self) -> str:
-        return draw("stage", self, self.as_text)
-
-    def __repr__(self) -> str:
-        if not self.available:
-            return f"<{type(self).__name__} unavailable: {self.reason}>"
-        return f"<{type(self).__name__} {self._summary()}>".replace("  ", " ").replace(" >", ">")
-
-    def _summary(self) -> str:
-        return "available"
-
-
-def _table(rows):
-    import pandas as pd
-
-    return pd.DataFrame([r.to_data() if isinstance(r, Data) else r for r in rows])
-
-
-def _text_table(rows, columns) -> str:
-    """Rows as an aligned plain-text table of the given columns."""
-    cells = [[str(getattr(r, c) if getattr(r, c) is not None else "") for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(columns), line(["-" * w for w in widths]), *(line(row) for row in cells)])
 
 
 # --- source and bytecode ------------------------------------------------------------------------
@@ -1383,49 +1077,6 @@ def _unavailable(stage_type, reason: str):
     return lambda: stage_type(available=False, reason=reason)
 
 
-class JsonFile:
-    """Saved and loaded as versioned JSON — data only, never pickle, never executed. A subclass
-    names its ``document`` kind; ``from_data`` checks what was read (here: ``validate_data`` on
-    a plain ``data`` dict; typed documents such as ``Capture`` check every field instead)."""
-
-    document = "capture"
-
-    def to_data(self) -> dict:
-        return self.data
-
-    @staticmethod
-    def validate_data(data) -> None:
-        raise NotImplementedError
-
-    @classmethod
-    def from_data(cls, data):
-        cls.validate_data(data)
-        return cls(data)
-
-    def to_json(self) -> str:
-        # compact: a GPT-2-sized capture stays under 5 MB (indented it is ~20 % larger)
-        return json.dumps(self.to_data(), separators=(",", ":"), default=str)
-
-    def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def from_json(cls, text: str | bytes):
-        return cls.from_data(read_json_text(text, cls.document))
-
-    @classmethod
-    def load(cls, path):
-        try:
-            text = utf8_text(Path(path).read_bytes(), cls.document)  # the bytes are freed before parsing
-        except OSError as exc:
-            raise CaptureFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-        with paused_gc():
-            return cls.from_json(text)
-
-
-
 @dataclass(repr=False, eq=False)
 class CaptureData(Data, JsonFile):
     """The saved part of a capture; ``Capture`` adds the live-only state and the methods. Loads from
@@ -1449,6 +1100,8 @@ class CaptureData(Data, JsonFile):
     unknown_records: dict[str, int] = field(default_factory=dict)  # record kinds tcompile does not know, counted
     extra_records: list[Any] = field(default_factory=list)  # … and those records, trimmed
     summary: Summary = field(default_factory=Summary)
+    # proposed fixes and what trying them measured (compiler.analyses.fixes); None: not proposed (an older capture)
+    proposed_fixes: Fixes | None = field(default=None, metadata={"key": "fixes"})
 
     @classmethod
     def from_data(cls, data, path: str = ""):
@@ -1460,55 +1113,4 @@ def check_header(data) -> None:
     """Reject anything that is not a capture of a version this reader knows (before reading fields)."""
     check_document_header(data, FORMAT, VERSION, "capture")
 
-
-def check_document_header(data, format: str, version: list[int], what: str) -> None:
-    """The one check of a saved document's ``format`` and ``version`` (captures, diffs, comparisons): a
-    reader accepts any minor version of its major."""
-    if not isinstance(data, dict) or data.get("format") != format:
-        raise CaptureFormatError(f"not a tcompile {what}: missing \"format\": \"{format}\"")
-    found = data.get("version")
-    if not (isinstance(found, list) and len(found) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in found)):
-        raise CaptureFormatError(f"version: expected [major, minor], got {_shown(found)}")
-    if found[0] != version[0]:
-        raise CaptureFormatError(f"{what} format version {found[0]}.{found[1]} is not supported "
-                                 f"by this tcompile (reads {version[0]}.x)")
-
-
-def utf8_text(raw: bytes | str, what: str) -> str:
-    if isinstance(raw, bytes):
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CaptureFormatError(f"not a tcompile {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return raw
-
-
-def read_json_text(raw: bytes | str, what: str):
-    """JSON text → Python value; anything that is not UTF-8 JSON of sane depth is a CaptureFormatError."""
-    raw = utf8_text(raw, what)
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, and an integer longer than Python converts (4,300 digits)
-        raise CaptureFormatError(f"not a tcompile {what}: invalid JSON ({exc})") from None
-    except RecursionError:
-        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than Python can read") from None
-    if _depth(value) > MAX_DEPTH:
-        raise CaptureFormatError(f"not a tcompile {what}: JSON nested deeper than {MAX_DEPTH} levels")
-    return value
-
-
-def _depth(value) -> int:
-    """Nesting depth, iteratively (a recursive walk would itself overflow)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_DEPTH:
-            return level
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return deepest
 

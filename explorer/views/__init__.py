@@ -21,6 +21,7 @@ from .bytecode import render_bytecode
 from .code import render_code
 from .cudagraphs import render_cudagraphs
 from .error import render_error
+from .fixes import render_fixes
 from .fx_graph import render_graph
 from .guards import render_guards
 from .inductor import render_inductor
@@ -53,6 +54,7 @@ VIEWS = (
     View("guards", "Guards", "compile", render_guards),
     View("breaks", "Graph breaks", "capture", render_breaks, lambda c: c.summary.graph_breaks),
     View("recompiles", "Recompiles", "capture", render_recompiles, lambda c: c.summary.recompiles),
+    View("fixes", "Fixes", "capture", render_fixes, lambda c: len(c.proposed_fixes or ())),
     View("aot", "AOT graphs", "compile", render_aot),
     View("inductor", "Inductor", "compile", render_inductor),
     View("code", "Generated code", "compile", render_code),
@@ -148,6 +150,6 @@ def render_compile(compile) -> Html:
 
 
 __all__ = ["BY_KEY", "VIEWS", "View", "dataframes", "render_aot", "render_breaks", "render_bytecode",
-           "render_code", "render_cudagraphs", "render_error", "render_graph", "render_guards", "render_inductor",
+           "render_code", "render_cudagraphs", "render_error", "render_fixes", "render_graph", "render_guards", "render_inductor",
            "render_compile", "render_overview", "render_recompiles", "render_source", "render_stage", "render_timings",
            "render_view"]

@@ -8,6 +8,7 @@ from ..html import (Html, badge, code, details, heading, join, key_values, note,
 from compiler.stages.schema import BreakRegistry
 
 from .common import break_title
+from .fixes import fix_for_break, fix_label
 
 GB_SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{}.html"
 
@@ -52,7 +53,7 @@ def _stack(item):
                  everything])
 
 
-def break_card(item, selected_id: str | None):
+def break_card(item, selected_id: str | None, fix=None):
     """One ``GraphBreak`` as a card; outlined when it happened in the selected compile."""
     registry = item.registry or BreakRegistry()
     in_selected = selected_id in item.compile_ids
@@ -64,6 +65,7 @@ def break_card(item, selected_id: str | None):
                    badge(f"×{item.count}", "warn", title="how often this break happened"),
                    cls="tc-card-title"),
                para("at ", code(place(item.file, item.line, item.cell)), " ", code(item.code) if item.code else None),
+               para(fix_label(fix), cls="tc-fix-link") if fix is not None else None,
                key_values([("torch's summary", with_code_spans(summary) if summary else None),
                            ("explanation", with_code_spans(item.explanation or registry.explanation)),
                            ("in compiles", ", ".join(item.compile_ids))]),
@@ -88,5 +90,5 @@ def render_breaks(capture, compile) -> str:
              "At each one Dynamo ends the graph, runs the line in plain Python, and resumes in a new "
              "frame (a resume function) with its own graph and guards.",
              " Cards of the selected compile are outlined." if selected else ""),
-        *(break_card(item, selected) for item in items),
+        *(break_card(item, selected, fix_for_break(capture, index)) for index, item in enumerate(items)),
     ])

@@ -128,8 +128,12 @@ def environment_line(capture) -> Html:
 
 
 def render_overview(capture, compile) -> str:
+    from .fixes import fix_headline
+
     unknown = capture.unknown_records
+    fixes_line = fix_headline(capture)
     return join([
+        para(tag("strong", "Fixes: "), fixes_line, " (see Fixes)", cls="tc-fix-headline") if fixes_line else None,
         tag("ul", *(tag("li", text, cls=f"tc-finding tc-{kind}") for kind, text in findings(capture)),
             cls="tc-findings"),
         summary_cards(capture),

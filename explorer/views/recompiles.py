@@ -47,21 +47,26 @@ def render_recompiles(capture, compile) -> str:
     recompiles = capture.recompiles
     if not recompiles:
         return note("No recompiles: every later call was accepted by an existing compile's guards.", kind="ok")
+    from .fixes import fixes_of
+
+    fix_of = {compile_id: fix for fix in fixes_of(capture) or () for compile_id in fix.recompiles}
     rows, marks = [], []
     for recompile in recompiles:
+        fix = fix_of.get(recompile.compile_id)
         for number, reason in enumerate(recompile.reasons or [RecompileReason()]):
             first = number == 0
             dynamic = _became_dynamic(capture, recompile.compile_id) if first else ""
             rows.append([code(recompile.compile_id) if first else "", recompile.name if first else "",
                          code(reason.against or "?"), reason.guard, reason.detail or "", _user_stack(reason),
-                         code(dynamic) if dynamic else ""])
+                         code(dynamic) if dynamic else "",
+                         f"fix: {fix.id} ({fix.kind}, {fix.status})" if fix is not None and first else ""])
             marks.append("tc-selected" if compile is not None and recompile.compile_id == compile.compile_id
                          else None)
     return join([
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
              "cached compiles (newest first) and each one failed the guard shown."),
         data_table("Recompiles", ["new compile", "function", "rejected compile", "failing guard", "values",
-                                  "guard made at (your code)", "became dynamic (new symbols)"], rows, marks,
+                                  "guard made at (your code)", "became dynamic (new symbols)", "fix (see Fixes)"], rows, marks,
                    drop_empty=True),
         para("Tip: a size that changes between calls recompiles once, then torch marks it dynamic; "
              "mark_dynamic or dynamic=True avoid the first recompile.", cls="tc-muted"),

@@ -21,7 +21,7 @@ import re
 __all__ = [
     "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_costliest_line",
     "check_cudagraphs",
-    "check_dynamic", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
+    "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
     "saved_for_backward",
@@ -484,3 +484,22 @@ def check_costliest_line(cap, line) -> None:
         _fail(f"{found}; another line costs more", "sort cap.line_table() by time_share")
     return _pass(f"line {answer} ({top['code']}) takes {top['time_share']:.0%} of the kernel time, in "
                  f"{', '.join(top['kernels'])}")
+
+
+# --- fixes (compiler.analyses.fixes, compiler.analyses.fix_experiments) -----------------------------------------------
+
+def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
+    """The student's prediction of a tried fix's effect (``result = cap.fixes()[i].try_()``): ``predicted``
+    is the number of ``what`` (graph_breaks, recompiles, graphs) left after the change, as measured."""
+    if predicted is None:
+        _fail("no prediction yet", f"read the fix (its findings and snippet), then set your prediction of the {what.replace('_', ' ')} left")
+    if result is None or result.after is None:
+        _fail(f"the fix was not measured ({getattr(result, 'status', 'not tried')})",
+              "try it: result = cap.fixes()[i].try_()")
+    before, after = getattr(result.before, what), getattr(result.after, what)
+    label = what.replace("_", " ")
+    if predicted != after:
+        _fail(f"you predicted {predicted} {label} after the change; measured: {before} → {after}",
+              "a fix only addresses the findings it lists: the others are still there")
+    equal = "outputs equal eager" if result.outputs_equal else "outputs differ from eager"
+    _pass(f"predicted and measured: {label} {before} → {after} ({equal})")

@@ -337,6 +337,41 @@ def cells():
             check_allclose(ex24.live.compiled_fn(x), x * 2 + checksum(x * 2), "fingerprint")
             """),
         md("""
+            ### Exercise 2.5 — a proposed fix, measured
+
+            tcompile proposes a change for each graph break (`cap.fixes()`, the Fixes tab): a setting, with the
+            snippet to paste, ranked by what its breaks cost. Nothing is claimed until it is tried: `try_()`
+            re-runs the call with the change, in a fresh Dynamo state that is put back afterwards, and measures
+            before → after. Read the first fix of `report` (which breaks does it list?), **predict** how many graph
+            breaks are left with only that change, then try it.
+            """),
+        exercise("""
+            def report(x):
+                hits = x.nonzero()                     # how many rows: depends on the data
+                print("checked", x.shape[0], "rows")
+                return hits.float().mean() + x.sum()
+
+            ex25 = compiler.explore(report, x, backend="eager", timing=False)
+            print(ex25.fixes()[0].as_text())
+            predicted_breaks_after = None              # your prediction
+            result = ex25.fixes()[0].try_()
+            check_fix_prediction(result, predicted_breaks_after)
+            """),
+        solution_note(),
+        solution("""
+            ex25 = compiler.explore(report, x, backend="eager", timing=False)
+            print(ex25.fixes()[0].as_text())
+            # fix1 lists one break (nonzero); the print still breaks the graph: 2 → 1
+            predicted_breaks_after = 1
+            result = ex25.fixes()[0].try_()
+            check_fix_prediction(result, predicted_breaks_after)
+            fixes = ex25.try_fixes()                   # each alone, then the recommended ones together
+            print(fixes.combined.as_text())           # together: no graph break left, outputs equal
+            """),
+        md("""
+            Each fix removes only the breaks it lists; `try_fixes()` also tries the recommended ones together.
+            A fix whose outputs differ from eager, or that fails to compile, says so and is never recommended.
+
             **Next:** Lab 3 — guards: when a compile is reused, and why it is not.
             """),
     ]

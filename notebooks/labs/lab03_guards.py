@@ -320,6 +320,34 @@ def cells():
             check_allclose(ex33.live.compiled_fn(x), x * 3.0, "the compiled model's output with gain 3.0")
             """),
         md("""
+            ### Exercise 3.4 — a proposed fix for recompiles, measured
+
+            A serving loop calls the model on batches of 4, 8 and 16 rows. `capture_calls` compiles once and makes
+            the calls under capture; `cap.fixes()` proposes `mark_dynamic` on the argument and dimension named by
+            the failing guard. Predict how many recompiles are left with the fix, then try it.
+            """),
+        exercise("""
+            from compiler.analyses.fix_experiments import capture_calls
+
+            def score(batch):
+                return (batch.sin() * 2).sum(dim=1)
+
+            ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
+            print(ex34.fixes()[0].as_text())
+            predicted_recompiles_after = None          # your prediction
+            result = ex34.fixes()[0].try_()
+            check_fix_prediction(result, predicted_recompiles_after, "recompiles")
+            """),
+        solution_note(),
+        solution("""
+            ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
+            print(ex34.fixes()[0].as_text())
+            # automatic dynamic recompiled once (4 → 8), then 16 fit; marked dynamic from the start: no recompile
+            predicted_recompiles_after = 0
+            result = ex34.fixes()[0].try_()
+            check_fix_prediction(result, predicted_recompiles_after, "recompiles")
+            """),
+        md("""
             **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.
             """),
     ]

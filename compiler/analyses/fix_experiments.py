@@ -1,0 +1,382 @@
+"""Trying a fix: re-run the captured calls with the change applied and measure before → after.
+
+``try_fix(cap, fix)`` (``Fix.try_()``) and ``try_fixes(cap)`` (``Capture.try_fixes()``: each fix alone,
+then the recommended ones together) replay the same function on the same arguments — for recompiles
+the same sequence of calls (``cap.live.calls``, or ``calls=``) — compiled with the capture's
+``torch.compile`` options, under the fix's ``torch._dynamo.config`` patch, compile keyword arguments
+and ``mark_dynamic`` marks, with every call recorded by the capture engine (``compiler.capturing.session.Recorder``).
+
+Each run starts from a fresh Dynamo state (``torch._dynamo.reset()``, as ``compiler.run`` does: the
+caches of earlier compiles, and so a live capture's what-if guards, are dropped) and puts back what it
+changed — the config patch, the stance, every hook — also when the run fails or is interrupted.
+Marks go on copies of the arguments (``compiler.capturing.runtime.copy_arguments``), never on the caller's
+tensors; what the function prints is discarded.
+
+A result says ``measured`` only when the run compiled and the outputs equal eager's within the
+dtype's tolerance (``torch.testing.assert_close`` defaults); ``changes results`` and ``failed``
+say why and are never recommended.
+
+    cap = compiler.analyses.fix_experiments.capture_calls(model, [(x4,), (x8,)], backend="eager")
+    cap.try_fixes()          # → cap.fixes(), each with .result; .combined for the fixes together
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import inspect
+import io
+import time
+
+from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, FixMeasure, FixResult
+from compiler.reference.options import COMPILE_KWARGS
+from compiler.stages.capture import EXPERIMENTS
+
+TIMING_REPEAT = 5
+
+
+class Replay:
+    """What an experiment re-runs: ``fn``, its calls as ``(args, kwargs)``, the ``torch.compile`` options."""
+
+    def __init__(self, fn, calls, compile_kwargs: dict, from_capture: bool):
+        self.fn, self.calls, self.compile_kwargs, self.from_capture = fn, calls, compile_kwargs, from_capture
+        self.eager_outputs = None
+
+
+def normalize_calls(calls) -> list[tuple[tuple, dict]]:
+    """``[(x,), (y,)]`` (argument tuples) or ``[((x,), {"k": v}), …]`` → ``[(args, kwargs), …]``."""
+    out = []
+    for call in calls:
+        if isinstance(call, tuple) and len(call) == 2 and isinstance(call[0], tuple) and isinstance(call[1], dict):
+            out.append((call[0], dict(call[1])))
+        elif isinstance(call, tuple):
+            out.append((call, {}))
+        else:
+            out.append(((call,), {}))
+    return out
+
+
+def replay_of(cap, fn=None, calls=None, overrides: dict | None = None) -> Replay:
+    """The function, calls and compile options an experiment replays for ``cap`` (see the module);
+    ``overrides``: torch.compile options that replace the capture's."""
+    from compiler.analyses.whatif import _original
+
+    live = cap.live
+    own = fn is None and calls is None
+    if fn is None:
+        fn = _original(live.compiled_fn) if live is not None and live.compiled_fn is not None else None
+    if calls is None and live is not None:
+        calls = live.calls or ([(tuple(live.args), dict(live.kwargs or {}))] if live.args is not None else None)
+    if fn is None or calls is None:
+        raise RuntimeError("trying a fix re-runs the captured calls, which needs the live function: this capture "
+                           + ("was loaded from a file" if live is None else "was made with compiler.capture()")
+                           + " — pass fn= and calls= (a list of argument tuples), or capture with compiler.explore / "
+                           "compiler.analyses.fix_experiments.capture_calls")
+    options = cap.options or {}
+    compile_kwargs = {k: options[k] for k in COMPILE_KWARGS if k in options and options[k] is not None
+                      and isinstance(options[k], (str, bool, int, dict))}
+    compile_kwargs.setdefault("backend", "inductor")
+    backend = compile_kwargs.get("backend")
+    if (not overrides or "backend" not in overrides) and isinstance(backend, str) and "." in backend:
+        raise RuntimeError(f"the capture was compiled with a backend function ({backend}); the capture keeps only "
+                           "its name: pass compile_kwargs={'backend': <that function>}")
+    if overrides:  # torch.compile options instead of the capture's (e.g. a backend object)
+        own = False
+        compile_kwargs.update(overrides)
+    return Replay(fn, normalize_calls(calls), compile_kwargs, from_capture=own and live.compiled_fn is not None)
+
+
+def capture_calls(fn, calls, **compile_kwargs):
+    """Compile ``fn`` once and call it on each of ``calls`` under capture (as a training or serving loop
+    would, e.g. batches of different sizes); the capture keeps the calls, so ``cap.try_fixes()`` replays
+    the same sequence."""
+    import torch
+
+    from compiler.capturing.session import Recorder
+    from compiler.analyses.whatif import LiveState
+
+    calls = normalize_calls(calls)
+    live = LiveState(args=calls[0][0], kwargs=calls[0][1], calls=calls)
+    torch._dynamo.reset()
+    recorder = Recorder(suppress_errors=True, live=live,
+                        options={"backend": "inductor", **_jsonable(compile_kwargs), "calls": len(calls)})
+    with recorder:
+        live.compiled_fn = torch.compile(fn, **compile_kwargs)
+        for args, kwargs in calls:
+            live.result = live.compiled_fn(*args, **kwargs)
+    return recorder.build()
+
+
+def _jsonable(value):
+    from compiler.reference.options import jsonable
+
+    return jsonable(value)
+
+
+# --- one run --------------------------------------------------------------------------------------
+
+def resolved_config(config: dict) -> dict:
+    """A fix's config patch as ``torch._dynamo.config.patch`` takes it: callables named in
+    ``reorderable_logging_functions`` looked up and added to the current set."""
+    import torch
+
+    out = dict(config)
+    if "reorderable_logging_functions" in out:
+        functions = set(torch._dynamo.config.reorderable_logging_functions)
+        for name in out["reorderable_logging_functions"]:
+            functions.add(_named(name))
+        out["reorderable_logging_functions"] = functions
+    return out
+
+
+def _named(name: str):
+    if "." not in name:
+        return getattr(builtins, name)
+    module, _, attribute = name.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _merged(fixes) -> tuple[dict, dict, list]:
+    config, compile_kwargs, marks = {}, {}, []
+    for fix in fixes:
+        for key, value in fix.config.items():
+            if key == "reorderable_logging_functions":
+                config[key] = sorted(set(config.get(key, [])) | set(value))
+            elif key == "recompile_limit":
+                config[key] = max(config.get(key, 0), value)
+            else:
+                config[key] = value
+        compile_kwargs.update(fix.compile_kwargs)
+        marks += [m for m in fix.marks if (m.argument, m.dim) not in {(n.argument, n.dim) for n in marks}]
+    return config, compile_kwargs, marks
+
+
+def _marked(fn, args, kwargs, marks):
+    """Copies of the arguments, with ``mark_dynamic`` applied to the named ones (the caller's stay unmarked)."""
+    import torch
+
+    from compiler.capturing.runtime import copy_arguments
+    from compiler.analyses.whatif import target_function
+
+    args, kwargs = copy_arguments(args, kwargs)
+    if not marks:
+        return args, kwargs
+    args = list(args)
+    target = target_function(fn)
+    signature = inspect.signature(fn if isinstance(fn, torch.nn.Module) else target)
+    names = list(signature.parameters)
+    for mark in marks:
+        if mark.position is not None and mark.position < len(args):
+            value = args[mark.position]
+        elif mark.argument in kwargs:
+            value = kwargs[mark.argument]
+        elif mark.argument in names and names.index(mark.argument) < len(args):
+            value = args[names.index(mark.argument)]
+        else:
+            raise ValueError(f"no argument {mark.argument!r} in the call to mark dynamic")
+        if isinstance(value, torch.Tensor):
+            if mark.maybe:
+                torch._dynamo.maybe_mark_dynamic(value, mark.dim)
+            else:
+                torch._dynamo.mark_dynamic(value, mark.dim)
+    return tuple(args), kwargs
+
+
+def run_once(replay: Replay, config: dict | None = None, compile_kwargs: dict | None = None, marks=(),
+             timing: bool = False):
+    """Compile and call ``replay`` with the changes, fresh Dynamo state, under capture → (FixMeasure,
+    outputs, error text or None). Everything is put back on the way out (context managers)."""
+    import torch
+
+    from compiler.capturing.session import Recorder
+    from compiler.analyses.whatif import LiveState
+
+    kwargs = {**replay.compile_kwargs, **(compile_kwargs or {})}
+    outputs = []
+    live = LiveState()
+    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}))
+    torch._dynamo.reset()
+    try:
+        with torch._dynamo.config.patch(**resolved_config(config or {})), \
+                contextlib.redirect_stdout(io.StringIO()):
+            with recorder:
+                compiled = torch.compile(replay.fn, **kwargs)
+                for args, call_kwargs in replay.calls:
+                    args, call_kwargs = _marked(replay.fn, args, call_kwargs, marks)
+                    outputs.append(compiled(*args, **call_kwargs))
+            cap = recorder.build()
+            runtime = None
+            if timing and cap.error is None:
+                from compiler.capturing.runtime import time_interleaved
+
+                args, call_kwargs = _marked(replay.fn, *replay.calls[-1], marks)
+                runtime = time_interleaved(replay.fn, compiled, args, call_kwargs, repeat=TIMING_REPEAT)
+    finally:
+        torch._dynamo.reset()
+    measure = measure_of(cap, recorder.counters, runtime)
+    error = None
+    if cap.error:
+        error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}"
+        if cap.error.cause:
+            error += f" — caused by {cap.error.cause.splitlines()[0]}"
+    return measure, outputs, error
+
+
+def measure_of(cap, counters: dict, runtime: dict | None = None) -> FixMeasure:
+    s = cap.summary
+    measure = FixMeasure(
+        graphs=s.graphs, graph_breaks=s.graph_breaks, recompiles=s.recompiles, compiles=s.compiles,
+        frames_skipped=sum(c.status in ("skipped", "failed") for c in cap.compiles), guards=s.guards,
+        compile_s=round(s.compile_time_s, 4),
+        recompile_limit_hit=any("recompile limit" in (b.headline or "").lower() for b in cap.breaks.items),
+        counters=counter_summary(counters))
+    if runtime and runtime.get("available"):
+        measure.runtime_s = runtime["compiled"]["median_s"]
+        measure.eager_runtime_s = runtime["eager"]["median_s"]
+        measure.busy = bool(runtime.get("busy"))
+    return measure
+
+
+def counter_summary(counters: dict) -> dict:
+    """torch's dynamo counters of one run, the parts a fix changes: frames, graphs, graph breaks."""
+    return {"frames": dict(counters.get("frames", {})), "unique_graphs": counters.get("stats", {}).get("unique_graphs", 0),
+            "graph_break": sum(counters.get("graph_break", {}).values()),
+            "unimplemented": sum(counters.get("unimplemented", {}).values())}
+
+
+def outputs_match(actual, expected) -> tuple[bool, str]:
+    """Equal within the dtype's tolerance (``torch.testing.assert_close`` defaults, NaN equal to NaN)."""
+    import torch
+
+    try:
+        torch.testing.assert_close(actual, expected, equal_nan=True)
+    except AssertionError as exc:
+        return False, str(exc).strip().splitlines()[0][:300]
+    except Exception as exc:  # noqa: BLE001 — outputs of kinds assert_close does not compare
+        try:
+            return bool(actual == expected), f"compared with == ({type(exc).__name__} from assert_close)"
+        except Exception:  # noqa: BLE001
+            return False, f"outputs could not be compared: {type(exc).__name__}: {exc}"
+    return True, "torch.testing.assert_close at the dtype's default tolerance"
+
+
+def eager_outputs(replay: Replay) -> list:
+    from compiler.capturing.runtime import copy_arguments
+
+    if replay.eager_outputs is None:
+        outputs = []
+        with contextlib.redirect_stdout(io.StringIO()):
+            for args, kwargs in replay.calls:
+                args, kwargs = copy_arguments(args, kwargs)
+                outputs.append(replay.fn(*args, **kwargs))
+        replay.eager_outputs = outputs
+    return replay.eager_outputs
+
+
+def baseline(cap, replay: Replay, timing: bool, before: str = "measure") -> tuple[FixMeasure, str]:
+    """The before numbers: measured by the same replay without a change (default: the same process state
+    as the experiments, so compile seconds compare), or ``before="capture"``: the capture's own numbers,
+    when the experiment replays exactly its calls."""
+    if before == "capture" and replay.from_capture and cap.error is None and not timing:
+        return measure_of(cap, cap.counters), "the capture"
+    measure, _, _ = run_once(replay, timing=timing)
+    return measure, "measured"
+
+
+def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timing: bool = False) -> FixResult:
+    config, compile_kwargs, marks = _merged(fixes)
+    start = time.perf_counter()
+    result = FixResult(before=before, before_from=before_from, calls=len(replay.calls), fixes=[f.id for f in fixes])
+    try:
+        expected = eager_outputs(replay)
+        measure, outputs, error = run_once(replay, config, compile_kwargs, marks, timing=timing)
+    except KeyboardInterrupt:
+        result.status, result.error = INTERRUPTED, "interrupted (KeyboardInterrupt); torch state was put back"
+        result.seconds = time.perf_counter() - start
+        raise
+    except Exception as exc:  # noqa: BLE001 — a change that fails is a result
+        result.status, result.error = FAILED, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        result.seconds = time.perf_counter() - start
+        return result
+    result.seconds = round(time.perf_counter() - start, 4)
+    if error:  # what a failed run counted is not an "after" to compare
+        result.status, result.error = FAILED, error
+        return result
+    result.after = measure
+    result.outputs_equal, result.output_note = outputs_match(outputs, expected)
+    result.status = MEASURED if result.outputs_equal else CHANGES_RESULTS
+    return result
+
+
+# --- the API --------------------------------------------------------------------------------------
+
+def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "measure", compile_kwargs: dict | None = None) -> FixResult:
+    """Try one fix (``Fix.try_()``): its result is kept on the fix (and so saved with the capture)."""
+    if not fix.applicable:
+        raise ValueError(f"{fix.id} is a code change ({fix.title}): apply it yourself; it is never applied "
+                         "behind your back")
+    replay = replay_of(cap, fn, calls, compile_kwargs)
+    before, before_from = baseline(cap, replay, timing, before)
+    holder = _Holder(fix)
+    try:
+        fix.result = experiment(replay, [fix], before, before_from, timing)
+    finally:
+        holder.keep_interrupted()
+    return fix.result
+
+
+class _Holder:
+    """Marks a fix interrupted when an interrupt leaves it without a result."""
+
+    def __init__(self, fix):
+        self.fix, self.previous = fix, fix.result
+
+    def keep_interrupted(self):
+        if self.fix.result is self.previous:
+            self.fix.result = FixResult(status=INTERRUPTED, error="interrupted before it finished")
+
+
+def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure", compile_kwargs: dict | None = None):
+    """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than
+    one is recommended). ``only``: fix ids to try. ``progress(done, total, text)`` is told as it goes.
+    An interrupt keeps what finished (the running fix says ``interrupted``) and goes on up."""
+    fixes = cap.fixes()
+    todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
+    replay = replay_of(cap, fn, calls, compile_kwargs)
+    before, before_from = baseline(cap, replay, timing, before)
+    total = len(todo) + 1
+    for done, fix in enumerate(todo):
+        if progress:
+            progress(done, total, f"trying {fix.id}: {fix.title}")
+        holder = _Holder(fix)
+        try:
+            fix.result = experiment(replay, [fix], before, before_from, timing)
+        finally:
+            holder.keep_interrupted()
+    if before_from == "measured" and todo:
+        # compile seconds vary with what ran before (lazy imports, warm caches) and with the machine's load:
+        # the baseline is compiled again after the experiments, and the lower of its two times is "before"
+        again, _, _ = run_once(replay, timing=False)
+        if again.compile_s is not None and before.compile_s is not None and again.compile_s < before.compile_s:
+            before.compile_s = again.compile_s
+        for fix in todo:
+            if fix.result is not None and fix.result.before is before:
+                fix.result.before_from = "measured (compile time: the lower of 2 runs)"
+        before_from = "measured (compile time: the lower of 2 runs)"
+    chosen = [f for f in todo if f.result and f.result.recommended]
+    if len(chosen) > 1:
+        if progress:
+            progress(len(todo), total, "trying the recommended fixes together")
+        fixes.combined = experiment(replay, chosen, before, before_from, timing)
+    elif chosen:
+        fixes.combined = None
+        fixes.note = f"one change recommended: {chosen[0].id}"
+    else:
+        fixes.combined = None
+        fixes.note = "no change measured better with equal outputs" if todo else "no change to try"
+    if progress:
+        progress(total, total, "done")
+    return fixes
+
+
+EXPERIMENTS.update(try_fix=try_fix, try_fixes=try_fixes)  # Capture.try_fix / try_fixes (compiler.stages.capture)

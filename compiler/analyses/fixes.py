@@ -1,0 +1,358 @@
+"""Findings → fixes: for each graph break, recompile and skipped frame a capture holds, the concrete
+change that may remove it, as data (``compiler.stages.fix_schema.Fix``), ranked by what its findings cost.
+
+Read only from what the capture already holds — torch's GB codes and hints of each graph break,
+the failing guard of each recompile, each compile's status — so proposing costs milliseconds and
+works on a loaded capture. Trying a fix (measuring it) is ``compiler.fix_experiments``.
+
+Ranking (``Fix.cost``, ``cost_method`` says it in words): frames skipped to eager first, then the
+recompile limit reached, then graphs split by graph breaks (each occurrence), then recompiles.
+A change that is a code rewrite (``torch.cond``, ``allow_in_graph`` on your function) is
+``applicable=False``: shown with its snippet, never applied behind the user's back.
+
+    >>> from compiler import Capture
+    >>> cap = Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "breaks": {"available": True,
+    ...     "total": 2, "items": [{"headline": "Dynamic shape operator", "gb_code": "GB0036", "count": 2,
+    ...                             "file": "m.py", "line": 3, "code": "y = x.nonzero()"}]}})
+    >>> [(f.kind, f.config, f.cost_text) for f in propose(cap).items]
+    [('capture_dynamic_output_shape_ops', {'capture_dynamic_output_shape_ops': True}, '2 graph breaks at 1 place')]
+"""
+from __future__ import annotations
+
+import re
+
+from compiler.stages.fix_schema import DynamicMark, Fix, Fixes
+
+# what each finding costs in the ranking: a skipped frame runs all of its code eagerly; a frame at the
+# recompile limit runs every new variant eagerly; a graph break splits a graph; a recompile compiles again
+WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "graph_breaks": 10.0, "recompiles": 5.0}
+COST_METHOD = ("counted from the capture (not measured): frames skipped to eager ×1000, recompile limit reached ×500, "
+               "graph breaks ×10 (each occurrence splits a graph), recompiles ×5; a code rewrite ranks after a setting")
+
+_SIZE = re.compile(r"tensor '(?P<name>[^']+)' (?:size|stride) mismatch at index (?P<dim>\d+)")
+_SCALAR = re.compile(r"^(?P<name>[\w\.\[\]'\"]+) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
+_CONFIG_HINT = re.compile(r"torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>True|False)")
+_BUILTIN = re.compile(r"builtin operator `(?P<name>[\w\.]+)`")
+_LOGGING = re.compile(r"\b(?P<name>(?:logging|warnings)\.\w+)\s*\(")
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def propose(cap) -> Fixes:
+    """The fixes for ``cap``'s findings, highest cost first (``cap.fixes()`` keeps them on the capture)."""
+    builder = _Builder(cap)
+    for index, item in enumerate(cap.breaks.items):
+        builder.graph_break(index, item)
+    for recompile in cap.recompiles:
+        builder.recompile(recompile)
+    builder.inner_recompiles()
+    builder.recompile_limit()
+    fixes = builder.finish()
+    note = None if fixes else "no graph breaks, recompiles or skipped frames to fix"
+    return Fixes(available=True, items=fixes, note=note)
+
+
+class _Builder:
+    def __init__(self, cap):
+        self.cap = cap
+        self.by_key: dict[tuple, Fix] = {}
+        self.skipped = {c.compile_id for c in cap.compiles if c.status in ("skipped", "failed")}
+        self.names = {c.compile_id: c.name for c in cap.compiles}
+        self.by_id = {c.compile_id: c for c in cap.compiles}
+        dynamo = [c for c in cap.compiles if c.origin == "dynamo"]
+        self.entry_frame = dynamo[0].frame_id if dynamo else None  # the function the user compiled and calls
+        self.inner_sizes: list[tuple[str, str]] = []  # size recompiles of other frames
+
+    def _fix(self, key: tuple, **fields) -> Fix:
+        fix = self.by_key.get(key)
+        if fix is None:
+            fix = self.by_key[key] = Fix(id="", **fields)
+        return fix
+
+    # --- graph breaks ---------------------------------------------------------------------------
+
+    def graph_break(self, index: int, item) -> None:
+        text = "\n".join([item.headline or "", item.reason or "", item.explanation or "", *item.hints])
+        code = (item.code or "").strip()
+        gb = (item.gb_code or "").upper()
+        where = f"{_short(item.file)}:{item.line}" if item.file else "unknown line"
+        finding = f"graph break {gb or ''} {item.headline} at {where}".replace("  ", " ") + (
+            f" ×{item.count}" if item.count > 1 else "") + (f": {code}" if code else "")
+        fix = None
+        if gb == "GB0036" or "capture_dynamic_output_shape_ops" in text:
+            fix = self._config_fix("capture_dynamic_output_shape_ops",
+                                   "Capture operators whose output shape depends on data (nonzero, unique, …) "
+                                   "in the graph instead of breaking it",
+                                   alternatives=["torch._check / torch._check_is_size on the sizes, if the compile "
+                                                 "then fails on a data-dependent guard"])
+        elif gb == "GB0124" or ("capture_scalar_outputs" in text and ".item()" in text + code):
+            fix = self._config_fix("capture_scalar_outputs",
+                                   "Capture Tensor.item() (a scalar read from a tensor) in the graph instead of "
+                                   "breaking it",
+                                   alternatives=["keep the value a tensor (no .item()); with the setting on, "
+                                                 "torch._check(v >= 0) tells the compiler facts it cannot see"])
+        elif self._logging(item, text, code):
+            name = self._logging(item, text, code)
+            fix = self._fix(("logging", name), kind="reorderable_logging_functions",
+                            title=f"Let Dynamo move {name}() calls out of the graph (run after it) instead of "
+                                  "breaking the graph",
+                            snippet=f"import torch\n{'import ' + name.split('.')[0] + chr(10) if '.' in name else ''}"
+                                    f"torch._dynamo.config.reorderable_logging_functions.add({name})",
+                            why=f"the break is a call to {name}()", config={"reorderable_logging_functions": [name]},
+                            alternatives=[f"remove the {name}() call from the compiled code",
+                                          "its output then appears after the graph ran (values printed are the same)"])
+        elif gb == "GB0170" or "Data-dependent branching" in (item.headline or ""):
+            fix = self._fix(("cond", item.file, item.line), kind="torch_cond",
+                            title="Rewrite the data-dependent `if` as torch.cond (or branchless torch.where) — "
+                                  "a code change, not applied",
+                            snippet=_cond_snippet(code), applicable=False,
+                            why="Dynamo cannot trace Python control flow on a tensor's value",
+                            alternatives=["torch.where(cond, a, b) computes both sides and picks, with no branch"])
+        elif gb == "GB0098":
+            function = _disabled_name(item)
+            fix = self._fix(("disabled", function), kind="remove_disable",
+                            title=f"{function} is wrapped in torch.compiler.disable: remove it if it traces, or "
+                                  "keep the break on purpose — a code change, not applied",
+                            snippet=f"# remove @torch.compiler.disable from {function}", applicable=False,
+                            why="Dynamo skips functions wrapped in torch.compiler.disable")
+        elif gb == "GB0123" or "Tensor.backward()" in (item.headline or ""):
+            fix = self._fix(("backward",), kind="backward_outside",
+                            title="Call .backward() outside the compiled function (compile the forward and the "
+                                  "loss), or enable compiled autograd — a code change, not applied",
+                            snippet="loss = compiled_model(x)   # compiled: forward and loss\nloss.backward()         "
+                                    "# outside the compiled function",
+                            applicable=False, why="Dynamo does not trace Tensor.backward()",
+                            alternatives=["torch._dynamo.config.compiled_autograd = True"])
+        elif "optimizer" in text.lower() and "step" in code:
+            fix = self._fix(("optimizer",), kind="compile_optimizer_step",
+                            title="Compile the optimizer step on its own: torch.compile(opt.step) — a code change, "
+                                  "not applied",
+                            snippet="@torch.compile\ndef step():\n    opt.step()", applicable=False)
+        elif gb in ("GB0007", "GB0147", "GB0148") or "marked as skipped" in text or "skip_files" in text:
+            fix = self._untraceable(item, code)
+        if fix is None:
+            fix = self._hinted_config(text)
+        if fix is None:
+            return
+        fix.breaks.append(index)
+        fix.findings.append(finding)
+        for compile_id in item.compile_ids or ([item.compile_id] if item.compile_id else []):
+            if compile_id not in fix.compiles:
+                fix.compiles.append(compile_id)
+        if fix.why is None and item.hints:
+            fix.why = "torch's hint: " + item.hints[0]
+
+    def _config_fix(self, name: str, title: str, value=True, alternatives=()) -> Fix:
+        return self._fix(("config", name), kind=name, title=title,
+                         snippet=f"import torch\ntorch._dynamo.config.{name} = {value!r}",
+                         config={name: value}, alternatives=list(alternatives))
+
+    def _hinted_config(self, text: str) -> Fix | None:
+        """A break whose hint names a ``torch._dynamo.config`` boolean: that setting, as the hint says."""
+        match = _CONFIG_HINT.search(text)
+        if not match:
+            return None
+        import torch
+
+        name, value = match["name"], match["value"] == "True"
+        if not hasattr(torch._dynamo.config, name):
+            return None
+        return self._config_fix(name, f"Set torch._dynamo.config.{name} = {value}, as torch's hint says", value)
+
+    @staticmethod
+    def _logging(item, text: str, code: str) -> str | None:
+        match = _BUILTIN.search(text)
+        if match and match["name"] == "print":
+            return "print"
+        if "reorderable_logging_functions" in text:
+            match = _LOGGING.search(code)
+            if match:
+                return match["name"]
+            if "print(" in code:
+                return "print"
+        return None
+
+    def _untraceable(self, item, code: str) -> Fix:
+        frames = [f for f in item.stack if f.user]
+        enclosing = frames[-1].function if frames else None
+        entry = frames[0].function if frames else None
+        called = re.search(r"the (?:builtin|function) `([^`]+?)\.?`", item.explanation or item.reason or "")
+        called = called.group(1) if called else "the call"
+        smallest = enclosing if enclosing and enclosing != entry else None
+        snippet = ("import torch\n\n"
+                   f"@torch.compiler.disable   # run {smallest}() eagerly: one break around it instead of inside\n"
+                   f"def {smallest}(...):\n    ...") if smallest else (
+            f"import torch\n\n# move `{code or called}` into a small function of its own, then:\n"
+            "@torch.compiler.disable\ndef untraced_part(...):\n    ...")
+        return self._fix(("untraceable", called), kind="untraceable_call",
+                         title=f"Dynamo cannot trace {called}: wrap the smallest function around it in "
+                               "torch.compiler.disable, or, if it is traceable PyTorch code, "
+                               "torch.compiler.allow_in_graph — a code change, not applied",
+                         snippet=snippet, applicable=False,
+                         alternatives=[f"torch.compiler.allow_in_graph(fn) on a function that calls {called} and "
+                                       "only takes and returns tensors (it then runs in the graph, untraced)",
+                                       "torch.compiler.substitute_in_graph(original)(a traceable Python version)",
+                                       "torch._dynamo.nonstrict_trace on a function whose inputs are tensors"])
+
+    # --- recompiles -----------------------------------------------------------------------------
+
+    def recompile(self, recompile) -> None:
+        guard = recompile.failed_guard or ""
+        reason = recompile.reasons[0] if recompile.reasons else None
+        text = reason.text if reason else guard
+        finding = f"recompile {recompile.compile_id} of {recompile.name}: {text}"
+        size = _SIZE.search(text)
+        scalar = _SCALAR.match(guard.strip())
+        if size:
+            name, dim = size["name"], int(size["dim"])
+            compiled = self.by_id.get(recompile.compile_id)
+            entry = compiled is None or compiled.frame_id == self.entry_frame
+            if not entry:  # a frame after a graph break or a function called inside: not an argument the user passes
+                self.inner_sizes.append((recompile.compile_id, finding))
+                return
+            positional = re.fullmatch(r"args\[(\d+)\]", name)
+            if positional:  # the frame takes *args (a decorator's wrapper): the Nth positional argument
+                position = int(positional[1])
+                fix = self._fix(("mark_dynamic", name, dim), kind="mark_dynamic",
+                                title=f"Mark dimension {dim} of positional argument {position} dynamic before calling, "
+                                      "so one compile serves every size",
+                                snippet=f"arg = args[{position}]   # positional argument {position} of each call\n"
+                                        f"torch._dynamo.mark_dynamic(arg, {dim})   # before each call",
+                                why=f"the guard on {name}.size({dim}) failed: {text}",
+                                marks=[DynamicMark(argument=name, dim=dim, position=position)],
+                                alternatives=["torch.compile(..., dynamic=True): every size dynamic from the start"])
+            elif _IDENT.match(name):
+                fix = self._fix(("mark_dynamic", name, dim), kind="mark_dynamic",
+                                title=f"Mark dimension {dim} of {name} dynamic before calling, so one compile "
+                                      "serves every size",
+                                snippet=f"torch._dynamo.mark_dynamic({name}, {dim})   # before each call\n"
+                                        f"out = compiled({name}, ...)",
+                                why=f"the guard on {name}.size({dim}) failed: {text}",
+                                marks=[DynamicMark(argument=name, dim=dim)],
+                                alternatives=["torch.compile(..., dynamic=True): every size dynamic from the start",
+                                              f"torch._dynamo.maybe_mark_dynamic({name}, {dim}): dynamic unless the "
+                                              "compile needs it fixed"])
+            else:
+                fix = self._dynamic_fix(f"the guard on {name}.size({dim}) failed: {text}")
+        elif scalar:
+            name, value = scalar["name"], scalar["value"]
+            kind = "float" if any(c in value for c in ".e") else "int"
+            if _specializes(kind):  # torch._dynamo.config.specialize_<kind> is on here: every value compiles again
+                fix = self._fix(("specialize", kind), kind=f"specialize_{kind}",
+                                title=f"torch._dynamo.config.specialize_{kind} is on: every new value of the Python "
+                                      f"{kind} {name} compiles again. Turn it off so the {kind} becomes a symbol",
+                                snippet=f"import torch\ntorch._dynamo.config.specialize_{kind} = False",
+                                why=f"the guard {guard} failed", config={f"specialize_{kind}": False},
+                                alternatives=[f"pass {name} as a 0-d tensor: torch.tensor({value})",
+                                              "torch.compile(..., dynamic=True)"])
+                fix.recompiles.append(recompile.compile_id)
+                fix.findings.append(finding)
+                return
+            fix = self._fix(("scalar", name), kind=f"dynamic_{kind}",
+                            title=f"The Python {kind} {name} is baked into each compile: compile with dynamic=True "
+                                  f"so it becomes a symbol (or pass it as a tensor)",
+                            snippet="compiled = torch.compile(fn, dynamic=True)",
+                            why=f"the guard {guard} failed: each new value of {name} compiles again",
+                            compile_kwargs={"dynamic": True},
+                            alternatives=[f"pass {name} as a 0-d tensor: torch.tensor({value})",
+                                          f"torch._dynamo.config.specialize_{kind} = False "
+                                          f"(the default: {name} becomes dynamic after one recompile)"])
+        else:
+            return
+        fix.recompiles.append(recompile.compile_id)
+        fix.findings.append(finding)
+
+    def inner_recompiles(self) -> None:
+        """Size recompiles of frames the user does not call (resume functions after a graph break, functions
+        compiled on their own): their sizes come from the inputs, so they go with the entry argument's
+        mark_dynamic fix where there is one, else with dynamic=True."""
+        if not self.inner_sizes:
+            return
+        marks = [f for f in self.by_key.values() if f.kind == "mark_dynamic"]
+        fix = marks[0] if marks else self._dynamic_fix("sizes changed in frames inside the compiled function")
+        for compile_id, finding in self.inner_sizes:
+            fix.recompiles.append(compile_id)
+            fix.findings.append(finding + " (a frame inside the compiled function: its size comes from the input)")
+
+    def _dynamic_fix(self, why: str) -> Fix:
+        return self._fix(("dynamic",), kind="dynamic_true",
+                         title="Compile with dynamic=True so sizes are symbols from the first compile",
+                         snippet="compiled = torch.compile(fn, dynamic=True)", why=why,
+                         compile_kwargs={"dynamic": True})
+
+    def recompile_limit(self) -> None:
+        """Frames whose compiles reached ``recompile_limit`` (a break says so, or as many compiles as the limit)."""
+        hits = [i for i, item in enumerate(self.cap.breaks.items) if "recompile limit" in (item.headline or "").lower()
+                or "recompile_limit" in (item.reason or "")]
+        limit = self.cap.options.get("recompile_limit") if isinstance(self.cap.options.get("recompile_limit"), int) else 8
+        per_frame: dict[int, list[str]] = {}
+        for c in self.cap.compiles:
+            if c.origin == "dynamo":
+                per_frame.setdefault(c.frame_id, []).append(c.compile_id)
+        full = {frame: ids for frame, ids in per_frame.items() if len(ids) >= limit}
+        if not hits and not full:
+            return
+        new_limit = max(2 * limit, 16)
+        fix = self._fix(("recompile_limit",), kind="recompile_limit",
+                        title=f"The recompile limit ({limit}) was reached: further variants run eagerly. Fix the "
+                              f"guard that keeps failing (see the fix for those recompiles), or raise the limit",
+                        snippet=f"torch._dynamo.config.recompile_limit = {new_limit}",
+                        config={"recompile_limit": new_limit},
+                        why=f"torch._dynamo.config.recompile_limit is {limit}")
+        for index in hits:
+            if index not in fix.breaks:
+                fix.breaks.append(index)
+        for frame, ids in full.items():
+            fix.compiles.extend(i for i in ids if i not in fix.compiles)
+            fix.findings.append(f"frame {frame} ({self.names.get(ids[0])}) compiled {len(ids)} times: the limit")
+        fix.__dict__["_limit_hit"] = True
+
+    # --- ranking --------------------------------------------------------------------------------
+
+    def finish(self) -> list[Fix]:
+        items = self.cap.breaks.items
+        for fix in self.by_key.values():
+            breaks = sum(items[i].count for i in fix.breaks if i < len(items))
+            skipped = len(self.skipped & set(fix.compiles))
+            limit = 1 if fix.__dict__.pop("_limit_hit", False) else 0
+            fix.cost = (WEIGHTS["frames_skipped"] * skipped + WEIGHTS["recompile_limit"] * limit
+                        + WEIGHTS["graph_breaks"] * breaks + WEIGHTS["recompiles"] * len(fix.recompiles)
+                        - (0 if fix.applicable else 0.5))
+            parts = []
+            if skipped:
+                parts.append(f"{skipped} frame{'s' * (skipped > 1)} skipped to eager")
+            if limit:
+                parts.append("the recompile limit reached")
+            if breaks:
+                places = len(fix.breaks)
+                parts.append(f"{breaks} graph break{'s' * (breaks > 1)} at {places} place{'s' * (places > 1)}")
+            if fix.recompiles:
+                parts.append(f"{len(fix.recompiles)} recompile{'s' * (len(fix.recompiles) > 1)}")
+            fix.cost_text = ", ".join(parts) or "no counted cost"
+            fix.cost_method = COST_METHOD
+        ranked = sorted(self.by_key.values(), key=lambda f: (-f.cost, f.kind))
+        for number, fix in enumerate(ranked, 1):
+            fix.id = f"fix{number}"
+        return ranked
+
+
+def _specializes(kind: str) -> bool:
+    """Is ``torch._dynamo.config.specialize_<kind>`` on in this process (the config the capture ran under,
+    unless it was patched only around the capture)?"""
+    import torch
+
+    return bool(getattr(torch._dynamo.config, f"specialize_{kind}", False))
+
+
+def _short(path: str | None) -> str:
+    return (path or "").rsplit("/", 1)[-1]
+
+
+def _disabled_name(item) -> str:
+    match = re.search(r"<function (?P<name>[\w\.<>]+) at", item.reason or "")
+    return match["name"] if match else "the function"
+
+
+def _cond_snippet(code: str) -> str:
+    condition = code[3:].rstrip(":").strip() if code.startswith("if ") else "pred"
+    return ("# torch.cond traces both branches into the graph; each branch is a function of the operands\n"
+            f"out = torch.cond({condition}, lambda x: true_branch(x), lambda x: false_branch(x), (x,))")

@@ -1,0 +1,179 @@
+"""The schema of fixes: what ``compiler.fixes`` proposes for a capture's findings and what
+``compiler.fix_experiments`` measured when it tried them. Declared like every stage (``compiler.schema``):
+saved with the capture JSON under ``"fixes"`` and read back field by field.
+
+    >>> fix = Fix.from_data({"id": "f1", "kind": "capture_scalar_outputs", "title": "t",
+    ...                      "config": {"capture_scalar_outputs": True}})
+    >>> fix.status, fix.applicable
+    ('not tried', True)
+    >>> Fix.from_data({"id": "f1", "kind": "k", "title": "t", "breaks": ["0"]})
+    Traceback (most recent call last):
+    ...
+    compiler.stages.data.CaptureFormatError: breaks[0]: expected an integer, got '0'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from compiler.stages.data import Data, Stage
+
+# the result of trying a fix (FixResult.status)
+NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
+    "not tried", "measured", "changes results", "failed", "interrupted")
+
+
+@dataclass(repr=False, eq=False)
+class DynamicMark(Data):
+    """``torch._dynamo.mark_dynamic(<argument>, dim)`` on the argument named ``argument`` of every call."""
+
+    argument: str = ""
+    dim: int = 0
+    position: int | None = None  # the positional argument, where the frame takes ``*args`` (``args[0]``)
+    maybe: bool = False  # maybe_mark_dynamic: dynamic unless the compile specialises it
+
+
+@dataclass(repr=False, eq=False)
+class FixMeasure(Data):
+    """One run of the captured calls (the capture's ``summary`` counts, and torch's own counters)."""
+
+    graphs: int = 0
+    graph_breaks: int = 0
+    recompiles: int = 0
+    compiles: int = 0
+    frames_skipped: int = 0  # compiles that ended skipped or failed: the frame ran eagerly
+    guards: int = 0
+    compile_s: float | None = None
+    runtime_s: float | None = None  # median compiled time of the last call, when timed
+    eager_runtime_s: float | None = None
+    busy: bool = False  # the machine was loaded while timing
+    recompile_limit_hit: bool = False
+    counters: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.utils.counters during the run
+
+    def as_text(self) -> str:
+        parts = [f"{self.graphs} graphs", f"{self.graph_breaks} graph breaks", f"{self.recompiles} recompiles"]
+        if self.frames_skipped:
+            parts.append(f"{self.frames_skipped} frames skipped")
+        if self.compile_s is not None:
+            parts.append(f"compile {self.compile_s:.2f} s")
+        if self.runtime_s is not None:
+            parts.append(f"run {self.runtime_s * 1e3:.3g} ms" + (" (busy machine)" if self.busy else ""))
+        return ", ".join(parts)
+
+
+@dataclass(repr=False, eq=False)
+class FixResult(Data):
+    """What trying a fix measured: ``before`` (as captured) → ``after`` (with the change)."""
+
+    status: str = NOT_TRIED  # not tried, measured, changes results, failed, interrupted
+    before: FixMeasure | None = None
+    after: FixMeasure | None = None
+    before_from: str | None = None  # "the capture" or "measured": where the before numbers come from
+    outputs_equal: bool | None = None  # the outputs still equal eager within the dtype's tolerance
+    output_note: str | None = None  # how they differ, or how they were compared
+    error: str | None = None
+    calls: int = 0  # calls replayed
+    seconds: float | None = None  # how long the experiment took
+    fixes: list[str] = field(default_factory=list)  # the fix ids applied together (a combination)
+
+    @property
+    def recommended(self) -> bool:
+        """Measured, outputs equal eager, and fewer graph breaks, recompiles or skipped frames."""
+        if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
+            return False
+        b, a = self.before, self.after
+        return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
+            and a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
+            and a.frames_skipped <= b.frames_skipped
+
+    def as_text(self) -> str:
+        if self.status == NOT_TRIED:
+            return "not tried"
+        head = self.status + (f": {self.error}" if self.error else "")
+        if self.before and self.after:
+            head += f" — before: {self.before.as_text()} → after: {self.after.as_text()}"
+        if self.outputs_equal is not None:
+            head += "; outputs equal eager" if self.outputs_equal else f"; outputs differ from eager ({self.output_note})"
+        return head
+
+
+@dataclass(repr=False, eq=False)
+class Fix(Data):
+    """One proposed change: what it is (``title``, ``snippet``), which findings it addresses, how an
+    experiment applies it (``config`` patch of ``torch._dynamo.config``, ``compile_kwargs``,
+    ``marks``), what the findings cost (``cost``, ``cost_text``, ``cost_method``), and once tried,
+    ``result``. ``applicable`` False: a code change shown as a suggestion, never applied."""
+
+    id: str
+    kind: str
+    title: str
+    snippet: str = ""
+    why: str | None = None  # the evidence: the hint or guard it came from
+    breaks: list[int] = field(default_factory=list)  # indices into cap.breaks.items
+    recompiles: list[str] = field(default_factory=list)  # compile ids of the recompiles addressed
+    compiles: list[str] = field(default_factory=list)  # compile ids involved (breaks' compiles, skipped frames)
+    findings: list[str] = field(default_factory=list)  # the findings in words
+    applicable: bool = True
+    config: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.config patch (names for callables)
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+    marks: list[DynamicMark] = field(default_factory=list)
+    alternatives: list[str] = field(default_factory=list)  # other changes, in words
+    cost: float = 0.0  # ranking score: higher first
+    cost_text: str = ""
+    cost_method: str = ""
+    result: FixResult | None = None
+
+    @property
+    def status(self) -> str:
+        if not self.applicable:
+            return "suggestion (a code change: not applied)"
+        return self.result.status if self.result else NOT_TRIED
+
+    def try_(self, fn=None, calls=None, **kwargs) -> FixResult:
+        """Apply this fix in an experiment on the captured calls (``Capture.try_fix``)."""
+        capture = self.__dict__.get("_capture")
+        if capture is None:
+            raise RuntimeError("this fix is not attached to a capture: use cap.fixes()[i].try_()")
+        return capture.try_fix(self, fn=fn, calls=calls, **kwargs)
+
+    def as_text(self) -> str:
+        lines = [f"[{self.id}] {self.title}  ({self.status})", f"  cost: {self.cost_text} — {self.cost_method}"]
+        lines += [f"  finding: {f}" for f in self.findings]
+        lines += ["  snippet:"] + [f"    {line}" for line in self.snippet.splitlines()]
+        lines += [f"  or: {a}" for a in self.alternatives]
+        if self.result and self.result.status != NOT_TRIED:
+            lines.append(f"  result: {self.result.as_text()}")
+        return "\n".join(lines)
+
+
+@dataclass(repr=False, eq=False)
+class Fixes(Stage):
+    """The proposed fixes of a capture, ranked by what their findings cost; ``combined``: the best
+    combination, once ``cap.try_fixes()`` measured it."""
+
+    NAME: ClassVar[str] = "fixes"
+    items: list[Fix] = field(default_factory=list)
+    combined: FixResult | None = None
+    note: str | None = None
+
+    def __getitem__(self, index) -> Fix:
+        if isinstance(index, str):
+            return next(f for f in self.items if f.id == index)
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def _text(self) -> str:
+        if not self.items:
+            return "no fixes proposed"
+        text = "\n\n".join(f.as_text() for f in self.items)
+        if self.combined and self.combined.status != NOT_TRIED:
+            text += f"\n\ncombined ({', '.join(self.combined.fixes)}): {self.combined.as_text()}"
+        return text
+
+    def _summary(self) -> str:
+        return f"{len(self.items)} fixes"

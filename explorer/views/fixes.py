@@ -1,0 +1,170 @@
+"""Fixes: for each finding, the change to try, its snippet, and — once tried — what it measurably did
+(``compiler.analyses.fixes``, ``compiler.analyses.fix_experiments``). Ranked by what the findings cost."""
+from __future__ import annotations
+
+from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED
+
+from ..html import (Html, badge, code, code_block, heading, join, key_values, note, para, plural, seconds, table,
+                    tag)
+
+_STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTERRUPTED: "warn", NOT_TRIED: "muted"}
+
+
+def fixes_of(capture):
+    """The capture's proposed fixes (proposed now for a capture saved without them), or None."""
+    try:
+        return capture.fixes()
+    except Exception:  # noqa: BLE001 — a view never raises for a capture it cannot propose for
+        return None
+
+
+def _improves(result, verb: str = "removes") -> str:
+    """``removes 2 of 3 graph breaks, 1 of 1 recompile and 40 % of the compile time``."""
+    b, a = result.before, result.after
+    parts = []
+    for count, word in ((b.graph_breaks, "graph break"), (b.recompiles, "recompile"),
+                        (b.frames_skipped, "skipped frame")):
+        name = "graph_breaks" if word == "graph break" else "recompiles" if word == "recompile" else "frames_skipped"
+        if count:
+            parts.append(f"{count - getattr(a, name)} of {plural(count, word)}")
+    if b.compile_s and a.compile_s is not None and a.compile_s < b.compile_s:
+        parts.append(f"{(1 - a.compile_s / b.compile_s) * 100:.0f} % of the compile time")
+    if not parts:
+        return "changes nothing counted"
+    return f"{verb} " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def fix_headline(capture) -> str | None:
+    """One line for the top of Overview: what the best measured change does, and what is left."""
+    fixes = fixes_of(capture)
+    if not fixes or not fixes.items:
+        return None
+    applicable = [f for f in fixes if f.applicable]
+    suggestions = len(fixes.items) - len(applicable)
+    recommended = [f for f in applicable if f.result and f.result.recommended]
+    parts = []
+    combined = fixes.combined
+    if combined is not None and combined.recommended:
+        parts.append(f"{len(combined.fixes)} changes together {_improves(combined, 'remove')} — measured")
+    elif recommended:
+        best = max(recommended, key=lambda f: (f.result.before.graph_breaks - f.result.after.graph_breaks)
+                   + (f.result.before.recompiles - f.result.after.recompiles))
+        parts.append(f"1 change ({best.id}) {_improves(best.result)} — measured")
+    counts = {}
+    for fix in applicable:
+        status = fix.result.status if fix.result else NOT_TRIED
+        if status == MEASURED and fix.result.recommended:
+            continue
+        label = {MEASURED: "measured, no gain", NOT_TRIED: "not tried"}.get(status, status)
+        counts[label] = counts.get(label, 0) + 1
+    parts += [f"{plural(n, 'change')} {label}" for label, n in counts.items()]
+    if suggestions:
+        parts.append(f"{plural(suggestions, 'code change')} suggested")
+    return "; ".join(parts)
+
+
+def fix_for_break(capture, index: int):
+    """The fix proposed for graph break ``index`` of ``capture.breaks.items`` (None: none)."""
+    fixes = fixes_of(capture)
+    return next((f for f in fixes or () if index in f.breaks), None)
+
+
+def fix_label(fix) -> Html:
+    """A short "fix: …" line for a finding's row elsewhere (Graph breaks, Recompiles)."""
+    status = fix.status if fix.applicable else "suggestion"
+    return join(["fix: ", tag("strong", fix.id), " ", fix.title, " ", badge(status, _STATUS_KIND.get(status, "info"))])
+
+
+def _measure_rows(result) -> list:
+    b, a = result.before, result.after
+    rows = []
+    for label, name in (("graphs", "graphs"), ("graph breaks", "graph_breaks"), ("recompiles", "recompiles"),
+                        ("frames skipped to eager", "frames_skipped"), ("compiles", "compiles"), ("guards", "guards")):
+        before, after = getattr(b, name), getattr(a, name)
+        rows.append([label, str(before), str(after), _delta(before, after)])
+    rows.append(["compile time", seconds(b.compile_s), seconds(a.compile_s), ""])
+    if a.runtime_s is not None or b.runtime_s is not None:
+        rows.append(["run time (median, compiled)", seconds(b.runtime_s), seconds(a.runtime_s),
+                     "busy machine: less reliable" if a.busy or b.busy else ""])
+    return rows
+
+
+def _delta(before, after) -> Html | str:
+    if before == after:
+        return ""
+    kind = "ok" if after < before else "warn"
+    return badge(f"{after - before:+d}", kind)
+
+
+def result_section(result) -> Html:
+    if result is None or result.status == NOT_TRIED:
+        return para("Not tried: nothing is claimed until it is measured.", cls="tc-muted")
+    kind = _STATUS_KIND.get(result.status, "info")
+    head = join([badge(result.status, kind), " ", "recommended" if result.recommended else
+                 ("not recommended" if result.status != MEASURED else "no gain measured")])
+    parts = [para(head)]
+    if result.error:
+        parts.append(note(result.error, kind="error"))
+    if result.before and result.after:
+        parts.append(table(["", "before", "after", "change"], _measure_rows(result)))
+        parts.append(para(f"before: {result.before_from or 'measured'}; {plural(result.calls, 'call')} replayed; "
+                          f"experiment took {seconds(result.seconds)}", cls="tc-muted"))
+    if result.outputs_equal is not None:
+        parts.append(note(f"Outputs equal eager (compared with {result.output_note})" if result.outputs_equal else
+                          f"Outputs differ from eager: {result.output_note}",
+                          kind="ok" if result.outputs_equal else "error"))
+    return join(parts)
+
+
+def fix_card(fix) -> Html:
+    status = fix.status if fix.applicable else "suggestion — a code change, never applied"
+    return tag("div",
+               tag("div", badge(fix.id, "info"), " ", tag("strong", fix.title), " ",
+                   badge(status, _STATUS_KIND.get(fix.result.status if fix.result else NOT_TRIED, "muted")
+                         if fix.applicable else "muted"), cls="tc-card-title"),
+               key_values([("cost", fix.cost_text), ("how ranked", tag("span", fix.cost_method, cls="tc-muted")),
+                           ("why", fix.why),
+                           ("experiment applies", _applies(fix) if fix.applicable else "nothing (a code change)")]),
+               join([heading("Findings it addresses", 5), tag("ul", *(tag("li", f) for f in fix.findings))])
+               if fix.findings else None,
+               heading("Snippet", 5), code_block(fix.snippet),
+               join([heading("Other ways", 5), tag("ul", *(tag("li", a) for a in fix.alternatives))])
+               if fix.alternatives else None,
+               heading("Measured", 5) if fix.applicable else None,
+               result_section(fix.result) if fix.applicable else None,
+               cls="tc-fix-card" + (" tc-fix-suggestion" if not fix.applicable else ""), data_fix=fix.id)
+
+
+def _applies(fix) -> Html:
+    parts = [code(f"torch._dynamo.config.{k}.add({', '.join(v)})" if k == "reorderable_logging_functions"
+                  else f"torch._dynamo.config.{k} = {v!r}") for k, v in fix.config.items()]
+    parts += [code(f"torch.compile(..., {k}={v!r})") for k, v in fix.compile_kwargs.items()]
+    parts += [code(f"torch._dynamo.{'maybe_' if m.maybe else ''}mark_dynamic({m.argument}, {m.dim})")
+              for m in fix.marks]
+    return join(parts, ", ")
+
+
+def render_fixes(capture, compile) -> str:
+    fixes = fixes_of(capture)
+    if fixes is None:
+        return note("No fixes could be proposed for this capture.", kind="muted")
+    if not fixes.items:
+        return note(fixes.note or "Nothing to fix: no graph breaks, recompiles or skipped frames.", kind="ok")
+    headline = fix_headline(capture)
+    live = capture.live is not None and (capture.live.compiled_fn is not None or capture.live.calls)
+    combined = fixes.combined
+    return join([
+        para(tag("strong", headline)) if headline else None,
+        para(f"{plural(len(fixes.items), 'change')} proposed for this capture's findings, the costliest first. "
+             "Trying one re-runs the captured calls with the change, in a fresh Dynamo state put back afterwards, "
+             "and measures before → after; a change that fails or changes the outputs is never recommended."),
+        note("Try needs the live function: this capture was loaded from a file (or made with compiler.capture()). "
+             "Proposals and any results saved with it are shown; to measure, run cap.try_fixes(fn=..., calls=[...]) "
+             "in the process that has the function.", kind="muted") if not live else
+        note("Try them: cap.try_fixes() (each alone, then the recommended together) or cap.fixes()['fix1'].try_().",
+             kind="info") if all(f.result is None for f in fixes if f.applicable) else None,
+        join([heading("Together", 4), para("Applied together: " + ", ".join(combined.fixes)),
+              result_section(combined)]) if combined is not None else
+        (para(fixes.note, cls="tc-muted") if fixes.note else None),
+        *(fix_card(fix) for fix in fixes),
+    ])
