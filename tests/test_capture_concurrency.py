@@ -244,8 +244,6 @@ def test_two_explores_started_together_each_get_their_own_compile():
 def test_captures_read_in_threads_while_the_readers_are_being_built():
     """Reading types that nest registers a half-built reader first: another thread must wait for it,
     not read a capture with its fields missing (this returned captures with no compiles)."""
-    import compiler.stages.schema as schema
-
     data = compiler.explore(double, torch.ones(3), backend="eager", timing=False).to_data()
     from compiler.stages.capture import Capture
 
@@ -259,12 +257,12 @@ def test_captures_read_in_threads_while_the_readers_are_being_built():
 
 
 def _read_in_two_threads_with_fresh_readers(data, expected):
-    import compiler.stages.schema as schema
+    import compiler.stages.data as data_machinery
     from compiler.stages.capture import Capture
 
     for _ in range(5):
-        schema._build_converter.cache_clear()
-        schema._DATA_CONVERTERS.clear()
+        data_machinery._build_converter.cache_clear()
+        data_machinery._DATA_CONVERTERS.clear()
         start = threading.Barrier(2, timeout=60)
         read, errors = [], []
 
