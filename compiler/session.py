@@ -131,7 +131,7 @@ class Recorder:
         self._before = _counters_snapshot()
         stack = contextlib.ExitStack()
         try:
-            stack.callback(self.collector.uninstall)
+            stack.callback(lambda: self.collector.uninstall(reported=self.error is not None))
             stack.callback(self.bytecode.uninstall)
             stack.callback(self.autotune.uninstall)
             self.collector.listeners.append(self.autotune.install)
@@ -152,6 +152,8 @@ class Recorder:
                 self.error = classify_error(exc, self.collector.records)
         finally:
             self._stack.close()
+            if self.error is not None and self.collector.logged:  # held off the user's stderr, kept here
+                self.error["logged"] = "\n".join(self.collector.logged)[-8000:]
             self.counters = _counters_delta(self._before, _counters_snapshot())
             self.live.records = self.collector.records
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
