@@ -12,7 +12,7 @@ import traceback
 from .assemble import assemble
 from .autotune import AutotuneRecorder
 from .bytecode import transformation
-from .environment import environment
+from .environment import environment, warn_if_untested_torch
 from .model import Capture
 from .records import RecordCollector, receives
 from .whatif import LiveState
@@ -112,6 +112,7 @@ class Recorder:
         import torch
         import torch._inductor.config as inductor_config
 
+        warn_if_untested_torch()
         self.fresh, self.suppress_errors = fresh, suppress_errors
         self.live = live if live is not None else LiveState()
         self.collector = RecordCollector(with_artifact_logs=artifact_logs)

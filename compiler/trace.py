@@ -26,9 +26,10 @@ from pathlib import Path
 
 from .records import Record, record_from_metadata
 
-# What this code was written against; a log from a newer torch still loads (unknown records are
-# counted), with a warning.
-NEWEST_KNOWN_TORCH = (2, 13)
+# The torch versions whose logs this code was written and tested against (2.3 → 2.14); a log from a
+# newer or older torch still loads (unknown records are counted), with a one-line warning naming it.
+NEWEST_KNOWN_TORCH = (2, 14)
+OLDEST_KNOWN_TORCH = (2, 3)
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<month>\d\d)(?P<day>\d\d) "
                    r"(?P<clock>\d\d:\d\d:\d\d)\.(?P<micros>\d{6}) +(?P<thread>\d+) (?P<where>[^\]]*)\]")
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
@@ -48,7 +49,7 @@ class TraceWarning(UserWarning):
 class TraceProblem:
     file: str
     line: int | None
-    kind: str  # corrupted_json, payload_mismatch, stray_line, truncated, newer_torch, torch_mismatch, empty_file
+    kind: str  # corrupted_json, payload_mismatch, stray_line, truncated, newer_torch, older_torch, torch_mismatch, empty_file
     message: str
 
     def __str__(self) -> str:
@@ -267,6 +268,11 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             str(path), None, "newer_torch",
             f"written by torch {info.torch_version}, newer than tcompile knows "
             f"({'.'.join(map(str, NEWEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
+    elif known and known < OLDEST_KNOWN_TORCH:
+        info.problems.append(TraceProblem(
+            str(path), None, "older_torch",
+            f"written by torch {info.torch_version}, older than tcompile reads "
+            f"({'.'.join(map(str, OLDEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
     if warn:
         _problems_to_warnings(info)
     environment = {"torch": info.torch_version, "source": "TORCH_TRACE", "trace_file": str(path),

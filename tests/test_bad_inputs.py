@@ -187,6 +187,25 @@ def test_a_held_traceback_reaches_torchs_handlers_when_the_capture_reports_no_er
         logger.removeHandler(seen)
 
 
+def test_an_untested_torch_warns_once_in_one_line_naming_it_and_still_captures(monkeypatch):
+    from compiler import environment as env
+
+    assert env.untested_torch("2.13.0+cpu") is None and env.untested_torch("2.14.1+cu130") is None
+    for version in ("2.12.0", "2.99.0a0+git1234", "not a version", ""):
+        message = env.untested_torch(version)
+        assert f"torch {version} is untested for live capture" in message and "\n" not in message
+    monkeypatch.setattr(env, "TESTED_LIVE_TORCH", ())  # the torch running here becomes untested
+    monkeypatch.setattr(env, "_warned", set())
+    with pytest.warns(env.TorchVersionWarning) as warned:
+        with compiler.capture() as cap:
+            torch.compile(f, backend="eager")(torch.randn(4))
+        with compiler.capture():  # once per process and version
+            pass
+    messages = [str(w.message) for w in warned if w.category is env.TorchVersionWarning]
+    assert messages == [env.untested_torch()] and str(torch.__version__) in messages[0]
+    assert cap.error is None and len(cap.compiles) == 1
+
+
 def test_save_to_a_missing_folder_says_so_and_still_shows_the_capture(cell, tmp_path):
     error, stderr, cap = cell(f"%%tcompile --backend eager --no-timing --save {tmp_path}/no/such/dir/cap.json\n"
                               "y = x + 1")
