@@ -9,6 +9,7 @@ import contextlib
 import gzip
 import io
 import json
+import logging
 import os
 import threading
 import time
@@ -141,6 +142,68 @@ def test_a_failing_cell_shows_its_capture_with_a_one_line_error(cell, case):
     assert len(cap.compiles) >= kept  # the stages captured before the failure are kept
     if case == "a backend that raises":  # Dynamo's graph was captured before the backend failed
         assert cap.compiles[0].graph.available and cap.compiles[0].graph.op_count == 2
+
+
+def test_the_traceback_torch_logs_for_a_failing_meta_kernel_stays_in_the_capture(cell):
+    # FakeTensorMode logs the meta kernel's traceback (log.exception) before Dynamo raises TorchRuntimeError
+    error, stderr, cap = cell(EAGER + "y = x @ torch.randn(3, 3)")
+    assert error is None and "failed while attempting" not in stderr
+    assert "failed while attempting to run meta for aten.mm" in cap.error.logged
+    assert "must have same reduction dim" in cap.error.logged  # the whole traceback, kept
+    assert "what torch logged" in render_static(cap)
+
+
+class _Seen(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_a_held_traceback_reaches_torchs_handlers_when_the_capture_reports_no_error():
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    seen = _Seen()
+    logger.addHandler(seen)
+    try:
+        with compiler.capture() as cap:
+            try:
+                raise RuntimeError("handled by the user's code")
+            except RuntimeError:
+                logger.exception("failed while attempting to run meta for %s", "aten.mm.default")
+            logger.error("no traceback: never held")
+            assert seen.messages == ["no traceback: never held"]  # held while the capture runs
+        assert cap.error is None
+        assert seen.messages == ["no traceback: never held", "failed while attempting to run meta for aten.mm.default"]
+        with pytest.raises(ValueError), compiler.capture() as cap:
+            try:
+                raise RuntimeError("the cause")
+            except RuntimeError:
+                logger.exception("logged before raising")
+            raise ValueError("reported by tcompile")
+        assert len(seen.messages) == 2 and "logged before raising" in cap.error.logged
+    finally:
+        logger.removeHandler(seen)
+
+
+def test_an_untested_torch_warns_once_in_one_line_naming_it_and_still_captures(monkeypatch):
+    from compiler.capturing import environment as env
+
+    assert env.untested_torch("2.13.0+cpu") is None and env.untested_torch("2.14.1+cu130") is None
+    for version in ("2.12.0", "2.99.0a0+git1234", "not a version", ""):
+        message = env.untested_torch(version)
+        assert f"torch {version} is untested for live capture" in message and "\n" not in message
+    monkeypatch.setattr(env, "TESTED_LIVE_TORCH", ())  # the torch running here becomes untested
+    monkeypatch.setattr(env, "_warned", set())
+    with pytest.warns(env.TorchVersionWarning) as warned:
+        with compiler.capture() as cap:
+            torch.compile(f, backend="eager")(torch.randn(4))
+        with compiler.capture():  # once per process and version
+            pass
+    messages = [str(w.message) for w in warned if w.category is env.TorchVersionWarning]
+    assert messages == [env.untested_torch()] and str(torch.__version__) in messages[0]
+    assert cap.error is None and len(cap.compiles) == 1
 
 
 def test_save_to_a_missing_folder_says_so_and_still_shows_the_capture(cell, tmp_path):

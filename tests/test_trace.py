@@ -219,6 +219,10 @@ def test_newer_torch_and_mismatched_versions(tmp_path):
     with pytest.warns(TraceWarning, match=r"newer.log: written by torch 3.1.0, newer than tcompile knows"):
         cap = load_trace(_small_trace(tmp_path, "newer.log", "3.1.0"))
     assert cap.environment["torch"] == "3.1.0" and len(cap.compiles) == 1
+    torch._dynamo.reset()
+    with pytest.warns(TraceWarning, match=r"older.log: written by torch 2.1.2, older than tcompile reads \(2.3\)"):
+        cap = load_trace(_small_trace(tmp_path, "older.log", "2.1.2"))
+    assert cap.environment["torch"] == "2.1.2" and len(cap.compiles) == 1
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     torch._dynamo.reset()

@@ -3,7 +3,7 @@ snapshot: ``snapshot()`` before, ``assert_restored(before)`` after (it names wha
 
 Covered: handlers, level and propagate of the ``torch.__trace`` logger and the artifact loggers
 (``compiler.capturing.records.ARTIFACT_LOGGERS``); the level, propagate flag and handlers of every ``torch``
-logger that existed before; torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
+logger that existed before (and its filters); torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
 the compile stance; Inductor's autotune feedback hooks; Inductor, Dynamo and functorch config;
 the profile and trace hooks; grad mode and the default dtype; the SIGINT handler.
 """
@@ -21,7 +21,8 @@ def _logger(logger: logging.Logger) -> tuple:
     from torch._logging._internal import _is_torch_handler
 
     # torch's lazy trace handler removes itself on the first record when TORCH_TRACE is unset: torch's business
-    return logger.level, logger.propagate, logger.disabled, [h for h in logger.handlers if not _is_torch_handler(h)]
+    return (logger.level, logger.propagate, logger.disabled, [h for h in logger.handlers if not _is_torch_handler(h)],
+            list(logger.filters))
 
 
 def load_torch_modules() -> None:
@@ -70,7 +71,8 @@ def differences(before: dict, after: dict) -> list[str]:
                 if after[key].get(name) != state:
                     out.append(f"logger {name}: {state} → {after[key].get(name)}")
             for name in after[key].keys() - value.keys():
-                level, _, _, handlers = after[key][name]
+                level, _, _, handlers, filters = after[key][name]
+                handlers = handlers + filters
                 if handlers or level != logging.NOTSET:
                     out.append(f"new logger {name}: level {level}, handlers {handlers}")
         elif after[key] != value:

@@ -3,7 +3,46 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
+import warnings
+
+# The torch versions live capture is tested on: 2.11 (CUDA, the GPU machine), 2.13 (the pinned CPU build),
+# 2.14 (``make test-torch TORCH_SPEC=torch==2.14.1``). Any other version still captures, with one warning.
+TESTED_LIVE_TORCH = ((2, 11), (2, 13), (2, 14))
+_warned: set[str] = set()
+
+
+class TorchVersionWarning(UserWarning):
+    """The running torch is not one tcompile's live capture is tested on (the message names it)."""
+
+
+def untested_torch(version: str | None = None) -> str | None:
+    """The one-line warning for a torch version live capture is not tested on; None for a tested one."""
+    if version is None:
+        import torch
+
+        version = str(torch.__version__)
+    match = re.match(r"^(\d+)\.(\d+)", version)
+    if match and (int(match[1]), int(match[2])) in TESTED_LIVE_TORCH:
+        return None
+    tested = ", ".join(f"{a}.{b}" for a, b in TESTED_LIVE_TORCH)
+    return (f"tcompile: torch {version} is untested for live capture (tested: {tested}); capturing anyway — "
+            "a stage this torch records differently shows as unavailable with its reason")
+
+
+def warn_if_untested_torch() -> None:
+    """Warn once per process and version (``TorchVersionWarning``), never raise."""
+    try:
+        message = untested_torch()
+        import torch
+
+        version = str(torch.__version__)
+    except Exception:  # noqa: BLE001 — a version check must never stop a capture
+        return
+    if message and version not in _warned:
+        _warned.add(version)
+        warnings.warn(TorchVersionWarning(message), stacklevel=4)
 
 
 def environment() -> dict:

@@ -21,6 +21,11 @@ inside the block) is kept. Each record goes to the active collectors it belongs 
   id, else to every active collector. Inductor's compile workers are subprocesses (their logs
   never reach this process's loggers), so they need no rule.
 
+Tracebacks torch logs about an exception it then raises (``HELD_LOGGERS``) are held off the console
+while a capture that receives them is active: when the capture ends with an error, tcompile reports
+that error in one line and the held text stays in the capture (``CaptureError.logged``); otherwise
+they go to torch's own handlers as they would have, when the capture ends.
+
 The bytecode hook (``compiler.capturing.session``) follows the same rule (``receives``). What cannot be
 split by thread: torch's Dynamo counters are process-wide, so a capture that overlapped another
 one counts the other's frames too — ``overlapping_captures`` says how many others were active.
@@ -45,6 +50,14 @@ ARTIFACT_LOGGERS = {
 }
 
 _COMPILE_ID_PREFIX = re.compile(r"^\[(\d+)/(\d+)\]")
+
+# Loggers that log a whole traceback (``log.exception``) of an exception torch raises right after:
+# FakeTensorMode._dispatch_impl (torch/_subclasses/fake_tensor.py) logs "failed while attempting to run
+# meta for aten.mm.default" and the meta kernel's traceback, then re-raises; Dynamo turns that into the
+# TorchRuntimeError tcompile reports. torch's console handler on the ``torch`` logger prints it: in 2.14
+# a ``_StderrHandler`` that writes to the current ``sys.stderr`` (torch/_logging/_internal.py), up to
+# 2.13 a ``StreamHandler`` bound to the stderr torch was imported with (in Jupyter: the cell's output).
+HELD_LOGGERS = ("torch._subclasses.fake_tensor",)
 
 
 @dataclass
@@ -189,9 +202,45 @@ class _ArtifactHandler(logging.Handler):
             collector._add(entry)
 
 
+class _Held:
+    """One logged traceback held off the console for the collectors that received it."""
+
+    def __init__(self, record: logging.LogRecord, holders):
+        self.record, self.holders, self.reported = record, set(holders), False
+        self.text = f"{record.levelname} {record.name}: {record.getMessage()}"
+        if record.exc_info:
+            self.text += "\n" + logging.Formatter().formatException(record.exc_info)
+
+
+class _HoldFilter(logging.Filter):
+    """A filter on a ``HELD_LOGGERS`` logger: an ERROR with a traceback emitted on a capturing thread (or
+    for a compile id a collector saw) is held by those collectors instead of reaching any handler."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not record.exc_info:
+            return True
+        with _lock:
+            thread, compile_id = threading.get_ident(), _current_compile_id()
+            holders = ([c for c in _active if c.thread == thread]
+                       or [c for c in _active if compile_id is not None and compile_id in c.compile_ids])
+            if not holders:
+                return True
+            held = _Held(record, holders)
+            for collector in holders:
+                collector.held.append(held)
+                collector.logged.append(held.text)
+        return False
+
+
 def _attach_group(group: str) -> None:
     from torch._logging._internal import trace_log
 
+    if group == "held":
+        hold = _HoldFilter()
+        _installed[group] = [(logging.getLogger(name), hold) for name in HELD_LOGGERS]
+        for logger, _ in _installed[group]:
+            logger.addFilter(hold)
+        return
     if group == "trace":
         targets = [(trace_log, _TraceHandler(), False)]
     else:
@@ -209,6 +258,10 @@ def _attach_group(group: str) -> None:
 def _detach_group(group: str) -> None:
     """Remove our handlers and put back the level and propagate flag we changed — unless someone
     (``torch._logging.set_logs`` inside the block) has set them since: theirs stay."""
+    if group == "held":
+        for logger, hold in _installed.pop(group):
+            logger.removeFilter(hold)
+        return
     for logger, handler, set_level, level, propagate in reversed(_installed.pop(group)):
         logger.removeHandler(handler)
         if set_level and (logger.level, logger.propagate) == (logging.DEBUG, False):
@@ -218,7 +271,8 @@ def _detach_group(group: str) -> None:
 
 def _sync_handlers() -> None:
     """Handlers installed exactly while some active collector needs them."""
-    wanted = {"trace": bool(_active), "artifacts": any(c.with_artifact_logs for c in _active)}
+    wanted = {"trace": bool(_active), "held": bool(_active),
+              "artifacts": any(c.with_artifact_logs for c in _active)}
     for group, want in wanted.items():
         if want and group not in _installed:
             _attach_group(group)
@@ -241,6 +295,8 @@ class RecordCollector:
         self.thread: int | None = None  # the thread that installed this collector
         self.compile_ids: set[str] = set()
         self.overlapping_captures = 0  # other collectors active at some point while this one was
+        self.held: list[_Held] = []  # tracebacks torch logged (HELD_LOGGERS), kept off the console for now
+        self.logged: list[str] = []  # … their text, kept
 
     def install(self) -> None:
         global _active
@@ -262,11 +318,23 @@ class RecordCollector:
                 self.uninstall()
                 raise
 
-    def uninstall(self) -> None:
+    def uninstall(self, reported: bool = False) -> None:
+        """``reported``: the capture reports the error these held tracebacks were about, so they are
+        dropped from the console (their text stays in ``logged``); else each goes to torch's handlers
+        once no other collector holds it."""
         global _active
         with _lock:
             _active = tuple(c for c in _active if c is not self)
             _sync_handlers()
+            held, self.held = self.held, []
+            release = []
+            for entry in held:
+                entry.holders.discard(self)
+                entry.reported = entry.reported or reported
+                if not entry.holders and not entry.reported:
+                    release.append(entry.record)
+        for record in release:  # torch's handlers, as the logger would have called them (no filters)
+            logging.getLogger(record.name).callHandlers(record)
 
     def _add(self, record: Record) -> None:
         if record.compile_id:

@@ -12,7 +12,7 @@ import traceback
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
 from compiler.stages.bytecode import transformation
-from compiler.capturing.environment import environment
+from compiler.capturing.environment import environment, warn_if_untested_torch
 from compiler.stages.capture import Capture
 from compiler.capturing.records import RecordCollector, receives
 from compiler.analyses.whatif import LiveState
@@ -112,6 +112,7 @@ class Recorder:
         import torch
         import torch._inductor.config as inductor_config
 
+        warn_if_untested_torch()
         self.fresh, self.suppress_errors = fresh, suppress_errors
         self.live = live if live is not None else LiveState()
         self.collector = RecordCollector(with_artifact_logs=artifact_logs)
@@ -131,7 +132,7 @@ class Recorder:
         self._before = _counters_snapshot()
         stack = contextlib.ExitStack()
         try:
-            stack.callback(self.collector.uninstall)
+            stack.callback(lambda: self.collector.uninstall(reported=self.error is not None))
             stack.callback(self.bytecode.uninstall)
             stack.callback(self.autotune.uninstall)
             self.collector.listeners.append(self.autotune.install)
@@ -152,6 +153,8 @@ class Recorder:
                 self.error = classify_error(exc, self.collector.records)
         finally:
             self._stack.close()
+            if self.error is not None and self.collector.logged:  # held off the user's stderr, kept here
+                self.error["logged"] = "\n".join(self.collector.logged)[-8000:]
             self.counters = _counters_delta(self._before, _counters_snapshot())
             self.live.records = self.collector.records
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from compiler.capturing.records import record_from_metadata
 
-# What this code was written against; a log from a newer torch still loads (unknown records are
-# counted), with a warning.
-NEWEST_KNOWN_TORCH = (2, 13)
+# The torch versions whose logs this code was written and tested against (2.3 → 2.14); a log from a
+# newer or older torch still loads (unknown records are counted), with a one-line warning naming it.
+NEWEST_KNOWN_TORCH = (2, 14)
+OLDEST_KNOWN_TORCH = (2, 3)
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<month>\d\d)(?P<day>\d\d) "
                    r"(?P<clock>\d\d:\d\d:\d\d)\.(?P<micros>\d{6}) +(?P<thread>\d+) (?P<where>[^\]]*)\]")
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
@@ -47,7 +48,7 @@ class TraceWarning(UserWarning):
 class TraceProblem:
     file: str
     line: int | None
-    kind: str  # corrupted_json, payload_mismatch, stray_line, truncated, newer_torch, torch_mismatch, empty_file
+    kind: str  # corrupted_json, payload_mismatch, stray_line, truncated, newer_torch, older_torch, torch_mismatch, empty_file
     message: str
 
     def __str__(self) -> str:

@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 from compiler.capturing.records import Record
-from compiler.readers.trace import (NEWEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem, TraceWarning,
-                                    _torch_version, read_records, version_tuple)
+from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
+                                    TraceWarning, _torch_version, read_records, version_tuple)
 
 
 def _problems_to_warnings(info: TraceInfo) -> None:
@@ -51,6 +51,11 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             str(path), None, "newer_torch",
             f"written by torch {info.torch_version}, newer than tcompile knows "
             f"({'.'.join(map(str, NEWEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
+    elif known and known < OLDEST_KNOWN_TORCH:
+        info.problems.append(TraceProblem(
+            str(path), None, "older_torch",
+            f"written by torch {info.torch_version}, older than tcompile reads "
+            f"({'.'.join(map(str, OLDEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
     if warn:
         _problems_to_warnings(info)
     environment = {"torch": info.torch_version, "source": "TORCH_TRACE", "trace_file": str(path),

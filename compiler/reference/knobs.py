@@ -95,6 +95,18 @@ def _quiet_logs():
         logger.setLevel(level)
 
 
+def backend_tags(name: str) -> list[str]:
+    """A registered backend's tags (``debug``, ``experimental``…): torch 2.14 keeps them in
+    ``registry._BACKEND_TAGS`` by name; up to 2.13 they were an attribute ``_tags`` of the compiler
+    function (torch/_dynamo/backends/registry.py, ``register_backend``)."""
+    from torch._dynamo.backends import registry
+
+    by_name = getattr(registry, "_BACKEND_TAGS", None)
+    if isinstance(by_name, dict) and name in by_name:
+        return list(by_name[name] or ())
+    return list(getattr(registry._COMPILER_FNS.get(name), "_tags", ()) or ())
+
+
 def backends(probe: bool | list[str] = True) -> list[dict]:
     """Every backend ``torch._dynamo.list_backends(exclude_tags=())`` lists here.
 
@@ -106,12 +118,11 @@ def backends(probe: bool | list[str] = True) -> list[dict]:
     whether it works.
     """
     import torch._dynamo
-    from torch._dynamo.backends.registry import _COMPILER_FNS
 
     shown = set(torch._dynamo.list_backends())
     rows = []
     for name in torch._dynamo.list_backends(exclude_tags=()):
-        row = {"name": name, "tags": list(getattr(_COMPILER_FNS.get(name), "_tags", ()) or ()),
+        row = {"name": name, "tags": backend_tags(name),
                "listed_by_default": name in shown, "testing_only": "TESTING_ONLY" in name,
                "works": None, "error": None, "missing": None}
         try:

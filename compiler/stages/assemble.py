@@ -319,8 +319,21 @@ def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: 
     built = []
     for run in runs:
         built.append(_inductor_run(run, cache_note, dynamo_graph))
-        built += [_subgraph_run(name, body, built[-1], cache_note) for name, body in run.get("subgraphs", {}).items()]
+        parent = built[-1]
+        bodies = _in_graph_order(run.get("subgraphs", {}), parent["post_grad"].get("subgraphs") or {})
+        built += [_subgraph_run(name, body, parent, cache_note) for name, body in bodies]
     return {"available": True, "cache": cache_note, "runs": built}
+
+
+def _in_graph_order(bodies: dict, in_graph: dict) -> list[tuple[str, dict]]:
+    """Bodies in the order the parent's post-grad graph defines them (``true_graph_0`` before
+    ``false_graph_0``), not the order Inductor lowered them in: torch 2.14 lowers ``cond`` as
+    ``ir.Switch.create(pred, [false_fn, true_fn], …)`` (torch/_inductor/lowering.py), false branch
+    first; 2.13's ``ir.Conditional.create`` lowered the true branch first. Bodies the graph does not
+    name keep their logged order, after the others."""
+    order = {name: i for i, name in enumerate(in_graph)}
+    logged = list(bodies.items())
+    return sorted(logged, key=lambda item: (order.get(item[0], len(order)), logged.index(item)))
 
 
 def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:

@@ -10,7 +10,11 @@ import functools
 import re
 import textwrap
 
-_FILE_COMMENT = re.compile(r"#\s*File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$")
+# torch's line comment above FX nodes (torch/fx/graph.py, ``append_stacktrace_summary``): ``# File: f:N in fn,
+# code: …``; from 2.14 a backward node (``meta["autograd_backward"]``) says ``# Backward of forward node: File: …``
+# — the forward line it differentiates, as 2.13 printed it without the prefix.
+_FILE_COMMENT = re.compile(r"#\s*(?:Backward of forward node:\s*)?File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), "
+                           r"code: (?P<code>.*)$")
 _ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
 _PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*"(?P<type>[^"]*)"')
 _TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]*:?\d*)$")

@@ -1054,6 +1054,7 @@ class CaptureError(Data):
     compile_id: str | None = None
     last_record: str | None = None
     traceback: str | None = None
+    logged: str | None = None  # tracebacks torch logged about it during the capture, kept off the console
 
     def as_text(self) -> str:
         return f"{self.type} in {self.stage}: {self.message}"

@@ -11,6 +11,7 @@ def _capture_error(error):
         preformatted(shorten(error.message, 1200), cls="tc-pre tc-message"),
         key_values([("cause", error.cause), ("compile", error.compile_id), ("last trace record", error.last_record)]),
         details("traceback", preformatted(error.traceback)) if error.traceback else None,
+        details("what torch logged", preformatted(error.logged)) if getattr(error, "logged", None) else None,
         kind="error")
 
 
