@@ -4,6 +4,7 @@ no server; opens offline."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -14,12 +15,22 @@ def main(argv=None) -> int:
     report = commands.add_parser("report", help="write a standalone HTML report of a trace, a job or a capture")
     report.add_argument("path", help="a TORCH_TRACE log file, a directory of per-rank logs or saved captures, "
                                      "or a tcompile capture (.json)")
-    report.add_argument("-o", "--output", default="report.html", help="the HTML file to write (report.html)")
+    report.add_argument("-o", "--output", default="report.html",
+                        help="the HTML file to write (report.html); - writes the page to stdout")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
                              "it names from this machine (regular .py files only, size-capped)")
     args = parser.parse_args(argv)
+    if args.output != "-":
+        from .files import output_target
+
+        if args.path.strip() and _same_file(args.path, args.output):
+            return _fail(f"-o {args.output} is the input itself: the report would overwrite it; name another file")
+        try:
+            output_target(args.output)
+        except OSError as exc:
+            return _fail(exc)
 
     from .job import Job, load_trace
     from .schema import CaptureFormatError
@@ -30,29 +41,52 @@ def main(argv=None) -> int:
             warnings.simplefilter("always", TraceWarning)
             loaded = load_trace(args.path, strict=args.strict, sources=args.sources)
     except (TraceError, CaptureFormatError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc)
     except RecursionError:
-        print(f"error: {args.path}: nested too deeply to read", file=sys.stderr)
-        return 2
+        return _fail(f"{args.path}: nested too deeply to read")
     except Exception as exc:  # noqa: BLE001 — a shared file must end in one line, never a traceback
-        print(f"error: {args.path}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"{args.path}: {type(exc).__name__}: {exc}")
     for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
+        print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
     try:
-        from explorer.job_view import write_report
+        from explorer.job_view import report_page, write_report
     except ImportError as exc:
         print(f"error: the HTML report needs tcompile's explorer package (and its dependencies: pygments, "
               f"graphviz, ipywidgets), which could not be imported ({exc}); install tcompile with "
               "`pip install -e .`", file=sys.stderr)
         return 3
-    out = write_report(loaded, args.output)
+    from .files import shown_text
+
     what = (f"job of {len(loaded.captures)} ranks, {len(loaded.divergences)} divergences"
             if isinstance(loaded, Job) else f"{len(loaded.compiles)} compiles")
+    if args.output == "-":
+        sys.stdout.write(shown_text(report_page(loaded)))
+        print(f"wrote the report to stdout ({what})", file=sys.stderr)
+        return 0
+    try:
+        out = write_report(loaded, args.output)
+    except OSError as exc:  # compiler.files.OutputError: one line naming the path and the cause
+        return _fail(exc)
     print(f"wrote {out} ({what})")
     return 0
 
+
+def _one_line(text) -> str:
+    from .files import shown_text
+
+    return shown_text(" ".join(str(text).split()))
+
+
+def _fail(message) -> int:
+    print(f"error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1494,9 +1494,11 @@ class JsonFile:
         return json.dumps(self.to_data(), separators=(",", ":"), default=str)
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
+        """Write the JSON atomically (``compiler.files.write_atomic``): the old file or the new one,
+        never a part of one; a path that cannot be written is an ``OutputError`` (an OSError)."""
+        from .files import write_atomic
+
+        return write_atomic(path, self.to_json())
 
     @classmethod
     def from_json(cls, text: str | bytes):
