@@ -15,7 +15,7 @@ from .kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from .model import FORMAT, VERSION, resume_origin, unavailable
 from .provenance import add_costs, provenance_stage
 from .recompiles import recompile_stage
-from .records import count
+from .records import is_count
 from .schema import paused_gc
 from .shapes import shapes_stage
 from .source_files import SourceFiles
@@ -159,6 +159,9 @@ def _last_payload(records, kind):
     return found[-1] if found else None
 
 
+PARSE_FAILED = "tcompile could not parse what torch logged for this stage"
+
+
 def _guarded(build, *args) -> dict:
     """One stage's parse; if torch wrote something this parser does not understand, that stage
     says so and every other stage is still built."""
@@ -167,8 +170,8 @@ def _guarded(build, *args) -> dict:
     except TraceError:  # strict=True: a bad field ends the load
         raise
     except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
-        return unavailable(f"tcompile could not parse what torch logged for this stage "
-                           f"({type(exc).__name__}: {exc}); the raw records are in capture.live.records")
+        return unavailable(f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
+                           "(capture.trace_records for a loaded trace)")
 
 
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
@@ -260,7 +263,8 @@ def source_stage(records, strings, metrics, sources: SourceFiles, report=_ignore
     return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
 
 
-FRAME_CHECKS = {"filename": lambda v: isinstance(v, str) or count(v), "line": count, "name": lambda v: isinstance(v, str)}
+FRAME_CHECKS = {"filename": lambda v: isinstance(v, str) or is_count(v), "line": is_count,
+                "name": lambda v: isinstance(v, str)}
 
 
 def _start_frame(record, report) -> dict:

@@ -99,7 +99,7 @@ Report = Callable[[str, object, str], None]
 MAX_ID = 1 << 62  # larger ids are no frame torch numbered
 
 
-def count(value) -> bool:
+def is_count(value) -> bool:
     """An id or a line number as torch writes it: a non-negative int (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_ID
 
@@ -125,10 +125,10 @@ METRIC_TIMES = ("entire_frame_compile_time_s", "backend_compile_time_s", "induct
                 "start_time_us", "end_time_us", "backward_cumulative_compile_time_us",
                 "dynamo_cumulative_compile_time_us", "aot_autograd_cumulative_compile_time_us",
                 "inductor_cumulative_compile_time_us", "inductor_code_gen_cumulative_compile_time_us")
-METRIC_CHECKS = {"co_name": _text, "co_filename": _text, "co_firstlineno": count, "fail_type": _text,
-                 "fail_reason": _text, "fail_user_frame_filename": _text, "fail_user_frame_lineno": count,
+METRIC_CHECKS = {"co_name": _text, "co_filename": _text, "co_firstlineno": is_count, "fail_type": _text,
+                 "fail_reason": _text, "fail_user_frame_filename": _text, "fail_user_frame_lineno": is_count,
                  "restart_reasons": _text_list, "has_guarded_code": lambda v: isinstance(v, bool),
-                 "recompile_reason": _text, "guard_count": count, "pytorch_version": _text, "compile_id": _text,
+                 "recompile_reason": _text, "guard_count": is_count, "pytorch_version": _text, "compile_id": _text,
                  **{name: number for name in METRIC_TIMES}}
 
 
@@ -172,7 +172,7 @@ def _checked_envelope(metadata: dict, report: Report) -> dict:
     """The envelope with its context ids checked (ids are counts) and its body a JSON object, as
     torch writes every one; what is not is reported and left out (a bad body becomes ``{}``)."""
     bad = [key for key in ("frame_id", "frame_compile_id", "attempt", "rank", "compiled_autograd_id")
-           if key in metadata and metadata[key] is not None and not count(metadata[key])]
+           if key in metadata and metadata[key] is not None and not is_count(metadata[key])]
     kind = next((key for key in metadata if key not in CONTEXT_KEYS), None)
     bad_body = kind is not None and not isinstance(metadata[kind], dict)
     if not bad and not bad_body:

@@ -84,7 +84,9 @@ class _Mismatch(Exception):
         where = "".join(reversed(self.where))
         where = f"{path}{where}" if path else where.lstrip(".") or "capture"
         got = "missing" if self.expected == "missing" else f"expected {self.expected}, got {_shown(self.value)}"
-        return CaptureFormatError(f"{where}: {got}")
+        error = CaptureFormatError(f"{where}: {got}")
+        error.where = where  # the JSON path of the value, e.g. compiles[1].shapes.symbols[0].symbol
+        return error
 
 
 def _same(value):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import atomic_file, shown_path, shown_text, without_surrogates
-from .records import Record, count, record_from_metadata
+from .records import Record, is_count, record_from_metadata
 
 # What this code was written against; a log from a newer torch still loads (unknown records are
 # counted), with a warning.
@@ -176,7 +176,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
         info.kinds[_kind_name(metadata)] += 1
         record = record_from_metadata(metadata, payload, when, reporter(lineno))
         rank = record.metadata.get("rank")
-        if count(rank) and rank not in info.ranks:
+        if is_count(rank) and rank not in info.ranks:
             info.ranks.append(rank)
         record.line, record.payload_failed = lineno, failed
         return record
@@ -233,7 +233,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                         "shown as U+FFFD")
             if "str" in metadata and len(metadata) <= 2:
                 entry = metadata["str"]
-                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and count(entry[1]):
+                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and is_count(entry[1]):
                     repeated = repeated or strings.get(entry[1]) == entry[0]  # a process interns a name once
                     strings[entry[1]] = entry[0]
                     info.strings += 1
@@ -309,7 +309,6 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     ``TraceInfo``: counts and problems). No local file the log names is read unless ``sources="local"``
     (``compiler.source_files``)."""
     from .assemble import assemble
-    from .model import Capture
     from .source_files import SourceFiles
 
     source_files = SourceFiles(sources)
@@ -345,6 +344,8 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
                     report=report)
     _add_aot_inductor(data, records, strings, options)
     _trace_reasons(data)
+    _report_unparsed_stages(data, info, strict)
+    capture = _capture_of(data, info, strict)
     if records and not data["compiles"]:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
@@ -352,9 +353,57 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             "AOTInductor compile: no compile can be shown"))
     if warn:
         _problems_to_warnings(info)
-    capture = Capture.from_data(data)
     capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
+
+
+_STAGE_IN_ERROR = re.compile(r"^compiles\[(\d+)\]\.(\w+)")
+STAGES = ("source", "bytecode", "graph", "guards", "recompile", "aot", "inductor", "kernels", "timings", "shapes",
+          "provenance", "amortization")
+
+
+def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
+    """A stage whose parser failed on what the trace holds is shown as unavailable (``assemble._guarded``);
+    it is also one of the trace's problems."""
+    from .assemble import PARSE_FAILED
+
+    for compile_data in data["compiles"]:
+        reasons = set()  # kernels repeat the reason of the inductor stage they come from
+        for stage in STAGES:
+            reason = (compile_data.get(stage) or {}).get("reason") or ""
+            if reason.startswith(PARSE_FAILED) and reason not in reasons:
+                reasons.add(reason)
+                found = TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: the {stage} "
+                                     f"stage is left out: {reason.removeprefix(PARSE_FAILED).strip()}")
+                if strict:
+                    raise TraceError(str(found))
+                info.problems.append(found)
+
+
+def _capture_of(data: dict, info: TraceInfo, strict: bool):
+    """The Capture of a trace's data. A stage built from values torch would not write (a symbol that is
+    a list, a size that is text…) does not match the capture's schema: that stage of that compile is
+    shown as unavailable, with the reason, and reported; every other stage and compile is kept."""
+    from .assemble import summarize
+    from .model import Capture
+    from .schema import CaptureFormatError
+
+    for _ in range(len(data["compiles"]) * len(STAGES) + 1):
+        try:
+            return Capture.from_data(data)
+        except CaptureFormatError as exc:
+            match = _STAGE_IN_ERROR.match(getattr(exc, "where", ""))
+            if strict or not match or match[2] not in STAGES:
+                raise TraceError(f"{info.file}: what it holds does not form a capture ({exc})") from None
+            compile_data = data["compiles"][int(match[1])]
+            compile_data[match[2]] = _unavailable(f"what torch logged for this stage is not of the form torch "
+                                                  f"writes ({exc}); left out")
+            info.problems.append(TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: "
+                                              f"the {match[2]} stage is left out: {exc}"))
+            data["recompiles"] = [r for r in data["recompiles"] if r["compile_id"] != compile_data["compile_id"]
+                                  or compile_data["recompile"].get("available")]
+            data["summary"] = summarize(data)
+    raise TraceError(f"{info.file}: what it holds does not form a capture")
 
 
 def _add_aot_inductor(data: dict, records, strings: dict, options: dict) -> None:
