@@ -401,6 +401,27 @@ def test_a_lone_surrogate_in_the_string_table_and_an_event_name_renders(real_tra
     assert_renders(cap, tmp_path)
 
 
+def test_a_lone_surrogate_in_a_json_payload_renders(real_trace, tmp_path):
+    """A payload is JSON-decoded only by the stage that reads it (here a cache lookup the trace adds to
+    compile 0/0): the views escape what they show into UTF-8 text."""
+    import hashlib
+
+    lines = read_lines(real_trace)
+    at = envelope_at(lines, "compilation_metrics")
+    payload = json.dumps({"cache_state": "miss \ud800", "key": "f\udfff"})
+    envelope = {"artifact": {"name": "fx_graph_cache_miss", "encoding": "json"}, "frame_id": 0,
+                "frame_compile_id": 0, "attempt": 0, "has_payload": hashlib.md5(payload.encode()).hexdigest()}
+    lines[at:at] = [lines[at].split("] {")[0] + "] " + json.dumps(envelope), "\t" + payload]
+    path = tmp_path / "cache.log"
+    path.write_text("\n".join(lines))
+    cap = quiet_load(path)
+    assert cap.compiles[0].timings.cache
+    assert_renders(cap, tmp_path)
+    from explorer.html import esc
+
+    assert str(esc(cap.compiles[0].timings.cache[0].cache_state)).encode("utf-8")  # what any view shows of it
+
+
 # --- job directories: a bad rank is skipped and listed, every other rank loads ----------------------
 
 def job_of(real_trace: Path, folder: Path, ranks: int = 2) -> Path:
