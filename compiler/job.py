@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import shown_path
+from .records import number
 from .trace import TraceError, TraceProblem, TraceWarning, load_trace_file, version_tuple
 from .schema import paused_gc
 
@@ -163,7 +164,7 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
         raise TraceError(f"{shown}: none of its {len(entries)} entries could be read as a rank: "
                          + "; ".join(str(p) for p in job.problems))
     _check_versions(job)
-    job.divergences = find_divergences(job.captures)
+    job.divergences = find_divergences(job.captures, job.problems, job.path)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
@@ -322,7 +323,7 @@ def _artifacts(cap, name: str) -> dict[str, object]:
         if isinstance(record, dict) and record.get("kind") == f"artifact:{name}":
             try:
                 out[record.get("compile_id") or "-"] = json.loads(record.get("payload") or "null")
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, an int of 4,300+ digits, nested too deep
                 out[record.get("compile_id") or "-"] = record.get("payload")
     return out
 
@@ -356,15 +357,22 @@ def plain_reason(text: str) -> str:
     return text
 
 
-def find_divergences(captures: dict[int, object]) -> list[Divergence]:
-    """Everything the ranks did differently, most likely to hang the job first."""
+def find_divergences(captures: dict[int, object], problems: list | None = None, where: str = "job") -> list[Divergence]:
+    """Everything the ranks did differently, most likely to hang the job first. A check that cannot
+    read what the ranks logged (artifacts of an unexpected form) is skipped and named in ``problems``."""
     if len(captures) < 2:
         return []
     found = []
     for check in (_diverging_compile_ids, _diverging_recompiles, _diverging_breaks, _diverging_schedules,
                   _diverging_execution_order, _diverging_tensor_meta, _diverging_runtime, _diverging_cache,
                   _diverging_compile_time):
-        finding = check(captures)
+        try:
+            finding = check(captures)
+        except Exception as exc:  # noqa: BLE001 — one comparison must not cost the job its other findings
+            if problems is not None:
+                problems.append(TraceProblem(where, None, "bad_stage", f"the {check.__name__.removeprefix('_')} "
+                                             f"check is skipped: {type(exc).__name__}: {exc}"))
+            continue
         if finding:
             found.append(finding)
     return found
@@ -470,7 +478,8 @@ def _tensor_meta(payload) -> list:
 
 def _runtime_ns(payload) -> float:
     ops = payload.get("ops", []) if isinstance(payload, dict) else []
-    return sum(op.get("estimated_runtime_ns") or 0 for op in ops if isinstance(op, dict))
+    return sum(op["estimated_runtime_ns"] for op in ops
+               if isinstance(op, dict) and number(op.get("estimated_runtime_ns")))
 
 
 def _diverging_tensor_meta(captures) -> Divergence | None:

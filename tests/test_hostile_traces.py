@@ -531,6 +531,29 @@ def test_a_rank_with_a_bad_field_loads_with_its_problem(real_trace, tmp_path, ke
         quiet_load(folder, strict=True)
 
 
+RANK_ARTIFACTS = {"runtime as text": '{"ops": [{"name": "mm", "estimated_runtime_ns": "5"}]}',
+                  "ops not a list": '{"ops": "mm"}', "a list": "[1, 2]", "nested 5,000 deep": "[" * 5000 + "]" * 5000,
+                  "an int of 5,000 digits": "9" * 5000, "not json": "{ops"}
+
+
+@pytest.mark.parametrize("case", list(RANK_ARTIFACTS))
+def test_a_rank_artifact_of_an_unexpected_form_does_not_stop_the_job(real_trace, tmp_path, case):
+    """The rank comparison reads some artifacts' JSON itself (Inductor's runtime estimates): one rank's
+    odd payload leaves the others' findings and every rank in place."""
+    import hashlib
+
+    folder = job_of(real_trace, tmp_path / "job")
+    for rank, payload in ((0, RANK_ARTIFACTS[case]), (1, '{"ops": [{"name": "mm", "estimated_runtime_ns": 7}]}')):
+        log = folder / RANK_LOG.format(rank)
+        envelope = {"artifact": {"name": "inductor_runtime_and_tensor_meta", "encoding": "json"}, "rank": rank,
+                    "has_payload": hashlib.md5(payload.encode()).hexdigest()}
+        log.write_text(log.read_text() + f"V1124 10:38:20.000000 0 x.py:0] {json.dumps(envelope)}\n\t{payload}\n")
+    job = quiet_load(folder)
+    assert job.ranks == [0, 1]
+    for problem in job.problems:
+        one_line(problem)
+
+
 def test_a_job_of_only_bad_ranks_is_one_line_error(tmp_path):
     folder = tmp_path / "job"
     folder.mkdir()
