@@ -10,6 +10,14 @@ import warnings
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, never a traceback or 0
+        print("error: interrupted (Ctrl-C); no report written", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compiler", description=__doc__.split(":", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="write a standalone HTML report of a trace, a job or a capture")
@@ -25,8 +33,9 @@ def main(argv=None) -> int:
     if args.output != "-":
         from .files import output_target
 
-        if args.path.strip() and _same_file(args.path, args.output):
-            return _fail(f"-o {args.output} is the input itself: the report would overwrite it; name another file")
+        if args.path.strip() and _overwrites_input(args.path, args.output):
+            return _fail(f"-o {args.output} is the input itself (or a file of the input job): the report would "
+                         "overwrite it; name another file")
         try:
             output_target(args.output)
         except OSError as exc:
@@ -82,11 +91,16 @@ def _fail(message) -> int:
     return 2
 
 
-def _same_file(a: str, b: str) -> bool:
+def _overwrites_input(path: str, output: str) -> bool:
+    """``output`` is the input, or an existing file directly in the input job directory."""
     try:
-        return os.path.samefile(a, b)
+        if os.path.samefile(path, output):
+            return True
     except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
+        if os.path.realpath(path) == os.path.realpath(output):
+            return True
+    return (os.path.isdir(path) and os.path.lexists(output)
+            and os.path.dirname(os.path.realpath(output)) == os.path.realpath(path))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -618,6 +618,32 @@ def test_a_read_only_folder_is_a_one_line_error(real_trace, tmp_path, capsys):
     assert rc == 2 and one_line(err.strip()).startswith("error: cannot write")
 
 
+def test_a_report_over_a_file_of_the_input_job_is_refused(real_trace, tmp_path, capsys):
+    folder = job_of(real_trace, tmp_path / "job")
+    rank_log = folder / RANK_LOG.format(1)
+    before = rank_log.read_bytes()
+    rc, _, err = run_cli(capsys, folder, "-o", rank_log)
+    assert rc == 2 and "is the input itself" in one_line(err.strip())
+    assert rank_log.read_bytes() == before
+
+
+def test_ctrl_c_during_the_report_cli_is_one_line_and_not_success(real_trace, tmp_path):
+    """SIGINT while a large trace loads: exit code 130 and one 'error:' line, no traceback, no report."""
+    import signal
+    import time
+
+    big = tmp_path / "big.log"
+    big.write_text(real_trace.read_text() * 300)
+    process = subprocess.Popen([sys.executable, "-m", "compiler", "report", str(big), "-o", str(tmp_path / "r.html")],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, (out, err)
+    assert one_line(err.strip().splitlines()[-1]).startswith("error: interrupted")
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_report_to_stdout(real_trace, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rc, out, err = run_cli(capsys, real_trace, "-o", "-")
