@@ -671,6 +671,17 @@ def test_a_hostile_trace_through_the_cli_subprocess(real_trace, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_a_trace_named_in_latin1_reports_through_the_cli(real_trace, tmp_path, capsys):
+    name = os.fsencode(tmp_path) + b"/trace_\xe9t\xe9.log"
+    with open(name, "wb") as f:
+        f.write(real_trace.read_bytes())
+    rc, out, err = run_cli(capsys, os.fsdecode(name), "-o", tmp_path / "r.html")
+    assert rc == 0, err
+    (tmp_path / "r.html").read_text(encoding="utf-8")
+    cap = quiet_load(os.fsdecode(name))
+    assert cap.environment["trace_file"].endswith("trace_\ufffdt\ufffd.log") and cap.to_json().encode("utf-8")
+
+
 def test_a_save_replaces_the_file_whole(baseline, tmp_path):
     """Captures, reports and traces are written through one temporary file and a rename: the old
     inode is replaced, nothing partial is left behind, and a reader racing two writers always sees
