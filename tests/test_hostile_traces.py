@@ -401,6 +401,17 @@ def test_a_lone_surrogate_in_the_string_table_and_an_event_name_renders(real_tra
     assert_renders(cap, tmp_path)
 
 
+@pytest.mark.parametrize("where", ["envelope", "payload"])
+def test_a_line_that_is_not_utf8_is_reported(real_trace, tmp_path, where, baseline):
+    lines = real_trace.read_bytes().split(b"\n")
+    at = envelope_at(read_lines(real_trace), "dynamo_output_graph") + (where == "payload")
+    lines[at] = lines[at].replace(b"}", b", \"x\": \"\xe9\"}", 1) if where == "envelope" else lines[at] + b" \xff\xfe"
+    path = tmp_path / "latin1.log"
+    path.write_bytes(b"\n".join(lines))
+    cap = assert_reported(path, at + 1, None, tmp_path, kind="bad_text")
+    assert cap.summary.graphs == baseline.summary.graphs
+
+
 def test_a_lone_surrogate_in_a_json_payload_renders(real_trace, tmp_path):
     """A payload is JSON-decoded only by the stage that reads it (here a cache lookup the trace adds to
     compile 0/0): the views escape what they show into UTF-8 text."""
@@ -508,7 +519,7 @@ def test_a_rank_of_invalid_utf8_loads_with_its_problems(real_trace, tmp_path):
     folder = job_of(real_trace, tmp_path / "job")
     bad_rank_invalid_utf8(folder)
     job = quiet_load(folder)
-    assert job.ranks == [0, 1, 2] and [p.kind for p in job.problems] == ["bad_field", "no_compiles"]
+    assert job.ranks == [0, 1, 2] and [p.kind for p in job.problems] == ["bad_text", "bad_field", "no_compiles"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
