@@ -4,22 +4,42 @@ no server; opens offline."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, never a traceback or 0
+        print("error: interrupted (Ctrl-C); no report written", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compiler", description=__doc__.split(":", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="write a standalone HTML report of a trace, a job or a capture")
     report.add_argument("path", help="a TORCH_TRACE log file, a directory of per-rank logs or saved captures, "
                                      "or a tcompile capture (.json)")
-    report.add_argument("-o", "--output", default="report.html", help="the HTML file to write (report.html)")
+    report.add_argument("-o", "--output", default="report.html",
+                        help="the HTML file to write (report.html); - writes the page to stdout")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
                              "it names from this machine (regular .py files only, size-capped)")
     args = parser.parse_args(argv)
+    if args.output != "-":
+        from compiler.readers.files import output_target
+
+        if args.path.strip() and _overwrites_input(args.path, args.output):
+            return _fail(f"-o {args.output} is the input itself (or a file of the input job): the report would "
+                         "overwrite it; name another file")
+        try:
+            output_target(args.output)
+        except OSError as exc:
+            return _fail(exc)
 
     from compiler.readers.job import Job, load_trace
     from compiler.stages.schema import CaptureFormatError
@@ -30,29 +50,58 @@ def main(argv=None) -> int:
             warnings.simplefilter("always", TraceWarning)
             loaded = load_trace(args.path, strict=args.strict, sources=args.sources)
     except (TraceError, CaptureFormatError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc)
     except RecursionError:
-        print(f"error: {args.path}: nested too deeply to read", file=sys.stderr)
-        return 2
+        return _fail(f"{args.path}: nested too deeply to read")
     except Exception as exc:  # noqa: BLE001 — a shared file must end in one line, never a traceback
-        print(f"error: {args.path}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"{args.path}: {type(exc).__name__}: {exc}")
     for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
-    from .drawing import renderer
+        print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
+    from compiler.drawing import renderer
+    from compiler.readers.files import shown_text
 
-    write_report = renderer("report")
-    if write_report is None:
+    report_page, write_report = renderer("report_page"), renderer("report")
+    if report_page is None or write_report is None:
         print("error: the HTML report needs tcompile's explorer package (and its dependencies: pygments, "
               "graphviz, ipywidgets), which is not installed or could not be imported; install tcompile with "
               "`pip install -e .`", file=sys.stderr)
         return 3
-    out = write_report(loaded, args.output)
+
     what = (f"job of {len(loaded.captures)} ranks, {len(loaded.divergences)} divergences"
             if isinstance(loaded, Job) else f"{len(loaded.compiles)} compiles")
+    if args.output == "-":
+        sys.stdout.write(shown_text(report_page(loaded)))
+        print(f"wrote the report to stdout ({what})", file=sys.stderr)
+        return 0
+    try:
+        out = write_report(loaded, args.output)
+    except OSError as exc:  # compiler.readers.files.OutputError: one line naming the path and the cause
+        return _fail(exc)
     print(f"wrote {out} ({what})")
     return 0
+
+
+def _one_line(text) -> str:
+    from compiler.readers.files import shown_text
+
+    return shown_text(" ".join(str(text).split()))
+
+
+def _fail(message) -> int:
+    print(f"error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def _overwrites_input(path: str, output: str) -> bool:
+    """``output`` is the input, or an existing file directly in the input job directory."""
+    try:
+        if os.path.samefile(path, output):
+            return True
+    except OSError:
+        if os.path.realpath(path) == os.path.realpath(output):
+            return True
+    return (os.path.isdir(path) and os.path.lexists(output)
+            and os.path.dirname(os.path.realpath(output)) == os.path.realpath(path))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ in Jupyter before anything imported explorer finds it through the ``tcompile.dra
 (explorer not installed) it falls back to escaped text.
 
 Names: ``stage`` (one Stage), ``compile`` (one Compile), ``capture`` (a whole Capture, static HTML),
-``job`` (a Job), ``report`` (``(capture_or_job, path) → path``: the standalone HTML file).
+``job`` (a Job), ``report`` (``(capture_or_job, path) → path``: the standalone HTML file) and
+``report_page`` (the same page as a string).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ static HTML where widgets cannot run.
 """
 from .compare_widget import CompareExplorer, show_comparison
 from .page import render_static, summary_text
-from .job_view import render_job, write_report
+from .job_view import render_job, report_page, write_report
 from .job_widget import JobExplorer, show_job, show_path
 from .views import VIEWS, dataframes, render_view
 from .widget import Explorer, show
@@ -40,7 +40,8 @@ def _register_drawing() -> None:
     from .views import render_compile, render_stage
 
     for name, renderer in (("stage", render_stage), ("compile", render_compile), ("capture", render_static),
-                           ("job", render_job), ("report", write_report)):
+                           ("job", render_job), ("report", write_report),
+                           ("report_page", report_page)):
         drawing.register(name, renderer)
 
 

@@ -12,6 +12,8 @@ import functools
 import html
 from importlib.resources import files
 
+from compiler.readers.files import shown_text
+
 CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
 
 
@@ -30,7 +32,7 @@ def esc(value) -> Html:
     ``TEXT_CHARS`` is cut there, with a mark saying how much is left out (see ``cut_text``)."""
     if isinstance(value, Html):
         return value
-    text = "" if value is None else str(value)
+    text = "" if value is None else shown_text(str(value))  # a lone surrogate from a trace is no UTF-8
     if len(text) > TEXT_CHARS:
         shown, mark = cut_text(text, TEXT_CHARS, inline=True)
         return Html(html.escape(shown, quote=True) + str(mark))  # str: Html's + would escape

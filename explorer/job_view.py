@@ -113,6 +113,7 @@ def report_page(obj, title: str | None = None) -> str:
 
 
 def write_report(obj, out) -> Path:
-    out = Path(out)
-    out.write_text(report_page(obj), encoding="utf-8")
-    return out
+    """The report page, written atomically (``compiler.readers.files.write_atomic``)."""
+    from compiler.readers.files import shown_text, write_atomic
+
+    return write_atomic(out, shown_text(report_page(obj)))

@@ -141,12 +141,18 @@ def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
 
     from .job_widget import show_path
 
+    from compiler.readers.files import shown_text
+
+    path = unquote(path)
+    if not path.strip():
+        raise UsageError("--load needs a path: %tcompile --load PATH (a TORCH_TRACE log, a job directory or a "
+                         "saved capture)")
     try:
-        loaded = show_path(unquote(path), sources=sources)
+        loaded = show_path(path, sources=sources)
     except (TraceError, CaptureFormatError) as exc:
-        raise UsageError(f"--load: {exc}") from None
+        raise UsageError(shown_text(" ".join(f"--load: {exc}".split()))) from None
     except Exception as exc:  # noqa: BLE001 — whatever a shared file does, the user gets one line, not a traceback
-        raise UsageError(f"--load: {path}: {type(exc).__name__}: {exc}") from None
+        raise UsageError(shown_text(" ".join(f"--load: {path}: {type(exc).__name__}: {exc}".split()))) from None
     if opts.name:
         shell.user_ns[opts.name] = loaded
 

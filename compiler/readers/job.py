@@ -8,14 +8,18 @@ plain words, with the reasons and user lines torch logged.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import statistics
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.capturing.records import number
 from compiler.drawing import draw
+from compiler.readers.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
 from compiler.readers.trace_capture import load_trace_file
 from compiler.stages.schema import paused_gc
@@ -106,10 +110,12 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
 
     ``strict=True`` turns a corrupted line or a payload md5 mismatch into a ``TraceError``.
     ``sources="local"`` reads the source files a log names from this machine (regular ``.py`` files
-    only, size-capped); by default a log's sources are not read (``compiler.readers.source_files``)."""
+    only, size-capped); by default a log's sources are not read (``compiler.source_files``)."""
+    if not str(path).strip():
+        raise TraceError("no path given: name a TORCH_TRACE log, a job directory or a tcompile capture (.json)")
     path = Path(path)
     if not path.exists():
-        raise TraceError(f"{path}: no such file or directory")
+        raise TraceError(f"{shown_path(path)}: no such file or directory")
     with paused_gc():
         if path.is_dir():
             return load_job(path, strict=strict, sources=sources)
@@ -125,62 +131,101 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     captures saved with ``capture(job_dir=...)`` → a ``Job``. Files that are empty, unreadable or
     not logs are reported in ``job.problems`` and skipped; every other rank still loads."""
     path = Path(path)
+    shown = shown_path(path)
     if not path.exists():
-        raise TraceError(f"{path}: no such file or directory")
+        raise TraceError(f"{shown}: no such file or directory")
     if not path.is_dir():
-        raise TraceError(f"{path}: not a directory")
-    files = sorted(p for p in path.iterdir() if p.is_file())
+        raise TraceError(f"{shown}: not a directory")
+    try:
+        entries = sorted(path.iterdir())
+    except OSError as exc:
+        raise TraceError(f"{shown}: cannot list the directory ({exc.strerror or exc})") from None
+    files, problems = _regular_files(path, entries)
     captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.suffix == ".json"]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
     if not logs and not captures:
-        raise TraceError(f"{path}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
+        raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
                          f"captures ({CAPTURE_PREFIX}N.json) in this directory")
-    problems = [TraceProblem(str(p), None, "skipped_file", "not a TORCH_TRACE log or a tcompile capture; skipped")
-                for p in files if p not in logs and p not in captures]
-    job = Job(path=str(path), captures={}, files={}, problems=problems,
+    problems += [TraceProblem(shown_path(p), None, "skipped_file",
+                              "a tcompile capture next to TORCH_TRACE logs: the job is read from the logs; skipped"
+                              if p in captures and logs else "not a TORCH_TRACE log or a tcompile capture; skipped")
+                 for p in files if p not in logs and (p not in captures or logs)]
+    job = Job(path=shown, captures={}, files={}, problems=problems,
               source="torch_trace" if logs else "tcompile_capture")
     if logs:
         _load_logs(job, logs, strict, sources)
     else:
         _load_captures(job, captures)
     if not job.captures:
-        raise TraceError(f"{path}: none of its {len(files)} files could be read as a rank: "
+        raise TraceError(f"{shown}: none of its {len(entries)} entries could be read as a rank: "
                          + "; ".join(str(p) for p in job.problems))
     _check_versions(job)
-    job.divergences = find_divergences(job.captures)
+    job.divergences = find_divergences(job.captures, job.problems, job.path)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
 
 
+def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[TraceProblem]]:
+    """The regular files of a job directory; each other entry (a sub-directory, FIFO, device, socket,
+    dangling or looping symlink, a symlink to a file outside the directory) is reported and skipped:
+    a shared job directory is read, nothing it points to elsewhere."""
+    files, problems = [], []
+    inside = os.path.realpath(folder)
+    for entry in entries:
+        why = None
+        try:
+            info = entry.stat()
+        except OSError as exc:  # dangling (ENOENT), a loop (ELOOP), unreadable
+            why = (f"a symlink that points nowhere ({exc.strerror})" if entry.is_symlink()
+                   else f"cannot be read ({exc.strerror or exc})")
+        else:
+            real = os.path.realpath(entry)
+            if entry.is_symlink() and os.path.commonpath([inside, real]) != inside:
+                why = "a symlink to a file outside the directory, not followed"
+            elif stat.S_ISDIR(info.st_mode):
+                why = "a directory (a job's logs are the files directly in it)"
+            elif not stat.S_ISREG(info.st_mode):
+                why = "not a regular file (a FIFO, socket or device), not read"
+        if why:
+            problems.append(TraceProblem(shown_path(entry), None, "skipped_file", f"{why}; skipped"))
+        else:
+            files.append(entry)
+    return files, problems
+
+
 def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str) -> None:
     unranked = []
     for log in logs:
+        shown = shown_path(log)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
                 cap = load_trace_file(log, strict=strict, sources=sources)
-        except TraceError as exc:
+        except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
             if strict:
                 raise
-            job.problems.append(TraceProblem(str(log), None, "unreadable_file", f"{_strip_path(exc, log)}; skipped"))
+            why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, OSError):
+                why = f"cannot be read ({exc.strerror or exc})"
+            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{why}; skipped"))
             continue
         job.problems.extend(cap.trace.problems)
         named = _RANK_IN_NAME.search(log.name)
         rank = int(named[1]) if named else (cap.trace.ranks[0] if cap.trace.ranks else None)
         if named and cap.trace.ranks and cap.trace.ranks != [rank]:
-            job.problems.append(TraceProblem(str(log), None, "rank_mismatch",
+            job.problems.append(TraceProblem(shown, None, "rank_mismatch",
                                              f"named rank {rank} but its records say rank "
                                              f"{', '.join(map(str, cap.trace.ranks))}; using the file name"))
         if rank is None or rank in job.captures:
             unranked.append((log, cap))
             continue
-        job.captures[rank], job.files[rank] = cap, str(log)
+        job.captures[rank], job.files[rank] = cap, shown
     for log, cap in unranked:
         rank = max(job.captures, default=-1) + 1
-        job.problems.append(TraceProblem(str(log), None, "rank_guessed",
+        job.problems.append(TraceProblem(shown_path(log), None, "rank_guessed",
                                          f"no rank in the file name or records (or a duplicate); shown as rank {rank}"))
-        job.captures[rank], job.files[rank] = cap, str(log)
+        job.captures[rank], job.files[rank] = cap, shown_path(log)
 
 
 def _load_captures(job: Job, files: list[Path]) -> None:
@@ -188,24 +233,28 @@ def _load_captures(job: Job, files: list[Path]) -> None:
     from compiler.stages.schema import CaptureFormatError
 
     for file in files:
+        shown = shown_path(file)
         try:
             cap = Capture.load(file)
         except CaptureFormatError as exc:
-            job.problems.append(TraceProblem(str(file), None, "unreadable_file", f"{exc}; skipped"))
+            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{exc}; skipped"))
             continue
         rank = cap.environment.get("rank")
-        if rank is None:
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+            if rank is not None:
+                job.problems.append(TraceProblem(shown, None, "bad_field", f"environment.rank = {rank!r:.80}: not "
+                                                 "a rank number; the file name or order is used", "environment.rank"))
             named = _RANK_IN_NAME.search(file.name)
             rank = int(named[1]) if named else len(job.captures)
-        if int(rank) in job.captures:
-            job.problems.append(TraceProblem(str(file), None, "duplicate_rank",
-                                             f"rank {rank} again (also {job.files[int(rank)]}); skipped"))
+        if rank in job.captures:
+            job.problems.append(TraceProblem(shown, None, "duplicate_rank",
+                                             f"rank {rank} again (also {job.files[rank]}); skipped"))
             continue
-        job.captures[int(rank)], job.files[int(rank)] = cap, str(file)
+        job.captures[rank], job.files[rank] = cap, shown
 
 
 def _strip_path(exc: Exception, path: Path) -> str:
-    return str(exc).removeprefix(f"{path}: ")
+    return str(exc).removeprefix(f"{shown_path(path)}: ").removeprefix(f"{path}: ")
 
 
 def _check_versions(job: Job) -> None:
@@ -270,7 +319,7 @@ def _artifacts(cap, name: str) -> dict[str, object]:
         if isinstance(record, dict) and record.get("kind") == f"artifact:{name}":
             try:
                 out[record.get("compile_id") or "-"] = json.loads(record.get("payload") or "null")
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, an int of 4,300+ digits, nested too deep
                 out[record.get("compile_id") or "-"] = record.get("payload")
     return out
 
@@ -304,15 +353,22 @@ def plain_reason(text: str) -> str:
     return text
 
 
-def find_divergences(captures: dict[int, object]) -> list[Divergence]:
-    """Everything the ranks did differently, most likely to hang the job first."""
+def find_divergences(captures: dict[int, object], problems: list | None = None, where: str = "job") -> list[Divergence]:
+    """Everything the ranks did differently, most likely to hang the job first. A check that cannot
+    read what the ranks logged (artifacts of an unexpected form) is skipped and named in ``problems``."""
     if len(captures) < 2:
         return []
     found = []
     for check in (_diverging_compile_ids, _diverging_recompiles, _diverging_breaks, _diverging_schedules,
                   _diverging_execution_order, _diverging_tensor_meta, _diverging_runtime, _diverging_cache,
                   _diverging_compile_time):
-        finding = check(captures)
+        try:
+            finding = check(captures)
+        except Exception as exc:  # noqa: BLE001 — one comparison must not cost the job its other findings
+            if problems is not None:
+                problems.append(TraceProblem(where, None, "bad_stage", f"the {check.__name__.removeprefix('_')} "
+                                             f"check is skipped: {type(exc).__name__}: {exc}"))
+            continue
         if finding:
             found.append(finding)
     return found
@@ -418,7 +474,8 @@ def _tensor_meta(payload) -> list:
 
 def _runtime_ns(payload) -> float:
     ops = payload.get("ops", []) if isinstance(payload, dict) else []
-    return sum(op.get("estimated_runtime_ns") or 0 for op in ops if isinstance(op, dict))
+    return sum(op["estimated_runtime_ns"] for op in ops
+               if isinstance(op, dict) and number(op.get("estimated_runtime_ns")))
 
 
 def _diverging_tensor_meta(captures) -> Divergence | None:

@@ -14,8 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 from compiler.capturing.records import Record
+from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
-                                    TraceWarning, _torch_version, read_records, version_tuple)
+                                    TraceWarning, _torch_version, read_records, shown_value, version_tuple)
 
 
 def _problems_to_warnings(info: TraceInfo) -> None:
@@ -30,20 +31,19 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     """One TORCH_TRACE log → a ``Capture`` assembled exactly like a live one. The capture keeps its
     raw ``records`` and ``strings`` (so ``save_trace`` can write it back) and ``trace`` (a
     ``TraceInfo``: counts and problems). No local file the log names is read unless ``sources="local"``
-    (``compiler.readers.source_files``)."""
+    (``compiler.source_files``)."""
     from compiler.stages.assemble import assemble
-    from compiler.stages.capture import Capture
     from compiler.readers.source_files import SourceFiles
 
     source_files = SourceFiles(sources)
     path = Path(path)
-    info = TraceInfo(file=str(path))
+    info = TraceInfo(file=shown_path(path))
     strings: dict = {}
     records = list(read_records(path, strict=strict, info=info, strings=strings))
     if not records and not strings:
         if path.stat().st_size == 0:
-            raise TraceError(f"{path}: an empty file, not a TORCH_TRACE log")
-        raise TraceError(f"{path}: no TORCH_TRACE records in {info.lines} lines (is this a torch trace log?)")
+            raise TraceError(f"{info.file}: an empty file, not a TORCH_TRACE log")
+        raise TraceError(f"{info.file}: no TORCH_TRACE records in {info.lines} lines (is this a torch trace log?)")
     info.torch_version = _torch_version(records)
     known = version_tuple(info.torch_version)
     if known and known > NEWEST_KNOWN_TORCH:
@@ -56,25 +56,88 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             str(path), None, "older_torch",
             f"written by torch {info.torch_version}, older than tcompile reads "
             f"({'.'.join(map(str, OLDEST_KNOWN_TORCH))}); records of kinds it does not know are kept and counted"))
-    if warn:
-        _problems_to_warnings(info)
-    environment = {"torch": info.torch_version, "source": "TORCH_TRACE", "trace_file": str(path),
+    environment = {"torch": info.torch_version, "source": "TORCH_TRACE", "trace_file": info.file,
                    "device": _device(records)}
     if info.ranks:
         environment["rank"] = info.ranks[0]
-    options = {"backend": "unknown", "source": "torch_trace", "trace_file": str(path)}
+    options = {"backend": "unknown", "source": "torch_trace", "trace_file": info.file}
+
+    def report(record, field, value, why):  # a field the stages read that is not what torch writes
+        found = TraceProblem(info.file, record.line, "bad_field", f"{field} = {shown_value(value)}: {why}", field)
+        if strict:
+            raise TraceError(str(found))
+        info.problems.append(found)
+
     data = assemble(records, strings, {}, options, environment, None, {},
-                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files)
+                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
+                    report=report)
     _add_aot_inductor(data, records, strings, options)
     _trace_reasons(data)
-    capture = Capture.from_data(data)
+    _report_unparsed_stages(data, info, strict)
+    capture = _capture_of(data, info, strict)
+    if records and not data["compiles"]:
+        info.problems.append(TraceProblem(
+            info.file, None, "no_compiles",
+            f"none of its {len(records)} records names a compile (frame_id and frame_compile_id), and none is an "
+            "AOTInductor compile: no compile can be shown"))
+    if warn:
+        _problems_to_warnings(info)
     capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
 
 
+_STAGE_IN_ERROR = re.compile(r"^compiles\[(\d+)\]\.(\w+)")
+STAGES = ("source", "bytecode", "graph", "guards", "recompile", "aot", "inductor", "kernels", "timings", "shapes",
+          "provenance", "amortization")
+
+
+def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
+    """A stage whose parser failed on what the trace holds is shown as unavailable (``assemble._guarded``);
+    it is also one of the trace's problems."""
+    from compiler.stages.assemble import PARSE_FAILED
+
+    for compile_data in data["compiles"]:
+        reasons = set()  # kernels repeat the reason of the inductor stage they come from
+        for stage in STAGES:
+            reason = (compile_data.get(stage) or {}).get("reason") or ""
+            if reason.startswith(PARSE_FAILED) and reason not in reasons:
+                reasons.add(reason)
+                found = TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: the {stage} "
+                                     f"stage is left out: {reason.removeprefix(PARSE_FAILED).strip()}")
+                if strict:
+                    raise TraceError(str(found))
+                info.problems.append(found)
+
+
+def _capture_of(data: dict, info: TraceInfo, strict: bool):
+    """The Capture of a trace's data. A stage built from values torch would not write (a symbol that is
+    a list, a size that is text…) does not match the capture's schema: that stage of that compile is
+    shown as unavailable, with the reason, and reported; every other stage and compile is kept."""
+    from compiler.stages.assemble import summarize
+    from compiler.stages.capture import Capture
+    from compiler.stages.schema import CaptureFormatError
+
+    for _ in range(len(data["compiles"]) * len(STAGES) + 1):
+        try:
+            return Capture.from_data(data)
+        except CaptureFormatError as exc:
+            match = _STAGE_IN_ERROR.match(getattr(exc, "where", ""))
+            if strict or not match or match[2] not in STAGES:
+                raise TraceError(f"{info.file}: what it holds does not form a capture ({exc})") from None
+            compile_data = data["compiles"][int(match[1])]
+            compile_data[match[2]] = _unavailable(f"what torch logged for this stage is not of the form torch "
+                                                  f"writes ({exc}); left out")
+            info.problems.append(TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: "
+                                              f"the {match[2]} stage is left out: {exc}"))
+            data["recompiles"] = [r for r in data["recompiles"] if r["compile_id"] != compile_data["compile_id"]
+                                  or compile_data["recompile"].get("available")]
+            data["summary"] = summarize(data)
+    raise TraceError(f"{info.file}: what it holds does not form a capture")
+
+
 def _add_aot_inductor(data: dict, records, strings: dict, options: dict) -> None:
     """Records with no compile id that are an AOTInductor compile (``aoti_compile_and_package`` of an
-    exported program) become one more compile, ``-_-_-_-`` as tlparse names them (``compiler.readers.aot_inductor``)."""
+    exported program) become one more compile, ``-_-_-_-`` as tlparse names them (``compiler.aot_inductor``)."""
     from compiler.stages.assemble import summarize
     from compiler.readers.aot_inductor import aot_inductor_compile, consumed
     from compiler.stages.timings import chromium_event

@@ -15,10 +15,12 @@ from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_no
 from compiler.stages.base import resume_origin, unavailable
 from compiler.stages.provenance import add_costs, provenance_stage
 from compiler.stages.recompiles import recompile_stage
+from compiler.capturing.records import is_count
 from compiler.stages.schema import FORMAT, VERSION, paused_gc
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
+from compiler.readers.trace import TraceError
 
 # Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.stages.provenance)
 TRACKING_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
@@ -56,18 +58,24 @@ def _is_known(kind: str) -> bool:
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
              error: dict | None, counters: dict, autotune: list | None = None,
-             measurements: dict | None = None, sources: SourceFiles | None = None) -> dict:
+             measurements: dict | None = None, sources: SourceFiles | None = None, report=None) -> dict:
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
-    ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache)."""
+    ``sources`` says where source text comes from (``compiler.source_files``; default: live, linecache).
+    ``report(record, field, value, why)`` hears of each value read from a record that is not what
+    torch writes (a loaded trace's problems); the value is left out, never fatal."""
     with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
         return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-                         sources or SourceFiles("live"))
+                         sources or SourceFiles("live"), report or _ignore)
+
+
+def _ignore(record, field, value, why) -> None:
+    return None
 
 
 def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-              sources) -> dict:
+              sources, report) -> dict:
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
@@ -76,7 +84,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     extra = []
     for record in records:
         if record.kind == "chromium_event":
-            event = chromium_event(record)
+            event = chromium_event(record, report)
             if event:
                 events.append(event)
             continue
@@ -87,7 +95,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
-                              timing_events.get(cid, []), sources) for cid in compile_ids]
+                              timing_events.get(cid, []), sources, report) for cid in compile_ids]
     _resume_sources(compiles)
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
     for c in compiles:
@@ -151,22 +159,29 @@ def _last_payload(records, kind):
     return found[-1] if found else None
 
 
+PARSE_FAILED = "tcompile could not parse what torch logged for this stage"
+
+
 def _guarded(build, *args) -> dict:
     """One stage's parse; if torch wrote something this parser does not understand, that stage
     says so and every other stage is still built."""
     try:
         return build(*args)
+    except TraceError:  # strict=True: a bad field ends the load
+        raise
     except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
-        return unavailable(f"tcompile could not parse what torch logged for this stage "
-                           f"({type(exc).__name__}: {exc}); the raw records are in capture.live.records")
+        return unavailable(f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
+                           "(capture.trace_records for a loaded trace)")
 
 
-def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles) -> dict:
+def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
+                  report=None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
-    source = _guarded(source_stage, records, strings, metrics, sources)
+    source = _guarded(source_stage, records, strings, metrics, sources, report or _ignore)
     backend = str(options.get("backend") or "unknown")
     cache_note = _cache_note(records)
+    cache_events = _cache_events(records, report or _ignore)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
         "attempts": max((r.attempt for r in records), default=0) + 1,
@@ -184,7 +199,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events, sour
         "recompile": _guarded(recompile_stage, _last_payload(records, "artifact:recompile_reasons"), metrics),
         "aot": _guarded(aot_stage, records, backend, cache_note),
         "inductor": None,
-        "timings": _guarded(timings_stage, events, metrics, _cache_events(records)),
+        "timings": _guarded(timings_stage, events, metrics, cache_events),
         "restart_reasons": metrics.get("restart_reasons") or [],
         "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
@@ -230,9 +245,9 @@ def _status(records, metrics) -> str:
     return "compiled" if metrics.get("has_guarded_code", True) else "skipped"
 
 
-def source_stage(records, strings, metrics, sources: SourceFiles) -> dict:
-    start = next((r.metadata["dynamo_start"] for r in records if r.kind == "dynamo_start"), {})
-    frame = (start.get("stack") or [{}])[-1]
+def source_stage(records, strings, metrics, sources: SourceFiles, report=_ignore) -> dict:
+    start_record = next((r for r in records if r.kind == "dynamo_start"), None)
+    frame = _start_frame(start_record, report) if start_record else {}
     filename = metrics.get("co_filename") or strings.get(frame.get("filename"), frame.get("filename"))
     firstlineno = metrics.get("co_firstlineno") or frame.get("line")
     name = metrics.get("co_name") or frame.get("name")
@@ -248,6 +263,26 @@ def source_stage(records, strings, metrics, sources: SourceFiles) -> dict:
     return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
 
 
+FRAME_CHECKS = {"filename": lambda v: isinstance(v, str) or is_count(v), "line": is_count,
+                "name": lambda v: isinstance(v, str)}
+
+
+def _start_frame(record, report) -> dict:
+    """The innermost frame of a ``dynamo_start`` stack, with the fields that are not what torch
+    writes left out (and reported)."""
+    stack = record.metadata["dynamo_start"].get("stack")  # the body is a dict (compiler.capturing.records)
+    if stack is None:
+        return {}
+    if not isinstance(stack, list) or (stack and not isinstance(stack[-1], dict)):
+        report(record, "dynamo_start.stack", stack, "not a list of frames; no frame read")
+        return {}
+    frame = stack[-1] if stack else {}
+    bad = {k: v for k, v in frame.items() if k in FRAME_CHECKS and v is not None and not FRAME_CHECKS[k](v)}
+    for key, value in bad.items():
+        report(record, f"dynamo_start.stack[-1].{key}", value, "not a valid value of this field; left out")
+    return {k: v for k, v in frame.items() if k not in bad}
+
+
 def _cache_note(records) -> str | None:
     kinds = {r.kind for r in records}
     if "artifact:fx_graph_cache_hit" in kinds or "artifact:aotautograd_cache_hit" in kinds:
@@ -257,13 +292,16 @@ def _cache_note(records) -> str | None:
     return None
 
 
-def _cache_events(records) -> list[dict]:
+def _cache_events(records, report) -> list[dict]:
     events = []
     for record in records:
         if record.kind in CACHE_ARTIFACTS:
             try:
                 payload = json.loads(record.payload or "{}")
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
+                payload = None
+            if not isinstance(payload, dict):
+                report(record, f"{record.kind} payload", record.payload, "not a JSON object; read as {}")
                 payload = {}
             events.append({"artifact": record.kind.split(":", 1)[1],
                            **{k: payload.get(k) for k in ("cache_state", "cache_status_detailed", "key",

@@ -64,7 +64,9 @@ class _Mismatch(Exception):
         where = "".join(reversed(self.where))
         where = f"{path}{where}" if path else where.lstrip(".") or "capture"
         got = "missing" if self.expected == "missing" else f"expected {self.expected}, got {_shown(self.value)}"
-        return CaptureFormatError(f"{where}: {got}")
+        error = CaptureFormatError(f"{where}: {got}")
+        error.where = where  # the JSON path of the value, e.g. compiles[1].shapes.symbols[0].symbol
+        return error
 
 
 def _same(value):
@@ -351,9 +353,11 @@ class JsonFile:
         return json.dumps(self.to_data(), separators=(",", ":"), default=str)
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json(), encoding="utf-8")
-        return path
+        """Write the JSON atomically (``compiler.readers.files.write_atomic``): the old file or the new
+        one, never a part of one; a path that cannot be written is an ``OutputError`` (an OSError)."""
+        from compiler.readers.files import write_atomic
+
+        return write_atomic(path, self.to_json())
 
     @classmethod
     def from_json(cls, text: str | bytes):

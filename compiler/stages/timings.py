@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from compiler.capturing.records import number
+
 AOT_INDUCTOR_ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
 
 # (event name torch emits, the stage it is shown as), outermost first.
@@ -28,14 +30,44 @@ PHASES = [
 LABELS = dict(PHASES)
 
 
-def chromium_event(record) -> dict | None:
+def _ignore(record, field, value, why) -> None:
+    return None
+
+
+# What fold_events reads of an event, and what each must be (Chrome's trace event format).
+EVENT_CHECKS = {"ts": number, "name": lambda v: isinstance(v, str), "ph": lambda v: isinstance(v, str),
+                "args": lambda v: isinstance(v, dict)}
+
+
+def chromium_event(record, report=_ignore) -> dict | None:
+    """The event of a ``chromium_event`` record (its payload, or its body), or None where it is not
+    one: not a JSON object, or a field fold_events reads of the wrong type (reported)."""
     if record.payload:
         try:
-            return json.loads(record.payload)
-        except (TypeError, json.JSONDecodeError):
+            event = json.loads(record.payload)
+        except (TypeError, ValueError, RecursionError):
+            report(record, "chromium_event payload", record.payload, "not JSON; the event is skipped")
             return None
-    event = record.metadata.get("chromium_event")
-    return event if isinstance(event, dict) else None
+    else:
+        event = record.metadata.get("chromium_event")
+        if not event:
+            return None
+    if not isinstance(event, dict):
+        report(record, "chromium_event", event, "not a JSON object; the event is skipped")
+        return None
+    for key, check in EVENT_CHECKS.items():
+        if event.get(key) is not None and not check(event[key]):
+            report(record, f"chromium_event.{key}", event[key], "not a valid value of this field; the event is skipped")
+            return None
+    compile_id = (event.get("args") or {}).get("compile_id")
+    if compile_id is not None and not isinstance(compile_id, str):
+        report(record, "chromium_event.args.compile_id", compile_id, "not a compile id string; the event is skipped")
+        return None
+    if record.payload and "\\u" in record.payload:  # a JSON escape: maybe a lone surrogate, unwritable as UTF-8
+        from compiler.readers.files import without_surrogates
+
+        return without_surrogates(event)
+    return event
 
 
 def fold_events(events: list[dict]) -> dict[str, list[dict]]:
@@ -43,15 +75,15 @@ def fold_events(events: list[dict]) -> dict[str, list[dict]]:
     open_events: dict[tuple, list[tuple[float, int]]] = defaultdict(list)
     depth: dict[str, int] = defaultdict(int)
     out: dict[str, list[dict]] = defaultdict(list)
-    for event in sorted(events, key=lambda e: e.get("ts", 0)):
+    for event in sorted(events, key=lambda e: e.get("ts") or 0):
         compile_id = (event.get("args") or {}).get("compile_id")
         if not compile_id:
             continue
         key = (compile_id, event.get("name"))
-        if event.get("ph") == "B":
+        if event.get("ph") == "B" and event.get("ts") is not None:
             open_events[key].append((event["ts"], depth[compile_id]))
             depth[compile_id] += 1
-        elif event.get("ph") == "E" and open_events[key]:
+        elif event.get("ph") == "E" and event.get("ts") is not None and open_events[key]:
             start, level = open_events[key].pop()
             depth[compile_id] = level
             out[compile_id].append({"name": event["name"], "label": LABELS.get(event["name"], event["name"]),
