@@ -45,3 +45,27 @@ def read_csv(text: str) -> dict[str, dict]:
                 value = row[column[metric]].replace(",", "")
                 entry[key] += float(value or 0) * _UNITS.get(units[column[metric]], 1)
     return out
+
+
+def attach(data: dict, measured: dict[str, dict], launches_per_call: float = 1.0) -> int:
+    """Put ncu's DRAM bytes beside each Triton kernel's estimate (per call: ``cost.measured_dram_bytes``; per
+    launch: ``gpu.measured_dram_bytes_read`` / ``_written``) in a
+    capture dict; ``measured`` is ``read_csv``'s result for ``launches_per_call`` calls of the function.
+    → how many kernels got a measurement."""
+    found = 0
+    for c in data.get("compiles", []):
+        for k in (c.get("kernels") or {}).get("kernels") or []:
+            row = measured.get(k["name"])
+            if row is None or k.get("language") != "Triton" or not k.get("cost"):
+                continue
+            k["cost"]["measured_dram_bytes"] = (row["dram_bytes_read"] + row["dram_bytes_written"]) / launches_per_call
+            if k.get("gpu") is not None:  # per launch, beside the estimate's bytes_read / bytes_written
+                k["gpu"]["measured_dram_bytes_read"] = row["dram_bytes_read"] / row["launches"]
+                k["gpu"]["measured_dram_bytes_written"] = row["dram_bytes_written"] / row["launches"]
+            k["cost"]["measured_method"] = (f"Nsight Compute (ncu): dram__bytes_read.sum + dram__bytes_write.sum of "
+                                            f"{row['launches']} launch(es), caches flushed before each; "
+                                            f"read {row['dram_bytes_read'] / launches_per_call:,.0f} B, written "
+                                            f"{row['dram_bytes_written'] / launches_per_call:,.0f} B (writes that "
+                                            f"stay in L2 at the kernel's end are not counted)")
+            found += 1
+    return found

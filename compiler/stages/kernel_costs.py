@@ -182,10 +182,12 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
     numels = {m["var"]: int(m["value"]) for m in _NUMEL.finditer(source or "")}
     if not types:
         return {"reason": "no pointer arguments in the kernel's signature"}
+    if "tl.dot(" in source:
+        return template_costs(source, types)
+    if "tl.make_block_ptr" in source:
+        return {"reason": "a block-pointer kernel: its pointers are not read per element"}
     if "xnumel" not in numels:
         return {"reason": "no static xnumel in the kernel (symbolic sizes)"}
-    if "tl.make_block_ptr" in source or "tl.dot(" in source or "@triton_heuristics.template" in source:
-        return {"reason": "a template or block-pointer kernel: its pointers are not read per element"}
     ranges = _Ranges(numels)
     domain_x = math.prod(v for k, v in numels.items() if not k.startswith("r"))
     domain_r = math.prod(v for k, v in numels.items() if k.startswith("r") and k != "rnumel")
@@ -263,14 +265,36 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
                             f"elements each line runs over ({domain_x:,} × {domain_r:,})"}
 
 
+_MNK = re.compile(r"^\s*(?P<dim>[MNK]) = (?P<value>\d+)\s*$", re.M)
+
+
+def template_costs(source: str, types: dict[str, str]) -> dict:
+    """A matmul template (``tl.dot``): 2·M·N·K FLOPs from its static ``M``/``N``/``K`` (the epilogue's few
+    FLOPs per output left out), on the tensor cores of its ``arg_A`` dtype; its bytes are left to Inductor's
+    estimate (each operand once: what an ideal tiling reads)."""
+    dims = {m["dim"]: int(m["value"]) for m in _MNK.finditer(source)}
+    out = {"reason": "a matmul template: its tiles are not read per element"}
+    if len(dims) == 3:
+        dtype = (types.get("arg_A") or "*fp32").lstrip("*")
+        if dtype == "fp32" and "ALLOW_TF32 : tl.constexpr = True" in source:
+            dtype = "tf32"
+        out.update(flops=2.0 * dims["M"] * dims["N"] * dims["K"], flops_dtype=dtype,
+                   flops_method=f"2·M·N·K of the template (M={dims['M']}, N={dims['N']}, K={dims['K']}; "
+                                "epilogue not counted)")
+    return out
+
+
 def _record(touched: dict, kind: str, call: ast.Call, ranges: _Ranges, domain: float) -> float | None:
     found = _access(call)
     if found is None:
         return None
     pointer, index = found
     elements = min(ranges.of(index), domain)
-    how = "gather" if ranges.is_loaded(index) else (
-        "broadcast" if elements < domain and not isinstance(index, ast.Constant) else "direct")
+    if kind == "store":
+        how = "scatter" if ranges.is_loaded(index) else "direct"
+    else:
+        how = "gather" if ranges.is_loaded(index) else (
+            "broadcast" if elements < domain and not isinstance(index, ast.Constant) else "direct")
     touched.setdefault((pointer, kind), {})[ast.unparse(ranges.canonical(index))] = {"elements": elements, "how": how}
     return elements
 
@@ -287,6 +311,12 @@ _COMMENT_DTYPE = re.compile(r"%(?P<var>\w+) : Tensor \"(?P<dtype>[a-z0-9]+)\[")
 _SHORT_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i64": "i64", "i32": "i32", "b8": "i1"}
 
 
+def call_section(code: str) -> str:
+    """The wrapper's code that launches kernels: call(), and the CUDA-graph partitions it calls."""
+    starts = [i for i in (code.find("def call("), code.find("\ndef partition_")) if i >= 0]
+    return code[min(starts):] if starts else ""
+
+
 def _sizes(text: str) -> tuple[int, ...] | None:
     dims = [d.strip() for d in text.split(",") if d.strip()]
     return tuple(int(d) for d in dims) if all(d.isdigit() for d in dims) else None
@@ -295,7 +325,7 @@ def _sizes(text: str) -> tuple[int, ...] | None:
 def tensors_of(module: str) -> dict[str, dict]:
     """Each tensor the wrapper's ``call()`` names → ``{"sizes", "dtype"}`` (sizes from buffer definitions and
     ``assert_size_stride``; dtypes from the definitions, else the graph comments' ``f32[…]``)."""
-    call = module[module.find("def call("):] if "def call(" in module else module
+    call = call_section(module) or module
     out: dict[str, dict] = {}
     for m in _COMMENT_DTYPE.finditer(module):
         out.setdefault(m["var"], {})["dtype"] = _SHORT_DTYPES.get(m["dtype"], m["dtype"])
@@ -328,7 +358,7 @@ def extern_costs(fn: str, module: str) -> dict:
     """FLOPs and bytes of every call of one extern kernel (``extern_kernels.mm``, ``…convolution``,
     ``torch.ops.aten._scaled_dot_product_*_attention``) in the wrapper's ``call()``, summed per call of the
     module; ``{"reason"}`` for an op whose FLOPs tcompile does not know."""
-    call = module[module.find("def call("):] if "def call(" in module else module
+    call = call_section(module) or module
     tensors = tensors_of(module)
     op = fn.rsplit(".", 1)[-1] if not fn.endswith(".default") else fn.rsplit(".", 2)[-2]
     flops = moved = 0.0
@@ -500,7 +530,7 @@ def add_roofline(data: dict) -> None:
                 k["cost"] = {"flops": g["flops"] * launches if g.get("flops") is not None else None,
                              "flops_method": g.get("flops_method") or "not counted: " + (g.get("bytes_method") or "?"),
                              "bytes": g["bytes_per_call"] * launches if g.get("bytes_per_call") else None,
-                             "bytes_method": g.get("bytes_method"), "dtype": "fp32",
+                             "bytes_method": g.get("bytes_method"), "dtype": g.get("flops_dtype") or "fp32",
                              "working_set_bytes": g.get("working_set_bytes"),
                              "time_method": "GPU profiler (torch.profiler), this kernel's launches"}
             elif k.get("language") == "extern" and k.get("role") in modules:

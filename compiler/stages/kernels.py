@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from compiler.stages.base import unavailable
-from compiler.stages.kernel_costs import triton_costs
+from compiler.stages.kernel_costs import call_section as _call_section, triton_costs
 
 _DEF = re.compile(r"^(?P<var>\w+) = async_compile\.(?P<how>\w+)\((?P<head>.*?)(?P<quote>r?''')", re.M)
 _AOT_ID = re.compile(r"^# AOT ID: \['(?P<id>[^']+)'\]", re.M)
@@ -81,12 +81,6 @@ def parse_kernels(code: str) -> list[dict]:
                         "comments": "", "kernel_path": None, "source_nodes": [], "aten_ops": [],
                         "ops_from_name": [fn.rsplit(".", 1)[-1]], "call_args": _call_args(call_section, fn)})
     return kernels
-
-
-def _call_section(code: str) -> str:
-    """The wrapper's code that launches kernels: call(), and the CUDA-graph partitions it calls."""
-    starts = [i for i in (code.find("def call("), code.find("\ndef partition_")) if i >= 0]
-    return code[min(starts):] if starts else ""
 
 
 def _split_list(text: str | None) -> list[str]:
@@ -268,6 +262,7 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
     out = {"bytes_args_per_call": read + written}
     costs = triton_costs(source, pointer_numels)
     if "reason" in costs:  # Inductor's estimate: an upper bound for slices and gathers, a lower one for tiles
+        out.update({k: costs[k] for k in ("flops", "flops_method", "flops_dtype") if k in costs})
         return {**out, "bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
                 "bytes_method": "each pointer argument's whole buffer (wrapper's call()) × element size (kernel "
                                 f"signature), in-out arguments twice — as Inductor's estimate_kernel_num_bytes "
@@ -310,10 +305,10 @@ def recompute(data: dict) -> None:
                 continue
             fresh = triton_bytes(k["name"], k.get("source") or "", _call_section(module))
             gpu = k["gpu"] = {**(k.get("gpu") or {}), **fresh}
-            for key in ("bandwidth_share", "served_from", "accesses", "flops", "flops_method"):
-                if key not in fresh and key in gpu and key != "bandwidth_share":
-                    gpu.pop(key)
-            gpu.pop("bandwidth_share", None)
+            for key in ("bandwidth_share", "served_from", "accesses", "working_set_bytes", "flops", "flops_method",
+                        "flops_dtype"):
+                if key not in fresh:
+                    gpu.pop(key, None)
             if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
                 gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
     add_roofline(data)

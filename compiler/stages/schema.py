@@ -780,12 +780,15 @@ class KernelGpu(Data):
     working_set_bytes: int | None = None  # distinct bytes touched per launch (an in-out buffer once)
     flops: float | None = None  # per launch (compiler.stages.kernel_costs.triton_costs)
     flops_method: str | None = None
+    flops_dtype: str | None = None  # the peak FLOP/s it is read against (templates: their tensor-core dtype)
     time_us_per_launch: float | None = None
     achieved_bytes_per_s: float | None = None  # bytes ÷ time: effective bandwidth where served from L2
     peak_bytes_per_s: float | None = None
     bandwidth_share: float | None = None  # achieved ÷ DRAM peak, only where served from DRAM (≤ 1)
     served_from: str | None = None  # "DRAM", "L2" (above the DRAM peak, working set ≤ L2), None: unexplained
     l2_bytes: int | None = None
+    measured_dram_bytes_read: float | None = None  # Nsight Compute, per launch (opt-in: compiler.capturing.ncu)
+    measured_dram_bytes_written: float | None = None
     ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
+from .roofline import roofline_section
 from .source import kernel_picker, share_cell
 from .tables import data_table
 
@@ -115,20 +116,37 @@ def gpu_depth_section(capture, kernels: list):
                      str(g.spills) if g.spills is not None else "–", _bytes(g.shared_bytes),
                      f"{g.num_warps} / {g.num_stages}" if g.num_warps else "–", config,
                      _bytes(g.bytes_per_call) if g.bytes_per_call is not None else (g.bytes_reason or "–"),
+                     "kernel's loads and stores" if g.accesses else "whole arguments (Inductor's estimate)",
                      f"{g.achieved_bytes_per_s / 1e9:,.0f} GB/s" if g.achieved_bytes_per_s else "–",
-                     share_cell(g.bandwidth_share) if g.bandwidth_share is not None else "–"])
+                     _of_peak(g)])
     profile = capture.gpu_profile
     peak = (f"Peak: {profile.peak_bytes_per_s / 1e12:.2f} TB/s ({profile.peak_source})."
             if profile is not None and profile.peak_bytes_per_s else "Peak bandwidth unknown.")
     return join([
         heading("GPU depth per Triton kernel", 4),
         table(["kernel", "graph", "time / launch", "registers / thread", "spills", "shared memory",
-               "warps / stages", "config", "bytes read + written / launch", "achieved", "of peak"], rows,
-              cls="tc-wrap-first"),
-        para(peak, " Bytes: each pointer argument's size, in-out arguments twice (as Inductor's own estimate); "
-                   "a kernel far below the peak is bound by something else (launch latency, compute, too little "
+               "warps / stages", "config", "bytes read + written / launch", "bytes from", "achieved",
+               "of DRAM peak"], rows, cls="tc-wrap-first"),
+        para(peak, " Bytes: the distinct elements the kernel's own tl.load/tl.store index expressions reach "
+                   "(a gather counts the rows it was given, a broadcast read once, each buffer at most once); "
+                   "kernels that cannot be followed (templates, symbolic sizes) keep Inductor's estimate, every "
+                   "pointer argument's whole buffer. Above the DRAM peak with a working set that fits the L2, "
+                   "the data came from L2: the figure is an effective bandwidth, not a share of DRAM peak. "
+                   "A kernel far below the peak is bound by something else (launch latency, compute, too little "
                    "work). Spills: Triton's count of local-memory words per thread.", cls="tc-muted"),
     ])
+
+
+def _of_peak(g):
+    if g.bandwidth_share is not None:
+        return share_cell(g.bandwidth_share)
+    if g.served_from == "L2":
+        return tag("span", "served from L2", title=f"working set {_bytes(g.working_set_bytes or g.bytes_per_call)} "
+                                                   f"≤ {_bytes(g.l2_bytes)} L2: an effective bandwidth above the "
+                                                   "DRAM peak")
+    if g.achieved_bytes_per_s and g.peak_bytes_per_s and g.achieved_bytes_per_s > g.peak_bytes_per_s:
+        return tag("span", "above DRAM peak: estimate too high", cls="tc-warn")
+    return "–"
 
 
 def _ir_levels(kernel):
@@ -172,6 +190,7 @@ def render_code(capture, compile) -> str:
         kernel_picker(compile),
         gpu_profile_section(capture),
         gpu_depth_section(capture, kernels),
+        roofline_section(kernels),
         autotune_section(compile),
         heading("Kernels", 4),
         *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
