@@ -8,7 +8,7 @@ import math
 from ..html import code, heading, join, para, seconds, tag
 from .tables import data_table
 
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 640, 340, 64, 40, 14, 110
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 660, 340, 74, 40, 14, 120
 
 
 def _si(value: float | None, unit: str = "") -> str:
@@ -59,7 +59,13 @@ def roofline_svg(kernels: list):
                       cls="tc-chart-text")]
     parts += [tag("text", "arithmetic intensity (FLOP / byte)", x=f"{LEFT + plot_w / 2:.0f}", y=str(HEIGHT - 6),
                   text_anchor="middle", cls="tc-chart-text"),
-              tag("text", "FLOP/s", x="4", y=str(TOP + 10), cls="tc-chart-text")]
+              tag("text", "achieved FLOP/s", x="12", y=f"{TOP + plot_h / 2:.0f}", text_anchor="middle",
+                  transform=f"rotate(-90 12 {TOP + plot_h / 2:.0f})", cls="tc-chart-text")]
+    for i, (kind, label) in enumerate((("memory", "memory-bound (DRAM)"), ("l2", "served from L2"),
+                                       ("compute", "compute-bound"))):
+        y = TOP + 14 + 16 * i
+        parts += [tag("circle", cx=str(LEFT + 12), cy=str(y - 4), r="5", cls=f"tc-roof-dot tc-roof-{kind}"),
+                  tag("text", label, x=str(LEFT + 22), y=str(y), cls="tc-chart-text")]
     for dtype, (peak, bandwidth) in sorted(roofs.items(), key=lambda r: r[1][0]):
         ridge = peak / bandwidth
         start = 10 ** x0
@@ -84,6 +90,23 @@ def roofline_svg(kernels: list):
                aria_label="Roofline: one dot per kernel")
 
 
+def _methods(cost):
+    """A short name of each method; the whole text on hover."""
+    def short(text, names):
+        return next((name for key, name in names if key in text), text.split(" (")[0].split(",")[0]) if text else None
+
+    parts = [short(cost.flops_method, (("Triton kernel body", "FLOPs: kernel body"), ("template", "FLOPs: 2·M·N·K"),
+                                       ("2·M·N·K", "FLOPs: 2·M·N·K"), ("output elements", "FLOPs: conv shapes"),
+                                       ("4·B·H", "FLOPs: 4·B·H·Lq·Lk·D"))),
+             short(cost.bytes_method, (("gathers through", "bytes: loads/stores, gathers by rows"),
+                                       ("tl.load", "bytes: loads/stores"), ("whole buffer", "bytes: whole arguments"),
+                                       ("operand", "bytes: operands once"))),
+             short(cost.time_method, (("torch.profiler", "time: profiler"), ("named like", "time: profiler, by family")))]
+    full = "\n".join(m for m in (cost.flops_method, cost.bytes_method, cost.time_method, cost.measured_method) if m)
+    return tag("span", "; ".join(p for p in parts if p) + ("; ncu measured" if cost.measured_dram_bytes else ""),
+               title=full)
+
+
 def roofline_section(kernels: list):
     """Heading, plot and table; ``None`` when no kernel has a cost (CPU captures, old GPU captures)."""
     costed = [k for k in kernels if k.cost is not None]
@@ -93,8 +116,7 @@ def roofline_section(kernels: list):
     rows = [[code(k.name), k.language, k.role or "", seconds(k.cost.time_s) if k.cost.time_s else "–",
              _si(k.cost.flops, "FLOP"), _si(k.cost.bytes, "B"),
              f"{k.cost.intensity:.3g}" if k.cost.intensity is not None else "–",
-             k.cost.verdict or k.cost.reason or "–",
-             "; ".join(m for m in (k.cost.flops_method, k.cost.bytes_method, k.cost.time_method) if m)]
+             k.cost.verdict or k.cost.reason or "–", _methods(k.cost)]
             for k in costed]
     no_flops = [k for k in costed if k.cost.time_s and not k.cost.flops and k.cost.flops is not None]
     ridge = next((k.cost for k in costed if k.cost.ridge), None)
