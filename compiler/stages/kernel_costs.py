@@ -426,10 +426,16 @@ def extern_costs(fn: str, module: str) -> dict:
 # profiler kernel names → the extern op that launches them (checked in this order)
 _EXTERN_FAMILIES = (("attention", ("attention", "fmha", "flash", "sdpa")),
                     ("convolution", ("fprop", "conv", "dgrad", "wgrad", "convertTensor", "nchw", "nhwc")),
-                    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk", "gemv")))
+                    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk", "gemv", "scal_kernel")))
 
 
-def _family(fn: str) -> str | None:
+def library_family(profiled_name: str) -> str | None:
+    """The extern family (attention, convolution, matmul) of a kernel the profiler saw, by its name."""
+    lower = profiled_name.lower()
+    return next((f for f, words in _EXTERN_FAMILIES if any(w.lower() in lower for w in words)), None)
+
+
+def extern_family(fn: str) -> str | None:
     if _ATTENTION.search(fn):
         return "attention"
     op = fn.rsplit(".", 1)[-1]
@@ -444,13 +450,12 @@ def extern_times(kernels: list[dict], profile: dict) -> None:
     rows = [r for r in profile.get("kernels", []) if not any(name in r["name"] for name in claimed)]
     groups: dict[str, list[dict]] = {}
     for row in rows:
-        lower = row["name"].lower()
-        family = next((f for f, words in _EXTERN_FAMILIES if any(w.lower() in lower for w in words)), None)
+        family = library_family(row["name"])
         if family:
             groups.setdefault(family, []).append(row)
     externs = [k for k in kernels if k.get("language") == "extern" and k.get("cost")]
     for family, found in groups.items():
-        members = [k for k in externs if _family(k["name"]) == family]
+        members = [k for k in externs if extern_family(k["name"]) == family]
         flops = sum(k["cost"].get("flops") or 0 for k in members)
         for k in members:
             share = (k["cost"].get("flops") or 0) / flops if flops else 1 / len(members)

@@ -289,10 +289,10 @@ def kernels_stage(inductor: dict) -> dict:
 
 def recompute(data: dict) -> None:
     """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
-    profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs, the roofline, the bandwidth
-    reading and the amortization. For captures recorded before these costs existed."""
+    profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
+    bandwidth reading, the time per source line and the amortization. For captures recorded before these costs existed."""
     from compiler.stages.kernel_costs import add_roofline
-    from compiler.stages.provenance import amortization
+    from compiler.stages.provenance import add_costs
 
     for c in data.get("compiles", []):
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
@@ -312,5 +312,4 @@ def recompute(data: dict) -> None:
             if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
                 gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
     add_roofline(data)
-    amortization(data.get("compiles", []), data.get("runtime") or {}, None,
-                 (data.get("options") or {}).get("calls_under_capture"), data.get("gpu_profile"))
+    add_costs(data, {})  # kernel time per source line (extern calls now have theirs) and the amortization

@@ -1,6 +1,8 @@
 """Generated code: Inductor's kernels, each with the ops it came from, and the wrapper module."""
 from __future__ import annotations
 
+from compiler.stages.kernel_costs import extern_family, library_family
+
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
 from .roofline import roofline_section
@@ -68,8 +70,29 @@ def gpu_profile_section(capture):
         para(f"Per call: {_us(gpu)} of GPU kernels in {_us(wall)} of wall time — "
              f"{(profile.launch_overhead_share or 0):.0%} is launch overhead and Python "
              f"(over {profile.iters} profiled calls, after warm-up)."),
+        _adds_up(capture, gpu),
         table(["kernel (as the profiler saw it)", "GPU time / call", "launches"], rows),
     ])
+
+
+def _adds_up(capture, gpu_us: float | None):
+    """How much of the profiled GPU time the compiles' kernels (generated and extern) account for, and what
+    the rest is: kernels no compile launched (eager ops outside the graph, memsets, library helpers)."""
+    kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
+    claimed = sum(k.gpu_time_us_per_call or 0 for k in kernels)
+    if not gpu_us or not claimed:
+        return None
+    generated = [k.name for k in kernels if k.language != "extern"]
+    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
+    # extern calls took the library kernels of their family (compiler.stages.kernel_costs.extern_times)
+    rest = [r for r in capture.gpu_profile.kernels if not any(name in r.name for name in generated)
+            and library_family(r.name) not in families]
+    return para(f"The compiled code's kernels (generated and extern) account for {_us(claimed)} of the {_us(gpu_us)} "
+                f"({min(claimed / gpu_us, 1):.0%})"
+                + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
+                   f"helpers): "
+                   + ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in rest[:5])
+                   + (" …" if len(rest) > 5 else "") if rest and claimed < gpu_us else "") + ".", cls="tc-muted")
 
 
 def _time_ms(value: float | None) -> str:
