@@ -140,6 +140,11 @@ class _Ranges:
                 return min(self.of(node.left), node.right.value)
             if isinstance(node.op, ast.FloorDiv):
                 return max(1, math.ceil(self.of(node.left) / node.right.value))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) \
+                and not set(_names(node.left)) & set(_names(node.right)):
+            return self.of(node.left) * self.of(node.right)  # x0 + 64*(x1 // 2): independent parts multiply
+        if isinstance(node, ast.UnaryOp):
+            return self.of(node.operand)
         total = 1.0
         for name in _names(node):
             total *= self.count.get(name, 1)

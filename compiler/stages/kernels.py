@@ -312,4 +312,5 @@ def recompute(data: dict) -> None:
             if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
                 gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
     add_roofline(data)
-    add_costs(data, {})  # kernel time per source line (extern calls now have theirs) and the amortization
+    if (data.get("gpu_profile") or {}).get("available"):
+        add_costs(data, {})  # kernel time per source line (extern calls now have theirs) and the amortization
