@@ -82,23 +82,20 @@ def _jit_body(source: str) -> list[str]:
 
 
 def _statements(body: list[str]):
-    """(indent, parsed statement) of each one-line statement of the body; multi-line calls
-    (``welford_reduce(…)``) are joined first."""
-    pending, indent = "", 0
+    """Each simple statement of the body, parsed; a call over several lines (``welford_reduce(…)``) is joined
+    first, and block headers (``for …:``) are skipped — the lines inside them are read as they come."""
+    pending = ""
     for line in body:
         if not line.strip() or line.strip().startswith("#"):
             continue
-        if not pending:
-            indent = len(line) - len(line.lstrip())
         pending += " " + line.strip()
         if pending.count("(") > pending.count(")"):
             continue
         text, pending = pending.strip(), ""
-        if text.endswith(":"):  # for … : / if … : headers
-            yield indent, text
+        if text.endswith(":"):
             continue
         try:
-            yield indent, ast.parse(text).body[0]
+            yield ast.parse(text).body[0]
         except SyntaxError:
             continue
 
@@ -198,9 +195,7 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
     domain_r = math.prod(v for k, v in numels.items() if k.startswith("r") and k != "rnumel")
     touched: dict[tuple[str, str], dict] = {}  # (pointer, kind) → {index text: access}
     flops = 0.0
-    for _, statement in _statements(_jit_body(source)):
-        if isinstance(statement, str):
-            continue
+    for statement in _statements(_jit_body(source)):
         value = getattr(statement, "value", None)
         targets = [t for t in getattr(statement, "targets", []) for t in (t.elts if isinstance(t, ast.Tuple) else [t])]
         if isinstance(statement, ast.Expr) and _call_name(value) == "store":
