@@ -209,8 +209,9 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
             count = _record(touched, "load", load, ranges, domain_x * domain_r)
             over_r = ranges.varies_over_r(load.args[0])
             for t in targets:
-                ranges.count[t.id], ranges.over_r[t.id], ranges.loaded[t.id] = count or 1, over_r, True
-                ranges.root[t.id] = ast.unparse(ranges.canonical(load.args[0]))
+                if isinstance(t, ast.Name):
+                    ranges.count[t.id], ranges.over_r[t.id], ranges.loaded[t.id] = count or 1, over_r, True
+                    ranges.root[t.id] = ast.unparse(ranges.canonical(load.args[0]))
             continue
         if any(isinstance(t, ast.Name) and t.id in ranges.seeded for t in targets):
             continue  # xindex = xoffset + tl.arange(…): the ranges were seeded from the numels
@@ -222,7 +223,7 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
             + sum(1 for c in calls if c and c not in _NO_FLOP_CALLS and c not in _REDUCTIONS)
         if reduced:  # one step per element reduced (Welford: a mean and a variance update, ~4)
             ops += 4 if any(c and c.startswith("welford") for c in calls) else 1
-        elements = domain_x * (domain_r if (ranges.varies_over_r(value) or over_r) else 1)
+        elements = domain_x * (domain_r if ranges.varies_over_r(value) else 1)
         if any(isinstance(t, ast.Name) and t.id.startswith("tmp") for t in targets):  # not index arithmetic
             flops += ops * elements
         for t in targets:
@@ -518,34 +519,43 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
 
 def add_roofline(data: dict) -> None:
     """Every kernel of every compile of a capture (dict, after the GPU profile was matched): its cost
-    (Triton: from its gpu bytes and FLOPs; extern: from its shapes), extern GPU times, and the roofline."""
+    (Triton: from its gpu bytes and FLOPs; extern: from its shapes), extern GPU times, and the roofline.
+    A failure costs only that compile's costs, and says so on its kernels."""
     profile = data.get("gpu_profile") or {}
     if not profile.get("available"):
         return
     peaks = device_peaks((data.get("environment") or {}).get("device_name"))
-    peak_bytes = profile.get("peak_bytes_per_s")
     for c in data.get("compiles", []):
         kernels = (c.get("kernels") or {}).get("kernels") or []
-        modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
-                   if (r.get("code") or {}).get("available")}
-        for k in kernels:
-            if k.get("language") == "Triton":
-                g = k.get("gpu") or {}
-                launches = (k.get("profiled_calls") or 0) / (profile.get("iters") or 1) or 1
-                k["cost"] = {"flops": g["flops"] * launches if g.get("flops") is not None else None,
-                             "flops_method": g.get("flops_method") or "not counted: " + (g.get("bytes_method") or "?"),
-                             "bytes": g["bytes_per_call"] * launches if g.get("bytes_per_call") else None,
-                             "bytes_method": g.get("bytes_method"), "dtype": g.get("flops_dtype") or "fp32",
-                             "working_set_bytes": g.get("working_set_bytes"),
-                             "time_method": "GPU profiler (torch.profiler), this kernel's launches"}
-            elif k.get("language") == "extern" and k.get("role") in modules:
-                k["cost"] = extern_costs(k["name"], modules[k["role"]])
-        extern_times(kernels, profile)
-        for k in kernels:
-            if k.get("cost") and "reason" not in k["cost"]:
-                t = k.get("gpu_time_us_per_call")
-                roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes)
-            _bandwidth(k.get("gpu"), peaks, peak_bytes)
+        try:
+            _compile_roofline(c, kernels, profile, peaks)
+        except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
+            for k in kernels:
+                k["cost"] = {"reason": f"costs not computed ({type(exc).__name__}: {exc})"}
+
+
+def _compile_roofline(c: dict, kernels: list[dict], profile: dict, peaks: dict | None) -> None:
+    peak_bytes = profile.get("peak_bytes_per_s")
+    modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
+               if (r.get("code") or {}).get("available")}
+    for k in kernels:
+        if k.get("language") == "Triton":
+            g = k.get("gpu") or {}
+            launches = (k.get("profiled_calls") or 0) / (profile.get("iters") or 1) or 1
+            k["cost"] = {"flops": g["flops"] * launches if g.get("flops") is not None else None,
+                         "flops_method": g.get("flops_method") or "not counted: " + (g.get("bytes_method") or "?"),
+                         "bytes": g["bytes_per_call"] * launches if g.get("bytes_per_call") else None,
+                         "bytes_method": g.get("bytes_method"), "dtype": g.get("flops_dtype") or "fp32",
+                         "working_set_bytes": g.get("working_set_bytes"),
+                         "time_method": "GPU profiler (torch.profiler), this kernel's launches"}
+        elif k.get("language") == "extern" and k.get("role") in modules:
+            k["cost"] = extern_costs(k["name"], modules[k["role"]])
+    extern_times(kernels, profile)
+    for k in kernels:
+        if k.get("cost") and "reason" not in k["cost"]:
+            t = k.get("gpu_time_us_per_call")
+            roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes)
+        _bandwidth(k.get("gpu"), peaks, peak_bytes)
 
 
 def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -> None:
