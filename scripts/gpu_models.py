@@ -39,7 +39,21 @@ def resnet18(batch: int = 32):
     return f, (x,)
 
 
-MODELS = {"gpt2_2layer": gpt2, "resnet18": resnet18,
+def timm_model(name: str, batch: int = 32):
+    import timm
+
+    model = timm.create_model(name, pretrained=False).cuda().eval()
+    x = torch.randn(batch, 3, 224, 224, device="cuda")
+
+    def f(x):
+        with torch.no_grad():
+            return model(x)
+
+    return f, (x,)
+
+
+MODELS = {"gpt2_2layer": gpt2, "resnet18": resnet18, "vit_tiny": lambda: timm_model("vit_tiny_patch16_224"),
+          "convnext_atto": lambda: timm_model("convnext_atto"),
           "gpt2_4layer_bf16": lambda: gpt2(layers=4, batch=4, seq=512, dtype=torch.bfloat16)}
 
 
