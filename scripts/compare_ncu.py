@@ -20,9 +20,14 @@ def rows(capture: dict, measured: dict, top: int = 10) -> list[dict]:
     for cid, k in kernels[:top]:
         g, old, ncu = k["gpu"], before.get((cid, k["name"]), {}), measured.get(k["name"])
         per_launch = (lambda v: v / ncu["launches"]) if ncu else None
+        # before: Inductor's whole-argument bytes ÷ the same time, as the explorer showed it
+        old_bytes = old.get("bytes_args_per_call") or old.get("bytes_per_call")
+        peak = capture["gpu_profile"].get("peak_bytes_per_s")
+        share_before = (old_bytes / (g["time_us_per_launch"] * 1e-6) / peak
+                        if old_bytes and g.get("time_us_per_launch") and peak else None)
         out.append({"kernel": k["name"], "us": g.get("time_us_per_launch"),
-                    "share_before": old.get("bandwidth_share"), "share_after": g.get("bandwidth_share"),
-                    "served_from": g.get("served_from"), "bytes_before": old.get("bytes_per_call"),
+                    "share_before": share_before, "share_after": g.get("bandwidth_share"),
+                    "served_from": g.get("served_from"), "bytes_before": old_bytes,
                     "read": g.get("bytes_read"), "written": g.get("bytes_written"),
                     "ncu_read": per_launch(ncu["dram_bytes_read"]) if ncu else None,
                     "ncu_written": per_launch(ncu["dram_bytes_written"]) if ncu else None,
