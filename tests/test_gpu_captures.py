@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import compiler
+from scripts.gpu_models import MODELS
 
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 
@@ -132,13 +133,15 @@ def test_every_shipped_triton_kernel_has_its_ir_levels_or_a_reason(path):
     for kernel in kernels:
         gpu = kernel.gpu
         assert set(gpu.ir) == set(IR_LEVELS), (kernel.name, gpu.ir_source)
-        assert gpu.ir_source.startswith("Triton's cache folder of the launched binary"), gpu.ir_source
+        # the real-model captures (scripts/gpu_models.py) compiled in process: Triton kept the IR in memory
+        assert gpu.ir_source.startswith(("Triton's cache folder of the launched binary",
+                                         "the compiled kernel in memory")), gpu.ir_source
         assert f"tt.func public @{kernel.name}(" in gpu.ir["ttir"] and f".entry {kernel.name}(" in gpu.ir["ptx"]
         assert int(re.search(r'"ttg.num-warps" = (\d+)', gpu.ir["ttgir"]).group(1)) == gpu.num_warps
         assert all(len(text) <= IR_LIMIT + 100 for text in gpu.ir.values())
         assert ".debug_info" not in gpu.ir["ptx"]  # the DWARF sections are left out, and said so
     assert sum(len(t) for k in kernels for t in k.gpu.ir.values()) <= IR_BUDGET + 4 * (IR_LIMIT + 100)
-    assert path.stat().st_size < 1_000_000
+    assert path.stat().st_size < (5_000_000 if path.stem in MODELS else 1_000_000)  # a real model: ≤ 5 MB
 
 
 def test_template_kernel_of_max_autotune_has_its_launcher_resources():

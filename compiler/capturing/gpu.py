@@ -329,8 +329,8 @@ def _cut(level: str, text: str) -> str:
 
 def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak: dict | None) -> None:
     """Per Triton kernel: the launcher's resources (``details`` of the same name and source), and the
-    achieved bandwidth — bytes read + written per launch ÷ profiled time per launch — as a share of
-    the GPU's ``peak``."""
+    achieved bandwidth — bytes read + written per launch ÷ profiled time per launch (its share of the
+    GPU's ``peak``, or the L2 reading, is ``kernel_costs.add_roofline``'s)."""
     if kernel.get("language") != "Triton":
         return
     # a copy: the Inductor run's own kernel entry keeps only the static bytes (the IR is saved once)
@@ -350,4 +350,4 @@ def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak
             gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (per_launch_us * 1e-6)
             if peak and peak.get("bytes_per_s"):
                 gpu["peak_bytes_per_s"] = peak["bytes_per_s"]
-                gpu["bandwidth_share"] = gpu["achieved_bytes_per_s"] / peak["bytes_per_s"]
+            # the share of the DRAM peak (or "served from L2"): compiler.stages.kernel_costs.add_roofline

@@ -120,6 +120,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
 
 def _add_measurements(data: dict, measurements: dict) -> None:
     from compiler.capturing.gpu import match_profile
+    from compiler.stages.kernel_costs import add_roofline
 
     data["runtime"] = measurements.get("runtime") or unavailable("not measured")
     data["first_call_s"] = measurements.get("first_call_s")
@@ -128,6 +129,7 @@ def _add_measurements(data: dict, measurements: dict) -> None:
         data["gpu_profile"] = {k: v for k, v in profile.items() if k != "triton_kernels"}  # live objects' details
         for c in data["compiles"]:
             match_profile(c["kernels"].get("kernels", []), profile, profile.get("triton_kernels"))
+        add_roofline(data)  # FLOPs, bytes and roofline per kernel (compiler.stages.kernel_costs)
     if measurements.get("cudagraph_comparison"):
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
     if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):

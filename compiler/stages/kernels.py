@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from compiler.stages.base import unavailable
+from compiler.stages.kernel_costs import call_section as _call_section, triton_costs
 
 _DEF = re.compile(r"^(?P<var>\w+) = async_compile\.(?P<how>\w+)\((?P<head>.*?)(?P<quote>r?''')", re.M)
 _AOT_ID = re.compile(r"^# AOT ID: \['(?P<id>[^']+)'\]", re.M)
@@ -60,9 +61,7 @@ def _body(code: str, start: int) -> str:
 
 def parse_kernels(code: str) -> list[dict]:
     kernels = []
-    # the wrapper's code that launches kernels: call(), and the CUDA-graph partitions it calls
-    starts = [i for i in (code.find("def call("), code.find("\ndef partition_")) if i >= 0]
-    call_section = code[min(starts):] if starts else ""
+    call_section = _call_section(code)
     for match in _DEF.finditer(code):
         name = match["var"]
         language = _language(match["how"])
@@ -212,11 +211,14 @@ def _call_nodes(call_section: str, name: str) -> list:
 
 
 def triton_bytes(name: str, source: str, call_section: str) -> dict:
-    """Bytes a Triton kernel reads and writes per launch, estimated the way Inductor's
-    ``estimate_kernel_num_bytes`` does: each pointer argument's elements × its element size (from the
-    kernel's ``triton_meta`` signature), in-out arguments twice. Elements come from the wrapper's
-    ``call()`` (buffer definitions and ``assert_size_stride``). An upper bound when a kernel reads a
-    slice of a buffer; a lower bound for kernels that re-read tiles (matmul templates)."""
+    """Bytes a Triton kernel reads and writes per launch: what its own loads and stores touch
+    (``compiler.stages.kernel_costs.triton_costs``: gathers by the rows they read, broadcast reads once,
+    each pointer at most its buffer), with its FLOPs. Where the kernel cannot be followed (templates,
+    symbolic sizes): Inductor's ``estimate_kernel_num_bytes`` — each pointer argument's elements × its
+    element size, in-out arguments twice — an upper bound when a kernel reads a slice of a buffer or
+    gathers rows, a lower bound for kernels that re-read tiles (matmul templates). Buffer sizes come from
+    the wrapper's ``call()`` (buffer definitions and ``assert_size_stride``); ``bytes_args_per_call``
+    keeps Inductor's figure beside the estimate."""
     import ast
 
     signature = _SIGNATURE.search(source or "")
@@ -233,6 +235,7 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
         return {"bytes_reason": f"the launch's {len(args)} arguments do not follow the signature's {pointers} pointers"}
     numels = _buffer_numels(call_section)
     read = written = 0
+    pointer_numels = {}
     for (param, kind), arg in zip(params, args):
         if not kind.startswith("*"):
             continue
@@ -247,6 +250,7 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
             what = ast.unparse(arg)
             return {"bytes_reason": f"size of {what} ({param}: {kind}) not known from the wrapper code"
                                     + (" (symbolic sizes)" if numel is None and what in numels else "")}
+        pointer_numels[param] = numel
         nbytes = numel * size
         if param.startswith("in_out_ptr"):
             read, written = read + nbytes, written + nbytes
@@ -254,10 +258,23 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
             written += nbytes
         else:
             read += nbytes
-    return {"bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
-            "bytes_method": "each pointer argument's elements (wrapper's call()) × element size (kernel signature), "
-                            "in-out arguments twice — as Inductor's estimate_kernel_num_bytes"
-                            + (f"; {len(calls)} launches in call(), the first measured" if len(calls) > 1 else "")}
+    launches = f"; {len(calls)} launches in call(), the first measured" if len(calls) > 1 else ""
+    out = {"bytes_args_per_call": read + written}
+    try:
+        costs = triton_costs(source, pointer_numels)
+    except Exception as exc:  # noqa: BLE001 — a cost bug costs only this kernel's estimate
+        costs = {"reason": f"the kernel's loads and stores not read ({type(exc).__name__}: {exc})"}
+    if "reason" in costs:  # Inductor's estimate: an upper bound for slices and gathers, a lower one for tiles
+        out.update({k: costs[k] for k in ("flops", "flops_method", "flops_dtype") if k in costs})
+        return {**out, "bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
+                "bytes_method": "each pointer argument's whole buffer (wrapper's call()) × element size (kernel "
+                                f"signature), in-out arguments twice — as Inductor's estimate_kernel_num_bytes "
+                                f"({costs['reason']})" + launches}
+    return {**out, "bytes_read": costs["bytes_read"], "bytes_written": costs["bytes_written"],
+            "bytes_per_call": costs["bytes_read"] + costs["bytes_written"], "bytes_method": costs["bytes_method"] + launches,
+            "accesses": costs["accesses"], "working_set_bytes": costs["working_set_bytes"],
+            "flops": costs["flops"], "flops_method": costs["flops_method"]}
+
 
 def kernels_stage(inductor: dict) -> dict:
     """Every Inductor run's generated code of a compile as one Kernels stage (derived, never saved twice)."""
@@ -271,3 +288,32 @@ def kernels_stage(inductor: dict) -> dict:
                          else r["code"]["module"] for r in runs)
     return {"available": True, "module": module, "kernels": kernels,
             "languages": sorted({lang for r in runs for lang in r["code"]["languages"]})}
+
+
+def recompute(data: dict) -> None:
+    """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
+    profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
+    bandwidth reading, the time per source line and the amortization. For captures recorded before these costs existed."""
+    from compiler.stages.kernel_costs import add_roofline
+    from compiler.stages.provenance import add_costs
+
+    for c in data.get("compiles", []):
+        modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
+                   if (r.get("code") or {}).get("available")}
+        rows = list((c.get("kernels") or {}).get("kernels") or [])
+        rows += [k for r in (c.get("inductor") or {}).get("runs", []) for k in (r.get("code") or {}).get("kernels") or []]
+        for k in rows:
+            module = modules.get(k.get("role")) or (next(iter(modules.values())) if len(modules) == 1 else None)
+            if k.get("language") != "Triton" or module is None:
+                continue
+            fresh = triton_bytes(k["name"], k.get("source") or "", _call_section(module))
+            gpu = k["gpu"] = {**(k.get("gpu") or {}), **fresh}
+            for key in ("bandwidth_share", "served_from", "accesses", "working_set_bytes", "flops", "flops_method",
+                        "flops_dtype"):
+                if key not in fresh:
+                    gpu.pop(key, None)
+            if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
+                gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
+    add_roofline(data)
+    if (data.get("gpu_profile") or {}).get("available"):
+        add_costs(data, {})  # kernel time per source line (extern calls now have theirs) and the amortization

@@ -798,14 +798,20 @@ def _extern_name(fn, extern) -> str | None:
 
 # --- amortization -------------------------------------------------------------------------------
 
-def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture) -> None:
+def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture,
+                 gpu_profile: dict | None = None) -> None:
     """Per compile: compile seconds ÷ measured saving per call → calls until compiling paid off, and
-    how many calls the cached compile served (``kernel_times['compiles']``: entries into its
-    transformed bytecode per call of the function)."""
+    how many calls the cached compile served (CPU: ``kernel_times['compiles']``, entries into its
+    transformed bytecode per call of the function; GPU: ``gpu_calls_per_function_call``, its kernels'
+    launches in the profile)."""
     eager, compiled = (runtime or {}).get("eager"), (runtime or {}).get("compiled")
     saving = eager["median_s"] - compiled["median_s"] if eager and compiled else None
     served = (kernel_times or {}).get("compiles") or {}
     per_call = {cid: n / (kernel_times.get("function_calls") or 1) for cid, n in served.items()} if served else {}
+    launched = False
+    if not served and (gpu_profile or {}).get("available"):
+        per_call, launched = gpu_calls_per_function_call(compiles, gpu_profile), True
+        served = per_call
     used = {c["compile_id"] for c in compiles if per_call.get(c["compile_id"])}
     kernel_seconds = {c["compile_id"]: sum(k.get("seconds") or 0 for k in c["provenance"].get("kernels", []))
                       for c in compiles if c.get("provenance", {}).get("available")}
@@ -827,12 +833,35 @@ def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None,
                 data["break_even_calls"] = math.ceil(compile_s / (saving * share))
         if calls_under_capture and per_call.get(c["compile_id"]):
             data["calls_under_capture"] = calls_under_capture * per_call[c["compile_id"]]
+        counted = ("launches of the compile's kernels in the GPU profile ÷ their launches per call of its "
+                   "generated code" if launched else
+                   "entries into the compile's transformed bytecode, counted by the kernel-timing run's "
+                   "sys.setprofile hook")
         data["method"] = ("saving = eager − compiled median per call (compiler.capturing.runtime)"
                           + (", split over compiles by their measured kernel time" if len(used) > 1 else "")
-                          + "; calls served = entries into the compile's transformed bytecode, counted by the "
-                            "kernel-timing run's sys.setprofile hook" if served else
+                          + f"; calls served = {counted}" if served else
                           "no timed calls: saving and calls served unknown")
         c["amortization"] = data
+
+
+def gpu_calls_per_function_call(compiles: list[dict], profile: dict) -> dict[str, float]:
+    """Per compile id: how many times one call of the function ran the compile, from the GPU profile —
+    each profiled Triton kernel's launches per profiled call ÷ its launches per call of the generated
+    code (``.run(`` sites in the module of its role); the smallest over the compile's kernels (a kernel
+    of the same name in another compile would only add launches)."""
+    iters = profile.get("iters") or 1
+    out = {}
+    for c in compiles:
+        modules = {r.get("role"): r["code"].get("module") or "" for r in (c.get("inductor") or {}).get("runs", [])
+                   if (r.get("code") or {}).get("available")}
+        ratios = []
+        for k in (c.get("kernels") or {}).get("kernels") or []:
+            sites = len(re.findall(rf"(?<![\w.]){re.escape(k['name'])}\.run\(", modules.get(k.get("role"), "")))
+            if k.get("language") == "Triton" and k.get("profiled_calls") and sites:
+                ratios.append(k["profiled_calls"] / iters / sites)
+        if ratios:
+            out[c["compile_id"]] = min(ratios)
+    return out
 
 
 def add_costs(data: dict, measurements: dict) -> None:
@@ -844,7 +873,7 @@ def add_costs(data: dict, measurements: dict) -> None:
         add_compile_costs(c, kernel_times)
     try:
         amortization(data["compiles"], data.get("runtime") or {}, kernel_times,
-                     (data.get("options") or {}).get("calls_under_capture"))
+                     (data.get("options") or {}).get("calls_under_capture"), data.get("gpu_profile"))
     except Exception as exc:  # noqa: BLE001
         for c in data["compiles"]:
             c["amortization"] = {"available": False, "reason": f"not computed ({type(exc).__name__}: {exc})"}

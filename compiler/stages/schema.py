@@ -469,13 +469,54 @@ class KernelGpu(Data):
     bytes_per_call: int | None = None  # read + written, per launch
     bytes_method: str | None = None
     bytes_reason: str | None = None  # why the bytes are unknown
+    bytes_args_per_call: int | None = None  # Inductor's estimate: every pointer argument's whole buffer
+    accesses: list[dict[str, Any]] = field(default_factory=list)  # per pointer: kind, elements, bytes, how
+    working_set_bytes: int | None = None  # distinct bytes touched per launch (an in-out buffer once)
+    flops: float | None = None  # per launch (compiler.stages.kernel_costs.triton_costs)
+    flops_method: str | None = None
+    flops_dtype: str | None = None  # the peak FLOP/s it is read against (templates: their tensor-core dtype)
     time_us_per_launch: float | None = None
-    achieved_bytes_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None  # bytes ÷ time: effective bandwidth where served from L2
     peak_bytes_per_s: float | None = None
-    bandwidth_share: float | None = None  # achieved ÷ peak
+    bandwidth_share: float | None = None  # achieved ÷ DRAM peak, only where served from DRAM (≤ 1)
+    served_from: str | None = None  # "DRAM", "L2" (above the DRAM peak, working set ≤ L2), None: unexplained
+    l2_bytes: int | None = None
+    measured_dram_bytes_read: float | None = None  # Nsight Compute, per launch (opt-in: compiler.capturing.ncu)
+    measured_dram_bytes_written: float | None = None
     ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class KernelCost(Data):
+    """FLOPs, bytes and the roofline of one kernel per call of its module (``compiler.stages.kernel_costs``);
+    every number says its method."""
+
+    reason: str | None = None  # why FLOPs are unknown (an op tcompile does not count)
+    flops: float | None = None
+    flops_method: str | None = None
+    bytes: float | None = None
+    bytes_method: str | None = None
+    dtype: str | None = None  # the peak it is read against: fp32 (CUDA cores), tf32, bf16, fp16 …
+    sites: int | None = None  # extern: calls in call()
+    time_s: float | None = None  # GPU time per call of the module
+    time_method: str | None = None
+    intensity: float | None = None  # FLOPs per byte
+    peak_flops_per_s: float | None = None
+    peak_bytes_per_s: float | None = None
+    peak_source: str | None = None
+    ridge: float | None = None  # peak FLOP/s ÷ peak bytes/s
+    l2_bytes: int | None = None
+    working_set_bytes: float | None = None  # distinct bytes per launch, compared with the L2
+    achieved_flops_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    bound: str | None = None  # "memory" or "compute"
+    share: float | None = None  # of the DRAM peak (memory-bound, from DRAM) or of the peak FLOP/s
+    served_from: str | None = None  # "DRAM", "L2"
+    verdict: str | None = None
+    measured_dram_bytes: float | None = None  # Nsight Compute, per call (opt-in)
+    measured_method: str | None = None
 
 
 @dataclass(repr=False, eq=False)
@@ -500,6 +541,7 @@ class Kernel(Data):
     gpu_time_us_per_call: float | None = None
     profiled_calls: int | None = None
     gpu: KernelGpu | None = None  # Triton kernels: registers, spills, bandwidth, IR levels
+    cost: KernelCost | None = None  # GPU: FLOPs, bytes, roofline (Triton and extern)
 
     def as_text(self) -> str:
         return self.source or ""

@@ -1,8 +1,11 @@
 """Generated code: Inductor's kernels, each with the ops it came from, and the wrapper module."""
 from __future__ import annotations
 
+from compiler.stages.kernel_costs import extern_family, library_family
+
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
+from .roofline import roofline_section
 from .source import kernel_picker, share_cell
 from .tables import data_table
 
@@ -67,8 +70,29 @@ def gpu_profile_section(capture):
         para(f"Per call: {_us(gpu)} of GPU kernels in {_us(wall)} of wall time — "
              f"{(profile.launch_overhead_share or 0):.0%} is launch overhead and Python "
              f"(over {profile.iters} profiled calls, after warm-up)."),
+        _adds_up(capture, gpu),
         table(["kernel (as the profiler saw it)", "GPU time / call", "launches"], rows),
     ])
+
+
+def _adds_up(capture, gpu_us: float | None):
+    """How much of the profiled GPU time the compiles' kernels (generated and extern) account for, and what
+    the rest is: kernels no compile launched (eager ops outside the graph, memsets, library helpers)."""
+    kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
+    claimed = sum(k.gpu_time_us_per_call or 0 for k in kernels)
+    if not gpu_us or not claimed:
+        return None
+    generated = [k.name for k in kernels if k.language != "extern"]
+    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
+    # extern calls took the library kernels of their family (compiler.stages.kernel_costs.extern_times)
+    rest = [r for r in capture.gpu_profile.kernels if not any(name in r.name for name in generated)
+            and library_family(r.name) not in families]
+    return para(f"The compiled code's kernels (generated and extern) account for {_us(claimed)} of the {_us(gpu_us)} "
+                f"({min(claimed / gpu_us, 1):.0%})"
+                + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
+                   f"helpers): "
+                   + ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in rest[:5])
+                   + (" …" if len(rest) > 5 else "") if rest and claimed < gpu_us else "") + ".", cls="tc-muted")
 
 
 def _time_ms(value: float | None) -> str:
@@ -115,20 +139,37 @@ def gpu_depth_section(capture, kernels: list):
                      str(g.spills) if g.spills is not None else "–", _bytes(g.shared_bytes),
                      f"{g.num_warps} / {g.num_stages}" if g.num_warps else "–", config,
                      _bytes(g.bytes_per_call) if g.bytes_per_call is not None else (g.bytes_reason or "–"),
+                     "kernel's loads and stores" if g.accesses else "whole arguments (Inductor's estimate)",
                      f"{g.achieved_bytes_per_s / 1e9:,.0f} GB/s" if g.achieved_bytes_per_s else "–",
-                     share_cell(g.bandwidth_share) if g.bandwidth_share is not None else "–"])
+                     _of_peak(g)])
     profile = capture.gpu_profile
     peak = (f"Peak: {profile.peak_bytes_per_s / 1e12:.2f} TB/s ({profile.peak_source})."
             if profile is not None and profile.peak_bytes_per_s else "Peak bandwidth unknown.")
     return join([
         heading("GPU depth per Triton kernel", 4),
         table(["kernel", "graph", "time / launch", "registers / thread", "spills", "shared memory",
-               "warps / stages", "config", "bytes read + written / launch", "achieved", "of peak"], rows,
-              cls="tc-wrap-first"),
-        para(peak, " Bytes: each pointer argument's size, in-out arguments twice (as Inductor's own estimate); "
-                   "a kernel far below the peak is bound by something else (launch latency, compute, too little "
+               "warps / stages", "config", "bytes read + written / launch", "bytes from", "achieved",
+               "of DRAM peak"], rows, cls="tc-wrap-first"),
+        para(peak, " Bytes: the distinct elements the kernel's own tl.load/tl.store index expressions reach "
+                   "(a gather counts the rows it was given, a broadcast read once, each buffer at most once); "
+                   "kernels that cannot be followed (templates, symbolic sizes) keep Inductor's estimate, every "
+                   "pointer argument's whole buffer. Above the DRAM peak with a working set that fits the L2, "
+                   "the data came from L2: the figure is an effective bandwidth, not a share of DRAM peak. "
+                   "A kernel far below the peak is bound by something else (launch latency, compute, too little "
                    "work). Spills: Triton's count of local-memory words per thread.", cls="tc-muted"),
     ])
+
+
+def _of_peak(g):
+    if g.bandwidth_share is not None:
+        return share_cell(g.bandwidth_share)
+    if g.served_from == "L2":
+        return tag("span", "served from L2", title=f"working set {_bytes(g.working_set_bytes or g.bytes_per_call)} "
+                                                   f"≤ {_bytes(g.l2_bytes)} L2: an effective bandwidth above the "
+                                                   "DRAM peak")
+    if g.achieved_bytes_per_s and g.peak_bytes_per_s and g.achieved_bytes_per_s > g.peak_bytes_per_s:
+        return tag("span", "above DRAM peak: estimate too high", cls="tc-warn")
+    return "–"
 
 
 def _ir_levels(kernel):
@@ -172,6 +213,7 @@ def render_code(capture, compile) -> str:
         kernel_picker(compile),
         gpu_profile_section(capture),
         gpu_depth_section(capture, kernels),
+        roofline_section(kernels),
         autotune_section(compile),
         heading("Kernels", 4),
         *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
