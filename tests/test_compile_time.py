@@ -106,3 +106,18 @@ def test_sampling_off_leaves_the_table_empty():
         torch.compile(lambda x: x + 1, backend="eager")(torch.randn(2))
     cap = recorder.build()
     assert cap.compile_time_table().empty and cap.compiles[0].timings.by_line_method is None
+
+
+def test_source_and_timings_views_show_compile_time_by_line():
+    from explorer.views import render_view
+
+    with compiler.capture() as cap:
+        torch.compile(costly, backend="eager")(torch.randn(4))
+    compile = cap.compiles[0]
+    source = str(render_view("source", cap, compile))
+    assert "tc-ctime" in source and "compile time: each line" in source
+    loop_row = next(row for row in source.split("<tr") if "x</span>" in row and "unrolls" in row)
+    assert "tc-ctime" in loop_row and "Dynamo tracing" in loop_row  # its cell, hover: seconds per phase
+    timings = str(render_view("timings", cap, compile))
+    assert "Compile time by line" in timings and "± interval × √samples" in timings
+    assert "x = x + i" in timings

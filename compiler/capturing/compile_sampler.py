@@ -61,7 +61,12 @@ LINE_SOURCES = {
     "Scheduler._codegen": "node",
 }
 OTHER_PHASE = "Other (compile)"
-IMPORTING = "importing Python modules"  # a first compile in a process imports much of torch
+# one-time work no line is to blame for, by the function on the stack (inside any line source)
+DETAILS = {
+    "_find_and_load": "importing Python modules",  # a first compile in a process imports much of torch
+    "Popen.communicate": "waiting for a subprocess (compiler, ISA probe)",
+    "Popen.wait": "waiting for a subprocess (compiler, ISA probe)",
+}
 _TORCH_DIR: str | None = None  # torch's own source directory (set by install): not the user's code
 
 
@@ -152,15 +157,15 @@ def read_stack(frame) -> tuple[str, str | None, int | None, str | None, str | No
         name = frame.f_code.co_qualname
         if source is None and name in LINE_SOURCES:
             source = (name, frame)
-        elif name == "_find_and_load" and source is None:
-            detail = IMPORTING
+        elif detail is None and source is None and name in DETAILS:
+            detail = DETAILS[name]
         phase = PHASE_MARKERS.get(name)
         if phase is not None:
             break
         frame = frame.f_back
     else:
         phase = OTHER_PHASE
-    if source is None:
+    if source is None or detail is not None:
         return phase, None, None, None, detail
     name, found = source
     value = found.f_locals.get(LINE_SOURCES[name])

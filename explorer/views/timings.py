@@ -1,7 +1,7 @@
 """Timings: where compile time went (per stage, inline SVG bars) and eager vs compiled runtime."""
 from __future__ import annotations
 
-from ..html import columns, heading, join, key_values, note, para, seconds, tag, unavailable
+from ..html import columns, heading, join, key_values, note, para, seconds, shorten, table, tag, unavailable
 from .source import line_time_table
 
 LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
@@ -64,6 +64,23 @@ def compile_time_section(compile):
     ])
 
 
+def compile_time_by_line(compile, limit: int = 15):
+    """Where this compile's time went, by line of the user's code and phase (sampled), largest first."""
+    stage = compile.timings
+    if not stage.available or not stage.by_line:
+        return None
+    rows = stage.by_line[:limit]
+    body = [[str(r.line) if r.line is not None else "–", tag("code", shorten(r.code or "", 48), style="white-space: pre"),
+             r.module or "", r.phase, tag("span", f"{seconds(r.seconds)} ± {seconds(r.error_s)}",
+                                          style="white-space: nowrap"), f"{r.share:.0%}"] for r in rows]
+    more = len(stage.by_line) - len(rows)
+    return join([heading("Compile time by line", 4),
+                 tag("div", table(["line", "code", "module", "phase", "seconds", "share"], body),
+                     style="overflow-x: auto; max-width: 100%"),
+                 para((f"{more} smaller rows in cap.compile_time_table(). " if more > 0 else "")
+                      + (stage.by_line_method or ""), cls="tc-muted")])
+
+
 def runtime_chart(runtime):
     """Eager and compiled: a bar to the median, a whisker across the q1–q3 spread."""
     rows = [("eager", runtime.eager), ("compiled", runtime.compiled)]
@@ -121,4 +138,5 @@ def runtime_section(capture):
 def render_timings(capture, compile) -> str:
     by_line = line_time_table(capture, compile)
     runtime = runtime_section(capture)
-    return join([compile_time_section(compile), columns(runtime, by_line) if by_line else runtime])
+    return join([compile_time_section(compile), compile_time_by_line(compile),
+                 columns(runtime, by_line) if by_line else runtime])
