@@ -164,6 +164,14 @@ class Capture(CaptureData, JsonFile):
 
         return save_trace(self, path)
 
+    def save_perfetto(self, path):
+        """Write the compile events of every compile (one track each, with compile ids) and, where measured,
+        the kernels' times per call (another track) as one Chrome trace-event JSON file for
+        ui.perfetto.dev or chrome://tracing (``compiler.readers.perfetto``); written atomically."""
+        from compiler.readers.perfetto import save_perfetto
+
+        return save_perfetto(self, path)
+
     def diff(self, other, **kwargs):
         """Stage-by-stage differences to another capture (``compiler.analyses.diff.diff``)."""
         from compiler.analyses.diff import diff
