@@ -121,3 +121,12 @@ def test_source_and_timings_views_show_compile_time_by_line():
     timings = str(render_view("timings", cap, compile))
     assert "Compile time by line" in timings and "± interval × √samples" in timings
     assert "x = x + i" in timings
+
+
+def test_module_table_sums_submodules_at_a_depth():
+    with compiler.capture() as cap:
+        torch.compile(Model(), backend="aot_eager")(torch.randn(2, 8))
+    flat = cap.compile_time_table(by="module")
+    cut = cap.compile_time_table(by="module", depth=2)
+    assert set(cut.module) <= {"blocks.0", "blocks.1", "(no module)"}
+    assert cut.seconds.sum() == pytest.approx(flat.seconds.sum())

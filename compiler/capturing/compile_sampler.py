@@ -189,6 +189,7 @@ class CompileSampler:
         self.accepts = accepts or (lambda compile_id: True)
         self.samples: list[Sample] = []
         self.errors = 0  # samples that could not be read (a frame changed under us): counted, skipped
+        self.busy_s = 0.0  # time spent taking samples (holding the GIL the compile needs): the sampler's cost
         self._target: tuple | None = None  # (thread id, compile id, which start, when) while compiling
         self._starts = 0  # compiles started: a new one must not count the time since the last one's end
         self._wake = threading.Condition()
@@ -224,20 +225,22 @@ class CompileSampler:
             if which != current:
                 last, current = started, which
             time.sleep(self.interval_s)
-            frame = sys._current_frames().get(thread)
             now = time.perf_counter()
+            frame = sys._current_frames().get(thread)
             if frame is None or self._target is None or self._target[2] != which:
                 continue
             try:
                 phase, file, line, module, detail = read_stack(frame)
             except Exception:  # noqa: BLE001 — a frame torch changed mid-read: skip this sample
                 self.errors += 1
+                self.busy_s += time.perf_counter() - now
                 continue
             finally:
                 del frame
             seconds = now - last
             last = now
             self.samples.append(Sample(time.time(), seconds, compile_id, phase, file, line, module, detail))
+            self.busy_s += time.perf_counter() - now
 
     def install(self) -> None:
         global _TORCH_DIR
@@ -278,4 +281,4 @@ class CompileSampler:
         """How the samples were taken, for the stage's ``method``."""
         seconds = [s.seconds for s in self.samples]
         return {"interval_s": self.interval_s, "samples": len(self.samples), "errors": self.errors,
-                "mean_interval_s": sum(seconds) / len(seconds) if seconds else None}
+                "mean_interval_s": sum(seconds) / len(seconds) if seconds else None, "busy_s": self.busy_s}

@@ -173,6 +173,8 @@ class Recorder:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
             samples = (self.sampler.samples, self.sampler.method()) if self.sampler is not None else None
+            if samples is not None:
+                self.options["compile_sampling"] = samples[1]  # interval, samples, the sampler's own busy_s
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
                             environment(), self.error, self.counters, self.autotune.results, measurements,
                             compile_samples=samples)
@@ -190,7 +192,7 @@ def new_capture(data: dict, live: LiveState | None) -> Capture:
 
 @contextlib.contextmanager
 def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-            options: dict | None = None, job_dir=None):
+            options: dict | None = None, job_dir=None, sample_compile: bool = True):
     """Capture every torch.compile stage while the block runs.
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
@@ -199,9 +201,10 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     in when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
+    ``sample_compile=False``: no compile time by line (``compiler.capturing.compile_sampler``).
     """
     recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
-                        options=options)
+                        options=options, sample_compile=sample_compile)
     result = Capture.empty(live=recorder.live)
     try:
         with recorder:

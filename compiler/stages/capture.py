@@ -103,17 +103,18 @@ class Capture(CaptureData, JsonFile):
 
         return line_table(self)
 
-    def compile_time_table(self, by: str = "line"):
+    def compile_time_table(self, by: str = "line", depth: int | None = None):
         """Where the compile time went, by line of the user's code: a pandas DataFrame with one row per
         compile, line and phase — ``line``, ``code``, ``module``, ``phase``, ``seconds``, ``share`` (of the
         compile's sampled time), ``samples``, ``error_s`` (± interval × √samples) — largest first.
-        ``by="module"`` or ``"phase"``: summed over all compiles per module or phase. Sampled while
+        ``by="module"`` or ``"phase"``: summed over all compiles per module (the innermost one torch knew;
+        ``depth=2`` sums ``h.0.attn.c_proj`` into ``h.0``) or phase. Sampled while
         torch compiled (each compile's ``timings.by_line_method`` says how); empty for a loaded TORCH_TRACE."""
         import pandas as pd
 
         from compiler.stages.compile_time import compile_time_rows
 
-        rows = compile_time_rows(self, by)
+        rows = compile_time_rows(self, by, depth)
         columns = (["compile_id", "line", "code", "module", "phase", "seconds", "share", "samples", "error_s", "file"]
                    if by == "line" else [by, "seconds", "share", "samples"])
         frame = pd.DataFrame(rows, columns=columns)

@@ -63,12 +63,15 @@ def by_line(samples, method: dict, sources) -> dict:
             f"(mean interval {interval * 1e3:.1f} ms, {len(samples)} samples covering {total:.3g} s); each sample "
             f"counts the time since the previous one, so a row's seconds are within about ± interval × √samples "
             f"(error_s). Dynamo: the line its translator is at; AOTAutograd and Inductor: the FX node's "
-            f"stack_trace; code generation: the scheduler node's FX origins")
+            f"stack_trace; code generation: the scheduler node's FX origins"
+            + (f". Taking the samples held the compiling thread's GIL for {method['busy_s'] * 1e3:.0f} ms in all "
+               f"(the sampler's own cost, over every compile of the capture)" if method.get("busy_s") else ""))
     return {"by_line": out, "by_line_method": text}
 
 
-def compile_time_rows(capture, by: str = "line") -> list[dict]:
-    """Rows of ``Capture.compile_time_table``: per compile and line (``by="line"``), per module or per phase."""
+def compile_time_rows(capture, by: str = "line", depth: int | None = None) -> list[dict]:
+    """Rows of ``Capture.compile_time_table``: per compile and line (``by="line"``), per module or per phase;
+    ``depth`` cuts module paths to their first ``depth`` parts (``h.0.attn.c_proj`` → ``h.0`` at 2)."""
     rows = []
     for c in capture.compiles:
         for r in c.timings.by_line if c.timings.available else []:
@@ -81,6 +84,8 @@ def compile_time_rows(capture, by: str = "line") -> list[dict]:
     grouped: dict[str, dict] = {}
     for r in rows:
         name = r[by] if r[by] is not None else ("(no module)" if by == "module" else "(unknown)")
+        if by == "module" and depth and r[by] is not None:
+            name = ".".join(name.split(".")[:depth])
         g = grouped.setdefault(name, {by: name, "seconds": 0.0, "samples": 0})
         g["seconds"] += r["seconds"]
         g["samples"] += r["samples"]
