@@ -122,3 +122,17 @@ def test_the_validator_rejects_partial_overlaps_and_bad_events():
     for bad in ({**good, "ts": 5, "dur": 10}, {**good, "dur": -1}, {**good, "pid": "1"}, {**good, "ph": "Q"}):
         with pytest.raises(AssertionError):
             validate_trace_events({"traceEvents": [good, bad]})
+
+
+def test_the_timings_view_links_the_same_trace(cap, tmp_path):
+    import base64
+    import re
+
+    from explorer.views import render_view
+
+    page = str(render_view("timings", cap, cap.compiles[0]))
+    found = re.search(r'href="data:application/json;base64,([^"]+)"[^>]*download="tcompile_perfetto.json"', page)
+    assert found
+    linked = json.loads(base64.b64decode(found.group(1)))
+    validate_trace_events(linked)
+    assert linked == json.loads(cap.save_perfetto(tmp_path / "t.json").read_text())

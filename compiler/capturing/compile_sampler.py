@@ -201,7 +201,10 @@ class CompileSampler:
     def _on_start(self, args) -> None:
         compile_id = getattr(args, "compile_id", None)
         compile_id = None if compile_id in (None, "None") else str(compile_id)
-        if not self.accepts(compile_id):
+        try:
+            if not self.accepts(compile_id):
+                return
+        except Exception:  # noqa: BLE001 — never break torch's compile: this compile is not sampled
             return
         with self._wake:
             self._starts += 1
