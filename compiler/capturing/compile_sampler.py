@@ -9,7 +9,8 @@ and the user's line torch is working on, found from torch's own frames:
   object it traces (``f_code``) and the line it is at (``lineno``), its ``nn_module_stack``;
 - AOTAutograd, graph passes, Inductor lowering: the innermost ``Interpreter.run_node`` /
   ``GraphLowering.run_node`` frame's FX node ``n`` — its ``meta["stack_trace"]`` names the user line,
-  ``meta["nn_module_stack"]`` the module;
+  ``meta["nn_module_stack"]`` the module; with no such frame (AOTAutograd tracing the backward through
+  the autograd engine), ``torch.fx.traceback.current_meta``, the metadata torch gives the nodes it creates;
 - code generation: ``Scheduler._codegen``'s current scheduler node, through its FX origins;
 - C++/Triton compilation and waiting for it: the phase only (one file compiles all kernels on CPU).
 
@@ -150,6 +151,18 @@ def _user_translator(tx):
     return tx
 
 
+def _traced_meta_where() -> tuple[str | None, int | None, str | None]:
+    """Where no frame names a node: the metadata torch gives the FX nodes it creates right now
+    (``torch.fx.traceback.current_meta`` under ``preserve_node_meta``). AOTAutograd traces the backward
+    through the autograd engine, and its hooks set the forward node's ``stack_trace`` there."""
+    traceback = sys.modules.get("torch.fx.traceback")
+    if traceback is None or not getattr(traceback, "should_preserve_node_meta", False):
+        return None, None, None
+    meta = traceback.current_meta
+    file, line = stack_trace_line(meta.get("stack_trace"))
+    return file, line, module_path(meta.get("nn_module_stack")) if line is not None else None
+
+
 def read_stack(frame) -> tuple[str, str | None, int | None, str | None, str | None]:
     """(phase, file, line, module, detail) of the compiling thread's innermost frame ``frame``."""
     source = detail = None
@@ -165,8 +178,10 @@ def read_stack(frame) -> tuple[str, str | None, int | None, str | None, str | No
         frame = frame.f_back
     else:
         phase = OTHER_PHASE
-    if source is None or detail is not None:
+    if detail is not None:
         return phase, None, None, None, detail
+    if source is None:
+        return (phase, *_traced_meta_where(), None)
     name, found = source
     value = found.f_locals.get(LINE_SOURCES[name])
     if value is None:

@@ -83,7 +83,7 @@ def compile_time_rows(capture, by: str = "line", depth: int | None = None) -> li
     total = sum(r["seconds"] for r in rows) or 1.0
     grouped: dict[str, dict] = {}
     for r in rows:
-        name = r[by] if r[by] is not None else ("(no module)" if by == "module" else "(unknown)")
+        name = r[by] if r[by] is not None else ("(top level, or no module)" if by == "module" else "(unknown)")
         if by == "module" and depth and r[by] is not None:
             name = ".".join(name.split(".")[:depth])
         g = grouped.setdefault(name, {by: name, "seconds": 0.0, "samples": 0})
