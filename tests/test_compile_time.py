@@ -130,3 +130,20 @@ def test_module_table_sums_submodules_at_a_depth():
     cut = cap.compile_time_table(by="module", depth=2)
     assert set(cut.module) <= {"blocks.0", "blocks.1", "(top level, or no module)"}
     assert cut.seconds.sum() == pytest.approx(flat.seconds.sum())
+
+
+def test_inductor_phases_and_slow_sampling_while_waiting_for_the_compiler():
+    def pointwise(x):
+        y = x.sin() * 2
+        return y.cos() + x
+
+    with compiler.capture(fresh=True) as cap:  # caches off: Inductor lowers, generates and compiles C++
+        torch.compile(pointwise)(torch.randn(256))
+    table = cap.compile_time_table()
+    assert {"Dynamo tracing", "AOTAutograd"} <= set(table.phase)
+    assert set(table.phase) & {"Lowering to IR", "Code generation", "Scheduling & fusion", "Inductor"}
+    waiting = table[table.phase.isin(["C++ compile", "Waiting for kernel compiles"])]
+    assert waiting.line.isna().all()  # g++ works on every kernel at once: no line is to blame
+    if waiting.samples.sum() >= 5:  # every 50 ms while torch only waits, not every 5 ms
+        assert waiting.seconds.sum() / waiting.samples.sum() > 0.03
+    assert table.seconds.sum() == pytest.approx(cap.compiles[0].compile_seconds, rel=0.15)

@@ -43,9 +43,10 @@ def by_line(samples, method: dict, sources) -> dict:
     for s in samples:
         key = (s.file, s.line, s.phase, None if s.line is not None else s.detail)
         row = rows.setdefault(key, {"file": s.file, "line": s.line, "phase": s.phase, "seconds": 0.0, "samples": 0,
-                                    "code": key[3]})
+                                    "code": key[3], "error_s": 0.0})
         row["seconds"] += s.seconds
         row["samples"] += 1
+        row["error_s"] += s.seconds ** 2
         if s.module:
             modules[key][s.module] += s.seconds
     total = sum(r["seconds"] for r in rows.values())
@@ -56,13 +57,13 @@ def by_line(samples, method: dict, sources) -> dict:
                        else f"({row['code'] or 'no line: torch working on no user line'})")
         row["module"] = max(modules[key].items(), key=lambda kv: kv[1])[0] if modules[key] else None
         row["share"] = row["seconds"] / total if total else 0.0
-        row["error_s"] = interval * math.sqrt(row["samples"])
+        row["error_s"] = math.sqrt(row["error_s"])  # ± √(Σ interval²): interval × √samples when they are even
         out.append(row)
     out.sort(key=lambda r: -r["seconds"])
     text = (f"sampled the compiling thread's stack every {method['interval_s'] * 1e3:.0f} ms while torch compiled "
             f"(mean interval {interval * 1e3:.1f} ms, {len(samples)} samples covering {total:.3g} s); each sample "
             f"counts the time since the previous one, so a row's seconds are within about ± interval × √samples "
-            f"(error_s). Dynamo: the line its translator is at; AOTAutograd and Inductor: the FX node's "
+            f"(error_s: √(Σ interval²), the intervals being uneven; every 50 ms while torch only waits for g++). Dynamo: the line its translator is at; AOTAutograd and Inductor: the FX node's "
             f"stack_trace; code generation: the scheduler node's FX origins"
             + (f". Taking the samples held the compiling thread's GIL for {method['busy_s'] * 1e3:.0f} ms in all "
                f"(the sampler's own cost, over every compile of the capture)" if method.get("busy_s") else ""))

@@ -1073,7 +1073,7 @@ class LineCompileTime(Data):
     seconds: float = 0.0
     share: float = 0.0  # of this compile's sampled time
     samples: int = 0
-    error_s: float = 0.0  # ± interval × √samples
+    error_s: float = 0.0  # ± √(Σ interval²) of its samples: interval × √samples when they are even
 
 
 @dataclass(repr=False, eq=False)
