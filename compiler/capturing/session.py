@@ -12,7 +12,7 @@ import traceback
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
 from compiler.capturing.compile_sampler import CompileSampler
-from compiler.stages.bytecode import transformation
+from compiler.stages.bytecode import attach_decompiling, transformation
 from compiler.capturing.environment import environment
 from compiler.stages.capture import Capture
 from compiler.capturing.records import RecordCollector, receives
@@ -178,7 +178,9 @@ class Recorder:
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
                             environment(), self.error, self.counters, self.autotune.results, measurements,
                             compile_samples=samples)
-            return new_capture(data, self.live)
+            built = new_capture(data, self.live)
+            attach_decompiling(built.compiles, self.bytecode.by_compile)
+            return built
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "
                                                  "records are in capture.live.records)",

@@ -422,6 +422,19 @@ class CodeListing(Data):
     decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
     decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
 
+    def __getattribute__(self, name):
+        # a live capture decompiles on first read (compiler.stages.bytecode.attach_decompiling)
+        if name in _DECOMPILED:
+            state = object.__getattribute__(self, "__dict__")
+            if "_pending_code" in state:
+                from compiler.stages.bytecode import decompile
+
+                state.update(decompile(state.pop("_pending_code")))
+        return object.__getattribute__(self, name)
+
+
+_DECOMPILED = frozenset({"decompiled", "decompiled_reason"})
+
 
 @dataclass(repr=False, eq=False)
 class Bytecode(Stage):
