@@ -187,8 +187,8 @@ def read_stack(frame) -> tuple[str, str | None, int | None, str | None, str | No
         phase = OTHER_PHASE
     if detail is not None:
         return phase, None, None, None, detail
-    if source is None:
-        return (phase, *_traced_meta_where(), None)
+    if source is None:  # the nodes' metadata only while AOTAutograd traces: elsewhere it may be a stale node's
+        return (phase, *(_traced_meta_where() if phase == "AOTAutograd" else (None, None, None)), None)
     name, found = source
     value = found.f_locals.get(LINE_SOURCES[name])
     if value is None:
@@ -217,7 +217,6 @@ class CompileSampler:
         self._wake = threading.Condition()
         self._stop = False
         self._thread: threading.Thread | None = None
-        self._installed = False
 
     # --- torch's callbacks, on the compiling thread -----------------------------------------------
     def _on_start(self, args) -> None:
@@ -282,7 +281,6 @@ class CompileSampler:
         callback_handler.register_start_callback(self._on_start)
         try:
             callback_handler.register_end_callback(self._on_end)
-            self._installed = True
             self._thread = threading.Thread(target=self._loop, name="tcompile-compile-sampler", daemon=True)
             self._thread.start()
         except BaseException:
@@ -302,7 +300,6 @@ class CompileSampler:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self._installed = False
 
     def method(self) -> dict:
         """How the samples were taken, for the stage's ``method``."""
