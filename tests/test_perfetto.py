@@ -136,3 +136,18 @@ def test_the_timings_view_links_the_same_trace(cap, tmp_path):
     linked = json.loads(base64.b64decode(found.group(1)))
     validate_trace_events(linked)
     assert linked == json.loads(cap.save_perfetto(tmp_path / "t.json").read_text())
+
+
+def test_a_torch_trace_log_gives_the_same_compile_tracks(cap, tmp_path):
+    log = cap.save_trace(tmp_path / "trace.log")  # the TORCH_TRACE format tlparse reads
+    out = tmp_path / "from_log.json"
+    assert main(["report", str(log), "--perfetto", str(out)]) == 0
+    from_log = json.loads(out.read_text())
+    validate_trace_events(from_log)
+    live = json.loads(cap.save_perfetto(tmp_path / "live.json").read_text())
+    compile_slices = lambda doc: sorted((e["args"]["compile_id"], e["args"]["event"], e["ts"], e["dur"])  # noqa: E731
+                                        for e in doc["traceEvents"] if e.get("cat") == "compile")
+    assert compile_slices(from_log) == compile_slices(live)
+    loaded = compiler.load_trace(log)
+    assert loaded.compile_time_table().empty  # sampling is live-only: a log holds no samples
+    assert all(c.timings.by_line_method is None for c in loaded.compiles)
