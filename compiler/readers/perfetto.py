@@ -27,6 +27,12 @@ RUNTIME_CATEGORY = "runtime"
 RUNTIME_LAYOUT = ("measured time per call of the function, laid end to end in the order of the generated code: "
                   "durations are measured, positions are not a timeline")
 GAP_US = 1000.0  # between the last compile event and the runtime track's first kernel
+NAME_LIMIT = 200  # characters of a track's or slice's name: a trace viewer shows one line of it
+
+
+def _short(text) -> str:
+    text = str(text)
+    return text if len(text) <= NAME_LIMIT else text[:NAME_LIMIT - 1] + "…"
 
 
 def _meta(pid: int, tid: int | None, kind: str, value) -> dict:
@@ -41,15 +47,15 @@ def _compile_events(capture, pid: int, origin_s: float) -> tuple[list[dict], flo
     for tid, c in enumerate(capture.compiles, start=1):
         if not c.timings.available or not c.timings.events:
             continue
-        events.append(_meta(pid, tid, "thread_name", f"compile {c.compile_id}" + (f" ({c.name})" if c.name else "")))
+        events.append(_meta(pid, tid, "thread_name", _short(f"compile {c.compile_id}" + (f" ({c.name})" if c.name else ""))))
         events.append(_meta(pid, tid, "thread_sort_index", tid))
         for e in c.timings.events:
             ts = (e.start - origin_s) * 1e6
             dur = max(0.0, e.seconds * 1e6)
             end = max(end, ts + dur)
-            events.append({"name": e.label or e.name, "cat": COMPILE_CATEGORY, "ph": "X", "ts": round(ts, 3),
+            events.append({"name": _short(e.label or e.name), "cat": COMPILE_CATEGORY, "ph": "X", "ts": round(ts, 3),
                            "dur": round(dur, 3), "pid": pid, "tid": tid,
-                           "args": {"compile_id": c.compile_id, "event": e.name, "depth": e.depth}})
+                           "args": {"compile_id": c.compile_id, "event": _short(e.name), "depth": e.depth}})
     return events, end
 
 
@@ -67,9 +73,9 @@ def _runtime_events(capture, pid: int, start_us: float) -> list[dict]:
         ts = start_us
         for k in kernels:
             dur = k.seconds * 1e6
-            events.append({"name": k.name, "cat": RUNTIME_CATEGORY, "ph": "X", "ts": round(ts, 3),
+            events.append({"name": _short(k.name), "cat": RUNTIME_CATEGORY, "ph": "X", "ts": round(ts, 3),
                            "dur": round(dur, 3), "pid": pid, "tid": tid,
-                           "args": {"compile_id": c.compile_id, "kernel": k.key, "role": k.role,
+                           "args": {"compile_id": c.compile_id, "kernel": _short(k.key), "role": k.role,
                                     "calls_per_call": k.calls, "lines": k.lines, "time_source": c.provenance.time_source,
                                     "layout": RUNTIME_LAYOUT}})
             ts += dur
@@ -81,7 +87,7 @@ def _runtime_events(capture, pid: int, start_us: float) -> list[dict]:
         ts = start_us
         for k in profile.kernels:
             dur = k.gpu_time_us_per_call
-            events.append({"name": k.name, "cat": RUNTIME_CATEGORY, "ph": "X", "ts": round(ts, 3),
+            events.append({"name": _short(k.name), "cat": RUNTIME_CATEGORY, "ph": "X", "ts": round(ts, 3),
                            "dur": round(dur, 3), "pid": pid, "tid": tid,
                            "args": {"calls": k.calls, "layout": RUNTIME_LAYOUT}})
             ts += dur
@@ -95,7 +101,7 @@ def perfetto_trace(captures: dict[str, object]) -> dict:
     origin_s = min(starts) if starts else 0.0
     events = []
     for pid, (name, capture) in enumerate(captures.items(), start=1):
-        events += [_meta(pid, None, "process_name", name), _meta(pid, None, "process_sort_index", pid)]
+        events += [_meta(pid, None, "process_name", _short(name)), _meta(pid, None, "process_sort_index", pid)]
         compile_events, end = _compile_events(capture, pid, origin_s)
         events += compile_events + _runtime_events(capture, pid, end + GAP_US)
     return {"traceEvents": events, "displayTimeUnit": "ms",
