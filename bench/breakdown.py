@@ -41,11 +41,15 @@ def _compile(variant: str, fn, args) -> tuple[float, float, float]:
     else:
         session.assemble = timed_assemble
         try:
-            with compiler.capture(artifact_logs=(variant == "full")):
+            with compiler.capture(artifact_logs=(variant == "full")) as cap:
                 compiled(*args)
         finally:
             session.assemble = original
-    return time.process_time() - cpu, time.perf_counter() - wall, sum(assemble_cpu)
+        # of the capture's cost: the compile sampler's own time, and torch's for the structured trace's payloads
+        sampler = (cap.options.get("compile_sampling") or {}).get("busy_s", 0.0)
+        logging = sum(c.metrics.get("structured_logging_overhead_s") or 0.0 for c in cap.compiles)
+        return time.process_time() - cpu, time.perf_counter() - wall, sum(assemble_cpu), sampler, logging
+    return time.process_time() - cpu, time.perf_counter() - wall, sum(assemble_cpu), 0.0, 0.0
 
 
 def measure(workload: str, reps: int) -> dict:
@@ -62,6 +66,8 @@ def measure(workload: str, reps: int) -> dict:
     med = {v: {"cpu_s": statistics.median(s[0] for s in xs), "wall_s": statistics.median(s[1] for s in xs)}
            for v, xs in samples.items()}
     med["full"]["assemble_cpu_s"] = statistics.median(s[2] for s in samples["full"])
+    med["full"]["sampler_s"] = statistics.median(s[3] for s in samples["full"])
+    med["full"]["torch_structured_logging_s"] = statistics.median(s[4] for s in samples["full"])
     return {"medians": med, "samples": samples, "reps": reps}
 
 
@@ -77,7 +83,9 @@ def run(quick: bool, log=print) -> tuple[list[Row], dict]:
         plain, trace_only, full = m["plain"], m["trace_only"], m["full"]
         split = (f"of the extra CPU {seconds(full['cpu_s'] - plain['cpu_s'])}: structured trace + hooks "
                  f"{seconds(trace_only['cpu_s'] - plain['cpu_s'] - full['assemble_cpu_s'])}, Inductor IR loggers "
-                 f"{seconds(full['cpu_s'] - trace_only['cpu_s'])}, assembling the capture {seconds(full['assemble_cpu_s'])}")
+                 f"{seconds(full['cpu_s'] - trace_only['cpu_s'])}, assembling the capture {seconds(full['assemble_cpu_s'])}"
+                 f" (within the first: torch's own structured-logging time {seconds(full['torch_structured_logging_s'])}, "
+                 f"the compile sampler {seconds(full['sampler_s'])})")
         log(f"  {workload:<17} wall {seconds(full['wall_s'])} vs {seconds(plain['wall_s'])}, "
             f"CPU {seconds(full['cpu_s'])} vs {seconds(plain['cpu_s'])}; {split}")
         out.append(Row(f"warm-process compile wall time: {workload}, capture vs plain", seconds(full["wall_s"]),

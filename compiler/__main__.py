@@ -1,6 +1,7 @@
 """``python -m compiler report PATH -o report.html``: one standalone HTML file (every stage; for a job,
 the rank comparison first) from a TORCH_TRACE log, a job directory or a saved capture — no Jupyter,
-no server; opens offline."""
+no server; opens offline. ``--perfetto OUT.json``: the compile events (and measured kernel times) as a
+Chrome trace-event file for ui.perfetto.dev instead (and the HTML too when ``-o`` is given)."""
 from __future__ import annotations
 
 import argparse
@@ -23,21 +24,29 @@ def _main(argv=None) -> int:
     report = commands.add_parser("report", help="write a standalone HTML report of a trace, a job or a capture")
     report.add_argument("path", help="a TORCH_TRACE log file, a directory of per-rank logs or saved captures, "
                                      "or a tcompile capture (.json)")
-    report.add_argument("-o", "--output", default="report.html",
-                        help="the HTML file to write (report.html); - writes the page to stdout")
+    report.add_argument("-o", "--output", default=None,
+                        help="the HTML file to write (report.html, unless only --perfetto is asked for); - writes the "
+                             "page to stdout")
+    report.add_argument("--perfetto", metavar="OUT.json", default=None,
+                        help="write the compile events of every compile, one track each, as Chrome trace-event "
+                             "JSON (opens in ui.perfetto.dev and chrome://tracing)")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
                              "it names from this machine (regular .py files only, size-capped)")
     args = parser.parse_args(argv)
-    if args.output != "-":
+    if args.output is None and not args.perfetto:
+        args.output = "report.html"
+    for output in (args.output, args.perfetto):
+        if output is None or output == "-":
+            continue
         from compiler.readers.files import output_target
 
-        if args.path.strip() and _overwrites_input(args.path, args.output):
-            return _fail(f"-o {args.output} is the input itself (or a file of the input job): the report would "
-                         "overwrite it; name another file")
+        if args.path.strip() and _overwrites_input(args.path, output):
+            return _fail(f"{output} is the input itself (or a file of the input job): writing it would "
+                         "overwrite the input; name another file")
         try:
-            output_target(args.output)
+            output_target(output)
         except OSError as exc:
             return _fail(exc)
 
@@ -57,6 +66,15 @@ def _main(argv=None) -> int:
         return _fail(f"{args.path}: {type(exc).__name__}: {exc}")
     for warning in caught:
         print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
+    if args.perfetto:
+        from compiler.readers.perfetto import save_perfetto
+
+        try:
+            print(f"wrote {save_perfetto(loaded, args.perfetto)} (Chrome trace events)")
+        except OSError as exc:
+            return _fail(exc)
+        if args.output is None:
+            return 0
     from compiler.drawing import renderer
     from compiler.readers.files import shown_text
 

@@ -1,5 +1,5 @@
 """Issue 16 item 8: the transformed bytecode and each resume function decompiled to Python by depyf, at
-capture time, from real compiles (backend="eager": Dynamo's bytecode is the point, not Inductor)."""
+first read (not in the compile's path: issue 22 item 5), from real compiles (backend="eager": Dynamo's bytecode is the point, not Inductor)."""
 from __future__ import annotations
 
 import ast
@@ -137,3 +137,23 @@ def test_long_code_decompiles_untidied_and_leaves_the_environment_alone(monkeypa
     text = decompile(code)["decompiled"]
     assert "x = (x + 199)" in text and "return x" in text
     assert "DEPYF_REMOVE_TEMP" not in __import__("os").environ
+
+
+def test_decompiling_waits_for_the_first_read_and_runs_once(monkeypatch):
+    import compiler.stages.bytecode as bytecode
+
+    calls = []
+    real = bytecode.decompile
+    monkeypatch.setattr(bytecode, "decompile", lambda code: calls.append(code.co_name) or real(code))
+    torch._dynamo.reset()
+    with compiler.capture() as captured:
+        torch.compile(with_break, backend="eager")(torch.randn(4))
+    assert calls == []  # the capture is built without depyf
+    first, resume = by_role(captured)
+    text = first.bytecode.transformed.decompiled
+    assert text and calls == [first.bytecode.transformed.name]
+    assert first.bytecode.transformed.decompiled is text and len(calls) == 1  # once
+    data = captured.to_data()  # a save decompiles what was not read yet: the resume function's two listings
+    assert len(calls) == 3
+    again = compiler.Capture.from_data(data)
+    assert again.compile(resume.compile_id).bytecode.original.decompiled == resume.bytecode.original.decompiled

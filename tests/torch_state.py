@@ -5,7 +5,8 @@ Covered: handlers, level and propagate of the ``torch.__trace`` logger and the a
 (``compiler.capturing.records.ARTIFACT_LOGGERS``); the level, propagate flag and handlers of every ``torch``
 logger that existed before (and its filters); torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
 the compile stance; Inductor's autotune feedback hooks; Inductor, Dynamo and functorch config;
-the profile and trace hooks; grad mode and the default dtype; the SIGINT handler.
+the profile and trace hooks; grad mode and the default dtype; the SIGINT handler; Dynamo's compile
+start/end callbacks and tcompile's own threads (the compile sampler).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def load_torch_modules() -> None:
 def snapshot() -> dict:
     import torch
     import torch._functorch.config as functorch_config
+    from torch._dynamo.callback import callback_handler
     from torch._dynamo.convert_frame import _bytecode_hooks
     from torch._dynamo.eval_frame import _stance
     from torch._logging._internal import log_state, trace_log
@@ -59,6 +61,8 @@ def snapshot() -> dict:
         "profile/trace hooks": (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace()),
         "grad mode, default dtype": (torch.is_grad_enabled(), torch.get_default_dtype()),
         "SIGINT handler": signal.getsignal(signal.SIGINT),
+        "compile callbacks": (list(callback_handler.start_callbacks), list(callback_handler.end_callbacks)),
+        "tcompile threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("tcompile")),
     }
 
 

@@ -11,7 +11,8 @@ import traceback
 
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
-from compiler.stages.bytecode import transformation
+from compiler.capturing.compile_sampler import CompileSampler
+from compiler.stages.bytecode import attach_decompiling, transformation
 from compiler.capturing.environment import environment, warn_if_untested_torch
 from compiler.stages.capture import Capture
 from compiler.capturing.records import RecordCollector, receives
@@ -101,14 +102,16 @@ def classify_error(exc: BaseException, records) -> dict:
 
 class Recorder:
     """The hooks that watch torch.compile, as one context manager: on entry it installs the log
-    handlers, the bytecode hook, the autotune hook and (``fresh``) the cache-disabling config patch;
+    handlers, the bytecode hook, the autotune hook, the compile sampler (``sample_compile``: torch's
+    compile callbacks and a thread that samples only while torch compiles) and (``fresh``) the
+    cache-disabling config patch;
     on exit — normal, error or KeyboardInterrupt — it removes every one of them, in reverse order.
     An exception raised in the block is classified into ``error`` (and swallowed only when
     ``suppress_errors`` and it is an ``Exception``). ``build(measurements)`` then makes the Capture,
     once."""
 
     def __init__(self, *, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-                 options: dict | None = None, live: LiveState | None = None):
+                 options: dict | None = None, live: LiveState | None = None, sample_compile: bool = True):
         import torch
         import torch._inductor.config as inductor_config
 
@@ -118,6 +121,8 @@ class Recorder:
         self.collector = RecordCollector(with_artifact_logs=artifact_logs)
         self.bytecode = _BytecodeRecorder(self.live, self.collector)
         self.autotune = AutotuneRecorder(self.collector)
+        # compile time by line of user code (compiler.capturing.compile_sampler); None: not sampled
+        self.sampler = CompileSampler(lambda compile_id: receives(self.collector, compile_id)) if sample_compile else None
         self.options = {**(options or {}), "fresh": fresh,
                         "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
                         "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
@@ -135,10 +140,14 @@ class Recorder:
             stack.callback(lambda: self.collector.uninstall(reported=self.error is not None))
             stack.callback(self.bytecode.uninstall)
             stack.callback(self.autotune.uninstall)
+            if self.sampler is not None:
+                stack.callback(self.sampler.uninstall)
             self.collector.listeners.append(self.autotune.install)
             self.collector.install()
             self.bytecode.install()
             self.autotune.install()
+            if self.sampler is not None:
+                self.sampler.install()
             if self.fresh:
                 stack.enter_context(inductor_config.patch(force_disable_caches=True))
         except BaseException:
@@ -166,9 +175,15 @@ class Recorder:
         if self.collector.overlapping_captures:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
+            samples = (self.sampler.samples, self.sampler.method()) if self.sampler is not None else None
+            if samples is not None:
+                self.options["compile_sampling"] = samples[1]  # interval, samples, the sampler's own busy_s
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
-                            environment(), self.error, self.counters, self.autotune.results, measurements)
-            return new_capture(data, self.live)
+                            environment(), self.error, self.counters, self.autotune.results, measurements,
+                            compile_samples=samples)
+            built = new_capture(data, self.live)
+            attach_decompiling(built.compiles, self.bytecode.by_compile)
+            return built
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "
                                                  "records are in capture.live.records)",
@@ -190,7 +205,7 @@ def new_capture(data: dict, live: LiveState | None) -> Capture:
 
 @contextlib.contextmanager
 def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-            options: dict | None = None, job_dir=None):
+            options: dict | None = None, job_dir=None, sample_compile: bool = True):
     """Capture every torch.compile stage while the block runs.
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
@@ -199,9 +214,10 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     in when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
+    ``sample_compile=False``: no compile time by line (``compiler.capturing.compile_sampler``).
     """
     recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
-                        options=options)
+                        options=options, sample_compile=sample_compile)
     result = Capture.empty(live=recorder.live)
     try:
         with recorder:

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage
+from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
@@ -58,16 +59,18 @@ def _is_known(kind: str) -> bool:
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
              error: dict | None, counters: dict, autotune: list | None = None,
-             measurements: dict | None = None, sources: SourceFiles | None = None, report=None) -> dict:
+             measurements: dict | None = None, sources: SourceFiles | None = None, report=None,
+             compile_samples: tuple | None = None) -> dict:
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
-    ``sources`` says where source text comes from (``compiler.source_files``; default: live, linecache).
+    ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache).
     ``report(record, field, value, why)`` hears of each value read from a record that is not what
-    torch writes (a loaded trace's problems); the value is left out, never fatal."""
+    torch writes (a loaded trace's problems); the value is left out, never fatal.
+    ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``)."""
     with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
         return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-                         sources or SourceFiles("live"), report or _ignore)
+                         sources or SourceFiles("live"), report or _ignore, compile_samples)
 
 
 def _ignore(record, field, value, why) -> None:
@@ -75,7 +78,7 @@ def _ignore(record, field, value, why) -> None:
 
 
 def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-              sources, report) -> dict:
+              sources, report, compile_samples=None) -> dict:
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
@@ -96,6 +99,8 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
                               timing_events.get(cid, []), sources, report) for cid in compile_ids]
+    if compile_samples is not None:
+        _add_compile_samples(compiles, timing_events, compile_samples, sources)
     _resume_sources(compiles)
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
     for c in compiles:
@@ -116,6 +121,18 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     _add_measurements(data, measurements)
     data["summary"] = summarize(data)
     return data
+
+
+def _add_compile_samples(compiles: list[dict], timing_events: dict, compile_samples: tuple, sources) -> None:
+    """Compile time by line (``compiler.stages.compile_time``) into each compile's timings."""
+    samples, method = compile_samples
+    grouped = samples_by_compile(samples, event_spans(timing_events))
+    for c in compiles:
+        if c["timings"].get("available") and grouped.get(c["compile_id"]):
+            try:
+                c["timings"].update(compile_time_by_line(grouped[c["compile_id"]], method, sources))
+            except Exception as exc:  # noqa: BLE001 — a bug here must not cost the timings stage
+                c["timings"]["by_line_method"] = f"tcompile could not sum the samples ({type(exc).__name__}: {exc})"
 
 
 def _add_measurements(data: dict, measurements: dict) -> None:

@@ -107,6 +107,26 @@ class Capture(CaptureData, JsonFile):
 
         return line_table(self)
 
+    def compile_time_table(self, by: str = "line", depth: int | None = None):
+        """Where the compile time went, by line of the user's code: a pandas DataFrame with one row per
+        compile, line and phase — ``line``, ``code``, ``module``, ``phase``, ``seconds``, ``share`` (of the
+        compile's sampled time), ``samples``, ``error_s`` (± interval × √samples) — largest first.
+        ``by="module"`` or ``"phase"``: summed over all compiles per module (the innermost one torch knew;
+        ``depth=2`` sums ``h.0.attn.c_proj`` into ``h.0``) or phase. Sampled while
+        torch compiled (each compile's ``timings.by_line_method`` says how); empty for a loaded TORCH_TRACE."""
+        import pandas as pd
+
+        from compiler.stages.compile_time import compile_time_rows
+
+        rows = compile_time_rows(self, by, depth)
+        columns = (["compile_id", "line", "code", "module", "phase", "seconds", "share", "samples", "error_s", "file"]
+                   if by == "line" else [by, "seconds", "share", "samples"])
+        frame = pd.DataFrame(rows, columns=columns)
+        if by != "line":
+            return frame
+        frame["line"] = frame["line"].astype("Int64")
+        return frame.sort_values("seconds", ascending=False, ignore_index=True)
+
     @property
     def interrupted(self) -> bool:
         """A KeyboardInterrupt stopped the capture: it holds what was recorded until then."""
@@ -171,6 +191,14 @@ class Capture(CaptureData, JsonFile):
         from compiler.readers.trace import save_trace
 
         return save_trace(self, path)
+
+    def save_perfetto(self, path):
+        """Write the compile events of every compile (one track each, with compile ids) and, where measured,
+        the kernels' times per call (another track) as one Chrome trace-event JSON file for
+        ui.perfetto.dev or chrome://tracing (``compiler.readers.perfetto``); written atomically."""
+        from compiler.readers.perfetto import save_perfetto
+
+        return save_perfetto(self, path)
 
     def diff(self, other, **kwargs):
         """Stage-by-stage differences to another capture (``compiler.analyses.diff.diff``)."""

@@ -116,6 +116,19 @@ class CodeListing(Data):
     decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
     decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
 
+    def __getattribute__(self, name):
+        # a live capture decompiles on first read (compiler.stages.bytecode.attach_decompiling)
+        if name in _DECOMPILED:
+            state = object.__getattribute__(self, "__dict__")
+            if "_pending_code" in state:
+                from compiler.stages.bytecode import decompile
+
+                state.update(decompile(state.pop("_pending_code")))
+        return object.__getattribute__(self, name)
+
+
+_DECOMPILED = frozenset({"decompiled", "decompiled_reason"})
+
 
 @dataclass(repr=False, eq=False)
 class Bytecode(Stage):
@@ -797,12 +810,30 @@ class CacheEvent(Data):
 
 
 @dataclass(repr=False, eq=False)
+class LineCompileTime(Data):
+    """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
+    ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
+
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    module: str | None = None  # the nn.Module path, where torch knew it
+    phase: str = ""
+    seconds: float = 0.0
+    share: float = 0.0  # of this compile's sampled time
+    samples: int = 0
+    error_s: float = 0.0  # ± √(Σ interval²) of its samples: interval × √samples when they are even
+
+
+@dataclass(repr=False, eq=False)
 class Timings(Stage):
     NAME: ClassVar[str] = "timings"
     phases: list[Phase] = field(default_factory=list)
     events: list[TimingEvent] = field(default_factory=list)
     cache: list[CacheEvent] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    by_line: list[LineCompileTime] = field(default_factory=list)  # sampled: compile time by line of user code
+    by_line_method: str | None = None  # how by_line was measured and how exact it is (None: not sampled)
 
     def _text(self):
         return _text_table(self.phases, ["label", "seconds", "count"])

@@ -41,10 +41,14 @@ def _marks(line: int, breaks, guards, ops, resume_line) -> list[Html]:
     return marks
 
 
-def _source_table(source, breaks, guards, ops, resume_line=None, provenance=None, uid: str = "") -> Html:
+def _source_table(source, breaks, guards, ops, resume_line=None, provenance=None, uid: str = "",
+                  compile_time=None) -> Html:
     """The function, one row per line; with ``provenance`` (line → ``LineProvenance``) each line that
-    produced work is coloured by its share of the time and opens its nodes and kernels when clicked."""
+    produced work is coloured by its share of the time and opens its nodes and kernels when clicked;
+    with ``compile_time`` (line → ``LineCompileTime`` rows) a column shaded by its share of the compile time."""
     provenance = provenance or {}
+    compile_time = compile_time or {}
+    compile_top = max((sum(r.share for r in rows) for rows in compile_time.values()), default=0)
     top = max((r.time_share or 0 for r in provenance.values()), default=0)
     rows = []
     for offset, markup in enumerate(highlighted_lines(source.text.rstrip("\n"), "python")):
@@ -59,7 +63,8 @@ def _source_table(source, breaks, guards, ops, resume_line=None, provenance=None
                 code_cell = pick_label(uid, _line_key(source.filename, line), code_cell)
                 marks.append(badge(plural(len(prov.kernels), "kernel"), "info") if prov.kernels else None)
             share = tag("td", share_cell(prov.time_share, prov.seconds) if prov else "", cls="tc-heat-cell")
-        cells = [tag("td", str(line), cls="tc-lineno"), tag("td", code_cell, cls="tc-src"), share,
+        compiling = (compile_time_cell(compile_time.get(line), compile_top) if compile_time else None)
+        cells = [tag("td", str(line), cls="tc-lineno"), tag("td", code_cell, cls="tc-src"), share, compiling,
                  tag("td", *[m for m in marks if m], cls="tc-marks")]
         rows.append(tag("tr", *cells, cls=kind, style=heat_style(prov.time_share, top) if prov else None,
                         data_row=_line_key(source.filename, line) if provenance else None))
@@ -80,9 +85,12 @@ def render_source(capture, compile) -> str:
                   badge("guards", "warn"), " guards installed because of this line (hover for conditions) · ",
                   badge("ops", "muted"), " operations traced into this compile's graph", cls="tc-legend")
     provenance = provenance_rows(compile)
+    compile_time = compile_time_rows(compile)
     uid = _uid()
     table_html = _source_table(source, breaks, _guards_by_line(compile), _ops_by_line(compile, filename),
-                               origin[1] if origin else None, provenance, uid)
+                               origin[1] if origin else None, provenance, uid, compile_time)
+    if compile_time:
+        legend = join([legend, compile_time_legend(compile)])
     if not provenance:
         return join([intro, resume_note, legend, table_html, cut_mark(source.text)])
     keys = {f"{uid}-{_line_key(filename, line)}": [_line_key(filename, line)] for line in provenance}
@@ -145,6 +153,41 @@ def share_cell(share: float | None, seconds_per_call: float | None = None) -> Ht
     bar = tag("span", cls="tc-heat-bar", style=f"width: {max(1, round(40 * share))}px")
     title = f"{seconds(seconds_per_call)} per call" if seconds_per_call is not None else None
     return tag("span", bar, f"{share:.0%}", cls="tc-heat-cell", title=title)
+
+
+# compile time per line: a blue wash in its own column, beside the runtime's orange rows
+COMPILE_RGB = "66, 133, 244"
+
+
+def compile_time_rows(compile) -> dict[int, list]:
+    """Line of this compile's source → its ``LineCompileTime`` rows (one per phase)."""
+    found = defaultdict(list)
+    if compile.timings.available:
+        for row in compile.timings.by_line:
+            if row.line is not None and row.file == compile.source.filename:
+                found[row.line].append(row)
+    return found
+
+
+def compile_time_cell(rows, top: float) -> Html:
+    """One line's share of the compile time (all phases), shaded; hover: seconds per phase."""
+    if not rows:
+        return tag("td", "", cls="tc-heat-cell")
+    share = sum(r.share for r in rows)
+    total = sum(r.seconds for r in rows)
+    title = f"{seconds(total)} of compile time: " + ", ".join(
+        f"{r.phase} {seconds(r.seconds)}" for r in sorted(rows, key=lambda r: -r.seconds))
+    bar = tag("span", cls="tc-heat-bar", style=f"width: {max(1, round(40 * share))}px; "
+                                                f"background: rgb({COMPILE_RGB})")
+    style = f"background: rgba({COMPILE_RGB}, {0.08 + 0.5 * share / top:.3f})" if top else None
+    return tag("td", tag("span", bar, f"{share:.0%}", cls="tc-heat-cell", title=title), cls="tc-heat-cell tc-ctime",
+               style=style)
+
+
+def compile_time_legend(compile) -> Html:
+    return para(tag("span", "■", style=f"color: rgb({COMPILE_RGB})"),
+                " compile time: each line's share of this compile's sampled compile time (hover: seconds per "
+                "phase; the Timings tab has the table and how it was measured)", cls="tc-legend")
 
 
 def _uid() -> str:

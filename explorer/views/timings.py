@@ -1,7 +1,7 @@
 """Timings: where compile time went (per stage, inline SVG bars) and eager vs compiled runtime."""
 from __future__ import annotations
 
-from ..html import columns, heading, join, key_values, note, para, seconds, tag, unavailable
+from ..html import columns, heading, join, key_values, note, para, seconds, shorten, table, tag, unavailable
 from .source import line_time_table
 
 LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
@@ -64,6 +64,47 @@ def compile_time_section(compile):
     ])
 
 
+def compile_time_by_line(compile, limit: int = 15):
+    """Where this compile's time went, by line of the user's code and phase (sampled), largest first."""
+    stage = compile.timings
+    if not stage.available or not stage.by_line:
+        return None
+    rows = stage.by_line[:limit]
+    body = [[str(r.line) if r.line is not None else "–", tag("code", shorten(r.code or "", 48), style="white-space: pre"),
+             r.module or "", r.phase, tag("span", f"{seconds(r.seconds)} ± {seconds(r.error_s)}",
+                                          style="white-space: nowrap"), f"{r.share:.0%}"] for r in rows]
+    more = len(stage.by_line) - len(rows)
+    return join([heading("Compile time by line", 4),
+                 tag("div", table(["line", "code", "module", "phase", "seconds", "share"], body),
+                     style="overflow-x: auto; max-width: 100%"),
+                 para((f"{more} smaller rows in cap.compile_time_table(). " if more > 0 else "")
+                      + (stage.by_line_method or ""), cls="tc-muted")])
+
+
+PERFETTO_LINK_LIMIT = 2_000_000  # bytes of trace JSON a page carries inline; larger: cap.save_perfetto(path)
+
+
+def perfetto_link(capture):
+    """A download link for the capture's compile events (and measured kernel times) as Chrome trace-event
+    JSON, for ui.perfetto.dev or chrome://tracing; it works in the notebook and in a saved HTML report."""
+    import base64
+    import json
+
+    from compiler.readers.perfetto import perfetto_trace
+
+    if not any(c.timings.available and c.timings.events for c in capture.compiles):
+        return None
+    text = json.dumps(perfetto_trace({"torch.compile": capture}), separators=(",", ":"), allow_nan=False)
+    if len(text) > PERFETTO_LINK_LIMIT:
+        return para(f"Perfetto trace: {len(text) / 1e6:.1f} MB, too large to carry in this page — write it with "
+                    "cap.save_perfetto(path) or python -m compiler report PATH --perfetto OUT.json.", cls="tc-muted")
+    href = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
+    return para(tag("a", "⤓ Download the compile events for Perfetto", href=href, download="tcompile_perfetto.json",
+                    cls="tc-perfetto"),
+                " — every compile on its own track (open it in ui.perfetto.dev or chrome://tracing; "
+                "cap.save_perfetto(path) writes the same file)", cls="tc-muted")
+
+
 def runtime_chart(runtime):
     """Eager and compiled: a bar to the median, a whisker across the q1–q3 spread."""
     rows = [("eager", runtime.eager), ("compiled", runtime.compiled)]
@@ -121,4 +162,5 @@ def runtime_section(capture):
 def render_timings(capture, compile) -> str:
     by_line = line_time_table(capture, compile)
     runtime = runtime_section(capture)
-    return join([compile_time_section(compile), columns(runtime, by_line) if by_line else runtime])
+    return join([compile_time_section(compile), perfetto_link(capture), compile_time_by_line(compile),
+                 columns(runtime, by_line) if by_line else runtime])

@@ -1,0 +1,149 @@
+"""Compile time by line of the user's code (compiler.capturing.compile_sampler → compiler.stages.compile_time),
+on real CPU compiles."""
+from __future__ import annotations
+
+import inspect
+import threading
+
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+import compiler
+import torch_state  # tests/torch_state.py: everything a capture installs or patches
+
+STEPS = 600
+
+
+def costly(x):
+    y = x.sin()
+    for i in range(STEPS):
+        x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile
+    return x * y
+
+
+def _line_of(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
+    before = torch_state.snapshot()
+    with compiler.capture() as cap:
+        torch.compile(costly, backend="eager")(torch.randn(4))
+    torch_state.assert_restored(before)  # callbacks removed, and no sampler thread left
+    assert not [t for t in threading.enumerate() if t.name.startswith("tcompile")]
+
+    # the capture is still what torch counted
+    assert len(cap.compiles) == counters["stats"]["unique_graphs"] == counters["frames"]["ok"] == 1
+    table = cap.compile_time_table()
+    assert list(table.columns[:7]) == ["compile_id", "line", "code", "module", "phase", "seconds", "share"]
+    dynamo = table[table.phase == "Dynamo tracing"]
+    loop_line = _line_of(costly, "x = x + i")
+    on_loop = dynamo[dynamo.line == loop_line]
+    assert len(on_loop) == 1 and on_loop.code.iloc[0] == "x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile"
+    assert on_loop.seconds.iloc[0] > 0.6 * dynamo.seconds.sum()
+    assert table.iloc[0].line == loop_line  # the costliest row
+
+    # shares of one compile sum to 1; the sampled time covers torch's own compile time
+    timings = cap.compiles[0].timings
+    assert abs(table.share.sum() - 1) < 1e-9
+    assert table.seconds.sum() == pytest.approx(cap.compiles[0].compile_seconds, rel=0.15)
+    assert "± interval × √samples" in timings.by_line_method
+    assert all(r.error_s > 0 for r in timings.by_line)
+
+    # saved and loaded, the same rows
+    again = compiler.Capture.from_json(cap.to_json())
+    assert again.compile_time_table().equals(table)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(), Block()])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_aot_autograd_time_goes_to_lines_and_modules():
+    with compiler.capture() as cap:
+        torch.compile(Model(), backend="aot_eager")(torch.randn(2, 8, requires_grad=True)).sum().backward()
+    table = cap.compile_time_table()
+    assert {"Dynamo tracing", "AOTAutograd"} <= set(table.phase)
+    forward_line = _line_of(Block.forward, "torch.relu(self.fc(x))")
+    lines = set(table.line.dropna())
+    assert forward_line in lines
+    modules = cap.compile_time_table(by="module")
+    assert {"blocks.0.fc", "blocks.1.fc"} & set(modules.module)
+    assert abs(modules.share.sum() - 1) < 1e-9
+
+
+def test_an_error_in_the_block_removes_the_sampler():
+    before = torch_state.snapshot()
+    with pytest.raises(RuntimeError):
+        with compiler.capture():
+            torch.compile(costly, backend="eager")(torch.randn(4))
+            raise RuntimeError("user error after the compile")
+    torch_state.assert_restored(before)
+
+
+def test_sampling_off_leaves_the_table_empty():
+    from compiler.capturing.session import Recorder
+
+    with Recorder(sample_compile=False) as recorder:
+        torch.compile(lambda x: x + 1, backend="eager")(torch.randn(2))
+    cap = recorder.build()
+    assert cap.compile_time_table().empty and cap.compiles[0].timings.by_line_method is None
+
+
+def test_source_and_timings_views_show_compile_time_by_line():
+    from explorer.views import render_view
+
+    with compiler.capture() as cap:
+        torch.compile(costly, backend="eager")(torch.randn(4))
+    compile = cap.compiles[0]
+    source = str(render_view("source", cap, compile))
+    assert "tc-ctime" in source and "compile time: each line" in source
+    loop_row = next(row for row in source.split("<tr") if "x</span>" in row and "unrolls" in row)
+    assert "tc-ctime" in loop_row and "Dynamo tracing" in loop_row  # its cell, hover: seconds per phase
+    timings = str(render_view("timings", cap, compile))
+    assert "Compile time by line" in timings and "± interval × √samples" in timings
+    assert "x = x + i" in timings
+
+
+def test_module_table_sums_submodules_at_a_depth():
+    with compiler.capture() as cap:
+        torch.compile(Model(), backend="aot_eager")(torch.randn(2, 8))
+    flat = cap.compile_time_table(by="module")
+    cut = cap.compile_time_table(by="module", depth=2)
+    assert set(cut.module) <= {"blocks.0", "blocks.1", "(top level, or no module)"}
+    assert cut.seconds.sum() == pytest.approx(flat.seconds.sum())
+
+
+def test_inductor_phases_and_slow_sampling_while_waiting_for_the_compiler():
+    def pointwise(x):
+        y = x.sin() * 2
+        return y.cos() + x
+
+    with compiler.capture(fresh=True) as cap:  # caches off: Inductor lowers, generates and compiles C++
+        torch.compile(pointwise)(torch.randn(256))
+    table = cap.compile_time_table()
+    assert {"Dynamo tracing", "AOTAutograd"} <= set(table.phase)
+    assert set(table.phase) & {"Lowering to IR", "Code generation", "Scheduling & fusion", "Inductor"}
+    waiting = table[table.phase.isin(["C++ compile", "Waiting for kernel compiles"])]
+    assert waiting.line.isna().all()  # g++ works on every kernel at once: no line is to blame
+    if waiting.samples.sum() >= 5:  # every 50 ms while torch only waits, not every 5 ms
+        assert waiting.seconds.sum() / waiting.samples.sum() > 0.03
+    assert table.seconds.sum() == pytest.approx(cap.compiles[0].compile_seconds, rel=0.15)
