@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 import textwrap
 
-from compiler.stages.assemble import INDUCTOR_ARTIFACTS, KIND_ALIASES, _guarded, aot_stage, inductor_stage
-from compiler.stages.kernels import kernels_stage
+from compiler.readers.source_files import SourceFiles
+from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, _guarded, aot_stage,
+                                      build_stages, inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata
 from compiler.stages.base import unavailable
-from compiler.stages.provenance import add_compile_costs, provenance_stage
+from compiler.stages.provenance import add_compile_costs
 from compiler.stages.shapes import shapes_stage
 from compiler.stages.timings import fold_events, timings_stage
 
@@ -132,29 +133,33 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
     for record in loose:
         if _dump_name(record) and record.payload:
             dumps.setdefault(_dump_name(record), record.payload)
-    inductor = _guarded(inductor_stage, loose, "inductor", None, None)
     code = _guarded(aot_code_stage, dumps.get(WRAPPER), dumps.get(KERNEL_CODE))
-    tracking = []
-    for run in inductor.get("runs", []) if inductor.get("available") else []:
-        run["code"], run["role"] = code, "inference"  # AOTInductor compiles one inference graph into one wrapper
-        texts = run.pop("tracking", None)
-        tracking.append(dict(texts, **{WRAPPER: dumps[WRAPPER]}) if texts and dumps.get(WRAPPER) else texts)
+
+    def aot_inductor_stage(c: CompileInput) -> dict:
+        """Inductor's stage as for a Dynamo compile, with the generated code AOTInductor wrote as its C++
+        wrapper (one inference graph into one wrapper); the wrapper rides along for provenance."""
+        inductor = inductor_stage(c.records, "inductor", None, None)
+        for run in inductor.get("runs", []) if inductor.get("available") else []:
+            run["code"], run["role"] = code, "inference"
+            texts = run.get("tracking")
+            if texts and dumps.get(WRAPPER):
+                run["tracking"] = dict(texts, **{WRAPPER: dumps[WRAPPER]})
+        return inductor
+
+    inputs = CompileInput(loose, strings, options, _events(events), SourceFiles("trace"), backend="inductor",
+                          origin="aot_inductor", metrics=metrics)
+    stages = build_stages(inputs, overrides={
+        "inductor": aot_inductor_stage,
+        "aot": lambda c: aot_stage(c.records, "inductor", None),
+        "timings": lambda c: timings_stage(c.events, c.metrics, []),
+        "shapes": lambda c: shapes_stage(c.records, c.options, c.built["recompile"], [], [])}, no_frame=NO_FRAME)
     data = {
         "compile_id": COMPILE_ID, "origin": "aot_inductor", "frame_id": 0, "frame_compile_id": 0,
         "attempts": 1, "name": NAME, "status": _status(metrics, code),
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
-        "source": unavailable(NO_FRAME["source"]), "bytecode": unavailable(NO_FRAME["bytecode"]),
-        "graph": unavailable(NO_FRAME["graph"]), "guards": unavailable(NO_FRAME["guards"]),
-        "recompile": unavailable(NO_FRAME["recompile"]),
-        "aot": _guarded(aot_stage, loose, "inductor", None),
-        "inductor": inductor,
-        "timings": _guarded(timings_stage, _events(events), metrics, []),
-        "restart_reasons": [], "autotune": [],
+        **stages, "restart_reasons": [], "autotune": [],
     }
-    data["kernels"] = _guarded(kernels_stage, inductor)
-    data["provenance"] = _guarded(provenance_stage, data, tracking)
     add_compile_costs(data, None)  # nothing measured: the kernels' and lines' time fields, left empty
-    data["shapes"] = _guarded(shapes_stage, loose, options, data["recompile"], [], [])
     data["amortization"] = unavailable(NO_FRAME["amortization"])
     if metrics.get("fail_type"):
         data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),

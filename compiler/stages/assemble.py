@@ -2,9 +2,12 @@
 kind nobody knows is kept (trimmed) and counted, never fatal."""
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
 
 from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage
@@ -37,24 +40,21 @@ KIND_ALIASES = {"inductor_post_grad_graph": "artifact:inductor_post_grad_graph"}
 CACHE_ARTIFACTS = ("artifact:fx_graph_cache_hit", "artifact:fx_graph_cache_miss", "artifact:fx_graph_cache_bypass",
                    "artifact:aotautograd_cache_hit", "artifact:aotautograd_cache_miss",
                    "artifact:aotautograd_cache_bypass")
-KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compilation_metrics",
-         "bwd_compilation_metrics", "compilation_metrics_runtime", "chromium_event",
-         "artifact:dynamo_graph_break_reason", "artifact:recompile_reasons", "log:recompiles",
-         "log:cudagraphs_trees", "log:cudagraphs_utils", "describe_tensor", "describe_storage",
-         "describe_source", "create_symbol", "guard_added_fast", "guard_added", "symbolic_shape_specialization",
-         "propagate_real_tensors", "create_unbacked_symbol", "expression_created",
-         "artifact:fx_graph_runnable", "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
-         "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
-         "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
-         "artifact:compiled_function_forward", "artifact:compiled_function_backward", "artifact:compiled_fn_wrapper",
-         "artifact:inductor_provenance_tracking_node_mappings",
-         "artifact:inductor_provenance_tracking_kernel_stack_traces", "missing_fake_kernel", "mismatched_fake_kernel",
-         *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
+# Kinds read outside the per-compile builders (capture-wide stages: breaks, recompile logs, CUDA graphs,
+# metrics of the backward and at runtime) or knowingly not shown (torch's own reproducers, configs).
+OTHER_KNOWN = {"bwd_compilation_metrics", "compilation_metrics_runtime", "artifact:dynamo_graph_break_reason",
+               "log:recompiles", "log:cudagraphs_trees", "log:cudagraphs_utils", "artifact:fx_graph_runnable",
+               "artifact:torch._functorch.config", "artifact:aot_forward_graph_fw_metadata",
+               "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
+               "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
+               "artifact:compiled_function_forward", "artifact:compiled_function_backward",
+               "artifact:compiled_fn_wrapper", "missing_fake_kernel", "mismatched_fake_kernel"}
 EXTRA_PAYLOAD_LIMIT = 20_000
 
 
 def _is_known(kind: str) -> bool:
     return kind in KNOWN or kind in KIND_ALIASES or kind.endswith("_BYTECODE")
+
 
 
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
@@ -193,44 +193,122 @@ def _guarded(build, *args) -> dict:
                            "(capture.trace_records for a loaded trace)")
 
 
+@dataclass
+class CompileInput:
+    """What one compile's stage builders read: its records, and what they are read with. ``built``
+    holds the stages built so far, by name: a builder may read an earlier one (guards read the
+    source's file, Inductor the Dynamo graph, provenance everything before it)."""
+
+    records: list
+    strings: dict
+    options: dict
+    events: list
+    sources: SourceFiles
+    report: Any = None
+    hook_data: dict | None = None
+    backend: str = "unknown"
+    origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame
+    metrics: dict = field(default_factory=dict)
+    built: dict = field(default_factory=dict)
+
+    def last_payload(self, kind: str) -> str | None:
+        return _last_payload(self.records, kind)
+
+    @functools.cached_property
+    def cache_note(self) -> str | None:
+        return _cache_note(self.records)
+
+
+@dataclass(frozen=True)
+class StageBuilder:
+    """One stage of a compile: the record kinds it reads and the function that builds it from them.
+    ``needs_frame``: a Dynamo frame's stage, which a compile with no frame (AOTInductor) does not have."""
+
+    stage: str
+    reads: tuple[str, ...]
+    build: Any  # (CompileInput) -> stage data
+    needs_frame: bool = False
+
+
+def _provenance(c: CompileInput) -> dict:
+    # the tracking texts ride on each Inductor run until provenance reads them; they are not stored there
+    tracking = [run.pop("tracking", None) for run in c.built["inductor"].get("runs", [])]
+    return provenance_stage({**c.built, "origin": c.origin}, tracking)
+
+
+def _ir_texts(inductor: dict) -> list[str]:
+    return [run["ir"]["pre_fusion"]["text"] for run in inductor.get("runs", []) if run["ir"].get("available")]
+
+
+NO_GRAPH = ("Dynamo produced no FX graph for this frame (no tensor operations were traced, or tracing failed "
+            "before the graph was built)")
+SHAPE_RECORDS = ("create_symbol", "create_unbacked_symbol", "guard_added_fast", "guard_added",
+                 "symbolic_shape_specialization", "propagate_real_tensors", "expression_created",
+                 "describe_tensor", "describe_storage", "describe_source")
+
+# The one table of stage builders, in build order, keyed by the record kinds each reads (as tlparse's
+# parser table): a live capture, a TORCH_TRACE log and an AOTInductor log all build their compiles
+# through it (``build_stages``). A kind no builder reads and ``OTHER_KNOWN`` does not name is unknown:
+# kept (trimmed) and counted.
+STAGE_BUILDERS = (
+    StageBuilder("source", ("dynamo_start", "compilation_metrics"),
+                 lambda c: source_stage(c.records, c.strings, c.metrics, c.sources, c.report), needs_frame=True),
+    StageBuilder("bytecode", ("*_BYTECODE",), lambda c: bytecode_stage(
+        c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")}),
+        needs_frame=True),
+    StageBuilder("graph", ("dynamo_output_graph",),
+                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True),
+    StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
+        c.last_payload("dynamo_cpp_guards_str"), c.built["source"].get("filename"), c.metrics,
+        _source_lines(c.built["source"])), needs_frame=True),
+    StageBuilder("recompile", ("artifact:recompile_reasons",),
+                 lambda c: recompile_stage(c.last_payload("artifact:recompile_reasons"), c.metrics), needs_frame=True),
+    StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
+    StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS),
+                 lambda c: timings_stage(c.events, c.metrics, _cache_events(c.records, c.report))),
+    StageBuilder("inductor", INDUCTOR_ARTIFACTS,
+                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"))),
+    StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
+    StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
+    StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
+        c.records, c.options, c.built["recompile"], c.built["guards"].get("rows", []), _ir_texts(c.built["inductor"]))),
+)
+
+
+KNOWN = OTHER_KNOWN | {kind for builder in STAGE_BUILDERS for kind in builder.reads if not kind.startswith("*")}
+
+
+def build_stages(inputs: CompileInput, overrides: dict | None = None, no_frame: dict | None = None) -> dict:
+    """Every stage of one compile, through ``STAGE_BUILDERS`` in order, each guarded (``_guarded``).
+    ``overrides``: another builder for a stage (AOTInductor's own generated code); ``no_frame``: for a
+    compile with no Dynamo frame, the reason each frame stage is absent."""
+    for builder in STAGE_BUILDERS:
+        if no_frame is not None and builder.needs_frame:
+            inputs.built[builder.stage] = unavailable(no_frame[builder.stage])
+            continue
+        build = (overrides or {}).get(builder.stage, builder.build)
+        inputs.built[builder.stage] = _guarded(build, inputs)
+    return inputs.built
+
+
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
                   report=None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
-    source = _guarded(source_stage, records, strings, metrics, sources, report or _ignore)
-    backend = str(options.get("backend") or "unknown")
-    cache_note = _cache_note(records)
-    cache_events = _cache_events(records, report or _ignore)
+    inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
+                          backend=str(options.get("backend") or "unknown"), metrics=metrics)
+    stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
         "attempts": max((r.attempt for r in records), default=0) + 1,
-        "name": metrics.get("co_name") or source.get("name"),
+        "name": metrics.get("co_name") or stages["source"].get("name"),
         "status": _status(records, metrics),
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
-        "source": source,
-        "bytecode": _guarded(bytecode_stage, hook_data, {r.kind[len("artifact:"):]: r.payload for r in records
-                                               if r.kind.endswith("_BYTECODE")}),
-        "graph": _guarded(graph_stage, _last_payload(records, "dynamo_output_graph"),
-                             "Dynamo produced no FX graph for this frame (no tensor operations were traced, "
-                             "or tracing failed before the graph was built)"),
-        "guards": _guarded(guards_stage, _last_payload(records, "dynamo_cpp_guards_str"), source.get("filename"),
-                           metrics, _source_lines(source)),
-        "recompile": _guarded(recompile_stage, _last_payload(records, "artifact:recompile_reasons"), metrics),
-        "aot": _guarded(aot_stage, records, backend, cache_note),
-        "inductor": None,
-        "timings": _guarded(timings_stage, events, metrics, cache_events),
+        **stages,
         "restart_reasons": metrics.get("restart_reasons") or [],
         "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
     }
-    compile_data["inductor"] = _guarded(inductor_stage, records, backend, cache_note, compile_data["graph"])
-    compile_data["kernels"] = _guarded(kernels_stage, compile_data["inductor"])
-    tracking = [run.pop("tracking", None) for run in compile_data["inductor"].get("runs", [])]
-    compile_data["provenance"] = _guarded(provenance_stage, compile_data, tracking)
-    ir_texts = [run["ir"]["pre_fusion"]["text"] for run in compile_data["inductor"].get("runs", [])
-                if run["ir"].get("available")]
-    compile_data["shapes"] = _guarded(shapes_stage, records, options, compile_data["recompile"],
-                                      compile_data["guards"].get("rows", []), ir_texts)
     if metrics.get("fail_type"):
         compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
                                  "file": metrics.get("fail_user_frame_filename"),
