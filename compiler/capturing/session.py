@@ -12,7 +12,7 @@ import traceback
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
 from compiler.stages.bytecode import transformation
-from compiler.capturing.environment import environment
+from compiler.capturing.environment import environment, recompile_limits
 from compiler.stages.capture import Capture
 from compiler.capturing.records import RecordCollector, receives
 from compiler.analyses.whatif import LiveState
@@ -122,6 +122,7 @@ class Recorder:
                         "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
         self.error: dict | None = None
         self.counters: dict = {}
+        self.recompile_limits: dict = {}
         self._before: dict = {}
         self._stack: contextlib.ExitStack | None = None
 
@@ -153,6 +154,7 @@ class Recorder:
         finally:
             self._stack.close()
             self.counters = _counters_delta(self._before, _counters_snapshot())
+            self.recompile_limits = recompile_limits()  # the limits this capture ran under
             self.live.records = self.collector.records
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
 
@@ -164,7 +166,7 @@ class Recorder:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
-                            environment(), self.error, self.counters, self.autotune.results, measurements)
+                            {**environment(), "recompile_limits": self.recompile_limits}, self.error, self.counters, self.autotune.results, measurements)
             return new_capture(data, self.live)
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "

@@ -14,7 +14,8 @@ from compiler.stages.inductor_ir import ir_stage
 from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, kernels_stage, link_to_ir
 from compiler.stages.base import resume_origin, unavailable
 from compiler.stages.provenance import add_costs, provenance_stage
-from compiler.stages.recompiles import recompile_stage
+from compiler.stages import skipped as skipped_mod
+from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.stages.schema import FORMAT, VERSION, paused_gc
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
@@ -46,6 +47,7 @@ KNOWN = {"dynamo_start", "dynamo_output_graph", "dynamo_cpp_guards_str", "compil
          "artifact:compiled_function_forward", "artifact:compiled_function_backward", "artifact:compiled_fn_wrapper",
          "artifact:inductor_provenance_tracking_node_mappings",
          "artifact:inductor_provenance_tracking_kernel_stack_traces", "missing_fake_kernel", "mismatched_fake_kernel",
+         "artifact:dynamo_error",  # a failed compile's traceback: its reason is the compile's error (fail_reason)
          *AOT_GRAPHS, *INDUCTOR_ARTIFACTS, *CACHE_ARTIFACTS}
 EXTRA_PAYLOAD_LIMIT = 20_000
 
@@ -89,7 +91,13 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
                               timing_events.get(cid, []), sources) for cid in compile_ids]
     _resume_sources(compiles)
-    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
+    # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
+    # finding: neither is a graph break (torch's graph_break counter counts neither)
+    skipped = [skipped_mod.skipped_frame(c, c["_breaks"], sources) for c in compiles if skipped_mod.is_skipped(c, options)]
+    not_breaks = {item["compile_id"] for item in skipped} | {c["compile_id"] for c in compiles
+                                                            if skipped_mod.is_recompile_limit(c)}
+    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")
+             if c["compile_id"] not in not_breaks]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
     from compiler.stages.cudagraphs import cudagraphs_stage
@@ -100,11 +108,13 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
         "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
                        for c in compiles if c["recompile"].get("available")],
+        "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
         "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
                                        options.get("calls_under_capture")),
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
+    data["recompile_limits"] = limit_hits(compiles, data["recompiles"], environment.get("recompile_limits") or {})
     _add_measurements(data, measurements)
     data["summary"] = summarize(data)
     return data
@@ -384,4 +394,6 @@ def summarize(data: dict) -> dict:
                        for c in compiles),
         "compile_time_s": round(sum(metrics_time), 4),
         "failed_compiles": sum(c["status"] == "failed" for c in compiles),
+        "skipped_frames": len(data.get("skipped_frames", [])),
+        "recompile_limits": len(data.get("recompile_limits", [])),
     }
