@@ -91,6 +91,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
                               timing_events.get(cid, []), sources) for cid in compile_ids]
     _resume_sources(compiles)
+    _name_from_frame(compiles)
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
     # finding: neither is a graph break (torch's graph_break counter counts neither)
     skipped = [skipped_mod.skipped_frame(c, c["_breaks"], sources) for c in compiles if skipped_mod.is_skipped(c, options)]
@@ -145,6 +146,15 @@ def _resume_sources(compiles: list[dict]) -> None:
         original = origin and by_name.get((c["source"].get("filename"), origin[0]))
         if original:
             c["source"] = {**original, "name": c["name"], "resumes": origin[0], "resume_line": origin[1]}
+
+
+def _name_from_frame(compiles: list[dict]) -> None:
+    """A compile torch logged no name for (one refused at the recompile limit) is of the same frame as
+    its siblings: the frame's function name."""
+    names = {c["frame_id"]: c["name"] for c in compiles if c.get("name")}
+    for c in compiles:
+        if not c.get("name") and c["frame_id"] in names:
+            c["name"] = names[c["frame_id"]]
 
 
 def records_of(by_compile):
