@@ -1,0 +1,119 @@
+"""Messy real models, legible (issue 27): a detection-like model (tests/messy: a loop Dynamo skips, a float
+argument that fills the recompile limit, code in two files) compiled for real, every finding checked
+against torch's own answer: its counters, ``torch._dynamo.explain()`` and ``torch._dynamo.config``."""
+import re
+
+import pytest
+import torch
+
+import compiler
+from messy.model import SCALES, Detector, example_inputs
+
+
+def _explore(**config):
+    model, args = Detector().eval(), example_inputs()
+    with torch.no_grad(), torch._dynamo.config.patch(**config):
+        return compiler.explore(model, *args, backend="aot_eager", repeat=3)
+
+
+@pytest.fixture(scope="module")
+def messy():
+    return _explore()
+
+
+def _unimplemented(cap) -> str:
+    return "\n".join(cap.counters.get("unimplemented", {}))
+
+
+def test_skipped_frames_are_what_torch_skipped(messy):
+    skipped = {s.function: s for s in messy.skipped_frames}
+    assert set(skipped) == {"filter_proposals", "multiscale_pool"}
+    text = _unimplemented(messy)
+    for item in skipped.values():
+        # torch's own record of the skip: "frame skipped: filter_proposals (…/model.py line 10)"
+        assert f"frame skipped: {item.function} ({item.file} line {item.line})" in text
+        assert item.reason == "graph break in loop" and item.gb_code == "GB7000"
+        assert item.cause.headline == "Data-dependent branching" and item.cause.file.endswith("messy/model.py")
+        assert messy.compile(item.compile_id).status == "failed"
+        assert item.share is not None and 0 <= item.share <= 1 and item.seconds > 0
+    assert skipped["filter_proposals"].cause.code.startswith("if scores[i] > 0:")
+    assert skipped["multiscale_pool"].cause.line == 21
+    frames = messy.counters["frames"]  # torch counts every compile attempt, and the ones that worked
+    assert frames["total"] - frames["ok"] == messy.summary.failed_compiles == 3  # 2 skipped + 1 refused
+
+
+def test_graph_breaks_count_what_torch_counts(messy):
+    """A skipped frame's break, and the refused recompile, are not graph breaks: torch's counter agrees."""
+    assert messy.summary.graph_breaks == sum(messy.counters["graph_break"].values()) == 2
+    assert all(len(item.compile_ids) == len(set(item.compile_ids)) for item in messy.breaks.items)
+    assert not any(item.headline == "Dynamo recompile limit exceeded" for item in messy.breaks.items)
+    assert "artifact:dynamo_error" not in messy.unknown_records
+
+
+def test_recompile_limit_as_torch_configures_it(messy):
+    (hit,) = messy.recompile_limits
+    limit = torch._dynamo.config.recompile_limit
+    assert hit.function == "roi_pool" and hit.file.endswith("messy/ops.py")
+    assert hit.limit == limit and len(hit.compile_ids) == limit and hit.limit_type == "recompile_limit"
+    assert hit.limit_source == "torch._dynamo.config at capture time"
+    assert hit.guard == "spatial_scale =="
+    assert [float(v) for v in hit.values] == pytest.approx(SCALES[:limit])  # the value each compile was made for
+    assert messy.compile(hit.compile_id).status == "failed" and messy.compile(hit.compile_id).name == "roi_pool"
+
+
+def test_recompile_limit_is_read_as_the_capture_ran():
+    cap = _explore(recompile_limit=3)
+    (hit,) = cap.recompile_limits
+    assert hit.limit == 3 and hit.compile_ids == ["4/0", "4/1", "4/2"]
+
+
+def test_counts_against_explain(messy):
+    """explain() on the same input: its break count is graphs − 1, and its own backend leaves the float
+    dynamic (fewer roi_pool compiles); Overview says both."""
+    from explorer.views.overview import render_overview
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        explained = torch._dynamo.explain(Detector().eval())(*example_inputs())
+    assert explained.graph_break_count == explained.graph_count - 1
+    assert explained.graph_count < messy.summary.graphs  # the float stays dynamic under explain's backend
+    html = render_overview(messy, messy.compiles[0])
+    assert f"here it would be {messy.summary.graphs - 1} for {messy.summary.graphs} graphs" in html
+    assert "own graph-collecting backend (no AOTAutograd)" in html
+    assert "What each count counts" in html
+
+
+def test_views_say_it_first(messy):
+    from explorer.views.breaks import render_breaks
+    from explorer.views.overview import findings
+    from explorer.views.recompiles import render_recompiles
+
+    found = findings(messy)
+    first, second = (str(text) for _, text in found[:2])
+    assert "Dynamo skipped the whole frame" in first and "graph break in loop" in first  # costliest first
+    assert "multiscale_pool" in first and "model.py:18" in first
+    assert "filter_proposals" in second
+    assert "Recompile limit reached" in str(found[2][1]) and "spatial_scale ==" in str(found[2][1])
+    assert not any("compiles failed" in str(text) for _, text in found)
+    breaks = render_breaks(messy, messy.compiles[0])
+    assert breaks.count("tc-skipped-card") == 2 and "Data-dependent branching" in breaks
+    recompiles = render_recompiles(messy, messy.compiles[0])
+    assert f"recompile_limit = {torch._dynamo.config.recompile_limit}" in recompiles
+    assert "refused: limit" in recompiles
+    assert not re.search(r"<script|<img", breaks + recompiles)  # torch's text is escaped
+
+
+@pytest.mark.browser
+def test_screenshots(messy, artifact_dir):
+    """Overview, Graph breaks and Recompiles of the messy model, light and dark, for people to look at."""
+    from jupyterlab_harness import render_html_screenshot, require_browser
+
+    from explorer.html import join, style_tag
+    from explorer.views import render_view
+
+    require_browser()
+    for key in ("overview", "breaks", "recompiles"):
+        html = join([style_tag(), render_view(key, messy, messy.compiles[0])])
+        for theme in ("light", "dark"):
+            render_html_screenshot(html, artifact_dir / f"{key}_{theme}.png", theme=theme, width=1100)
+    assert (artifact_dir / "overview_dark.png").stat().st_size > 10_000
