@@ -117,3 +117,33 @@ def test_screenshots(messy, artifact_dir):
         for theme in ("light", "dark"):
             render_html_screenshot(html, artifact_dir / f"{key}_{theme}.png", theme=theme, width=1100)
     assert (artifact_dir / "overview_dark.png").stat().st_size > 10_000
+
+
+def test_kernel_lines_are_file_line_pairs():
+    """One Inductor kernel fuses a line of model.py with a line of ops.py: its lines are (file, line) pairs
+    — the kernel's, the line table's, the Source view's and Timings' — as torch's own graph comments
+    name them (the Dynamo graph's nodes, each with its file and line)."""
+    from messy.model import sharpen
+
+    from explorer.views.source import kernel_panel
+    from explorer.views.timings import render_timings
+
+    cap = compiler.explore(sharpen, torch.randn(1, 8, 16, 16), repeat=3, fresh=True)
+    c = cap.compiles[0]
+    (kernel,) = [k for k in c.provenance.kernels if k.language != "extern"]
+    torch_places = {(n.file, n.line) for n in c.graph.nodes if n.line and n.op == "call_function"}
+    places = {(p.file, p.line): p.share for p in kernel.places}
+    assert set(places) == torch_places and {f.rsplit("/", 1)[-1] for f, _ in places} == {"model.py", "ops.py"}
+    assert sum(places.values()) == pytest.approx(1)
+    rows = {(r.file, r.line): r for r in c.provenance.lines}
+    assert set(rows) == set(places)  # each line in its own file, never another file's line number
+    for place, share in places.items():  # one kernel: its time splits over its lines by their share of its work
+        assert rows[place].time_share == pytest.approx(share)
+    table = cap.line_table()
+    assert set(zip(table.file, table.line)) == set(places)
+    panel = kernel_panel(c, kernel)
+    assert "model.py:29" in panel and "ops.py:14" in panel
+    assert panel.count('class="tc-lit"') == 1  # only model.py's line is lit in model.py's source
+    timings = render_timings(cap, c)
+    assert "ops.py:14" in timings and "model.py:29" in timings
+

@@ -946,6 +946,15 @@ class ProvenanceNode(Data):
 
 
 @dataclass(repr=False, eq=False)
+class KernelPlace(Data):
+    """One source line a kernel's work came from, in its own file, with its share of the kernel's work."""
+
+    file: str | None = None
+    line: int = 0
+    share: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
 class KernelProvenance(Data):
     """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
 
@@ -955,11 +964,12 @@ class KernelProvenance(Data):
     language: str = ""
     lines: list[int] = field(default_factory=list)
     line_weights: dict[str, float] = field(default_factory=dict)  # str(line) → share of this kernel's work
+    places: list[KernelPlace] = field(default_factory=list)  # (file, line) → share: lines of several files apart
     post_grad_nodes: list[str] = field(default_factory=list)
     ir_nodes: list[str] = field(default_factory=list)  # scheduler nodes before fusion
     fused_nodes: list[str] = field(default_factory=list)  # … after fusion
     how: str | None = None  # which metadata linked it (IR buffers, kernel comments, …)
-    file: str | None = None  # the source file of its lines
+    file: str | None = None  # the source file of its first line (``places`` names each line's own)
     seconds: float | None = None  # measured time per call of the function
     calls: float | None = None  # invocations per call of the function
 
@@ -1021,6 +1031,11 @@ class Provenance(Stage):
     def lines_of_kernel(self, name: str, role: str | None = None) -> list[int]:
         found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
         return sorted({line for k in found for line in k.lines})
+
+    def places_of_kernel(self, name: str, role: str | None = None) -> list[tuple[str | None, int]]:
+        """The (file, line) pairs a kernel's work came from."""
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({(p.file, p.line) for k in found for p in k.places}, key=lambda p: (p[0] or "", p[1]))
 
     def nodes_of_line(self, line: int, level: str | None = None) -> list[ProvenanceNode]:
         return [n for n in self.nodes if line in n.lines and level in (None, n.level)]

@@ -41,7 +41,8 @@ def file_place(file: str | None, line: int | None) -> Html:
     if not file:
         return code("unknown location")
     cell = cell_number(file)
-    return tag("code", place(file, line, cell) if cell is not None else f"{Path(file).name}:{line}", title=file)
+    return tag("code", place(file, line, cell) if cell is not None else f"{Path(file).name}:{line}", title=file,
+               cls="tc-place")
 
 
 def share_text(share: float | None) -> str | None:
