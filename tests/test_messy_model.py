@@ -147,3 +147,26 @@ def test_kernel_lines_are_file_line_pairs():
     timings = render_timings(cap, c)
     assert "ops.py:14" in timings and "model.py:29" in timings
 
+
+
+@pytest.mark.browser
+def test_recompiles_search_keeps_a_recompiles_rows(messy, artifact_dir):
+    """Searching the recompiles table for 4/2 shows both of 4/2's rows (against 4/1 and against 4/0),
+    not only its first (issue 27 item 6): DataTables' own search, in a report page."""
+    from jupyterlab_harness import rendered_html, require_browser, screenshot
+
+    from explorer.html import join, style_tag
+    from explorer.views import render_view
+    from explorer.views.tables import datatables_script
+
+    require_browser()
+    html = join([style_tag(), render_view("recompiles", messy, None), datatables_script()])
+    with rendered_html(html, width=1200) as page:
+        search = page.locator(".dt-search input").first
+        search.wait_for()
+        search.fill("4/2")
+        page.wait_for_timeout(300)
+        texts = page.locator("table.dataTable tbody tr").all_inner_texts()
+        screenshot(page, artifact_dir / "recompiles_search.png", full_page=True)
+    own = [t for t in texts if t.split()[0] == "4/2"]
+    assert len(own) == 2 and any("4/0" in t for t in own) and any("4/1" in t for t in own)

@@ -90,8 +90,10 @@ def render_recompiles(capture, compile) -> str:
             first = number == 0
             dynamic = _became_dynamic(capture, recompile.compile_id) if first else ""
             refused = first and recompile.compile_id in refused_ids
+            # every row names its recompile (muted after the first), so searching one keeps all its rows
             rows.append([join([code(recompile.compile_id), badge("refused: limit", "error") if refused else None])
-                         if first else "", recompile.name if first else "",
+                         if first else tag("span", code(recompile.compile_id), cls="tc-repeat"),
+                         recompile.name if first else tag("span", recompile.name or "", cls="tc-repeat"),
                          code(reason.against or "?"), reason.guard, reason.detail or "", _user_stack(reason),
                          code(dynamic) if dynamic else ""])
             marks.append("tc-selected" if compile is not None and recompile.compile_id == compile.compile_id
