@@ -37,13 +37,13 @@ class GraphViewer(anywidget.AnyWidget):
         self.observe(self._search, names="query")
 
     def _opened(self, change) -> None:
-        """A group just opened also opens its inner groups while that stays small (``OPEN_BOXES``)."""
+        """A group just opened shows one level: its children, through any lone wrapper group (``one_level``)."""
         if not change["new"] and self.tree.initial_expanded():  # "Reset": back to the opening view
             self.focus = ""
             self.expanded = self.tree.initial_expanded()
             return
         new = [g for g in change["new"] if g not in (change["old"] or [])]
-        inner = [g for group in new if group in self.tree.items for g in self.tree.opened(group)]
+        inner = [g for group in new if group in self.tree.items for g in self.tree.one_level(group)]
         grown = list(dict.fromkeys([*self.expanded, *inner]))
         if len(grown) > len(self.expanded):
             self.expanded = grown  # observed again, with nothing more to open: lays out once
