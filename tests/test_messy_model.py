@@ -170,3 +170,17 @@ def test_recompiles_search_keeps_a_recompiles_rows(messy, artifact_dir):
         screenshot(page, artifact_dir / "recompiles_search.png", full_page=True)
     own = [t for t in texts if t.split()[0] == "4/2"]
     assert len(own) == 2 and any("4/0" in t for t in own) and any("4/1" in t for t in own)
+
+
+def test_static_copy_keeps_its_limit(messy):
+    """The saved copy counts everything it writes — each left-out section's line and each compile's
+    wrapper — so it stays under its limit for a capture of many compiles (issue 27 item 7: 1.17–1.22 MB
+    under a 1 MB banner for Mask R-CNN)."""
+    from explorer.page import FALLBACK_BYTES, render_static
+
+    full = len(render_static(messy).encode())
+    for limit in (80_000, 150_000, full // 2):
+        html = render_static(messy, fallback=True, limit=limit)
+        assert len(html.encode()) <= limit, (limit, len(html.encode()))
+        assert "left out of this saved copy" in html and "Dynamo skipped the whole frame" in html  # findings kept
+    assert len(render_static(messy, fallback=True).encode()) <= FALLBACK_BYTES
