@@ -78,7 +78,7 @@ def test_counts_against_explain(messy):
     assert explained.graph_break_count == explained.graph_count - 1
     assert explained.graph_count < messy.summary.graphs  # the float stays dynamic under explain's backend
     html = render_overview(messy, messy.compiles[0])
-    assert f"here it would be {messy.summary.graphs - 1} for {messy.summary.graphs} graphs" in html
+    assert f"for the {messy.summary.graphs} graphs counted here that would read {messy.summary.graphs - 1}" in html
     assert "own graph-collecting backend (no AOTAutograd)" in html
     assert "What each count counts" in html
 

@@ -49,7 +49,7 @@ _VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<va
 
 def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> list[dict]:
     """Frames that reached Dynamo's recompile limit: torch stops compiling them and runs every new variant
-    eagerly, silently. One item per frame: its compiles, the limit (``limits``: ``torch._dynamo.config`` as
+    eagerly, with only a logged warning. One item per frame: its compiles, the limit (``limits``: ``torch._dynamo.config`` as
     recorded at capture time, else the value torch's message names) and the guard that kept failing,
     with the values it was specialised to."""
     from compiler.stages.skipped import is_recompile_limit

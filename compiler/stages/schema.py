@@ -731,7 +731,7 @@ class SkippedFrame(Data):
 
 @dataclass(repr=False, eq=False)
 class RecompileLimit(Data):
-    """A frame that reached Dynamo's recompile limit: new variants run eagerly, silently
+    """A frame that reached Dynamo's recompile limit: new variants run eagerly, with only a logged warning
     (``compiler.stages.recompiles.limit_hits``)."""
 
     compile_id: str = ""  # the refused compile

@@ -91,8 +91,9 @@ def explain_note(capture) -> Html | None:
     if not s.graphs:
         return None
     parts = [code("torch._dynamo.explain()"), " on the same input counts otherwise: its ",
-             code("graph_break_count"), f" is its graph_count − 1 (here it would be {s.graphs - 1} for "
-             f"{plural(s.graphs, 'graph')}), not the {plural(s.graph_breaks, 'break')} Dynamo made; "
+             code("graph_break_count"), " is always its graph_count − 1, a count of graphs, not of breaks "
+             f"(for the {plural(s.graphs, 'graph')} counted here that would read {s.graphs - 1}, against the "
+             f"{plural(s.graph_breaks, 'break')} Dynamo made); "
              "and it compiles with its own graph-collecting backend (no AOTAutograd), under which a Python "
              "float Dynamo specialises here may stay a dynamic input, so it can count fewer recompiles and graphs."]
     if capture.skipped_frames:

@@ -53,8 +53,8 @@ def limit_sentence(hit) -> Html:
     span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
     return join(["Recompile limit reached: ", code(hit.function or "?"), " (", file_place(hit.file, hit.line),
                  f") compiled {plural(len(ids), 'time')} ({span}), torch._dynamo.config.{hit.limit_type} = "
-                 f"{hit.limit if hit.limit is not None else '?'}. Every new variant of it now runs eagerly, "
-                 "without a word from torch."])
+                 f"{hit.limit if hit.limit is not None else '?'}. Every new variant of it now runs eagerly "
+                 "(torch only logs a warning)."])
 
 
 def guard_sentence(hit) -> Html | None:
