@@ -107,12 +107,13 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g.get("nodes") or [] if n.get("line")}
     lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
-    kernels_of_line: dict[int, set] = defaultdict(set)  # by line number, whatever the file
+    kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
     for row in lines:
-        kernels_of_line[row["line"]].update(row["kernels"])
-    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line
+        kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
+        kernels_of_line[(None, row["line"])].update(row["kernels"])  # for a node torch gave no file
+    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line, in their own file
         if n["level"] in ("dynamo", "aot"):
-            n["kernels"] = sorted(set().union(*(kernels_of_line.get(line, ()) for line in n["lines"])))
+            n["kernels"] = sorted(set().union(*(kernels_of_line.get((n.get("file"), line), ()) for line in n["lines"])))
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
               "call arguments")
     if inductor_tracking:
