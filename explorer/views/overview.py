@@ -156,7 +156,7 @@ def compiles_table(capture, selected) -> Html:
                      guards.count if guards.available else "–",
                      len([k for k in kernels.kernels if k.language != "extern"])
                      if kernels.available else "–",
-                     seconds(c.compile_seconds), shorten(_why(capture, c), 110)])
+                     seconds(c.compile_seconds), tag("span", shorten(_why(capture, c), 110), cls="tc-prose")])
         marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)
     return data_table("Compiles", ["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"],
                       rows, marks, selectable=True)
