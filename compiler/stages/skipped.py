@@ -9,7 +9,6 @@ loop"). A frame that hit the recompile limit fails too; that is a recompile find
 (``compiler.stages.recompiles.limit_hits``), not a skipped frame."""
 from __future__ import annotations
 
-
 from compiler.stages import breaks as breaks_mod
 
 # torch's text when a second graph break ends the handling of the first (convert_frame / symbolic_convert)
@@ -18,7 +17,7 @@ RECOMPILE_LIMIT = "Dynamo recompile limit exceeded"  # torch's gb_type for a fra
 
 
 def is_recompile_limit(compile: dict) -> bool:
-    return (compile.get("error") or {}).get("message", "").startswith(RECOMPILE_LIMIT)
+    return ((compile.get("error") or {}).get("message") or "").startswith(RECOMPILE_LIMIT)
 
 
 def is_skipped(compile: dict, options: dict) -> bool:
