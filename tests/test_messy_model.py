@@ -45,6 +45,7 @@ def test_skipped_frames_are_what_torch_skipped(messy):
 def test_graph_breaks_count_what_torch_counts(messy):
     """A skipped frame's break, and the refused recompile, are not graph breaks: torch's counter agrees."""
     assert messy.summary.graph_breaks == sum(messy.counters["graph_break"].values()) == 2
+    assert messy.summary.graphs == messy.counters["stats"]["unique_graphs"]  # graphs Dynamo made, as torch counts
     assert all(len(item.compile_ids) == len(set(item.compile_ids)) for item in messy.breaks.items)
     assert not any(item.headline == "Dynamo recompile limit exceeded" for item in messy.breaks.items)
     assert "artifact:dynamo_error" not in messy.unknown_records

@@ -64,7 +64,18 @@ function render({ model, el }) {
     } else view = { k, x: (W - w * k) / 2 - x * k, y: Math.max(12, (H - h * k) / 2) - y * k };
     apply();
   }
-  const fitAll = () => { const s = model.get("scene"); if (s && s.width) fitTo(0, 0, s.width, s.height); };
+  // The whole picture: a picture too tall to read when fitted first makes the viewport taller (up to 85 % of
+  // the window), so a model of a few dozen boxes opens whole and readable; a taller one shows its top.
+  const BASE_HEIGHT = 560;
+  function fitAll() {
+    const s = model.get("scene");
+    if (!s || !s.width) return;
+    const { w: W } = size();
+    const tallest = Math.round((window.innerHeight || 1000) * 0.85);
+    const wanted = Math.min(Math.max(BASE_HEIGHT, s.height * READABLE + 24), tallest);
+    if ((W - 24) / s.width >= READABLE && wanted > viewport.clientHeight) viewport.style.height = `${wanted}px`;
+    fitTo(0, 0, s.width, s.height);
+  }
 
   function zoomAt(factor, cx, cy) {
     const k = Math.min(4, Math.max(0.02, view.k * factor));
@@ -238,7 +249,14 @@ function render({ model, el }) {
     const focus = model.get("focus");
     if (focus && fitted) focusOn(focus); else { fitAll(); fitted = true; }
   });
-  model.on("change:matches", () => { highlight(); nextMatch = 0; if (model.get("query")) showHit(); });
+  // a new search shows its first hit; matches that change because a group opened or closed (same query) do not move the view
+  let shownQuery = "";
+  model.on("change:matches", () => {
+    highlight();
+    const query = model.get("query");
+    if (query && query !== shownQuery) { nextMatch = 0; showHit(); }
+    shownQuery = query;
+  });
   model.on("change:error", () => { busy.textContent = model.get("error") || ""; });
 
   draw();
