@@ -44,6 +44,7 @@ def recompile_stage(payload: str | None, metrics: dict) -> dict:
 
 # torch's message when a frame is over its limit (convert_frame: "Dynamo recompile limit exceeded")
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<limit>\d+)\)")
+_GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)  # torch's link to its graph-break registry
 _VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
 
 
@@ -71,7 +72,8 @@ def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> li
             "file": named["source"].get("filename"), "line": named["source"].get("firstlineno"),
             "compile_ids": [c["compile_id"] for c in frame], "limit": limit, "limit_type": limit_type,
             "limit_source": "torch._dynamo.config at capture time" if limit_type in limits else "torch's message",
-            "guard": guard, "values": values, "note": note}
+            "guard": guard, "values": values, "note": note, "message": failed["error"]["message"],
+            "gb_code": gb.group(1).upper() if (gb := _GB_CODE.search(failed["error"]["message"])) else None}
     return list(hits.values())
 
 

@@ -746,6 +746,8 @@ class RecompileLimit(Data):
     guard: str | None = None  # the guard that kept failing, its value stripped: "spatial_scale =="
     values: list[str] = field(default_factory=list)  # the values the guard was specialised to
     note: str | None = None  # torch's note on where the guard came from
+    message: str | None = None  # torch's own message for the refused compile
+    gb_code: str | None = None  # its graph-break registry code (GB0039)
 
     def as_text(self) -> str:
         return (f"recompile limit: {self.function} compiled {len(self.compile_ids)} times "
