@@ -41,7 +41,8 @@ class CutText(widgets.VBox):
     def _describe(self) -> None:
         left = len(self.text) - self.shown
         self.label.value = view_frame(join([tag("strong", f"✂{self.number}"),
-                                            f": {self.shown:,} of {len(self.text):,} characters shown "]))
+                                            f" (the text marked ✂{self.number} above, cut there): "
+                                            f"{self.shown:,} of {len(self.text):,} characters shown "]))
         self.more.disabled = self.all.disabled = left == 0
 
 

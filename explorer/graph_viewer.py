@@ -33,21 +33,30 @@ class GraphViewer(anywidget.AnyWidget):
         self.tree = tree or GraphTree(graph, kernels)
         expanded = self.tree.initial_expanded()
         super().__init__(expanded=expanded, scene=self.tree.scene(expanded), **kwargs)
+        self._setting = False
         self.observe(self._opened, names="expanded")
         self.observe(self._search, names="query")
 
     def _opened(self, change) -> None:
-        """A group just opened also opens its inner groups while that stays small (``OPEN_BOXES``)."""
-        if not change["new"] and self.tree.initial_expanded():  # "Reset": back to the opening view
+        """A group the user opened also opens its inner groups while it shows at most ``OPEN_BOXES`` boxes,
+        never more (``GraphTree.opened(strict=True)``); the groups opened that way open nothing further
+        (each used to open its own inner groups in turn: a deep module tree opened 131 groups at once).
+        "Reset" (an empty list) goes back to the opening view."""
+        if self._setting:  # the assignment below: laid out once, after it
+            return
+        if not change["new"] and self.tree.initial_expanded():
             self.focus = ""
-            self.expanded = self.tree.initial_expanded()
-            return
-        new = [g for g in change["new"] if g not in (change["old"] or [])]
-        inner = [g for group in new if group in self.tree.items for g in self.tree.opened(group)]
-        grown = list(dict.fromkeys([*self.expanded, *inner]))
-        if len(grown) > len(self.expanded):
-            self.expanded = grown  # observed again, with nothing more to open: lays out once
-            return
+            target = self.tree.initial_expanded()
+        else:
+            new = [g for g in change["new"] if g not in (change["old"] or [])]
+            inner = [g for group in new if group in self.tree.items for g in self.tree.opened(group, strict=True)]
+            target = list(dict.fromkeys([*change["new"], *inner]))
+        if target != list(change["new"]):
+            self._setting = True
+            try:
+                self.expanded = target
+            finally:
+                self._setting = False
         self._relayout()
 
     def _relayout(self, _change=None) -> None:

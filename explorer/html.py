@@ -124,10 +124,12 @@ def columns(*panes) -> Html:
     return tag("div", *(tag("div", p, cls="tc-pane") for p in panes), cls="tc-columns")
 
 
-def cards(items) -> Html:
-    """Big-number cards: items of (label, value, kind)."""
+def cards(items, titles: dict | None = None) -> Html:
+    """Big-number cards: items of (label, value, kind); ``titles``: a tooltip per label (what it counts)."""
+    titles = titles or {}
     return tag("div", *(tag("div", tag("div", value, cls="tc-card-value"), tag("div", label, cls="tc-card-label"),
-                            cls=f"tc-card tc-{kind}") for label, value, kind in items), cls="tc-cards")
+                            cls=f"tc-card tc-{kind}", title=titles.get(label)) for label, value, kind in items),
+               cls="tc-cards")
 
 
 def preformatted(text, cls: str = "tc-pre") -> Html:

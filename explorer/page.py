@@ -59,30 +59,38 @@ class Budget:
         return len(self._sections) - 1
 
     def decide(self) -> list[Html]:
-        """Every section's HTML, in the order added."""
+        """Every section's HTML, in the order added. Each section's stub is counted from the start (a page
+        of many compiles holds hundreds of them: uncounted, they took the copy past its limit), and
+        given back when the section itself is kept."""
         order = sorted(range(len(self._sections)), key=lambda i: (_rank(self._sections[i][0]), i))
         out: list[Html] = [Html("")] * len(self._sections)
+        stubs = [len(self._stub_html(title, 0).encode()) for _, title, _, _ in self._sections] \
+            if self.limit is not None else [0] * len(self._sections)
+        self.used += sum(stubs)
         for i in order:
             key, title, render, open = self._sections[i]
-            if self.limit is not None and self.limit - self.used < self.MIN_SECTION:
+            if self.limit is not None and self.limit - self.used + stubs[i] < self.MIN_SECTION:
                 out[i] = self._stub(i, title, None)
                 continue
             html = details(title, render(), open=open, cls="tc-section")
             size = len(html.encode())
-            if self.limit is not None and self.used + size > self.limit:
+            if self.limit is not None and self.used - stubs[i] + size > self.limit:
                 out[i] = self._stub(i, title, size)
                 continue
-            self.used += size
+            self.used += size - stubs[i]
             out[i] = html
         self.left_out.sort()
         return out
 
     def _stub(self, index: int, title: str, size: int | None) -> Html:
         self.left_out.append((index, title))
+        return self._stub_html(title, size)
+
+    def _stub_html(self, title: str, size: int | None) -> Html:
+        """One line (the note at the top of the page says why and where the rest is): a capture of many
+        compiles has hundreds of these."""
         what = f"{size / 1e6:.2f} MB" if size else "not rendered"
-        return details(join([title, f" — left out of this saved copy ({what})"]),
-                       note("Left out to keep this static copy under ", f"{self.limit / 1e6:g} MB. ", Html(KEEP),
-                            kind="muted"), cls="tc-section")
+        return para(f"{title} — left out of this saved copy ({what})", cls="tc-muted tc-left-out")
 
     def about(self) -> Html:
         """What the static copy is, and what it left out."""
@@ -107,7 +115,9 @@ def render_static(capture, fallback: bool = False, limit: int | None = None) -> 
     compiles = capture.compiles
     style = style_tag() + (Html(REOPENED_CSS) if fallback else "")
     error = render_error(capture, None)
-    budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + 2_000)
+    # the page around the sections: its style, the error, one <details> per compile, the title and notes
+    frame = sum(len(details(compile_label(c), cls="tc-compile").encode()) + 2 for c in compiles)
+    budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + frame + 4_000)
     capture_views = [budget.add(v.key, v.title_for(capture), lambda v=v: render_view(v.key, capture, None),
                                 open=v.key == "overview") for v in VIEWS if v.scope == "capture"]
     per_compile = [[budget.add(v.key, v.title, lambda v=v, c=c: render_view(v.key, capture, c))

@@ -149,6 +149,9 @@ def _isolated_env(home: Path) -> dict[str, str]:
         JUPYTERLAB_SETTINGS_DIR=str(config / "lab" / "user-settings"),
         JUPYTERLAB_WORKSPACES_DIR=str(config / "lab" / "workspaces"),
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        # the kernel imports compiler/explorer from this checkout, not from wherever the venv installed
+        # them (an editable install points at one checkout; a worktree's tests must test the worktree)
+        PYTHONPATH=os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p),
     )
     return env
 

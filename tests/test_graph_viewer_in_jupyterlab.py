@@ -2,7 +2,7 @@
 
 A transformers GPT-2 built from config (12 layers, 768 wide, vocab 50257, no weights downloaded) runs
 under a capture with backend="eager" on 2×64 token ids; in the FX graph tab, headless Chromium checks
-that the first screen shows the whole collapsed model inside the viewport, that opening
+that the first screen shows the whole collapsed model inside the viewport (grown taller, readable), that opening
 ``transformer.h.0`` shows its nodes, that searching ``softmax`` highlights one node per layer, and that
 clicking a node shows its source line. Screenshots in light and dark themes land in
 test-output/<test>/."""
@@ -101,8 +101,8 @@ def test_graph_viewer_on_gpt2_small(jupyterlab_server, browser_page, artifact_di
     assert viewer.locator(".tc-gv-box.tc-gv-match").count() == 12
     shoot(page, viewer, artifact_dir, "3_search_softmax_light")
 
-    # 4. Enter centres the matching node; click it: its source line
-    viewer.locator(".tc-gv-toolbar input").press("Enter")
+    # 4. the search centred its first hit, the matching node (Enter would step on); click it: its source line
+    wait_for_output(page, ".tc-gv-count", text="box 1 of 12 shown")
     viewer.locator('.tc-gv-box.tc-gv-match[data-id^="n:"]').first.click()
     details = viewer.locator(".tc-gv-details")
     details.filter(has_text="modeling_gpt2.py:").wait_for(state="visible")

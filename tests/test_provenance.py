@@ -159,7 +159,7 @@ def test_views_colour_lines_and_link_lines_and_kernels(three_cap):
     assert {int(line) for _, line in shaded} == {r.line for r in prov.lines if r.time_share}
     top = max(prov.lines, key=lambda r: r.time_share or 0).line
     assert max(shaded, key=lambda s: float(s[0]))[1] == str(top)  # the darkest line is the costliest
-    panel = source[source.find(f"<strong>line {matmul}</strong>"):]
+    panel = source[source.find(f"test_provenance.py:{matmul}</code></strong>"):]  # the line panel names its file
     assert "extern_kernels.mm" in panel[:3000] and "post-grad nodes" in panel[:3000]
     assert source.count('type="radio"') == len(prov.lines) + len(prov.kernels)
     for key in ("code", "inductor"):

@@ -175,7 +175,8 @@ def test_static_copy_stays_under_1_mb_and_says_what_it_left_out():
         torch.compile(chain(1500), backend="eager")(torch.randn(8))
     full, fallback = render_static(cap), render_static(cap, fallback=True)
     assert len(full.encode()) > FALLBACK_BYTES >= len(fallback.encode())
-    left_out = re.findall(r"<summary>([^<]*) — left out of this saved copy \(([\d.]+) MB\)</summary>", fallback)
+    left_out = re.findall(r'<p class="tc-muted tc-left-out">([^<]*) — left out of this saved copy \(([\d.]+) MB\)</p>',
+                          fallback)
     assert left_out and all(float(size) > 0 for _, size in left_out)
     assert f"{len(left_out)} sections left out" in fallback and "--save PATH" in fallback
     assert "<summary>Overview</summary>" in fallback  # the summaries always fit

@@ -178,8 +178,8 @@ def recompile_limit_effect(fn, calls: list[tuple], limit: int = 1, backend: str 
                 rows.append({"call": index, "shapes": [list(a.shape) for a in call_args if hasattr(a, "shape")],
                              "status": status, "new_compiles": new_ok})
     torch._dynamo.reset()
-    hit = next((item for item in cap.breaks.items if "recompile limit" in item.headline.lower()), None)
+    hit = cap.recompile_limits[0] if cap.recompile_limits else None
     return {"limit": limit, "calls": rows, "compiles": cap.summary.compiles,
             "recompiles": cap.summary.recompiles, "limit_hit": limit_hit,
-            "message": hit.reason if hit else None, "gb_code": hit.gb_code if hit else None,
+            "message": hit.message if hit else None, "gb_code": hit.gb_code if hit else None,
             "capture": cap}

@@ -65,6 +65,15 @@ def environment() -> dict:
     return env
 
 
+def recompile_limits() -> dict:
+    """Dynamo's limits on compiles per code object (``torch._dynamo.config``) when the capture was made:
+    read when a capture ends (inside any config patch of the run); a frame that reaches one runs eagerly for new inputs (``compiler.stages.recompiles.limit_hits``)."""
+    from torch._dynamo import config
+
+    return {name: getattr(config, name) for name in ("recompile_limit", "accumulated_recompile_limit")
+            if isinstance(getattr(config, name, None), int)}
+
+
 def distributed() -> dict:
     """The rank and world size of a distributed job (torch.distributed once initialized, else the
     RANK / WORLD_SIZE / LOCAL_RANK variables torchrun sets); empty outside a job."""

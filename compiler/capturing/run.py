@@ -117,6 +117,10 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
             phase = "measuring kernel times"
             if device == "cpu" and timing is True and recorder.error is None:
                 measurements["kernel_times"] = _kernel_times(compiled, rerun_args, rerun_kwargs, live.codes, stance)
+            phase = "timing the frames Dynamo skipped"
+            skipped = failed_frames(recorder.collector.records)
+            if timing is True and recorder.error is None and skipped:
+                measurements["frame_times"] = _frame_times(compiled, rerun_args, rerun_kwargs, skipped, device, stance)
             phase = "profiling the GPU kernels"
             if device == "cuda" and timing is True and recorder.error is None:
                 if progress:
@@ -250,6 +254,28 @@ def _kernel_times(compiled, args, kwargs, codes, stance) -> dict:
             return measure_kernel_times(compiled, args, kwargs, live_codes=codes)
     except Exception as exc:  # noqa: BLE001
         return unavailable(f"kernel times not measured: {type(exc).__name__}: {exc}")
+
+
+def failed_frames(records) -> list[tuple]:
+    """(file, first line, name) of each frame whose compile failed: torch runs those eagerly."""
+    found = []
+    for record in records:
+        metrics = record.metadata.get("compilation_metrics") if record.kind == "compilation_metrics" else None
+        if metrics and metrics.get("fail_type") and metrics.get("co_filename") and metrics.get("co_firstlineno"):
+            found.append((metrics["co_filename"], metrics["co_firstlineno"], metrics.get("co_name")))
+    return list(dict.fromkeys(found))
+
+
+def _frame_times(compiled, args, kwargs, frames, device, stance) -> dict:
+    """Time per call in the frames torch ran eagerly (``compiler.capturing.runtime.frame_times``); a failure
+    here is a missing measurement, never a failed run."""
+    from compiler.capturing.runtime import frame_times
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), _stance(stance):
+            return frame_times(compiled, args, kwargs, frames, device=device)
+    except Exception as exc:  # noqa: BLE001
+        return unavailable(f"frame times not measured: {type(exc).__name__}: {exc}")
 
 
 def _measure_gpu(fn, compiled, args, kwargs, recorded: dict, cudagraph_comparison: bool) -> dict:

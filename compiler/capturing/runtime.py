@@ -163,3 +163,54 @@ def _eager_error(eager, args, kwargs) -> str | None:
     except Exception as exc:  # noqa: BLE001
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+FRAME_TIME_CALLS = 3
+
+
+def frame_times(fn, args, kwargs, frames: list[tuple], *, device: str = "cpu", calls: int = FRAME_TIME_CALLS) -> dict:
+    """Time spent in given Python functions (``frames``: (file, first line, name) of their code objects)
+    during calls of ``fn``, per call, next to the whole call's time: how much of a compiled call runs in
+    frames Dynamo skipped (``compiler.stages.skipped``). Measured with ``sys.setprofile`` (call and return
+    events only), outermost entry of each function counted once; both times include the profiler's small
+    overhead. Returns ``{"available", "call_s", "frames": {"file:line:name": seconds}}``."""
+    import sys
+
+    wanted = {(file, int(line), name) for file, line, name in frames if file and line and name}
+    if not wanted:
+        return {"available": False, "reason": "no frame to time"}
+    spent = {key: 0.0 for key in wanted}
+    depth = {key: 0 for key in wanted}
+    started: dict = {}
+
+    def profile(frame, event, _arg):
+        if event not in ("call", "return"):
+            return
+        code = frame.f_code
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        if key not in spent:
+            return
+        if event == "call":
+            depth[key] += 1
+            if depth[key] == 1:
+                started[key] = time.perf_counter()
+        else:
+            depth[key] -= 1
+            if depth[key] == 0:
+                spent[key] += time.perf_counter() - started.pop(key)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        fn(*args, **(kwargs or {}))  # warm: compiled code already cached, nothing left to compile
+        _sync(device)
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn(*args, **(kwargs or {}))
+            _sync(device)
+            total = time.perf_counter() - start
+        finally:
+            sys.setprofile(previous)
+    return {"available": True, "call_s": total / calls, "calls": calls,
+            "frames": {f"{file}:{line}:{name}": seconds / calls for (file, line, name), seconds in spent.items()}}

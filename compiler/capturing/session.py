@@ -13,7 +13,7 @@ from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
 from compiler.capturing.compile_sampler import CompileSampler
 from compiler.stages.bytecode import attach_decompiling, transformation
-from compiler.capturing.environment import environment, warn_if_untested_torch
+from compiler.capturing.environment import environment, recompile_limits, warn_if_untested_torch
 from compiler.stages.capture import Capture
 from compiler.capturing.records import RecordCollector, receives
 from compiler.analyses.whatif import LiveState
@@ -128,6 +128,7 @@ class Recorder:
                         "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
         self.error: dict | None = None
         self.counters: dict = {}
+        self.recompile_limits: dict = {}
         self._before: dict = {}
         self._stack: contextlib.ExitStack | None = None
 
@@ -165,6 +166,7 @@ class Recorder:
             if self.error is not None and self.collector.logged:  # held off the user's stderr, kept here
                 self.error["logged"] = "\n".join(self.collector.logged)[-8000:]
             self.counters = _counters_delta(self._before, _counters_snapshot())
+            self.recompile_limits = recompile_limits()  # the limits this capture ran under
             self.live.records = self.collector.records
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
 
@@ -179,7 +181,7 @@ class Recorder:
             if samples is not None:
                 self.options["compile_sampling"] = samples[1]  # interval, samples, the sampler's own busy_s
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
-                            environment(), self.error, self.counters, self.autotune.results, measurements,
+                            {**environment(), "recompile_limits": self.recompile_limits}, self.error, self.counters, self.autotune.results, measurements,
                             compile_samples=samples)
             built = new_capture(data, self.live)
             attach_decompiling(built.compiles, self.bytecode.by_compile)

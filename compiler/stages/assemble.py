@@ -18,7 +18,8 @@ from compiler.stages.inductor_ir import ir_stage
 from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, kernels_stage, link_to_ir
 from compiler.stages.base import resume_origin, unavailable
 from compiler.stages.provenance import add_costs, provenance_stage
-from compiler.stages.recompiles import recompile_stage
+from compiler.stages import skipped as skipped_mod
+from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
 from compiler.stages.schema import FORMAT, VERSION, paused_gc
 from compiler.stages.shapes import shapes_stage
@@ -48,7 +49,8 @@ OTHER_KNOWN = {"bwd_compilation_metrics", "compilation_metrics_runtime", "artifa
                "artifact:runtime_wrapper_orchestration", "artifact:before_joint_graph", "artifact:after_joint_graph",
                "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
                "artifact:compiled_function_forward", "artifact:compiled_function_backward",
-               "artifact:compiled_fn_wrapper", "missing_fake_kernel", "mismatched_fake_kernel"}
+               "artifact:compiled_fn_wrapper", "missing_fake_kernel", "mismatched_fake_kernel",
+               "artifact:dynamo_error"}  # a failed compile's traceback: its reason is the compile's error (fail_reason)
 EXTRA_PAYLOAD_LIMIT = 20_000
 
 
@@ -102,7 +104,14 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     if compile_samples is not None:
         _add_compile_samples(compiles, timing_events, compile_samples, sources)
     _resume_sources(compiles)
-    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")]
+    _name_from_frame(compiles)
+    # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
+    # finding: neither is a graph break (torch's graph_break counter counts neither)
+    skipped = [skipped_mod.skipped_frame(c, c["_breaks"], sources) for c in compiles if skipped_mod.is_skipped(c, options)]
+    not_breaks = {item["compile_id"] for item in skipped} | {c["compile_id"] for c in compiles
+                                                            if skipped_mod.is_recompile_limit(c)}
+    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")
+             if c["compile_id"] not in not_breaks]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
     from compiler.stages.cudagraphs import cudagraphs_stage
@@ -113,11 +122,13 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
         "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
                        for c in compiles if c["recompile"].get("available")],
+        "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
         "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
                                        options.get("calls_under_capture")),
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
+    data["recompile_limits"] = limit_hits(compiles, data["recompiles"], environment.get("recompile_limits") or {})
     _add_measurements(data, measurements)
     data["summary"] = summarize(data)
     return data
@@ -162,6 +173,15 @@ def _resume_sources(compiles: list[dict]) -> None:
         original = origin and by_name.get((c["source"].get("filename"), origin[0]))
         if original:
             c["source"] = {**original, "name": c["name"], "resumes": origin[0], "resume_line": origin[1]}
+
+
+def _name_from_frame(compiles: list[dict]) -> None:
+    """A compile torch logged no name for (one refused at the recompile limit) is of the same frame as
+    its siblings: the frame's function name."""
+    names = {c["frame_id"]: c["name"] for c in compiles if c.get("name")}
+    for c in compiles:
+        if not c.get("name") and c["frame_id"] in names:
+            c["name"] = names[c["frame_id"]]
 
 
 def records_of(by_compile):
@@ -532,4 +552,6 @@ def summarize(data: dict) -> dict:
                        for c in compiles),
         "compile_time_s": round(sum(metrics_time), 4),
         "failed_compiles": sum(c["status"] == "failed" for c in compiles),
+        "skipped_frames": len(data.get("skipped_frames", [])),
+        "recompile_limits": len(data.get("recompile_limits", [])),
     }

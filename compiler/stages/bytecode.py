@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dis
 import os
+import platform
+import sys
 import threading
 import types
 
@@ -47,7 +49,10 @@ def decompile(code: types.CodeType) -> dict:
     try:
         from depyf.decompiler import Decompiler
     except ImportError as exc:
-        return {"decompiled_reason": f"depyf is not installed (pip install depyf): {exc}"}
+        # said of the machine that made the capture, not of whoever reads it later
+        return {"decompiled_reason": f"not decompiled: depyf was not installed where this capture was made "
+                                     f"({platform.node() or 'this machine'}, {sys.executable}); pip install depyf "
+                                     f"there and capture again for the decompiled Python ({exc})"}
     tidy = sum(1 for _ in dis.get_instructions(code)) <= TIDY_MAX_INSTRUCTIONS
     with _DEPYF:
         saved = os.environ.get("DEPYF_REMOVE_TEMP")

@@ -107,12 +107,13 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g.get("nodes") or [] if n.get("line")}
     lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
-    kernels_of_line: dict[int, set] = defaultdict(set)  # by line number, whatever the file
+    kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
     for row in lines:
-        kernels_of_line[row["line"]].update(row["kernels"])
-    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line
+        kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
+        kernels_of_line[(None, row["line"])].update(row["kernels"])  # for a node torch gave no file
+    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line, in their own file
         if n["level"] in ("dynamo", "aot"):
-            n["kernels"] = sorted(set().union(*(kernels_of_line.get(line, ()) for line in n["lines"])))
+            n["kernels"] = sorted(set().union(*(kernels_of_line.get((n.get("file"), line), ()) for line in n["lines"])))
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
               "call arguments")
     if inductor_tracking:
@@ -148,15 +149,19 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
         return []
     post_nodes = post["nodes"]
     aot_graph = aot_graphs.get(role) or aot_graphs.get("inference") or {}
-    post_lines = _post_grad_lines(post_nodes, aot_graph.get("nodes") or [])
+    post_places = _post_grad_places(post_nodes, aot_graph.get("nodes") or [])
+    post_lines = {name: sorted({line for _, line in places}) for name, places in post_places.items()}
     if tracking:  # a post-grad node with no '# File' line of its own: the lines of its pre-grad nodes
         pre = run.get("pre_grad") or {}
         pre_lines = {n["name"]: n["line"] for n in pre.get("nodes", []) if n.get("line")}
+        pre_files = {n["name"]: n.get("file") for n in pre.get("nodes", [])}
         own = {n["name"] for n in post_nodes if n.get("line")}
         for name, pre_names in tracking["post_to_pre"].items():
             lines = sorted({pre_lines[p] for p in pre_names if p in pre_lines})
             if name in post_lines and name not in own and lines:
                 post_lines[name] = lines
+                post_places[name] = sorted({(pre_files.get(p), pre_lines[p]) for p in pre_names if p in pre_lines},
+                                           key=_place_order)
     files = {n["name"]: n.get("file") for n in post_nodes}
     nodes += [_node("post_grad", role, n, post_lines.get(n["name"], [])) for n in _compute(post_nodes)]
     ir = run.get("ir") or {}
@@ -195,24 +200,33 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
         if not post_names:
             post_names = _from_comments(kernel.get("comments") or "", post_nodes)
             how = "kernel comments" if post_names else None
-        weights = _weights(post_names, post_lines, post_nodes)
+        places = _weights(post_names, post_places, post_nodes)
+        weights: dict[str, float] = defaultdict(float)
+        for (_, line), weight in places.items():
+            weights[str(line)] += weight
         out.append({"key": key_of(role, kernel["name"]), "name": kernel["name"], "role": role,
                     "language": kernel.get("language") or "", "lines": sorted(int(k) for k in weights),
-                    "line_weights": weights, "post_grad_nodes": post_names, "ir_nodes": members,
+                    "line_weights": dict(weights),
+                    "places": [{"file": file, "line": line, "share": w} for (file, line), w in places.items()],
+                    "post_grad_nodes": post_names, "ir_nodes": members,
                     "fused_nodes": fused_names, "how": how,
                     "file": next((files[p] for p in post_names if files.get(p)), None)})
     return out
 
 
-def _post_grad_lines(post_nodes: list[dict], aot_nodes: list[dict]) -> dict[str, list[int]]:
-    """Each post-grad node's source lines: its own ``# File`` line, plus — for a node a pattern pass
-    created — the lines of the AOT nodes it replaced."""
+def _place_order(place: tuple) -> tuple:
+    return (place[0] or "", place[1])
+
+
+def _post_grad_places(post_nodes: list[dict], aot_nodes: list[dict]) -> dict[str, list[tuple]]:
+    """Each post-grad node's source lines as (file, line) pairs: its own ``# File`` line, plus — for a
+    node a pattern pass created — the lines of the AOT nodes it replaced (each in its own file)."""
     aot_names = {n["name"] for n in aot_nodes}
     post_names = {n["name"] for n in post_nodes}
     removed = [n for n in _compute(aot_nodes) if n["name"] not in post_names]
     out = {}
     for node in _compute(post_nodes):
-        lines = _own_lines(node)
+        lines = [(node.get("file"), line) for line in _own_lines(node)]
         if aot_names and node["name"] not in aot_names and removed:
             inputs, found = set(node.get("inputs", [])), set()
             changed = True
@@ -222,23 +236,23 @@ def _post_grad_lines(post_nodes: list[dict], aot_nodes: list[dict]) -> dict[str,
                     if r["name"] not in found and r.get("inputs") and set(r["inputs"]) <= inputs | found:
                         found.add(r["name"])
                         changed = True
-            lines += [r["line"] for r in removed if r["name"] in found and r.get("line")]
-        out[node["name"]] = sorted(set(lines))
+            lines += [(r.get("file"), r["line"]) for r in removed if r["name"] in found and r.get("line")]
+        out[node["name"]] = sorted(set(lines), key=_place_order)
     return out
 
 
-def _weights(post_names: list[str], post_lines: dict, post_nodes: list[dict]) -> dict[str, float]:
-    """Share of a kernel's work per line: its post-grad nodes counted per line (views count less)."""
+def _weights(post_names: list[str], post_places: dict, post_nodes: list[dict]) -> dict[tuple, float]:
+    """Share of a kernel's work per (file, line): its post-grad nodes counted per line (views count less)."""
     targets = {n["name"]: (n.get("target") or "") for n in post_nodes}
-    totals: dict[int, float] = defaultdict(float)
+    totals: dict[tuple, float] = defaultdict(float)
     for name in post_names:
-        lines = post_lines.get(name) or []
+        places = post_places.get(name) or []
         op = targets.get(name, "").split(".")[-2] if targets.get(name, "").count(".") >= 2 else targets.get(name, "")
         weight = 0.1 if op in VIEWISH else 1.0
-        for line in lines:
-            totals[line] += weight / len(lines)
+        for place in places:
+            totals[place] += weight / len(places)
     total = sum(totals.values())
-    return {str(line): w / total for line, w in sorted(totals.items())} if total else {}
+    return {place: w / total for place, w in sorted(totals.items(), key=lambda i: _place_order(i[0]))} if total else {}
 
 
 def _from_comments(comments: str, post_nodes: list[dict]) -> list[str]:
@@ -633,12 +647,9 @@ def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: d
         for line in n["lines"]:
             entry = row(n.get("file") or files.get(line), line)
             _add(entry, column[n["level"]], n["name"] if n["level"] == "dynamo" else key_of(n["role"], n["name"]))
-    posts = {key_of(n["role"], n["name"]): n for n in nodes if n["level"] == "post_grad"}
-    for k in kernels:  # a kernel's lines can be in several files (the user's, torch.nn's): each line's own
-        for line in k["lines"]:
-            file = next((post["file"] for post in (posts.get(key_of(k["role"], p)) for p in k["post_grad_nodes"])
-                         if post and post.get("file") and line in post["lines"]), None)
-            _add(row(file or files.get(line) or k.get("file"), line), "kernels", k["key"])
+    for k in kernels:  # a kernel's lines can be in several files (the user's, torch.nn's): each line its own
+        for place in k["places"]:
+            _add(row(place["file"] or files.get(place["line"]) or k.get("file"), place["line"]), "kernels", k["key"])
     for entry in rows.values():
         entry["code"] = entry["code"] or comment_code.get((entry["file"], entry["line"]))
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]
@@ -685,8 +696,9 @@ def apply_times(provenance: dict, kernels: list[dict], kernel_times: dict | None
         entry["seconds"], entry["calls"] = measured[entry["key"]]
         if not entry["line_weights"]:
             unattributed += entry["seconds"]
-        for line, weight in entry["line_weights"].items():
-            per_line[(entry.get("file"), int(line))] += entry["seconds"] * weight
+        for place in entry.get("places") or [{"file": entry.get("file"), "line": int(line), "share": weight}
+                                             for line, weight in entry["line_weights"].items()]:
+            per_line[(place["file"], place["line"])] += entry["seconds"] * place["share"]
     total = sum(per_line.values())
     for row in provenance["lines"]:
         seconds = per_line.get((row["file"], row["line"])) or sum(

@@ -40,3 +40,68 @@ def recompile_stage(payload: str | None, metrics: dict) -> dict:
     if not reasons:
         return {"available": False, "reason": "not a recompile: first compile of this frame"}
     return {"available": True, "reasons": reasons}
+
+
+# torch's message when a frame is over its limit (convert_frame: "Dynamo recompile limit exceeded")
+_LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<limit>\d+)\)")
+_GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)  # torch's link to its graph-break registry
+_VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
+
+
+def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> list[dict]:
+    """Frames that reached Dynamo's recompile limit: torch stops compiling them and runs every new variant
+    eagerly, with only a logged warning. One item per frame: its compiles, the limit (``limits``: ``torch._dynamo.config`` as
+    recorded at capture time, else the value torch's message names) and the guard that kept failing,
+    with the values it was specialised to."""
+    from compiler.stages.skipped import is_recompile_limit
+
+    hits = {}
+    for failed in (c for c in compiles if is_recompile_limit(c)):
+        if failed["frame_id"] in hits:
+            continue
+        match = _LIMIT.search(failed["error"]["message"])
+        limit_type = match["type"] if match else "recompile_limit"
+        frame = [c for c in compiles if c["frame_id"] == failed["frame_id"] and c["status"] == "compiled"]
+        named = next((c for c in frame if c.get("name")), failed)
+        reasons = [r for rec in recompiles if rec["compile_id"].split("/")[0] == str(failed["frame_id"])
+                   for r in rec.get("reasons", [])]
+        guard, values, note = repeated_guard(reasons)
+        limit = limits.get(limit_type, int(match["limit"]) if match else None)
+        hits[failed["frame_id"]] = {
+            "compile_id": failed["compile_id"], "frame_id": failed["frame_id"], "function": named.get("name"),
+            "file": named["source"].get("filename"), "line": named["source"].get("firstlineno"),
+            "compile_ids": [c["compile_id"] for c in frame], "limit": limit, "limit_type": limit_type,
+            "limit_source": "torch._dynamo.config at capture time" if limit_type in limits else "torch's message",
+            "guard": guard, "values": values, "note": note, "message": failed["error"]["message"],
+            "gb_code": gb.group(1).upper() if (gb := _GB_CODE.search(failed["error"]["message"])) else None}
+    return list(hits.values())
+
+
+def repeated_guard(reasons: list[dict]) -> tuple[str | None, list[str], str | None]:
+    """The guard that failed most often, with its compared value stripped (``spatial_scale ==``), the
+    values it was specialised to, in order, and torch's note on where the guard came from."""
+    keyed = []
+    for reason in reasons:
+        match = _VALUE_GUARD.match(reason.get("guard") or "")
+        key = f"{match['subject']} {match['op']}" if match else reason.get("guard")
+        keyed.append((key, match["value"] if match else None, reason.get("note")))
+    if not keyed:
+        return None, [], None
+    counts: dict = {}
+    for key, _, _ in keyed:
+        counts[key] = counts.get(key, 0) + 1
+    top = max(counts, key=counts.get)
+    values = list(dict.fromkeys(v for k, v, _ in keyed if k == top and v is not None))
+    note = next((n for k, _, n in keyed if k == top and n), None)
+    return top, values, note
+
+
+def value_kind(values: list[str]) -> str | None:
+    """"float" / "int" when every specialised value is a Python number of that kind."""
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return None
+    if not values:
+        return None
+    return "int" if all(v.lstrip("-").isdigit() for v in values) else "float"

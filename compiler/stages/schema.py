@@ -412,6 +412,55 @@ class Recompile(Stage):
         return f"{self.compile_id or ''} {self.failed_guard}"
 
 
+@dataclass(repr=False, eq=False)
+class SkippedFrame(Data):
+    """A frame Dynamo gave up on: no graph, torch runs all of it eagerly on every call
+    (``compiler.stages.skipped``)."""
+
+    compile_id: str = ""
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None  # the function's first line
+    reason: str = ""  # torch's name for why it skipped the frame ("graph break in loop")
+    gb_code: str | None = None
+    explanation: str | None = None
+    cause: GraphBreak | None = None  # the graph break that started it, where it happened
+    seconds: float | None = None  # time spent in this frame per compiled call, where measured
+    share: float | None = None  # … as a share of the compiled call's time
+
+    def as_text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "unknown location"
+        cause = (f"; caused by {self.cause.headline} at {self.cause.file}:{self.cause.line}"
+                 if self.cause and self.cause.file else "")
+        share = f"; {self.share:.0%} of the compiled call's time" if self.share is not None else ""
+        return f"skipped frame {self.function} ({where}), {self.compile_id}: {self.reason}{cause}{share}"
+
+
+@dataclass(repr=False, eq=False)
+class RecompileLimit(Data):
+    """A frame that reached Dynamo's recompile limit: new variants run eagerly, with only a logged warning
+    (``compiler.stages.recompiles.limit_hits``)."""
+
+    compile_id: str = ""  # the refused compile
+    frame_id: int = 0
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    compile_ids: list[str] = field(default_factory=list)  # the compiles the frame made
+    limit: int | None = None
+    limit_type: str = "recompile_limit"  # the torch._dynamo.config name
+    limit_source: str | None = None  # where ``limit`` was read
+    guard: str | None = None  # the guard that kept failing, its value stripped: "spatial_scale =="
+    values: list[str] = field(default_factory=list)  # the values the guard was specialised to
+    note: str | None = None  # torch's note on where the guard came from
+    message: str | None = None  # torch's own message for the refused compile
+    gb_code: str | None = None  # its graph-break registry code (GB0039)
+
+    def as_text(self) -> str:
+        return (f"recompile limit: {self.function} compiled {len(self.compile_ids)} times "
+                f"({self.limit_type} = {self.limit}); failing guard {self.guard} {', '.join(self.values)}")
+
+
 # --- AOT, Inductor and kernels ------------------------------------------------------------------
 
 @dataclass(repr=False, eq=False)
@@ -648,6 +697,15 @@ class ProvenanceNode(Data):
 
 
 @dataclass(repr=False, eq=False)
+class KernelPlace(Data):
+    """One source line a kernel's work came from, in its own file, with its share of the kernel's work."""
+
+    file: str | None = None
+    line: int = 0
+    share: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
 class KernelProvenance(Data):
     """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
 
@@ -657,11 +715,12 @@ class KernelProvenance(Data):
     language: str = ""
     lines: list[int] = field(default_factory=list)
     line_weights: dict[str, float] = field(default_factory=dict)  # str(line) → share of this kernel's work
+    places: list[KernelPlace] = field(default_factory=list)  # (file, line) → share: lines of several files apart
     post_grad_nodes: list[str] = field(default_factory=list)
     ir_nodes: list[str] = field(default_factory=list)  # scheduler nodes before fusion
     fused_nodes: list[str] = field(default_factory=list)  # … after fusion
     how: str | None = None  # which metadata linked it (IR buffers, kernel comments, …)
-    file: str | None = None  # the source file of its lines
+    file: str | None = None  # the source file of its first line (``places`` names each line's own)
     seconds: float | None = None  # measured time per call of the function
     calls: float | None = None  # invocations per call of the function
 
@@ -723,6 +782,11 @@ class Provenance(Stage):
     def lines_of_kernel(self, name: str, role: str | None = None) -> list[int]:
         found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
         return sorted({line for k in found for line in k.lines})
+
+    def places_of_kernel(self, name: str, role: str | None = None) -> list[tuple[str | None, int]]:
+        """The (file, line) pairs a kernel's work came from."""
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({(p.file, p.line) for k in found for p in k.places}, key=lambda p: (p[0] or "", p[1]))
 
     def nodes_of_line(self, line: int, level: str | None = None) -> list[ProvenanceNode]:
         return [n for n in self.nodes if line in n.lines and level in (None, n.level)]
@@ -1145,6 +1209,8 @@ class Summary(Data):
     kernels: int = 0
     compile_time_s: float = 0.0
     failed_compiles: int = 0
+    skipped_frames: int = 0  # frames torch ran eagerly because Dynamo gave up on them
+    recompile_limits: int = 0  # frames that reached the recompile limit
 
 
 def _unavailable(stage_type, reason: str):
@@ -1164,6 +1230,8 @@ class CaptureData(Data, JsonFile):
     compiles: list[Compile] = field(default_factory=list)
     breaks: Breaks = field(default_factory=lambda: Breaks(available=True))
     recompiles: list[Recompile] = field(default_factory=list)
+    skipped_frames: list[SkippedFrame] = field(default_factory=list)
+    recompile_limits: list[RecompileLimit] = field(default_factory=list)
     cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
     runtime: Runtime = field(default_factory=_unavailable(Runtime, "not measured"))
     first_call_s: float | None = None

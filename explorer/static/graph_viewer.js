@@ -6,6 +6,8 @@
 const SVG = "http://www.w3.org/2000/svg";
 const PAD_Y = 10, LINE = 16;
 
+const READABLE = 0.82;  // the least zoom a fit or a search goes to: 11 px sub-labels stay above 9 px, 12 px labels 9.8 px
+
 function svg(name, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
@@ -52,13 +54,28 @@ function render({ model, el }) {
   const apply = () => layer.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
   const size = () => ({ w: viewport.clientWidth || 800, h: viewport.clientHeight || 560 });
 
+  // Never fitted below a readable zoom: labels are 11–12 px, so below READABLE they would read under 9 px.
+  // What does not fit at READABLE shows its top left at that zoom; drag, the keys or the wheel reach the rest.
   function fitTo(x, y, w, h, most = 1.25) {
     const { w: W, h: H } = size();
     const k = Math.min((W - 24) / Math.max(w, 1), (H - 24) / Math.max(h, 1), most);
-    view = { k, x: (W - w * k) / 2 - x * k, y: Math.max(12, (H - h * k) / 2) - y * k };
+    if (k < READABLE) {
+      view = { k: READABLE, x: (w * READABLE < W - 24 ? (W - w * READABLE) / 2 : 12) - x * READABLE, y: 12 - y * READABLE };
+    } else view = { k, x: (W - w * k) / 2 - x * k, y: Math.max(12, (H - h * k) / 2) - y * k };
     apply();
   }
-  const fitAll = () => { const s = model.get("scene"); if (s && s.width) fitTo(0, 0, s.width, s.height); };
+  // The whole picture: a picture too tall to read when fitted first makes the viewport taller (up to 85 % of
+  // the window), so a model of a few dozen boxes opens whole and readable; a taller one shows its top.
+  const BASE_HEIGHT = 560;
+  function fitAll() {
+    const s = model.get("scene");
+    if (!s || !s.width) return;
+    const { w: W } = size();
+    const tallest = Math.round((window.innerHeight || 1000) * 0.85);
+    const wanted = Math.min(Math.max(BASE_HEIGHT, s.height * READABLE + 24), tallest);
+    if ((W - 24) / s.width >= READABLE && wanted > viewport.clientHeight) viewport.style.height = `${wanted}px`;
+    fitTo(0, 0, s.width, s.height);
+  }
 
   function zoomAt(factor, cx, cy) {
     const k = Math.min(4, Math.max(0.02, view.k * factor));
@@ -123,16 +140,12 @@ function render({ model, el }) {
     const target = cluster || box;
     if (!target) return;
     const { w: W, h: H } = size();
-    if (cluster) {
-      // readable first: fit the opened group when that keeps text legible, else show its top at 80 %
-      const fit = Math.min((W - 24) / cluster.w, (H - 24) / cluster.h, 1.25);
-      if (fit >= 0.7) fitTo(cluster.x, cluster.y, cluster.w, cluster.h);
-      else {
-        const k = Math.min(0.8, Math.max(fit, (W - 24) / cluster.w));
-        view = { k, x: W / 2 - (cluster.x + cluster.w / 2) * k, y: 12 - cluster.y * k };
-        apply();
-      }
-    } else { view.x = W / 2 - (box.x + box.w / 2) * view.k; view.y = H / 2 - (box.y + box.h / 2) * view.k; apply(); }
+    if (cluster) fitTo(cluster.x, cluster.y, cluster.w, cluster.h);  // readable: its top at READABLE when large
+    else {  // a box: centred, at a readable zoom
+      const k = Math.max(view.k, READABLE);
+      view = { k, x: W / 2 - (box.x + box.w / 2) * k, y: H / 2 - (box.y + box.h / 2) * k };
+      apply();
+    }
   }
 
   function highlight() {
@@ -210,17 +223,24 @@ function render({ model, el }) {
     clearTimeout(timer);
     timer = setTimeout(() => { model.set("query", search.value); model.save_changes(); }, 150);
   });
+  // Search: the first hit is centred at a readable zoom as soon as the matches arrive; Enter steps on
+  // through the hits (innermost first: opened nodes before closed groups), saying which one is shown
   let nextMatch = 0;
+  const hitIds = () => Object.keys(model.get("matches") || {}).filter((id) => boxes.has(id))
+    .sort((a, b) => (a.startsWith("n:") ? 0 : 1) - (b.startsWith("n:") ? 0 : 1));
+  function showHit() {
+    const hits = hitIds();
+    if (!hits.length) return;
+    const index = nextMatch++ % hits.length;
+    focusOn(hits[index]);
+    for (const { node } of boxes.values()) node.classList.remove("tc-gv-current");
+    boxes.get(hits[index]).node.classList.add("tc-gv-current");
+    highlight();
+    count.textContent += ` · box ${index + 1} of ${hits.length} shown (Enter: next)`;
+  }
   search.addEventListener("keydown", (event) => {
     event.stopPropagation();  // keep Lab's shortcuts out
-    if (event.key !== "Enter") return;
-    // Enter: centre on the next matching box (innermost first: opened nodes before closed groups)
-    const hits = Object.keys(model.get("matches") || {}).filter((id) => boxes.has(id))
-      .sort((a, b) => (a.startsWith("n:") ? 0 : 1) - (b.startsWith("n:") ? 0 : 1));
-    if (!hits.length) return;
-    const id = hits[nextMatch++ % hits.length];
-    focusOn(id);
-    boxes.get(id).node.classList.add("tc-gv-selected");
+    if (event.key === "Enter") showHit();
   });
 
   model.on("change:scene", () => {
@@ -229,7 +249,14 @@ function render({ model, el }) {
     const focus = model.get("focus");
     if (focus && fitted) focusOn(focus); else { fitAll(); fitted = true; }
   });
-  model.on("change:matches", highlight);
+  // a new search shows its first hit; matches that change because a group opened or closed (same query) do not move the view
+  let shownQuery = "";
+  model.on("change:matches", () => {
+    highlight();
+    const query = model.get("query");
+    if (query && query !== shownQuery) { nextMatch = 0; showHit(); }
+    shownQuery = query;
+  });
   model.on("change:error", () => { busy.textContent = model.get("error") || ""; });
 
   draw();

@@ -46,13 +46,20 @@ class View:
         return f"{self.title} ({found})" if found else self.title
 
 
+def _breaks_count(summary) -> int | str:
+    """The Graph breaks tab's count: its breaks, and the frames Dynamo skipped, which it also shows."""
+    if not summary.skipped_frames:
+        return summary.graph_breaks
+    return f"{summary.graph_breaks} + {summary.skipped_frames} skipped"
+
+
 VIEWS = (
     View("overview", "Overview", "capture", render_overview),
     View("source", "Source", "compile", render_source),
     View("bytecode", "Bytecode", "compile", render_bytecode),
     View("graph", "FX graph", "compile", render_graph),
     View("guards", "Guards", "compile", render_guards),
-    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: c.summary.graph_breaks),
+    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: _breaks_count(c.summary)),
     View("recompiles", "Recompiles", "capture", render_recompiles, lambda c: c.summary.recompiles),
     View("fixes", "Fixes", "capture", render_fixes, lambda c: len(c.proposed_fixes or ())),
     View("aot", "AOT graphs", "compile", render_aot),

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import re
 
-from ..html import (Html, badge, code, details, heading, join, key_values, note, para, plural, preformatted, tag,
-                    unavailable)
+from pathlib import Path
+
+from compiler.stages.breaks import cell_number
+
+from ..html import (Html, badge, code, details, heading, join, key_values, note, para, plural, preformatted, seconds,
+                    tag, unavailable)
 from compiler.stages.schema import BreakRegistry
 
 from .common import break_title
@@ -31,6 +35,55 @@ def place(file: str | None, line: int | None, cell: int | None = None) -> str:
     if cell is not None:
         return f"In [{cell}], line {line}"
     return f"{file}:{line}" if file else "unknown location"
+
+
+def file_place(file: str | None, line: int | None) -> Html:
+    """``model.py:13`` as code, the full path in its tooltip (several files in one view stay apart)."""
+    if not file:
+        return code("unknown location")
+    cell = cell_number(file)
+    return tag("code", place(file, line, cell) if cell is not None else f"{Path(file).name}:{line}", title=file,
+               cls="tc-place")
+
+
+def share_text(share: float | None) -> str | None:
+    if share is None:
+        return None
+    return "under 1 %" if share < 0.005 else f"{share:.0%}".replace("%", " %")
+
+
+def skipped_sentence(item) -> Html:
+    """One skipped frame in a sentence: which function, torch's reason, the cost where measured."""
+    share = share_text(item.share)
+    return join([f"Dynamo skipped the whole frame ", code(item.function or "?"), " (", file_place(item.file, item.line),
+                 f"): {item.reason}. It runs eagerly, uncompiled, on every call",
+                 f" — {share} of the compiled call's time" if share else "", "."])
+
+
+def skipped_card(item, selected_id: str | None):
+    """One ``SkippedFrame``: the frame torch ran eagerly, why, and the break that started it."""
+    cause = item.cause
+    doc_link = _doc_link(item.gb_code)
+    timed = (f"{seconds(item.seconds)} per call, {share_text(item.share)} of the compiled call's time "
+             "(measured after the capture, with the compiled functions it calls)") if item.share is not None else None
+    return tag("div",
+               tag("div", badge("skipped frame", "error"), tag("strong", " "), code(item.function or "?"),
+                   tag("strong", f" ran eagerly: {item.reason}"), badge(item.gb_code, "error") if item.gb_code else None,
+                   cls="tc-card-title"),
+               para(skipped_sentence(item)),
+               key_values([("frame", join([file_place(item.file, item.line), f" (compile {item.compile_id})"])),
+                           ("torch's explanation", with_code_spans(item.explanation) if item.explanation else None),
+                           ("caused by", join([tag("strong", cause.headline), " at ", file_place(cause.file, cause.line),
+                                               " ", code(cause.code) if cause.code else None])
+                            if cause and cause.file else (cause.headline if cause else None)),
+                           ("why that broke", with_code_spans(cause.explanation) if cause and cause.explanation else None),
+                           ("time in this frame", timed)]),
+               join([heading("Hints", 5), tag("ul", *(tag("li", with_code_spans(h)) for h in cause.hints))])
+               if cause and cause.hints else None,
+               _stack(cause) if cause else None,
+               details("Full reason (as torch logged it)", preformatted(cause.reason)) if cause and cause.reason else None,
+               para(doc_link) if doc_link else None,
+               cls="tc-break-card tc-skipped-card" + (" tc-selected" if selected_id == item.compile_id else ""))
 
 
 def _frame(f, cls: str | None = None):
@@ -68,7 +121,7 @@ def break_card(item, selected_id: str | None, fix=None):
                para(fix_label(fix), cls="tc-fix-link") if fix is not None else None,
                key_values([("torch's summary", with_code_spans(summary) if summary else None),
                            ("explanation", with_code_spans(item.explanation or registry.explanation)),
-                           ("in compiles", ", ".join(item.compile_ids))]),
+                           ("in compiles", ", ".join(dict.fromkeys(item.compile_ids)))]),
                join([heading("Hints", 5), tag("ul", *(tag("li", with_code_spans(h)) for h in item.hints))])
                if item.hints else None,
                _stack(item),
@@ -77,15 +130,30 @@ def break_card(item, selected_id: str | None, fix=None):
                cls="tc-break-card" + (" tc-selected" if in_selected else ""))
 
 
+def skipped_frames(capture) -> list:
+    """The skipped frames, costliest first (unmeasured last)."""
+    return sorted(capture.skipped_frames, key=lambda s: -(s.share if s.share is not None else -1))
+
+
 def render_breaks(capture, compile) -> str:
     stage = capture.breaks
     if not stage.available:
         return unavailable("Graph breaks", stage.reason)
     items = stage.items
-    if not items:
-        return note("No graph breaks: Dynamo traced every compiled frame without stopping.", kind="ok")
     selected = compile.compile_id if compile is not None else None
+    skipped = skipped_frames(capture)
+    skipped_part = join([
+        para(f"{plural(len(skipped), 'frame')} skipped: Dynamo gave up on "
+             f"{'it' if len(skipped) == 1 else 'them'} and torch runs the whole frame eagerly, with no graph "
+             "(a graph break only ends a graph; a skipped frame has none). Worst first."),
+        *(skipped_card(item, selected) for item in skipped)]) if skipped else None
+    if not items:
+        return join([skipped_part, note("No graph breaks: Dynamo traced every compiled frame without stopping."
+                                        + (" (The skipped frames above were not compiled at all.)" if skipped else ""),
+                                        kind="ok")])
     return join([
+        skipped_part,
+        heading("Graph breaks") if skipped else None,
         para(f"{plural(stage.total or len(items), 'graph break')} at {plural(len(items), 'place')}. "
              "At each one Dynamo ends the graph, runs the line in plain Python, and resumes in a new "
              "frame (a resume function) with its own graph and guards.",

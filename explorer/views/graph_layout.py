@@ -293,15 +293,17 @@ class GraphTree:
         that holds everything (``transformer``) opens, its twelve layers stay closed."""
         return self.opened("root", budget)
 
-    def opened(self, group: str, budget: int = OPEN_BOXES) -> list[str]:
+    def opened(self, group: str, budget: int = OPEN_BOXES, strict: bool = False) -> list[str]:
         """The groups inside ``group`` to open with it, level by level, while it shows at most
-        ``budget`` boxes (a whole level at a time; a lone child group always opens)."""
+        ``budget`` boxes (a whole level at a time). The opening view lets a lone child group open past
+        the budget (``transformer`` holds everything); a click (``strict``) never does: on a deep module
+        tree it opened every wrapper and block below at once (issue 27: 131 groups, 6 → 425 boxes)."""
         expanded: list[str] = []
         frontier = [c for c in self.items[group].children if self.items[c].children]
         visible = len(self.items[group].children)
         while frontier:
             grown = visible + sum(len(self.items[g].children) - 1 for g in frontier)
-            if grown > budget and len(frontier) > 1:
+            if grown > budget and (strict or len(frontier) > 1):
                 break
             expanded += frontier
             visible = grown

@@ -1,21 +1,28 @@
 """Overview: did it compile cleanly, and did it help? Findings first, then the numbers."""
 from __future__ import annotations
 
-from ..html import (Html, cards, code, heading, join, note, para, plural, seconds, shorten, table,
+from ..html import (Html, cards, code, details, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
+from .breaks import skipped_frames, skipped_sentence
 from .common import is_resume
+from .recompiles import guard_sentence, limit_sentence
 from .tables import data_table
 
 
-def findings(capture) -> list[tuple[str, str]]:
+def findings(capture) -> list[tuple[str, str | Html]]:
     """(kind, sentence) pairs, worst first: what a user should look at."""
     s = capture.summary
     found = []
     if capture.error:
         found.append(("error", f"{capture.error.type} in {capture.error.stage} "
                                "(the error box above says more)"))
-    if s.failed_compiles:
-        found.append(("error", f"{plural(s.failed_compiles, 'compile')} failed"))
+    for item in skipped_frames(capture):  # the costliest outcome: no graph at all
+        found.append(("error", join([skipped_sentence(item), " See Graph breaks."])))
+    for hit in capture.recompile_limits:
+        found.append(("error", join([limit_sentence(hit), " ", guard_sentence(hit), " See Recompiles."])))
+    other_failures = s.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits)
+    if other_failures > 0:
+        found.append(("error", f"{plural(other_failures, 'compile')} failed (see the status column below)"))
     if s.graph_breaks:
         found.append(("warn", f"{plural(s.graph_breaks, 'graph break')} at "
                               f"{plural(s.unique_graph_breaks, 'place')}: each ends a graph, runs "
@@ -62,6 +69,44 @@ def _speedup_card(capture) -> tuple[str, str, str]:
     return "speedup vs eager", f"{speedup:.2f}×", "ok" if speedup >= 1 else "warn"
 
 
+# What each Overview count counts (the cards' tooltips and the list under them)
+COUNTS = {
+    "frames": "Python frames (code objects) Dynamo was asked to compile, resume functions included",
+    "compiles": "compile attempts: one per frame and variant (frame/compile ids), failed ones included",
+    "graphs": "FX graphs Dynamo produced (a failed or skipped compile has none)",
+    "graph breaks": "times Dynamo stopped tracing a frame, ran a line eagerly and resumed in a new frame "
+                    "(torch's counters['graph_break']); frames it skipped are counted apart",
+    "skipped frames": "frames Dynamo gave up on: no graph, the whole frame runs eagerly on every call",
+    "recompiles": "compiles of a frame that had compiled before, because its guards rejected new inputs "
+                  "(a compile refused at the recompile limit included)",
+    "failed compiles": "compiles that ended in an error: skipped frames and refused recompiles included",
+    "guards": "guards of every compile, summed",
+    "kernels": "generated kernels (Triton or C++), summed over compiles; extern calls not counted",
+}
+
+
+def explain_note(capture) -> Html | None:
+    """Why ``torch._dynamo.explain()`` on the same input reports other numbers."""
+    s = capture.summary
+    if not s.graphs:
+        return None
+    parts = [code("torch._dynamo.explain()"), " on the same input counts otherwise: its ",
+             code("graph_break_count"), " is always its graph_count − 1, a count of graphs, not of breaks "
+             f"(for the {plural(s.graphs, 'graph')} counted here that would read {s.graphs - 1}, against the "
+             f"{plural(s.graph_breaks, 'break')} Dynamo made); "
+             "and it compiles with its own graph-collecting backend (no AOTAutograd), under which a Python "
+             "float Dynamo specialises here may stay a dynamic input, so it can count fewer recompiles and graphs."]
+    if capture.skipped_frames:
+        parts.append(" It has no count for skipped frames (they make no graph).")
+    return para(join(parts), cls="tc-muted tc-explain-note")
+
+
+def counts_legend() -> Html:
+    return details("What each count counts",
+                   tag("ul", *(tag("li", tag("strong", name), ": ", text) for name, text in COUNTS.items())),
+                   cls="tc-counts-legend")
+
+
 def summary_cards(capture) -> Html:
     s = capture.summary
 
@@ -73,6 +118,7 @@ def summary_cards(capture) -> Html:
         ("compiles", str(s.compiles), "info"),
         ("graphs", str(s.graphs), "info"),
         counted("graph breaks", s.graph_breaks),
+        *([counted("skipped frames", s.skipped_frames, "error")] if s.skipped_frames else []),
         counted("recompiles", s.recompiles),
         counted("failed compiles", s.failed_compiles, "error"),
         ("guards", str(s.guards), "info"),
@@ -81,7 +127,7 @@ def summary_cards(capture) -> Html:
         ("compile time", seconds(s.compile_time_s) if any(c.compile_seconds is not None for c in capture.compiles)
          else "–", "info"),
         _speedup_card(capture),
-    ])
+    ], titles=COUNTS)
 
 
 def _why(capture, compile) -> str:
@@ -90,6 +136,10 @@ def _why(capture, compile) -> str:
     if is_resume(compile):
         return "resumes the function after a graph break"
     recompile = next((r for r in capture.recompiles if r.compile_id == compile.compile_id), None)
+    if any(s.compile_id == compile.compile_id for s in capture.skipped_frames):
+        return "skipped: Dynamo gave up on this frame, it runs eagerly (see Graph breaks)"
+    if any(h.compile_id == compile.compile_id for h in capture.recompile_limits):
+        return "refused: the frame reached the recompile limit (see Recompiles)"
     if recompile and recompile.reasons:
         return f"recompile: {recompile.reasons[0].text}"
     return "first compile of this frame"
@@ -106,7 +156,7 @@ def compiles_table(capture, selected) -> Html:
                      guards.count if guards.available else "–",
                      len([k for k in kernels.kernels if k.language != "extern"])
                      if kernels.available else "–",
-                     seconds(c.compile_seconds), shorten(_why(capture, c), 110)])
+                     seconds(c.compile_seconds), tag("span", shorten(_why(capture, c), 110), cls="tc-prose")])
         marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)
     return data_table("Compiles", ["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"],
                       rows, marks, selectable=True)
@@ -137,6 +187,8 @@ def render_overview(capture, compile) -> str:
         tag("ul", *(tag("li", text, cls=f"tc-finding tc-{kind}") for kind, text in findings(capture)),
             cls="tc-findings"),
         summary_cards(capture),
+        explain_note(capture),
+        counts_legend(),
         environment_line(capture),
         heading("Compiles") + compiles_table(capture, compile) if capture.compiles else None,
         note(f"{sum(unknown.values())} trace records of kinds tcompile does not know were kept: "

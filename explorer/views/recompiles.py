@@ -4,10 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from compiler.stages.breaks import cell_number, traceback_frames
+from compiler.stages.recompiles import value_kind
 from compiler.stages.schema import RecompileReason
 
-from ..html import Html, code, details, join, note, para, plural, shorten, tag
-from .breaks import place
+from ..html import Html, badge, code, details, join, note, para, plural, shorten, tag
+from .breaks import file_place, place
 from .tables import data_table
 
 
@@ -43,28 +44,69 @@ def _became_dynamic(capture, compile_id: str) -> str:
     return ", ".join(dict.fromkeys(symbols))  # a frame restarted at a graph break creates them again
 
 
+SHOWN_VALUES = 6
+
+
+def limit_sentence(hit) -> Html:
+    """A frame at the recompile limit, in a sentence: which frame, how many compiles, which limit."""
+    ids = hit.compile_ids
+    span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
+    return join(["Recompile limit reached: ", code(hit.function or "?"), " (", file_place(hit.file, hit.line),
+                 f") compiled {plural(len(ids), 'time')} ({span}), torch._dynamo.config.{hit.limit_type} = "
+                 f"{hit.limit if hit.limit is not None else '?'}. Every new variant of it now runs eagerly "
+                 "(torch only logs a warning)."])
+
+
+def guard_sentence(hit) -> Html | None:
+    """The guard that kept failing, with the values it was specialised to."""
+    if not hit.guard:
+        return None
+    kind = value_kind(hit.values)
+    what = {"float": "a Python float specialised", "int": "a Python int specialised"}.get(kind, "specialised")
+    shown = ", ".join(hit.values[:SHOWN_VALUES]) + (f", … ({len(hit.values)} in all)" if len(hit.values) > SHOWN_VALUES else "")
+    return join(["The guard that kept failing: ", code(hit.guard), f" — {what} to each value it saw: ",
+                 code(shown) if shown else "", "."])
+
+
+def limit_note(hit) -> Html:
+    fix = ("Pass the value as a tensor (a tensor's value is not guarded on), or raise "
+           f"torch._dynamo.config.{hit.limit_type} if the variants are few and expected.")
+    return note(para(limit_sentence(hit)), para(guard_sentence(hit)) if hit.guard else None,
+                para(f"Compile {hit.compile_id} was refused. The limit was read from {hit.limit_source or '?'}. ",
+                     f"torch's note on the guard: {hit.note}. " if hit.note else "", fix, cls="tc-muted"),
+                kind="error")
+
+
 def render_recompiles(capture, compile) -> str:
     recompiles = capture.recompiles
+    limits = join([limit_note(hit) for hit in capture.recompile_limits])
     if not recompiles:
-        return note("No recompiles: every later call was accepted by an existing compile's guards.", kind="ok")
+        return join([limits, note("No recompiles: every later call was accepted by an existing compile's guards.",
+                                  kind="ok")])
     from .fixes import fixes_of
 
     fix_of = {compile_id: fix for fix in fixes_of(capture) or () for compile_id in fix.recompiles}
     rows, marks = [], []
+    refused_ids = {hit.compile_id for hit in capture.recompile_limits}
     for recompile in recompiles:
         fix = fix_of.get(recompile.compile_id)
         for number, reason in enumerate(recompile.reasons or [RecompileReason()]):
             first = number == 0
             dynamic = _became_dynamic(capture, recompile.compile_id) if first else ""
-            rows.append([code(recompile.compile_id) if first else "", recompile.name if first else "",
+            refused = first and recompile.compile_id in refused_ids
+            # every row names its recompile (muted after the first), so searching one keeps all its rows
+            rows.append([join([code(recompile.compile_id), badge("refused: limit", "error") if refused else None])
+                         if first else tag("span", code(recompile.compile_id), cls="tc-repeat"),
+                         recompile.name if first else tag("span", recompile.name or "", cls="tc-repeat"),
                          code(reason.against or "?"), reason.guard, reason.detail or "", _user_stack(reason),
                          code(dynamic) if dynamic else "",
                          f"fix: {fix.id} ({fix.kind}, {fix.status})" if fix is not None and first else ""])
             marks.append("tc-selected" if compile is not None and recompile.compile_id == compile.compile_id
                          else None)
     return join([
+        limits,
         para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
-             "cached compiles (newest first) and each one failed the guard shown."),
+             "cached compiles (most recently used first: a hit moves its entry to the front) and each one failed the guard shown."),
         data_table("Recompiles", ["new compile", "function", "rejected compile", "failing guard", "values",
                                   "guard made at (your code)", "became dynamic (new symbols)", "fix (see Fixes)"], rows, marks,
                    drop_empty=True),

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..html import (Html, badge, cut_mark, heading, highlighted_lines, join, key_values, note, para, plural, seconds,
+from ..html import (Html, badge, code, cut_mark, heading, highlighted_lines, join, key_values, note, para, plural, seconds,
                     shorten, shown_part, table, tag, unavailable)
+from .breaks import file_place
 from .common import break_title, resume_origin
 
 
@@ -100,7 +101,22 @@ def render_source(capture, compile) -> str:
                 cls="tc-legend")
     panels = [picked(uid, _line_key(filename, line), line_panel(compile, row)) for line, row in provenance.items()]
     return tag("div", pick_styles(uid, keys), intro, resume_note, legend, heat, table_html, *panels,
-               cut_mark(source.text), kernel_picker(compile), cls=f"tc-prov tc-prov-{uid}")
+               cut_mark(source.text), other_files(compile), kernel_picker(compile), cls=f"tc-prov tc-prov-{uid}")
+
+
+def other_files(compile) -> Html | None:
+    """Lines of other files (functions this one called, inlined by Dynamo) that produced work, each
+    named with its file: their kernels may be shared with this function's lines."""
+    prov, filename = compile.provenance, compile.source.filename
+    rows = [r for r in prov.lines if r.file != filename] if prov.available else []
+    if not rows:
+        return None
+    top = max((r.time_share or 0 for r in prov.lines), default=0)
+    body = [[file_place(r.file, r.line), code(shorten(r.code or "", 80)),
+             tag("span", share_cell(r.time_share, r.seconds), style="white-space: nowrap"),
+             plural(len(r.kernels), "kernel")] for r in sorted(rows, key=lambda r: -(r.time_share or 0))]
+    return join([heading("Lines in other files (functions it called)", 4),
+                 table(["file:line", "code", "share", "kernels"], body), ])
 
 
 def _lines_without_source(compile) -> Html | None:
@@ -242,7 +258,7 @@ def line_panel(compile, row) -> Html:
                      f" {seconds(times[k])} ({times[k] / total:.0%} of kernel time)" if times.get(k) and total else ""])
                for k in row.kernels]
     return join([
-        para(tag("strong", f"line {row.line}"), " ", tag("code", row.code or ""),
+        para(tag("strong", file_place(row.file, row.line)), " ", tag("code", row.code or ""),
              f" — {row.time_share:.0%} of the measured kernel time" if row.time_share is not None else ""),
         key_values([("Dynamo FX nodes", chips(row.dynamo_nodes)), ("AOT nodes", chips(row.aot_nodes)),
                     ("post-grad nodes", chips(row.post_grad_nodes)), ("scheduler nodes", chips(row.ir_nodes)),
@@ -254,19 +270,27 @@ def kernel_panel(compile, kernel) -> Html:
     """One kernel back to its lines (highlighted in the function's source) and nodes."""
     chips = lambda names: join([tag("span", n, cls="tc-chip") for n in names]) if names else "–"  # noqa: E731
     source = compile.source
+    places = sorted(kernel.places, key=lambda p: -p.share)
     mini = None
-    if source.available and source.text and kernel.lines:
+    here = {p.line for p in places if p.file == source.filename}  # only this file's lines are lit in its source
+    if source.available and source.text and here:
         first = source.firstlineno or 1
-        lit = set(kernel.lines)
         rows = [tag("tr", tag("td", str(first + i), cls="tc-lineno"), tag("td", text),
-                    cls="tc-lit" if first + i in lit else None)
+                    cls="tc-lit" if first + i in here else None)
                 for i, text in enumerate(shown_part(source.text).rstrip("\n").split("\n"))]
         mini = tag("table", *rows, cls="tc-mini")
-    weights = ", ".join(f"line {line}: {w:.0%}" for line, w in kernel.line_weights.items())
+    codes = {(r.file, r.line): r.code for r in compile.provenance.lines}
+    elsewhere = [p for p in places if p.file != source.filename]
+    other = tag("ul", *(tag("li", file_place(p.file, p.line), f" {p.share:.0%} ",
+                            code(codes.get((p.file, p.line)) or "")) for p in elsewhere), cls="tc-kernel-places") \
+        if elsewhere else None
+    weights = join([join([file_place(p.file, p.line), f" {p.share:.0%}"]) for p in places], ", ")
     return join([
         para(tag("strong", kernel.key), f" — {seconds(kernel.seconds)} per call" if kernel.seconds is not None else "",
-             f" · its work by line: {weights}" if weights else " · no source line (inputs, views or constants)"),
+             join([" · its work by line: ", weights]) if places else " · no source line (inputs, views or constants)"),
         mini,
+        join([para(f"Lines in other files than {source.filename.rsplit('/', 1)[-1] if source.filename else 'this function'}"
+                   ":", cls="tc-muted"), other]) if other else None,
         key_values([("post-grad nodes", chips(kernel.post_grad_nodes)),
                     ("scheduler nodes (before fusion)", chips(kernel.ir_nodes)),
                     ("after fusion", chips(kernel.fused_nodes)), ("linked by", kernel.how or "–")]),
@@ -311,10 +335,10 @@ def line_time_table(capture, compile, limit: int = 12) -> Html | None:
         return join([tag("code", shorten(row.code or "", 40), style="white-space: pre"),
                      tag("div", join(kernels, Html("<br>")), cls="tc-muted") if kernels else None])
 
-    body = [[str(r.line), code_and_kernels(r), share_cell(r.time_share, r.seconds),
-             tag("span", seconds(r.seconds), style="white-space: nowrap")] for r in rows]
-    # names are not broken, so a narrow pane scrolls the table sideways rather than clipping it
-    table_html = tag("div", table(["line", "code → kernels", "share", "time / call"], body),
+    body = [[file_place(r.file, r.line), tag("span", share_cell(r.time_share, r.seconds), style="white-space: nowrap"),
+             tag("span", seconds(r.seconds), style="white-space: nowrap"), code_and_kernels(r)] for r in rows]
+    # the numbers first, the long code and kernel names last: a narrow pane scrolls that column into view
+    table_html = tag("div", table(["file:line", "share", "time / call", "code → kernels"], body),
                      style="overflow-x: auto; max-width: 100%")
     unattributed = prov.unattributed_seconds
     return join([heading("Where the time goes, by line", 4), table_html,

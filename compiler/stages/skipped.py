@@ -1,0 +1,80 @@
+"""Skipped frames: a frame whose compile failed with ``Unsupported`` (a graph break in a for/while loop,
+…) is not compiled at all; torch runs the whole frame eagerly, on every call. That is the costliest
+outcome a frame can have, so it is its own finding, not a graph break: a graph break ends a graph and
+resumes, a skipped frame has no graph.
+
+The reason is torch's own (the compile's ``fail_reason``): the break that happened first (``cause``,
+with its line) and, where torch gave up because of it, the name it gives the skip ("graph break in
+loop"). A frame that hit the recompile limit fails too; that is a recompile finding
+(``compiler.stages.recompiles.limit_hits``), not a skipped frame."""
+from __future__ import annotations
+
+from compiler.stages import breaks as breaks_mod
+
+# torch's text when a second graph break ends the handling of the first (convert_frame / symbolic_convert)
+_SECOND = "*** While handling this graph break, another graph break occurred: ***"
+RECOMPILE_LIMIT = "Dynamo recompile limit exceeded"  # torch's gb_type for a frame over the recompile limit
+
+
+def is_recompile_limit(compile: dict) -> bool:
+    return ((compile.get("error") or {}).get("message") or "").startswith(RECOMPILE_LIMIT)
+
+
+def is_skipped(compile: dict, options: dict) -> bool:
+    """Did torch give up on this frame and run it eagerly? Under ``fullgraph=True`` the same failure
+    is an error raised to the caller (a fatal graph break), not a skip."""
+    error = compile.get("error") or {}
+    return (compile.get("status") == "failed" and "Unsupported" in str(error.get("type"))
+            and bool(error.get("message")) and not is_recompile_limit(compile) and not options.get("fullgraph"))
+
+
+def skipped_frame(compile: dict, breaks: list[dict], sources) -> dict:
+    """One skipped frame: which function, why torch skipped it, and the break that caused it
+    (``breaks``: the compile's parsed graph-break records, the first one is where tracing stopped)."""
+    message = compile["error"]["message"]
+    first, _, second = message.partition(_SECOND)
+    cause = breaks[0] if breaks else breaks_mod.parse_break(first, sources)
+    skip = breaks_mod.parse_break(second, sources) if second.strip() else None
+    metrics = compile.get("metrics") or {}
+    error = compile["error"]
+    if not cause.get("file") and error.get("file"):
+        cause.update(file=error["file"], line=_int(error.get("line")),
+                     code=sources.line(error["file"], _int(error.get("line"))))
+    return {"compile_id": compile["compile_id"], "function": compile.get("name"),
+            "file": metrics.get("co_filename") or compile["source"].get("filename"),
+            "line": _int(metrics.get("co_firstlineno")) or compile["source"].get("firstlineno"),
+            "reason": skip["headline"] if skip else cause["headline"],
+            "gb_code": skip["gb_code"] if skip else cause["gb_code"],
+            "explanation": (skip or cause).get("explanation"),
+            "cause": {k: v for k, v in cause.items() if k not in ("compile_id",)}}
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def frame_key(item: dict) -> tuple:
+    """How a skipped frame is found at run time: its code object's file, first line and name."""
+    return (item.get("file"), item.get("line"), item.get("function"))
+
+
+def with_share(items: list[dict], frame_times: dict | None) -> list[dict]:
+    """Add each frame's measured time per call and share of the compiled call (``frame_times``:
+    ``compiler.capturing.runtime.frame_times``), where measured."""
+    if not frame_times or not frame_times.get("available"):
+        return items
+    total = frame_times.get("call_s") or 0
+    for item in items:
+        seconds = frame_times["frames"].get(_key_text(frame_key(item)))
+        if seconds is not None and total > 0:
+            item.update(seconds=seconds, share=min(1.0, seconds / total))
+    return items
+
+
+def _key_text(key: tuple) -> str:
+    return f"{key[0]}:{key[1]}:{key[2]}"
+
+
