@@ -69,9 +69,8 @@ def _error(cell):
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
-def test_lab_runs_top_to_bottom(path, tmp_path):
+def _execute(path: Path, tmp_path: Path):
+    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -79,7 +78,7 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
     assert nb.metadata.kernelspec.name == "python3"
     nb.cells.append(nbformat.v4.new_code_cell(KERNEL_PROBE))  # which Python ran the lab
     client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, allow_errors=True,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            resources={"metadata": {"path": str(path.parent)}})
     kernel_log = tmp_path / "kernel-stderr.txt"  # torch prints "Exception ignored" noise at kernel exit
     start = time.perf_counter()
     with open(kernel_log, "w") as log:
@@ -98,6 +97,13 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
     probe = _text_of(nb.cells.pop().outputs)
     assert f"tcompile-kernel-python: {sys.executable}" in probe, \
         f"the lab ran in another Python than this venv's ({sys.executable}): {probe!r}"
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
+def test_lab_runs_top_to_bottom(path, tmp_path):
+    nb = _execute(path, tmp_path)
 
     expected_failures = solutions_checked = 0
     for index, cell in enumerate(nb.cells):
@@ -120,6 +126,78 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
+
+
+# --- the student edition (python notebooks/build_labs.py --student) ------------------------------
+
+STUDENT_LAB = "02_graph_breaks"  # a quick lab that compiles live; its exercises all start failing
+
+
+def _build_labs():
+    if str(NOTEBOOKS) not in sys.path:
+        sys.path.insert(0, str(NOTEBOOKS))
+    import build_labs
+    return build_labs
+
+
+@pytest.fixture(scope="module")
+def student_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student")
+    assert _build_labs().main(["--student", "--out", str(out)]) == 0
+    return out
+
+
+def _solution_lines(nb) -> set[str]:
+    """Lines that only the solution cells of an instructor notebook hold (blank lines aside)."""
+    elsewhere = {line.strip() for cell in nb.cells if "solution" not in _tags(cell)
+                 for line in cell.source.splitlines()}
+    return {line.strip() for cell in nb.cells if "solution" in _tags(cell)
+            for line in cell.source.splitlines()} - elsewhere - {""}
+
+
+def test_student_edition_has_no_solutions(student_dir):
+    import nbformat
+    from labs import SOLUTION_FIRST_LINE, SOLUTION_NOTE_PREFIX
+
+    students = sorted(student_dir.glob("[0-9][0-9]_*.ipynb"))
+    assert [p.name for p in students] == [p.name for p in LABS]
+    # the checkers travel with the notebooks; the lab sources (which hold the solutions) do not
+    assert sorted(p.name for p in (student_dir / "labs").iterdir()) == ["__init__.py", "checks.py"]
+    for path in students:
+        instructor = nbformat.read(NOTEBOOKS / path.name, as_version=4)
+        student = nbformat.read(path, as_version=4)
+        text = "\n".join(cell.source for cell in student.cells)
+        assert not any("solution" in _tags(cell) for cell in student.cells), path.name
+        assert SOLUTION_FIRST_LINE not in text and SOLUTION_NOTE_PREFIX not in text, path.name
+        hidden = _solution_lines(instructor)
+        assert hidden, f"{path.name}: the instructor edition has no solution text to hide"
+        leaked = [line for line in hidden if line in {ln.strip() for ln in text.splitlines()}]
+        assert not leaked, f"{path.name}: solution lines in the student edition: {leaked}"
+        # everything else is kept, in order
+        kept = [c.source for c in instructor.cells
+                if "solution" not in _tags(c) and not c.source.startswith(SOLUTION_NOTE_PREFIX)]
+        assert [c.source for c in student.cells] == kept, path.name
+        exercises = [c for c in student.cells if "exercise" in _tags(c)]
+        assert exercises == [c for c in instructor.cells if "exercise" in _tags(c)], path.name
+
+
+@pytest.mark.slow
+def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path):
+    """Run All on a student notebook: every exercise reports ✗ (CheckFailed), none prints ✓, nothing else errs."""
+    nb = _execute(student_dir / f"{STUDENT_LAB}.ipynb", tmp_path)
+    exercises = 0
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        error, text = _error(cell), _text_of(cell.outputs)
+        where = f"student {STUDENT_LAB} cell {index}:\n{cell.source}\n{text}"
+        if "exercise" in _tags(cell):
+            assert error is not None and error["ename"] == "CheckFailed", f"not reported as unsolved — {where}"
+            assert "✗" in text, where
+            exercises += 1
+        else:
+            assert error is None, f"{error['ename']}: {error['evalue']} — {where}"
+    assert exercises >= 4
 
 
 # --- notebooks/labs/checks.py, on real captures (backend="eager") ---------------------------------------
