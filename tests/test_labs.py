@@ -388,3 +388,121 @@ def test_allclose():
     checks.check_allclose(x + 1e-7, x)
     assert "differs" in fails(checks.check_allclose, x + 1, x, "shifted").message
     assert "shape" in fails(checks.check_allclose, x[:2], x).message
+
+
+# --- the exercises' checkers reject plausible wrong answers (issue 24) ---------------------------
+
+def _power(x, n):
+    return x ** n
+
+
+def _batch_scaled(x):  # lab 3's f
+    return x.sin() * x.shape[0]
+
+
+def test_exercise_1_3_rejects_the_skip_all_guard_filter():
+    x = torch.randn(8, 4)
+    right = compiler.explore(_power, x, 2, backend="eager", dynamic=True, timing=False)
+    checks.check_reuses_compile(right, _power, x, 3)
+    torch._dynamo.reset()
+    for unsafe in (torch.compiler.skip_all_guards_unsafe, torch.compiler.keep_tensor_guards_unsafe):
+        torch._dynamo.reset()
+        wrong = compiler.explore(_power, x, 2, backend="eager", timing=False, options={"guard_filter_fn": unsafe})
+        checks.check_no_recompile(wrong, _power, x, 3)  # the old check let it through
+        fails(checks.check_reuses_compile, wrong, _power, x, 3)
+
+
+def test_exercise_3_1_rejects_the_skip_all_guard_filter():
+    wrong = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=False, timing=False,
+                             options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
+    checks.check_no_recompile(wrong, _batch_scaled, torch.randn(32, 4))  # the old check let it through
+    assert "TENSOR_MATCH" in fails(checks.check_reuses_compile, wrong, _batch_scaled, torch.randn(32, 4)).message
+    fails(checks.check_dynamic, wrong, "x")
+    torch._dynamo.reset()
+    right = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    checks.check_reuses_compile(right, _batch_scaled, torch.randn(32, 4))
+
+
+def test_exercise_3_2_rejects_another_dtype():
+    cap = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    checks.check_recompiling_input(cap, _batch_scaled, torch.randn(1, 4))
+    wrong = torch.randn(64, 4).double()
+    checks.check_would_recompile(cap, _batch_scaled, wrong)  # the old check let it through
+    assert "float64" in fails(checks.check_recompiling_input, cap, _batch_scaled, wrong).message
+    fails(checks.check_recompiling_input, cap, _batch_scaled, torch.randn(64, 4))  # no recompile at all
+
+
+def test_exercise_3_3_rejects_a_module_guard_filter():
+    class Gain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = 2.0
+
+        def forward(self, x):
+            return x * self.gain
+
+    gain, x = Gain(), torch.randn(4)
+    wrong = compiler.explore(gain, x, backend="eager", timing=False,
+                             options={"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})
+    gain.gain = 3.0
+    checks.check_no_recompile(wrong, gain, x)  # the old exercise check let it through: stale gain 2.0
+    assert "differs" in fails(checks.check_reuses_compile, wrong, gain, x).message
+
+
+def test_exercises_2_3_and_2_4_reject_a_changed_result():
+    import zlib
+
+    def checksum(t):
+        return torch.tensor(float(zlib.crc32(t.numpy().tobytes()) % 1000))
+
+    def fingerprint_original(x):
+        y = x * 2
+        return y + checksum(y)
+
+    def return_y(x):  # 2.4: compiles under fullgraph, but drops the checksum
+        return x * 2
+
+    x = torch.randn(8, 4)
+    wrong = compiler.explore(return_y, x, backend="eager", fullgraph=True, timing=False)
+    checks.check_compiled(wrong)  # the old exercise check let it through
+    fails(checks.check_matches_eager, wrong, fingerprint_original)
+    fails(checks.check_op, wrong, "lab.checksum")
+
+    def normalize_original(x):
+        return x / x.abs().max().item()
+
+    def no_scale(x):  # 2.3: no graph break, by dropping the division
+        return x.clone()
+
+    wrong = compiler.explore(no_scale, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(wrong)
+    fails(checks.check_matches_eager, wrong, normalize_original)
+    right = compiler.explore(lambda t: t / t.abs().max(), x, backend="eager", timing=False)
+    checks.check_matches_eager(right, normalize_original)
+
+
+def test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula():
+    import math
+    from types import SimpleNamespace
+
+    runtime = SimpleNamespace(eager=SimpleNamespace(median_s=1e-3), compiled=SimpleNamespace(median_s=5e-4),
+                              first_call_s=0.0153)
+    exact = (runtime.first_call_s - 5e-4) / (1e-3 - 5e-4)  # 29.6 calls: 1.3 % from the rounded 30
+    for form in (exact, round(exact), math.ceil(exact), math.floor(exact)):
+        checks.check_break_even(form, runtime)
+    fails(checks.check_break_even, (runtime.first_call_s - 5e-4) / 1e-3, runtime)  # divided by eager
+    fails(checks.check_break_even, ..., runtime)
+    slower = SimpleNamespace(eager=SimpleNamespace(median_s=1e-3), compiled=SimpleNamespace(median_s=2e-3),
+                             first_call_s=1.0)
+    checks.check_break_even(math.inf, slower)
+    fails(checks.check_break_even, -999.0, slower)
+
+
+def test_exercise_7_2_rejects_the_skip_all_guard_filter():
+    with compiler.capture() as wrong:
+        compiled = torch.compile(_batch_scaled, backend="eager", dynamic=False,
+                                 options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
+        for rows in (4, 8, 16):
+            compiled(torch.randn(rows, 4))
+    checks.check_recompile_count(wrong, 0)  # the old exercise check let it through (wrong results too)
+    fails(checks.check_dynamic, wrong, "x")

@@ -19,8 +19,8 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_costliest_line",
-    "check_cudagraphs",
+    "CheckFailed", "check_allclose", "check_answer", "check_break_even", "check_close", "check_compiled",
+    "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -243,6 +243,78 @@ def check_recompile_count(cap, n: int) -> None:
     return _pass(f"{_plural(n, 'recompile')}, as expected")
 
 
+def _tensor_params(fn, args) -> list[tuple[str, object]]:
+    """(parameter name, tensor) for the tensor arguments of ``fn(*args)``, as Dynamo names them (``L['x']``)."""
+    import inspect
+
+    import torch
+
+    try:
+        bound = inspect.signature(fn).bind(*args)
+    except (TypeError, ValueError):
+        return []
+    return [(name, value) for name, value in bound.arguments.items() if isinstance(value, torch.Tensor)]
+
+
+def _other_inputs(args, seed: int = 1234) -> list:
+    """Fresh inputs like ``args``: each tensor redrawn (same shape and dtype), other values kept."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(a.shape, generator=generator).to(a.dtype) if isinstance(a, torch.Tensor)
+            and a.is_floating_point() else a for a in args]
+
+
+def check_matches_eager(cap, reference, *args, what: str = "the compiled function") -> None:
+    """The capture's compiled function gives ``reference``'s results on inputs the student did not choose:
+    ``args`` when given, and inputs redrawn like the captured call's (same shapes and dtypes)."""
+    import torch
+
+    _require_no_error(cap)
+    if not cap.is_live:
+        _fail("this capture was loaded from a file: it has no compiled function to call",
+              "use a capture made in this kernel (compiler.explore or compiler.capture)")
+    trials = [list(args)] if args else []
+    trials.append(_other_inputs(cap.live.args))
+    for trial in trials:
+        expected = reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in trial])
+        check_allclose(cap.live.compiled_fn(*trial), expected, f"{what} on {_describe_args(trial, {})}",
+                       hint="the fix must keep what the function computes: compare with the original on "
+                            "the same input")
+
+
+def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
+    """``fn(*args)`` reuses the capture's compile (its guards pass), the guards on the tensor arguments were
+    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them."""
+    check_no_recompile(cap, fn, *args, **kwargs)
+    guarded = {row.source for _, row in _guard_rows(cap) if row.kind == "TENSOR_MATCH"}
+    for name, _ in _tensor_params(fn, args):
+        if f"L['{name}']" not in guarded:
+            _fail(f"no TENSOR_MATCH guard on {name!r} is left: the compile would be reused for any input, "
+                  "right or wrong",
+                  "a guard filter that drops tensor guards makes reuse unsafe; make the size symbolic instead")
+    _pass(f"the guards on {', '.join(n for n, _ in _tensor_params(fn, args)) or 'the inputs'} are kept")
+    if kwargs:
+        return None
+    check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def check_recompiling_input(cap, fn, tensor, *rest) -> None:
+    """``fn(tensor, *rest)`` would recompile the capture although ``tensor`` has the dtype and device of the
+    compiled call's tensor in the same position: the recompile comes from its sizes or strides."""
+    import torch
+
+    if tensor is ... or tensor is None:
+        _fail("no input yet", "replace ... with a tensor")
+    if cap.is_live:
+        compiled = next((a for a in cap.live.args if isinstance(a, torch.Tensor)), None)
+        if compiled is not None and (tensor.dtype, tensor.device) != (compiled.dtype, compiled.device):
+            _fail(f"your input is {tensor.dtype} on {tensor.device}; the compile was for {compiled.dtype} on "
+                  f"{compiled.device}: a dtype or device change recompiles any compile, dynamic or not",
+                  "keep the dtype and device; which sizes can a symbolic dimension not take?")
+    check_would_recompile(cap, fn, tensor, *rest)
+
+
 def _guard_rows(cap) -> list[tuple[str, object]]:
     return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.rows]
 
@@ -461,6 +533,31 @@ def check_close(answer, expected: float, rel: float = 0.05, what: str = "the ans
     if not math.isclose(value, float(expected), rel_tol=rel, abs_tol=1e-12):
         _fail(f"{what}: {value:.4g} is not within {rel:.0%} of the expected value", hint)
     return _pass(f"{what}: {value:.4g} (expected {float(expected):.4g})")
+
+
+def check_break_even(calls, runtime, tolerance_calls: float = 1.0, rel: float = 0.01) -> None:
+    """The number of calls after which a compile has paid for itself, from ``runtime`` (a capture's
+    ``.runtime``): ``(first_call_s - compiled) / (eager - compiled)`` with median times, or ``math.inf`` when
+    the compiled function is not faster. Any correct form passes: unrounded, rounded or rounded up (within
+    ``tolerance_calls`` calls or ``rel``, whichever is larger)."""
+    if calls is ... or calls is None:
+        _fail("break-even calls: no answer yet", "replace ... with your computation")
+    eager, compiled = runtime.eager.median_s, runtime.compiled.median_s
+    expected = (runtime.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
+    try:
+        value = float(calls)
+    except (TypeError, ValueError):
+        _fail(f"break-even calls: {calls!r} is not a number")
+    if math.isinf(expected) or math.isinf(value):
+        if value != expected:
+            _fail(f"break-even calls: {value:.4g} is not right",
+                  "when the compiled call is not faster than eager, the compile never pays: math.inf")
+        return _pass("break-even calls: never (the compiled function is not faster)")
+    if abs(value - expected) > max(tolerance_calls, rel * abs(expected)):
+        _fail(f"break-even calls: {value:.4g} is not right (off by more than {tolerance_calls:g} call or "
+              f"{rel:.0%})", "(first_call_s - compiled) / (eager - compiled), with the medians of runtime")
+    return _pass(f"break-even calls: {value:.4g} (exactly {expected:.2f}; within {tolerance_calls:g} call or "
+                 f"{rel:.0%})")
 
 
 def check_costliest_line(cap, line) -> None:
