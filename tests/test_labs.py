@@ -506,3 +506,27 @@ def test_exercise_7_2_rejects_the_skip_all_guard_filter():
             compiled(torch.randn(rows, 4))
     checks.check_recompile_count(wrong, 0)  # the old exercise check let it through (wrong results too)
     fails(checks.check_dynamic, wrong, "x")
+
+
+def test_the_torch_internals_the_labs_cite_still_exist():
+    """The labs' claims about torch internals name where they come from; a torch upgrade that moves them fails here."""
+    from pathlib import Path as _Path
+
+    import torch._functorch.config as functorch_config
+    from torch._functorch._aot_autograd import graph_compile, runtime_wrappers
+    from torch._inductor import cpu_vec_isa, list_mode_options
+
+    # lab01 / lab03: cache entries are most recently used first (a hit moves its entry to the front)
+    header = _Path(torch.__file__).parent / "include" / "torch" / "csrc" / "dynamo" / "extra_state.h"
+    if header.exists():  # the wheel ships the C++ headers; a build without them cannot be checked here
+        assert "move_to_front" in header.read_text()
+    # lab04: AOTAutograd lowers the backward lazily, except with SymInts saved or when forced
+    assert hasattr(runtime_wrappers, "AutogradLazyBackwardCompileInfo")
+    assert "Backward graph lazy lowering" in _Path(runtime_wrappers.__file__).read_text()
+    assert hasattr(functorch_config, "force_non_lazy_backward_lowering")
+    assert "num_symints_saved_for_bw > 0" in _Path(graph_compile.__file__).read_text()
+    # lab05: the vector width comes from the ISA Inductor picks; max-autotune turns on CUDA graphs
+    assert callable(cpu_vec_isa.pick_vec_isa)
+    modes = list_mode_options()
+    assert modes["max-autotune"].get("triton.cudagraphs") is True
+    assert "triton.cudagraphs" not in modes["max-autotune-no-cudagraphs"]

@@ -22,9 +22,11 @@ def cells():
             Dynamo's callback (C code in `torch/csrc/dynamo/eval_frame.c`) is installed, and for the frame it:
 
             1. looks up the **cache entries** stored on the code object (in CPython's per-code-object "extra"
-               slot) — one per earlier compile, newest first, each holding **guards** and **transformed code**;
-            2. runs each entry's guards on the frame's locals; the first entry whose guards all pass wins, and
-               CPython runs *that entry's transformed bytecode* instead of the original;
+               slot) — one per earlier compile, each holding **guards** and **transformed code**, most recently
+               *used* first: a new compile is put at the front, and so is an entry whose guards pass
+               (`ExtraState::move_to_front`, `torch/csrc/dynamo/extra_state.h`);
+            2. runs each entry's guards on the frame's locals, in that order; the first entry whose guards all
+               pass wins, and CPython runs *that entry's transformed bytecode* instead of the original;
             3. if no entry passes, calls back into Python (`torch._dynamo.convert_frame`) to compile: trace
                the bytecode into an FX graph, hand the graph to the backend, generate new bytecode and guards,
                store them as a new cache entry, and run it.

@@ -76,7 +76,8 @@ def cells():
             ## 3. Recompiles and their reasons
 
             When no cached compile's guards pass, Dynamo compiles again and logs **why**: the failing guard of
-            each earlier compile (newest first). The Recompiles tab lists them; so does `cap.recompiles`.
+            each earlier compile, in cache order — most recently used first, since a hit moves its entry to the
+            front (`ExtraState::move_to_front`; Lab 1). The Recompiles tab lists them; so does `cap.recompiles`.
             """),
         code("""
             torch._dynamo.reset()

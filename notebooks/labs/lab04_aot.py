@@ -136,8 +136,13 @@ def cells():
             ## 6. With Inductor: the backward compiles on the first `.backward()`
 
             Inductor gets AOTAutograd's forward and backward graphs and generates code for each. AOTAutograd
-            partitions when the forward compiles, but Inductor compiles the **backward lazily**, on the first call
-            of `.backward()`. Capture the forward call alone, then the backward call, and compare:
+            partitions when the forward compiles, but hands the backward graph to the backend's backward compiler
+            **lazily**, on the first call of `.backward()` — AOTAutograd does this for every backend, not only
+            Inductor (Note [Backward graph lazy lowering] and `AutogradLazyBackwardCompileInfo` in
+            `torch/_functorch/_aot_autograd/runtime_wrappers.py`). It compiles the backward at once instead when
+            SymInts are saved for backward (the backend might add guards) or under
+            `torch._functorch.config.force_non_lazy_backward_lowering` (`graph_compile.py`). Capture the forward
+            call alone, then the backward call, and compare:
             """),
         code("""
             torch._dynamo.reset()

@@ -69,8 +69,13 @@ def cells():
 
             `compiler.load_trace(path)` reads a log file as a `Capture` — the same object, built by the same code,
             as a live `compiler.capture()` — and a directory of per-rank logs as a `Job`: `job.captures[rank]`,
-            and `job.divergences`, what the ranks did differently. A rank that compiles differently can run
-            different collectives, and then the job hangs, or runs at the pace of its slowest rank.
+            and `job.divergences`, what the ranks did differently. In this DDP job the gradient allreduces are
+            not in the compiled graph: DDP's reducer runs them from autograd hooks, outside the graph, so every
+            rank issues the same collectives whatever it compiled. A rank that recompiles arrives late to them:
+            the other ranks wait in the allreduce (skew, the job runs at the pace of its slowest rank), and a long
+            enough recompile trips the collective timeout. Different collectives per rank — and a hang — come
+            from collectives *inside* compiled graphs (functional collectives, compiled autograd), where another
+            graph can issue other ones. tcompile marks a rank-specific recompile `severity="error"` either way.
             """),
         code("""
             job = compiler.load_trace(broken / "trace")
@@ -125,13 +130,13 @@ def cells():
             Rank 1 recompiled because its batch had 48 rows instead of 32: the first compile specialized the
             batch size. `dist_job.py --dynamic` calls `torch._dynamo.mark_dynamic(x, 0)` on every batch, so the
             batch dimension is symbolic from the first compile. Re-run the job with that flag and check that no
-            divergence that can hang the job (severity `"error"`) remains.
+            divergence that stalls ranks (severity `"error"`: skew at the allreduce, or a timeout) remains.
             """),
         exercise("""
             fixed = run_job("fixed")          # add the flag that marks the batch dimension dynamic
             fixed_job = compiler.load_trace(fixed / "trace")
             check_answer([d.kind for d in fixed_job.divergences if d.severity == "error"], [],
-                         "divergences that can hang the job", hint="run_job(name, '--dynamic')")
+                         "divergences that stall ranks", hint="run_job(name, '--dynamic')")
             """),
         solution_note(),
         solution("""
@@ -139,7 +144,7 @@ def cells():
             fixed_job = compiler.load_trace(fixed / "trace")
             print(fixed_job.as_text().splitlines()[0])
             check_answer([d.kind for d in fixed_job.divergences if d.severity == "error"], [],
-                         "divergences that can hang the job", hint="run_job(name, '--dynamic')")
+                         "divergences that stall ranks", hint="run_job(name, '--dynamic')")
             """),
         md("""
             ## 4. A report without Jupyter
