@@ -530,3 +530,100 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     modes = list_mode_options()
     assert modes["max-autotune"].get("triton.cudagraphs") is True
     assert "triton.cudagraphs" not in modes["max-autotune-no-cudagraphs"]
+
+
+def _scale_steps(x):  # lab 1's
+    for i in range(3):
+        x = x * (i + 1)
+    return x
+
+
+def test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture():
+    def attention_like(x, w):
+        return torch.relu(x @ w).sin()
+
+    cap = compiler.explore(attention_like, torch.randn(8, 8), torch.randn(8, 8), fresh=True, timing=False)
+    generated = len([k for c in cap.compiles for k in c.kernels.kernels if k.language != "extern"])
+    checks.check_kernels_answer(generated, cap)
+    fails(checks.check_kernels_answer, generated + 1, cap)  # 0.1: the extern mm counted as a kernel
+    fails(checks.check_kernels_answer, ..., cap)
+    for form in ("mm", "aten.mm", "extern_kernels.mm", "torch.ops.aten.mm.default"):
+        checks.check_extern_op_answer(form, cap)
+    for wrong in ("matmul", "relu", "addmm"):  # 5.3: the Python-level name, a fused op
+        fails(checks.check_extern_op_answer, wrong, cap)
+
+
+def test_exercise_1_1_rejects_counting_inputs_and_output():
+    cap = compiler.explore(_scale_steps, torch.randn(4), backend="eager", timing=False)
+    checks.check_op_count_answer(3, cap)
+    fails(checks.check_op_count_answer, 5, cap)  # every node: the input and the output too
+    fails(checks.check_op_count_answer, 1, cap)  # "one loop"
+    fails(checks.check_op_count_answer, "3", cap)
+
+
+def test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 1))
+    x = torch.randn(3, 4)
+    with compiler.capture() as train:
+        torch.compile(lambda t: model(t).sum(), backend="aot_eager_decomp_partition")(x).backward()
+    saved = len(checks.saved_for_backward(train))
+    checks.check_saved_answer(saved, train)
+    fails(checks.check_saved_answer, saved + 1, train)  # 4.2: the loss counted as saved
+    checks.check_decomposed(train, "gelu")
+    torch._dynamo.reset()
+    with compiler.capture() as kept:
+        torch.compile(lambda t: model(t).sum(), backend="aot_eager")(x).backward()
+    assert "still calls 'gelu'" in fails(checks.check_decomposed, kept, "gelu").message
+    torch._dynamo.reset()
+    relu_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    with compiler.capture() as removed:  # 4.3: gelu swapped for relu passes "no gelu", not "decomposed"
+        torch.compile(lambda t: relu_model(t).sum(), backend="aot_eager")(x).backward()
+    checks.check_op(removed, "gelu", graph="forward", present=False)  # the old exercise check let it through
+    assert "removed rather than decomposed" in fails(checks.check_decomposed, removed, "gelu").message
+
+
+def test_exercise_5_1_rejects_moving_the_print_before_the_fused_ops():
+    def print_first(x):
+        print("start")
+        y = x.sin()
+        return y.cos() * 2
+
+    cap = compiler.explore(print_first, torch.randn(8, 16), fresh=True, timing=False)
+    checks.check_fused(cap, ["sin", "cos"])  # the old exercise check let it through
+    fails(checks.check_no_graph_breaks, cap)
+
+
+def test_exercises_6_2_and_6_3_from_the_shipped_captures():
+    gpu = REPO / "assets" / "gpu"
+    dyn = compiler.load(gpu / "dynamic_shapes_rerecord.json")
+    recorded = dyn.cudagraphs.recorded
+    checks.check_recordings_answer(recorded, dyn)
+    fails(checks.check_recordings_answer, len(dyn.compiles), dyn)  # one per compile, not per shape
+    small = compiler.load(gpu / "reduce_overhead_small_model.json").cudagraph_comparison
+    without, with_ = small.without_cudagraphs.median_s, small.with_cudagraphs.median_s
+    exact = (without - with_) / without
+    for form in (exact, round(exact, 2), 1 - 1 / (without / with_)):
+        checks.check_saved_fraction(form, small)
+    assert "percentage" in fails(checks.check_saved_fraction, exact * 100, small).message
+    fails(checks.check_saved_fraction, with_ / without, small)  # the fraction left, not removed
+    fails(checks.check_saved_fraction, without / with_ - 1, small)  # the speed-up minus one
+
+
+def test_exercise_7_3_rejects_another_row():
+    import pandas as pd
+
+    table = pd.DataFrame({"config": ["backend=eager (Dynamo only)", "inductor (default)"],
+                          "compile s": [0.05, 2.5], "speedup": [1.0, 3.0]}).set_index("config")
+    checks.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
+    fails(checks.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
+
+
+def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
+    from types import SimpleNamespace
+
+    quiet, odd = SimpleNamespace(recompiles=[]), SimpleNamespace(recompiles=[SimpleNamespace(compile_id="0/1")])
+    job = SimpleNamespace(captures={0: quiet, 1: odd})
+    checks.check_recompiled_rank_answer(1, "0/1", job)
+    fails(checks.check_recompiled_rank_answer, 0, "0/1", job)
+    fails(checks.check_recompiled_rank_answer, 1, "0/0", job)  # the compile that failed its guard
+    fails(checks.check_recompiled_rank_answer, 1, ..., job)

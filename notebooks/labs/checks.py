@@ -21,6 +21,9 @@ import re
 __all__ = [
     "CheckFailed", "check_allclose", "check_answer", "check_break_even", "check_close", "check_compiled",
     "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
+    "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
+    "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
+    "check_saved_fraction",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -600,3 +603,139 @@ def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
               "a fix only addresses the findings it lists: the others are still there")
     equal = "outputs equal eager" if result.outputs_equal else "outputs differ from eager"
     _pass(f"predicted and measured: {label} {before} → {after} ({equal})")
+
+
+# --- answers read from a capture: the expected value is computed here, not written in the exercise ----
+
+def _no_answer(answer, what: str) -> None:
+    if answer is ... or answer is None:
+        _fail(f"{what}: no answer yet", "replace ... with your answer")
+
+
+def _check_count(answer, expected: int, what: str, hint: str) -> None:
+    _no_answer(answer, what)
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != expected:
+        _fail(f"{what}: {answer!r} is not right", hint)
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_kernels_answer(answer, cap) -> None:
+    """The number of kernels Inductor generated for ``cap`` (library calls such as ``extern_kernels.mm`` not
+    counted): the Overview's *kernels* card."""
+    return _check_count(answer, cap.summary.kernels, f"kernels generated for {_name(cap)}",
+                        "the 'kernels' card on the Overview tab; library (extern) calls are not generated kernels")
+
+
+def check_op_count_answer(answer, cap) -> None:
+    """The number of operations (nodes other than inputs and the output) in the first FX graph of ``cap``."""
+    return _check_count(answer, cap.compiles[0].graph.op_count, f"operations in {_name(cap)}'s FX graph",
+                        "count the call nodes: inputs (placeholders) and the output are not operations")
+
+
+def check_saved_answer(answer, cap) -> None:
+    """The number of tensors AOTAutograd's forward graph of ``cap`` saves for the backward."""
+    return _check_count(answer, len(saved_for_backward(cap)), "tensors saved for backward",
+                        "the forward's return tuple: the user's outputs first (the loss), then the saved tensors")
+
+
+def check_recordings_answer(answer, cap) -> None:
+    """The number of CUDA graphs ``cap`` recorded."""
+    return _check_count(answer, cap.cudagraphs.recorded, "CUDA graphs recorded",
+                        "count the 'record' events of the CUDA graphs tab: one per distinct input shape")
+
+
+def _op_name(value) -> str:
+    text = str(value).strip().strip("'\"").casefold()
+    for prefix in ("torch.ops.", "extern_kernels.", "aten."):
+        text = text.removeprefix(prefix)
+    return text.split(".")[0]
+
+
+def check_extern_op_answer(answer, cap) -> None:
+    """The ATen operator that Inductor left to a library kernel in ``cap`` (``"mm"``, ``"aten.mm"`` and
+    ``"extern_kernels.mm"`` all name it)."""
+    what = "the operator Inductor left to a library"
+    _no_answer(answer, what)
+    extern = {_op_name(op) for c in cap.compiles for k in c.kernels.kernels if k.language == "extern"
+              for op in k.ops_from_name}
+    if not extern:
+        _fail(f"{_name(cap)} has no library (extern) kernel", "use the capture the exercise names")
+    if _op_name(answer) not in extern:
+        _fail(f"{what}: {answer!r} is not right",
+              "Generated code: the kernel whose language is 'extern' — name the ATen operator it runs")
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_saved_fraction(answer, comparison, tolerance: float = 0.01) -> None:
+    """The fraction of the call time CUDA graphs removed, ``(without - with) / without`` from the medians of
+    ``comparison`` (a capture's ``cudagraph_comparison``), within ``tolerance`` (absolute)."""
+    what = "fraction of the call time removed by CUDA graphs"
+    _no_answer(answer, what)
+    without, with_ = comparison.without_cudagraphs.median_s, comparison.with_cudagraphs.median_s
+    expected = (without - with_) / without
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        _fail(f"{what}: {answer!r} is not a number")
+    if abs(value) > 1.5 and abs(value / 100 - expected) <= tolerance:
+        _fail(f"{what}: {value:.4g} looks like a percentage", "give a fraction between 0 and 1")
+    if abs(value - expected) > tolerance:
+        _fail(f"{what}: {value:.4g} is not right (off by more than {tolerance:g})",
+              "(without - with) / without, with the two medians")
+    return _pass(f"{what}: {value:.3f} (exactly {expected:.4f}; within {tolerance:g})")
+
+
+def check_cheapest_compile_answer(answer, table) -> None:
+    """The ``config`` row of ``table`` (a DataFrame with a ``compile s`` column) with the cheapest compile."""
+    what = "the configuration with the cheapest compile"
+    _no_answer(answer, what)
+    expected = table["compile s"].idxmin()
+    if _normal(answer) != _normal(expected):
+        _fail(f"{what}: {answer!r} is not right", "the smallest number in the 'compile s' column")
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_recompiled_rank_answer(rank, compile_id, job) -> None:
+    """``rank`` is the rank of ``job`` that recompiled and ``compile_id`` (e.g. ``"0/1"``) its new compile."""
+    _no_answer(rank, "the rank that recompiled")
+    recompiled = {r: cap.recompiles for r, cap in job.captures.items() if cap.recompiles}
+    if len(recompiled) != 1 or rank not in recompiled:
+        _fail(f"the rank that recompiled: {rank!r} is not right",
+              "look at the groups of the 'recompiles' divergence")
+    _pass(f"the rank that recompiled: {rank!r} is right")
+    _no_answer(compile_id, "its new compile id")
+    ids = [r.compile_id for r in recompiled[rank]]
+    if _normal(compile_id) not in [_normal(i) for i in ids]:
+        _fail(f"its new compile id: {compile_id!r} is not right", "job.captures[odd_rank].recompiles")
+    return _pass(f"its new compile id: {compile_id!r} is right")
+
+
+def _decomposition_ops(op: str) -> set[str]:
+    """The ATen operators torch's decomposition of ``aten.<op>`` (one float tensor in) is made of."""
+    import torch
+    from torch._decomp import get_decompositions
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    target = getattr(torch.ops.aten, op).default
+    graph = make_fx(lambda t: target(t), decomposition_table=get_decompositions([target]))(torch.randn(4))
+    return {n.target.overloadpacket.__name__ for n in graph.graph.nodes
+            if n.op == "call_function" and hasattr(n.target, "overloadpacket")} - {op}
+
+
+def check_decomposed(cap, op: str, graph: str = "forward") -> None:
+    """``graph`` has no ``op`` left and holds the operators torch's decomposition of ``op`` is made of (so
+    ``op`` was decomposed, not removed)."""
+    _require_no_error(cap)
+    targets = graph_ops(cap, graph)
+    if not targets:
+        _fail(f"no {graph} graph in the capture", "compile with an AOTAutograd backend and run the call")
+    if any(_matches_op(t, op) for t in targets):
+        _fail(f"the {graph} graph still calls {op!r}", "which backend runs Inductor's decompositions "
+              "without Inductor's code generation?")
+    parts = sorted(_decomposition_ops(op))
+    missing = [p for p in parts if not any(_matches_op(t, p) for t in targets)]
+    if missing:
+        _fail(f"no {op!r} in the {graph} graph, but none of what it decomposes into either "
+              f"({', '.join(missing)} missing): was it removed rather than decomposed?",
+              f"keep the model computing {op}; choose the backend, not the model")
+    return _pass(f"{op} is decomposed in the {graph} graph, into {', '.join(parts)}")

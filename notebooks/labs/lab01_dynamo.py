@@ -107,13 +107,12 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, steps.compiles[0].graph.op_count, "operations in scale_steps' FX graph",
-                         hint="count the lines with `= l_x_ * …` / `= x * …` in the graph: the loop was unrolled")
+            check_op_count_answer(answer, steps)
             """),
         solution_note(),
         solution("""
             answer = 3   # range(3) was unrolled while tracing: x * 1, x * 2, x * 3
-            check_answer(answer, steps.compiles[0].graph.op_count, "operations in scale_steps' FX graph")
+            check_op_count_answer(answer, steps)
             """),
         md("""
             ## 4. Specialization: Python values become constants, and guards
@@ -168,9 +167,11 @@ def cells():
         md("""
             ### Exercise 1.2 — stop recompiling on new values
 
-            `scale_all` multiplies by a list of Python floats. Every float in the list is specialized, so a call
-            with other values does not match the guards (the what-if check below runs the guards without calling
-            anything). Change the function — and how it is called — so that new scale *values* reuse the compile.
+            `scale_all` multiplies by a list of Python floats. In the first compile every float in the list is
+            specialized, so a call with other values does not match its guards (the what-if check below runs the
+            guards without calling anything). Automatic dynamic, above, would only make a float symbolic after
+            it has changed once — at the cost of a recompile. Change the function — and how it is called — so that
+            new scale *values* reuse the **first** compile, with no recompile at all.
             """),
         exercise("""
             def scale_all(x, scales):

@@ -214,14 +214,13 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, table["compile s"].idxmin(), "the configuration with the cheapest compile",
-                         hint="the smallest number in the 'compile s' column")
+            check_cheapest_compile_answer(answer, table)
             """),
         solution_note(),
         solution("""
             answer = table["compile s"].idxmin()    # Dynamo alone (backend=eager) in almost every run
             print(answer)
-            check_answer(answer, table["compile s"].idxmin(), "the configuration with the cheapest compile")
+            check_cheapest_compile_answer(answer, table)
             """),
         md("""
             ## Summary: does compiling pay?

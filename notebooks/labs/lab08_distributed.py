@@ -99,8 +99,7 @@ def cells():
         exercise("""
             odd_rank = ...
             odd_compile = ...
-            check_answer(odd_rank, 1, "the rank that recompiled", hint="look at the groups of the 'recompiles' divergence")
-            check_answer(odd_compile, "0/1", "its new compile id", hint="job.captures[odd_rank].recompiles")
+            check_recompiled_rank_answer(odd_rank, odd_compile, job)
             """),
         solution_note(),
         solution("""
@@ -109,8 +108,7 @@ def cells():
                             if did != "no recompiles")
             odd_compile = job.captures[odd_rank].recompiles[0].compile_id
             print(job.captures[odd_rank].recompiles[0].reasons[0].text)
-            check_answer(odd_rank, 1, "the rank that recompiled", hint="look at the groups of the 'recompiles' divergence")
-            check_answer(odd_compile, "0/1", "its new compile id", hint="job.captures[odd_rank].recompiles")
+            check_recompiled_rank_answer(odd_rank, odd_compile, job)
             """),
         md("""
             ## 3. The same job, captured by tcompile
