@@ -627,3 +627,42 @@ def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
     fails(checks.check_recompiled_rank_answer, 0, "0/1", job)
     fails(checks.check_recompiled_rank_answer, 1, "0/0", job)  # the compile that failed its guard
     fails(checks.check_recompiled_rank_answer, 1, ..., job)
+
+
+def test_exercises_2_1_and_5_1_reject_a_changed_result():
+    def train_step_original(x):
+        y = torch.relu(x) * 3
+        print("train_step: relu done")
+        return y.sum()
+
+    def dropped_scale(x):  # 2.1: no print, no break — and no * 3
+        return torch.relu(x).sum()
+
+    x = torch.randn(8, 4)
+    wrong = compiler.explore(dropped_scale, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(wrong)  # the old exercise check let it through
+    fails(checks.check_matches_eager, wrong, train_step_original)
+
+    def two_steps_original(x):
+        y = x.sin()
+        print("halfway")
+        return y.cos() * 2
+
+    def fused_but_changed(x):  # 5.1: one kernel for sin and cos, but the * 2 lost
+        return x.sin().cos()
+
+    wrong = compiler.explore(fused_but_changed, x, backend="eager", timing=False)
+    fails(checks.check_matches_eager, wrong, two_steps_original)
+
+
+def test_exercise_8_2_rejects_a_job_whose_ranks_still_diverge():
+    from types import SimpleNamespace
+
+    ranks = {0: SimpleNamespace(recompiles=[]), 1: SimpleNamespace(recompiles=[])}
+    diverged = SimpleNamespace(captures=ranks, divergences=[
+        SimpleNamespace(kind="recompiles", severity="error", explanation="rank 1 recompiled"),
+        SimpleNamespace(kind="timing", severity="info", explanation="")])
+    assert "recompiles" in fails(checks.check_ranks_compile_alike, diverged).message
+    alike = SimpleNamespace(captures=ranks, divergences=[diverged.divergences[1]])
+    checks.check_ranks_compile_alike(alike)
+    fails(checks.check_ranks_compile_alike, SimpleNamespace(captures={0: ranks[0]}, divergences=[]))

@@ -23,7 +23,7 @@ __all__ = [
     "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
     "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
     "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
-    "check_saved_fraction",
+    "check_saved_fraction", "check_ranks_compile_alike",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -739,3 +739,16 @@ def check_decomposed(cap, op: str, graph: str = "forward") -> None:
               f"({', '.join(missing)} missing): was it removed rather than decomposed?",
               f"keep the model computing {op}; choose the backend, not the model")
     return _pass(f"{op} is decomposed in the {graph} graph, into {', '.join(parts)}")
+
+
+def check_ranks_compile_alike(job) -> None:
+    """No divergence of ``job`` has severity ``"error"`` (the ranks compiled and recompiled alike)."""
+    if len(getattr(job, "captures", {})) < 2:
+        _fail("this is not a job of several ranks", "load the job's trace directory with compiler.load_trace")
+    errors = [d for d in job.divergences if d.severity == "error"]
+    if errors:
+        _fail(f"{_plural(len(errors), 'divergence')} that stall ranks remain: "
+              + ", ".join(f"{d.kind} ({d.explanation[:120]})" for d in errors),
+              "the divergence names the guard that failed on some ranks only")
+    return _pass(f"the {len(job.captures)} ranks compiled alike ({_plural(len(job.divergences), 'divergence')}, "
+                 "none of severity 'error')")

@@ -209,6 +209,12 @@ def cells():
 
             ### Exercise 2.1 — logging inside a step
             """),
+        code("""
+            def train_step_original(x):
+                y = torch.relu(x) * 3
+                print("train_step: relu done")
+                return y.sum()
+            """),
         exercise("""
             def train_step(x):
                 y = torch.relu(x) * 3
@@ -217,6 +223,7 @@ def cells():
 
             ex21 = compiler.explore(train_step, x, backend="eager", timing=False)
             check_no_graph_breaks(ex21)
+            check_matches_eager(ex21, train_step_original)
             """),
         solution_note(),
         solution("""
@@ -227,6 +234,7 @@ def cells():
 
             ex21 = compiler.explore(train_step, x, backend="eager", timing=False)
             check_no_graph_breaks(ex21)
+            check_matches_eager(ex21, train_step_original)
             """),
         md("""
             ### Exercise 2.2 — a branch on a tensor's value

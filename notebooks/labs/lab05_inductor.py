@@ -174,7 +174,14 @@ def cells():
 
             ### Exercise 5.1 — fuse across the break
 
-            `two_steps` computes `sin`, then `cos`. Make Inductor compute both in **one** kernel.
+            `two_steps` computes `sin`, then `cos`. Make Inductor compute both in **one** kernel, with the
+            result of `two_steps_original`.
+            """),
+        code("""
+            def two_steps_original(x):
+                y = x.sin()
+                print("halfway")
+                return y.cos() * 2
             """),
         exercise("""
             def two_steps(x):
@@ -185,6 +192,7 @@ def cells():
             ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
             check_no_graph_breaks(ex51)
             check_fused(ex51, ["sin", "cos"])
+            check_matches_eager(ex51, two_steps_original)
             """),
         solution_note(),
         solution("""
@@ -196,6 +204,7 @@ def cells():
             ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
             check_no_graph_breaks(ex51)
             check_fused(ex51, ["sin", "cos"])
+            check_matches_eager(ex51, two_steps_original)
             """),
         md("""
             ### Exercise 5.2 — switch fusion off
