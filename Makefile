@@ -1,4 +1,4 @@
-# tcompile: `make lab` starts JupyterLab on the labs, `make test` runs every test, `make test-fast` the
+# tcompile: `make lab` starts JupyterLab on the labs, `make labs-student` writes their student edition, `make test` runs every test, `make test-fast` the
 # day-to-day subset (no browser, no slow marks), `make test-torch TORCH_SPEC=torch==2.14.1` that subset and
 # one lab on another torch, in a second venv (.venv-torch).
 # They set up everything they need (.venv, .venv-torch) on a fresh machine.
@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.tcompile-installed
 
-.PHONY: setup lab test test-fast test-torch bench clean
+.PHONY: setup lab labs-student test test-fast test-torch bench clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,11 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/ $(ROOT_FLAG)
+
+# The student edition: the labs without their solutions (and the checkers they import) in notebooks/student/,
+# generated from notebooks/labs/ and not committed; hand out that folder.
+labs-student: setup
+	$(BIN)/python notebooks/build_labs.py --student
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -69,9 +69,8 @@ def _error(cell):
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
-def test_lab_runs_top_to_bottom(path, tmp_path):
+def _execute(path: Path, tmp_path: Path):
+    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -79,7 +78,7 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
     assert nb.metadata.kernelspec.name == "python3"
     nb.cells.append(nbformat.v4.new_code_cell(KERNEL_PROBE))  # which Python ran the lab
     client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, allow_errors=True,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            resources={"metadata": {"path": str(path.parent)}})
     kernel_log = tmp_path / "kernel-stderr.txt"  # torch prints "Exception ignored" noise at kernel exit
     start = time.perf_counter()
     with open(kernel_log, "w") as log:
@@ -98,6 +97,13 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
     probe = _text_of(nb.cells.pop().outputs)
     assert f"tcompile-kernel-python: {sys.executable}" in probe, \
         f"the lab ran in another Python than this venv's ({sys.executable}): {probe!r}"
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
+def test_lab_runs_top_to_bottom(path, tmp_path):
+    nb = _execute(path, tmp_path)
 
     expected_failures = solutions_checked = 0
     for index, cell in enumerate(nb.cells):
@@ -120,6 +126,78 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
+
+
+# --- the student edition (python notebooks/build_labs.py --student) ------------------------------
+
+STUDENT_LAB = "02_graph_breaks"  # a quick lab that compiles live; its exercises all start failing
+
+
+def _build_labs():
+    if str(NOTEBOOKS) not in sys.path:
+        sys.path.insert(0, str(NOTEBOOKS))
+    import build_labs
+    return build_labs
+
+
+@pytest.fixture(scope="module")
+def student_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student")
+    assert _build_labs().main(["--student", "--out", str(out)]) == 0
+    return out
+
+
+def _solution_lines(nb) -> set[str]:
+    """Lines that only the solution cells of an instructor notebook hold (blank lines aside)."""
+    elsewhere = {line.strip() for cell in nb.cells if "solution" not in _tags(cell)
+                 for line in cell.source.splitlines()}
+    return {line.strip() for cell in nb.cells if "solution" in _tags(cell)
+            for line in cell.source.splitlines()} - elsewhere - {""}
+
+
+def test_student_edition_has_no_solutions(student_dir):
+    import nbformat
+    from labs import SOLUTION_FIRST_LINE, SOLUTION_NOTE_PREFIX
+
+    students = sorted(student_dir.glob("[0-9][0-9]_*.ipynb"))
+    assert [p.name for p in students] == [p.name for p in LABS]
+    # the checkers travel with the notebooks; the lab sources (which hold the solutions) do not
+    assert sorted(p.name for p in (student_dir / "labs").iterdir()) == ["__init__.py", "checks.py"]
+    for path in students:
+        instructor = nbformat.read(NOTEBOOKS / path.name, as_version=4)
+        student = nbformat.read(path, as_version=4)
+        text = "\n".join(cell.source for cell in student.cells)
+        assert not any("solution" in _tags(cell) for cell in student.cells), path.name
+        assert SOLUTION_FIRST_LINE not in text and SOLUTION_NOTE_PREFIX not in text, path.name
+        hidden = _solution_lines(instructor)
+        assert hidden, f"{path.name}: the instructor edition has no solution text to hide"
+        leaked = [line for line in hidden if line in {ln.strip() for ln in text.splitlines()}]
+        assert not leaked, f"{path.name}: solution lines in the student edition: {leaked}"
+        # everything else is kept, in order
+        kept = [c.source for c in instructor.cells
+                if "solution" not in _tags(c) and not c.source.startswith(SOLUTION_NOTE_PREFIX)]
+        assert [c.source for c in student.cells] == kept, path.name
+        exercises = [c for c in student.cells if "exercise" in _tags(c)]
+        assert exercises == [c for c in instructor.cells if "exercise" in _tags(c)], path.name
+
+
+@pytest.mark.slow
+def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path):
+    """Run All on a student notebook: every exercise reports ✗ (CheckFailed), none prints ✓, nothing else errs."""
+    nb = _execute(student_dir / f"{STUDENT_LAB}.ipynb", tmp_path)
+    exercises = 0
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        error, text = _error(cell), _text_of(cell.outputs)
+        where = f"student {STUDENT_LAB} cell {index}:\n{cell.source}\n{text}"
+        if "exercise" in _tags(cell):
+            assert error is not None and error["ename"] == "CheckFailed", f"not reported as unsolved — {where}"
+            assert "✗" in text, where
+            exercises += 1
+        else:
+            assert error is None, f"{error['ename']}: {error['evalue']} — {where}"
+    assert exercises >= 4
 
 
 # --- notebooks/labs/checks.py, on real captures (backend="eager") ---------------------------------------
@@ -310,3 +388,281 @@ def test_allclose():
     checks.check_allclose(x + 1e-7, x)
     assert "differs" in fails(checks.check_allclose, x + 1, x, "shifted").message
     assert "shape" in fails(checks.check_allclose, x[:2], x).message
+
+
+# --- the exercises' checkers reject plausible wrong answers (issue 24) ---------------------------
+
+def _power(x, n):
+    return x ** n
+
+
+def _batch_scaled(x):  # lab 3's f
+    return x.sin() * x.shape[0]
+
+
+def test_exercise_1_3_rejects_the_skip_all_guard_filter():
+    x = torch.randn(8, 4)
+    right = compiler.explore(_power, x, 2, backend="eager", dynamic=True, timing=False)
+    checks.check_reuses_compile(right, _power, x, 3)
+    torch._dynamo.reset()
+    for unsafe in (torch.compiler.skip_all_guards_unsafe, torch.compiler.keep_tensor_guards_unsafe):
+        torch._dynamo.reset()
+        wrong = compiler.explore(_power, x, 2, backend="eager", timing=False, options={"guard_filter_fn": unsafe})
+        checks.check_no_recompile(wrong, _power, x, 3)  # the old check let it through
+        fails(checks.check_reuses_compile, wrong, _power, x, 3)
+
+
+def test_exercise_3_1_rejects_the_skip_all_guard_filter():
+    wrong = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=False, timing=False,
+                             options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
+    checks.check_no_recompile(wrong, _batch_scaled, torch.randn(32, 4))  # the old check let it through
+    assert "TENSOR_MATCH" in fails(checks.check_reuses_compile, wrong, _batch_scaled, torch.randn(32, 4)).message
+    fails(checks.check_dynamic, wrong, "x")
+    torch._dynamo.reset()
+    right = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    checks.check_reuses_compile(right, _batch_scaled, torch.randn(32, 4))
+
+
+def test_exercise_3_2_rejects_another_dtype():
+    cap = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    checks.check_recompiling_input(cap, _batch_scaled, torch.randn(1, 4))
+    wrong = torch.randn(64, 4).double()
+    checks.check_would_recompile(cap, _batch_scaled, wrong)  # the old check let it through
+    assert "float64" in fails(checks.check_recompiling_input, cap, _batch_scaled, wrong).message
+    fails(checks.check_recompiling_input, cap, _batch_scaled, torch.randn(64, 4))  # no recompile at all
+
+
+def test_exercise_3_3_rejects_a_module_guard_filter():
+    class Gain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = 2.0
+
+        def forward(self, x):
+            return x * self.gain
+
+    gain, x = Gain(), torch.randn(4)
+    wrong = compiler.explore(gain, x, backend="eager", timing=False,
+                             options={"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})
+    gain.gain = 3.0
+    checks.check_no_recompile(wrong, gain, x)  # the old exercise check let it through: stale gain 2.0
+    assert "differs" in fails(checks.check_reuses_compile, wrong, gain, x).message
+
+
+def test_exercises_2_3_and_2_4_reject_a_changed_result():
+    import zlib
+
+    def checksum(t):
+        return torch.tensor(float(zlib.crc32(t.numpy().tobytes()) % 1000))
+
+    def fingerprint_original(x):
+        y = x * 2
+        return y + checksum(y)
+
+    def return_y(x):  # 2.4: compiles under fullgraph, but drops the checksum
+        return x * 2
+
+    x = torch.randn(8, 4)
+    wrong = compiler.explore(return_y, x, backend="eager", fullgraph=True, timing=False)
+    checks.check_compiled(wrong)  # the old exercise check let it through
+    fails(checks.check_matches_eager, wrong, fingerprint_original)
+    fails(checks.check_op, wrong, "lab.checksum")
+
+    def normalize_original(x):
+        return x / x.abs().max().item()
+
+    def no_scale(x):  # 2.3: no graph break, by dropping the division
+        return x.clone()
+
+    wrong = compiler.explore(no_scale, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(wrong)
+    fails(checks.check_matches_eager, wrong, normalize_original)
+    right = compiler.explore(lambda t: t / t.abs().max(), x, backend="eager", timing=False)
+    checks.check_matches_eager(right, normalize_original)
+
+
+def test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula():
+    import math
+    from types import SimpleNamespace
+
+    runtime = SimpleNamespace(eager=SimpleNamespace(median_s=1e-3), compiled=SimpleNamespace(median_s=5e-4),
+                              first_call_s=0.0153)
+    exact = (runtime.first_call_s - 5e-4) / (1e-3 - 5e-4)  # 29.6 calls: 1.3 % from the rounded 30
+    for form in (exact, round(exact), math.ceil(exact), math.floor(exact)):
+        checks.check_break_even(form, runtime)
+    fails(checks.check_break_even, (runtime.first_call_s - 5e-4) / 1e-3, runtime)  # divided by eager
+    fails(checks.check_break_even, ..., runtime)
+    slower = SimpleNamespace(eager=SimpleNamespace(median_s=1e-3), compiled=SimpleNamespace(median_s=2e-3),
+                             first_call_s=1.0)
+    checks.check_break_even(math.inf, slower)
+    fails(checks.check_break_even, -999.0, slower)
+
+
+def test_exercise_7_2_rejects_the_skip_all_guard_filter():
+    with compiler.capture() as wrong:
+        compiled = torch.compile(_batch_scaled, backend="eager", dynamic=False,
+                                 options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
+        for rows in (4, 8, 16):
+            compiled(torch.randn(rows, 4))
+    checks.check_recompile_count(wrong, 0)  # the old exercise check let it through (wrong results too)
+    fails(checks.check_dynamic, wrong, "x")
+
+
+def test_the_torch_internals_the_labs_cite_still_exist():
+    """The labs' claims about torch internals name where they come from; a torch upgrade that moves them fails here."""
+    from pathlib import Path as _Path
+
+    import torch._functorch.config as functorch_config
+    from torch._functorch._aot_autograd import graph_compile, runtime_wrappers
+    from torch._inductor import cpu_vec_isa, list_mode_options
+
+    # lab01 / lab03: cache entries are most recently used first (a hit moves its entry to the front)
+    header = _Path(torch.__file__).parent / "include" / "torch" / "csrc" / "dynamo" / "extra_state.h"
+    if header.exists():  # the wheel ships the C++ headers; a build without them cannot be checked here
+        assert "move_to_front" in header.read_text()
+    # lab04: AOTAutograd lowers the backward lazily, except with SymInts saved or when forced
+    assert hasattr(runtime_wrappers, "AutogradLazyBackwardCompileInfo")
+    assert "Backward graph lazy lowering" in _Path(runtime_wrappers.__file__).read_text()
+    assert hasattr(functorch_config, "force_non_lazy_backward_lowering")
+    assert "num_symints_saved_for_bw > 0" in _Path(graph_compile.__file__).read_text()
+    # lab05: the vector width comes from the ISA Inductor picks; max-autotune turns on CUDA graphs
+    assert callable(cpu_vec_isa.pick_vec_isa)
+    modes = list_mode_options()
+    assert modes["max-autotune"].get("triton.cudagraphs") is True
+    assert "triton.cudagraphs" not in modes["max-autotune-no-cudagraphs"]
+
+
+def _scale_steps(x):  # lab 1's
+    for i in range(3):
+        x = x * (i + 1)
+    return x
+
+
+def test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture():
+    def attention_like(x, w):
+        return torch.relu(x @ w).sin()
+
+    cap = compiler.explore(attention_like, torch.randn(8, 8), torch.randn(8, 8), fresh=True, timing=False)
+    generated = len([k for c in cap.compiles for k in c.kernels.kernels if k.language != "extern"])
+    checks.check_kernels_answer(generated, cap)
+    fails(checks.check_kernels_answer, generated + 1, cap)  # 0.1: the extern mm counted as a kernel
+    fails(checks.check_kernels_answer, ..., cap)
+    for form in ("mm", "aten.mm", "extern_kernels.mm", "torch.ops.aten.mm.default"):
+        checks.check_extern_op_answer(form, cap)
+    for wrong in ("matmul", "relu", "addmm"):  # 5.3: the Python-level name, a fused op
+        fails(checks.check_extern_op_answer, wrong, cap)
+
+
+def test_exercise_1_1_rejects_counting_inputs_and_output():
+    cap = compiler.explore(_scale_steps, torch.randn(4), backend="eager", timing=False)
+    checks.check_op_count_answer(3, cap)
+    fails(checks.check_op_count_answer, 5, cap)  # every node: the input and the output too
+    fails(checks.check_op_count_answer, 1, cap)  # "one loop"
+    fails(checks.check_op_count_answer, "3", cap)
+
+
+def test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 1))
+    x = torch.randn(3, 4)
+    with compiler.capture() as train:
+        torch.compile(lambda t: model(t).sum(), backend="aot_eager_decomp_partition")(x).backward()
+    saved = len(checks.saved_for_backward(train))
+    checks.check_saved_answer(saved, train)
+    fails(checks.check_saved_answer, saved + 1, train)  # 4.2: the loss counted as saved
+    checks.check_decomposed(train, "gelu")
+    torch._dynamo.reset()
+    with compiler.capture() as kept:
+        torch.compile(lambda t: model(t).sum(), backend="aot_eager")(x).backward()
+    assert "still calls 'gelu'" in fails(checks.check_decomposed, kept, "gelu").message
+    torch._dynamo.reset()
+    relu_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    with compiler.capture() as removed:  # 4.3: gelu swapped for relu passes "no gelu", not "decomposed"
+        torch.compile(lambda t: relu_model(t).sum(), backend="aot_eager")(x).backward()
+    checks.check_op(removed, "gelu", graph="forward", present=False)  # the old exercise check let it through
+    assert "removed rather than decomposed" in fails(checks.check_decomposed, removed, "gelu").message
+
+
+def test_exercise_5_1_rejects_moving_the_print_before_the_fused_ops():
+    def print_first(x):
+        print("start")
+        y = x.sin()
+        return y.cos() * 2
+
+    cap = compiler.explore(print_first, torch.randn(8, 16), fresh=True, timing=False)
+    checks.check_fused(cap, ["sin", "cos"])  # the old exercise check let it through
+    fails(checks.check_no_graph_breaks, cap)
+
+
+def test_exercises_6_2_and_6_3_from_the_shipped_captures():
+    gpu = REPO / "assets" / "gpu"
+    dyn = compiler.load(gpu / "dynamic_shapes_rerecord.json")
+    recorded = dyn.cudagraphs.recorded
+    checks.check_recordings_answer(recorded, dyn)
+    fails(checks.check_recordings_answer, len(dyn.compiles), dyn)  # one per compile, not per shape
+    small = compiler.load(gpu / "reduce_overhead_small_model.json").cudagraph_comparison
+    without, with_ = small.without_cudagraphs.median_s, small.with_cudagraphs.median_s
+    exact = (without - with_) / without
+    for form in (exact, round(exact, 2), 1 - 1 / (without / with_)):
+        checks.check_saved_fraction(form, small)
+    assert "percentage" in fails(checks.check_saved_fraction, exact * 100, small).message
+    fails(checks.check_saved_fraction, with_ / without, small)  # the fraction left, not removed
+    fails(checks.check_saved_fraction, without / with_ - 1, small)  # the speed-up minus one
+
+
+def test_exercise_7_3_rejects_another_row():
+    import pandas as pd
+
+    table = pd.DataFrame({"config": ["backend=eager (Dynamo only)", "inductor (default)"],
+                          "compile s": [0.05, 2.5], "speedup": [1.0, 3.0]}).set_index("config")
+    checks.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
+    fails(checks.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
+
+
+def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
+    from types import SimpleNamespace
+
+    quiet, odd = SimpleNamespace(recompiles=[]), SimpleNamespace(recompiles=[SimpleNamespace(compile_id="0/1")])
+    job = SimpleNamespace(captures={0: quiet, 1: odd})
+    checks.check_recompiled_rank_answer(1, "0/1", job)
+    fails(checks.check_recompiled_rank_answer, 0, "0/1", job)
+    fails(checks.check_recompiled_rank_answer, 1, "0/0", job)  # the compile that failed its guard
+    fails(checks.check_recompiled_rank_answer, 1, ..., job)
+
+
+def test_exercises_2_1_and_5_1_reject_a_changed_result():
+    def train_step_original(x):
+        y = torch.relu(x) * 3
+        print("train_step: relu done")
+        return y.sum()
+
+    def dropped_scale(x):  # 2.1: no print, no break — and no * 3
+        return torch.relu(x).sum()
+
+    x = torch.randn(8, 4)
+    wrong = compiler.explore(dropped_scale, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(wrong)  # the old exercise check let it through
+    fails(checks.check_matches_eager, wrong, train_step_original)
+
+    def two_steps_original(x):
+        y = x.sin()
+        print("halfway")
+        return y.cos() * 2
+
+    def fused_but_changed(x):  # 5.1: one kernel for sin and cos, but the * 2 lost
+        return x.sin().cos()
+
+    wrong = compiler.explore(fused_but_changed, x, backend="eager", timing=False)
+    fails(checks.check_matches_eager, wrong, two_steps_original)
+
+
+def test_exercise_8_2_rejects_a_job_whose_ranks_still_diverge():
+    from types import SimpleNamespace
+
+    ranks = {0: SimpleNamespace(recompiles=[]), 1: SimpleNamespace(recompiles=[])}
+    diverged = SimpleNamespace(captures=ranks, divergences=[
+        SimpleNamespace(kind="recompiles", severity="error", explanation="rank 1 recompiled"),
+        SimpleNamespace(kind="timing", severity="info", explanation="")])
+    assert "recompiles" in fails(checks.check_ranks_compile_alike, diverged).message
+    alike = SimpleNamespace(captures=ranks, divergences=[diverged.divergences[1]])
+    checks.check_ranks_compile_alike(alike)
+    fails(checks.check_ranks_compile_alike, SimpleNamespace(captures={0: ranks[0]}, divergences=[]))

@@ -28,6 +28,7 @@ def exercise(text: str, fails: bool = True):
 
 
 SOLUTION_FIRST_LINE = "# Solution: expand (•••) to read"
+SOLUTION_NOTE_PREFIX = "**Solution"  # how solution_note's cell starts (the student edition drops it)
 
 
 def solution(text: str):
@@ -43,7 +44,7 @@ def solution(text: str):
 
 def solution_note(what: str = "") -> object:
     """The line above a hidden solution: where it is and how to open it."""
-    return md(f"**Solution{(' — ' + what) if what else ''}** (collapsed: click the `•••` below to show it; "
+    return md(f"{SOLUTION_NOTE_PREFIX}{(' — ' + what) if what else ''}** (collapsed: click the `•••` below to show it; "
               "running it replaces your answer with the fixed version and runs the checker).")
 
 

@@ -19,8 +19,11 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_allclose", "check_answer", "check_close", "check_compiled", "check_costliest_line",
-    "check_cudagraphs",
+    "CheckFailed", "check_allclose", "check_answer", "check_break_even", "check_close", "check_compiled",
+    "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
+    "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
+    "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
+    "check_saved_fraction", "check_ranks_compile_alike",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -243,6 +246,78 @@ def check_recompile_count(cap, n: int) -> None:
     return _pass(f"{_plural(n, 'recompile')}, as expected")
 
 
+def _tensor_params(fn, args) -> list[tuple[str, object]]:
+    """(parameter name, tensor) for the tensor arguments of ``fn(*args)``, as Dynamo names them (``L['x']``)."""
+    import inspect
+
+    import torch
+
+    try:
+        bound = inspect.signature(fn).bind(*args)
+    except (TypeError, ValueError):
+        return []
+    return [(name, value) for name, value in bound.arguments.items() if isinstance(value, torch.Tensor)]
+
+
+def _other_inputs(args, seed: int = 1234) -> list:
+    """Fresh inputs like ``args``: each tensor redrawn (same shape and dtype), other values kept."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(a.shape, generator=generator).to(a.dtype) if isinstance(a, torch.Tensor)
+            and a.is_floating_point() else a for a in args]
+
+
+def check_matches_eager(cap, reference, *args, what: str = "the compiled function") -> None:
+    """The capture's compiled function gives ``reference``'s results on inputs the student did not choose:
+    ``args`` when given, and inputs redrawn like the captured call's (same shapes and dtypes)."""
+    import torch
+
+    _require_no_error(cap)
+    if not cap.is_live:
+        _fail("this capture was loaded from a file: it has no compiled function to call",
+              "use a capture made in this kernel (compiler.explore or compiler.capture)")
+    trials = [list(args)] if args else []
+    trials.append(_other_inputs(cap.live.args))
+    for trial in trials:
+        expected = reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in trial])
+        check_allclose(cap.live.compiled_fn(*trial), expected, f"{what} on {_describe_args(trial, {})}",
+                       hint="the fix must keep what the function computes: compare with the original on "
+                            "the same input")
+
+
+def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
+    """``fn(*args)`` reuses the capture's compile (its guards pass), the guards on the tensor arguments were
+    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them."""
+    check_no_recompile(cap, fn, *args, **kwargs)
+    guarded = {row.source for _, row in _guard_rows(cap) if row.kind == "TENSOR_MATCH"}
+    for name, _ in _tensor_params(fn, args):
+        if f"L['{name}']" not in guarded:
+            _fail(f"no TENSOR_MATCH guard on {name!r} is left: the compile would be reused for any input, "
+                  "right or wrong",
+                  "a guard filter that drops tensor guards makes reuse unsafe; make the size symbolic instead")
+    _pass(f"the guards on {', '.join(n for n, _ in _tensor_params(fn, args)) or 'the inputs'} are kept")
+    if kwargs:
+        return None
+    check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def check_recompiling_input(cap, fn, tensor, *rest) -> None:
+    """``fn(tensor, *rest)`` would recompile the capture although ``tensor`` has the dtype and device of the
+    compiled call's tensor in the same position: the recompile comes from its sizes or strides."""
+    import torch
+
+    if tensor is ... or tensor is None:
+        _fail("no input yet", "replace ... with a tensor")
+    if cap.is_live:
+        compiled = next((a for a in cap.live.args if isinstance(a, torch.Tensor)), None)
+        if compiled is not None and (tensor.dtype, tensor.device) != (compiled.dtype, compiled.device):
+            _fail(f"your input is {tensor.dtype} on {tensor.device}; the compile was for {compiled.dtype} on "
+                  f"{compiled.device}: a dtype or device change recompiles any compile, dynamic or not",
+                  "keep the dtype and device; which sizes can a symbolic dimension not take?")
+    check_would_recompile(cap, fn, tensor, *rest)
+
+
 def _guard_rows(cap) -> list[tuple[str, object]]:
     return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.rows]
 
@@ -463,6 +538,31 @@ def check_close(answer, expected: float, rel: float = 0.05, what: str = "the ans
     return _pass(f"{what}: {value:.4g} (expected {float(expected):.4g})")
 
 
+def check_break_even(calls, runtime, tolerance_calls: float = 1.0, rel: float = 0.01) -> None:
+    """The number of calls after which a compile has paid for itself, from ``runtime`` (a capture's
+    ``.runtime``): ``(first_call_s - compiled) / (eager - compiled)`` with median times, or ``math.inf`` when
+    the compiled function is not faster. Any correct form passes: unrounded, rounded or rounded up (within
+    ``tolerance_calls`` calls or ``rel``, whichever is larger)."""
+    if calls is ... or calls is None:
+        _fail("break-even calls: no answer yet", "replace ... with your computation")
+    eager, compiled = runtime.eager.median_s, runtime.compiled.median_s
+    expected = (runtime.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
+    try:
+        value = float(calls)
+    except (TypeError, ValueError):
+        _fail(f"break-even calls: {calls!r} is not a number")
+    if math.isinf(expected) or math.isinf(value):
+        if value != expected:
+            _fail(f"break-even calls: {value:.4g} is not right",
+                  "when the compiled call is not faster than eager, the compile never pays: math.inf")
+        return _pass("break-even calls: never (the compiled function is not faster)")
+    if abs(value - expected) > max(tolerance_calls, rel * abs(expected)):
+        _fail(f"break-even calls: {value:.4g} is not right (off by more than {tolerance_calls:g} call or "
+              f"{rel:.0%})", "(first_call_s - compiled) / (eager - compiled), with the medians of runtime")
+    return _pass(f"break-even calls: {value:.4g} (exactly {expected:.2f}; within {tolerance_calls:g} call or "
+                 f"{rel:.0%})")
+
+
 def check_costliest_line(cap, line) -> None:
     """``line`` is the source line with the largest share of the measured kernel time (``cap.line_table()``)."""
     _require_no_error(cap)
@@ -503,3 +603,152 @@ def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
               "a fix only addresses the findings it lists: the others are still there")
     equal = "outputs equal eager" if result.outputs_equal else "outputs differ from eager"
     _pass(f"predicted and measured: {label} {before} → {after} ({equal})")
+
+
+# --- answers read from a capture: the expected value is computed here, not written in the exercise ----
+
+def _no_answer(answer, what: str) -> None:
+    if answer is ... or answer is None:
+        _fail(f"{what}: no answer yet", "replace ... with your answer")
+
+
+def _check_count(answer, expected: int, what: str, hint: str) -> None:
+    _no_answer(answer, what)
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != expected:
+        _fail(f"{what}: {answer!r} is not right", hint)
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_kernels_answer(answer, cap) -> None:
+    """The number of kernels Inductor generated for ``cap`` (library calls such as ``extern_kernels.mm`` not
+    counted): the Overview's *kernels* card."""
+    return _check_count(answer, cap.summary.kernels, f"kernels generated for {_name(cap)}",
+                        "the 'kernels' card on the Overview tab; library (extern) calls are not generated kernels")
+
+
+def check_op_count_answer(answer, cap) -> None:
+    """The number of operations (nodes other than inputs and the output) in the first FX graph of ``cap``."""
+    return _check_count(answer, cap.compiles[0].graph.op_count, f"operations in {_name(cap)}'s FX graph",
+                        "count the call nodes: inputs (placeholders) and the output are not operations")
+
+
+def check_saved_answer(answer, cap) -> None:
+    """The number of tensors AOTAutograd's forward graph of ``cap`` saves for the backward."""
+    return _check_count(answer, len(saved_for_backward(cap)), "tensors saved for backward",
+                        "the forward's return tuple: the user's outputs first (the loss), then the saved tensors")
+
+
+def check_recordings_answer(answer, cap) -> None:
+    """The number of CUDA graphs ``cap`` recorded."""
+    return _check_count(answer, cap.cudagraphs.recorded, "CUDA graphs recorded",
+                        "count the 'record' events of the CUDA graphs tab: one per distinct input shape")
+
+
+def _op_name(value) -> str:
+    text = str(value).strip().strip("'\"").casefold()
+    for prefix in ("torch.ops.", "extern_kernels.", "aten."):
+        text = text.removeprefix(prefix)
+    return text.split(".")[0]
+
+
+def check_extern_op_answer(answer, cap) -> None:
+    """The ATen operator that Inductor left to a library kernel in ``cap`` (``"mm"``, ``"aten.mm"`` and
+    ``"extern_kernels.mm"`` all name it)."""
+    what = "the operator Inductor left to a library"
+    _no_answer(answer, what)
+    extern = {_op_name(op) for c in cap.compiles for k in c.kernels.kernels if k.language == "extern"
+              for op in k.ops_from_name}
+    if not extern:
+        _fail(f"{_name(cap)} has no library (extern) kernel", "use the capture the exercise names")
+    if _op_name(answer) not in extern:
+        _fail(f"{what}: {answer!r} is not right",
+              "Generated code: the kernel whose language is 'extern' — name the ATen operator it runs")
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_saved_fraction(answer, comparison, tolerance: float = 0.01) -> None:
+    """The fraction of the call time CUDA graphs removed, ``(without - with) / without`` from the medians of
+    ``comparison`` (a capture's ``cudagraph_comparison``), within ``tolerance`` (absolute)."""
+    what = "fraction of the call time removed by CUDA graphs"
+    _no_answer(answer, what)
+    without, with_ = comparison.without_cudagraphs.median_s, comparison.with_cudagraphs.median_s
+    expected = (without - with_) / without
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        _fail(f"{what}: {answer!r} is not a number")
+    if abs(value) > 1.5 and abs(value / 100 - expected) <= tolerance:
+        _fail(f"{what}: {value:.4g} looks like a percentage", "give a fraction between 0 and 1")
+    if abs(value - expected) > tolerance:
+        _fail(f"{what}: {value:.4g} is not right (off by more than {tolerance:g})",
+              "(without - with) / without, with the two medians")
+    return _pass(f"{what}: {value:.3f} (exactly {expected:.4f}; within {tolerance:g})")
+
+
+def check_cheapest_compile_answer(answer, table) -> None:
+    """The ``config`` row of ``table`` (a DataFrame with a ``compile s`` column) with the cheapest compile."""
+    what = "the configuration with the cheapest compile"
+    _no_answer(answer, what)
+    expected = table["compile s"].idxmin()
+    if _normal(answer) != _normal(expected):
+        _fail(f"{what}: {answer!r} is not right", "the smallest number in the 'compile s' column")
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_recompiled_rank_answer(rank, compile_id, job) -> None:
+    """``rank`` is the rank of ``job`` that recompiled and ``compile_id`` (e.g. ``"0/1"``) its new compile."""
+    _no_answer(rank, "the rank that recompiled")
+    recompiled = {r: cap.recompiles for r, cap in job.captures.items() if cap.recompiles}
+    if len(recompiled) != 1 or rank not in recompiled:
+        _fail(f"the rank that recompiled: {rank!r} is not right",
+              "look at the groups of the 'recompiles' divergence")
+    _pass(f"the rank that recompiled: {rank!r} is right")
+    _no_answer(compile_id, "its new compile id")
+    ids = [r.compile_id for r in recompiled[rank]]
+    if _normal(compile_id) not in [_normal(i) for i in ids]:
+        _fail(f"its new compile id: {compile_id!r} is not right", "job.captures[odd_rank].recompiles")
+    return _pass(f"its new compile id: {compile_id!r} is right")
+
+
+def _decomposition_ops(op: str) -> set[str]:
+    """The ATen operators torch's decomposition of ``aten.<op>`` (one float tensor in) is made of."""
+    import torch
+    from torch._decomp import get_decompositions
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    target = getattr(torch.ops.aten, op).default
+    graph = make_fx(lambda t: target(t), decomposition_table=get_decompositions([target]))(torch.randn(4))
+    return {n.target.overloadpacket.__name__ for n in graph.graph.nodes
+            if n.op == "call_function" and hasattr(n.target, "overloadpacket")} - {op}
+
+
+def check_decomposed(cap, op: str, graph: str = "forward") -> None:
+    """``graph`` has no ``op`` left and holds the operators torch's decomposition of ``op`` is made of (so
+    ``op`` was decomposed, not removed)."""
+    _require_no_error(cap)
+    targets = graph_ops(cap, graph)
+    if not targets:
+        _fail(f"no {graph} graph in the capture", "compile with an AOTAutograd backend and run the call")
+    if any(_matches_op(t, op) for t in targets):
+        _fail(f"the {graph} graph still calls {op!r}", "which backend runs Inductor's decompositions "
+              "without Inductor's code generation?")
+    parts = sorted(_decomposition_ops(op))
+    missing = [p for p in parts if not any(_matches_op(t, p) for t in targets)]
+    if missing:
+        _fail(f"no {op!r} in the {graph} graph, but none of what it decomposes into either "
+              f"({', '.join(missing)} missing): was it removed rather than decomposed?",
+              f"keep the model computing {op}; choose the backend, not the model")
+    return _pass(f"{op} is decomposed in the {graph} graph, into {', '.join(parts)}")
+
+
+def check_ranks_compile_alike(job) -> None:
+    """No divergence of ``job`` has severity ``"error"`` (the ranks compiled and recompiled alike)."""
+    if len(getattr(job, "captures", {})) < 2:
+        _fail("this is not a job of several ranks", "load the job's trace directory with compiler.load_trace")
+    errors = [d for d in job.divergences if d.severity == "error"]
+    if errors:
+        _fail(f"{_plural(len(errors), 'divergence')} that stall ranks remain: "
+              + ", ".join(f"{d.kind} ({d.explanation[:120]})" for d in errors),
+              "the divergence names the guard that failed on some ranks only")
+    return _pass(f"the {len(job.captures)} ranks compiled alike ({_plural(len(job.divergences), 'divergence')}, "
+                 "none of severity 'error')")

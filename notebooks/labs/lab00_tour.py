@@ -95,14 +95,13 @@ def cells():
             """),
         exercise("""
             answer = ...
-            check_answer(answer, tour.summary.kernels, "kernels generated for the tour cell",
-                         hint="the 'kernels' card on the tour's Overview tab")
+            check_kernels_answer(answer, tour)
             """),
         solution_note(),
         solution("""
             # The Generated code tab lists one C++ kernel (cpp_fused_…) and one extern call (extern_kernels.mm).
             answer = len([k for k in tour.compiles[0].kernels.kernels if k.language != "extern"])
-            check_answer(answer, tour.summary.kernels, "kernels generated for the tour cell")
+            check_kernels_answer(answer, tour)
             """),
         md("""
             ## Exercise 0.2 — one graph, not two

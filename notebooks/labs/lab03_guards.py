@@ -76,7 +76,8 @@ def cells():
             ## 3. Recompiles and their reasons
 
             When no cached compile's guards pass, Dynamo compiles again and logs **why**: the failing guard of
-            each earlier compile (newest first). The Recompiles tab lists them; so does `cap.recompiles`.
+            each earlier compile, in cache order — most recently used first, since a hit moves its entry to the
+            front (`ExtraState::move_to_front`; Lab 1). The Recompiles tab lists them; so does `cap.recompiles`.
             """),
         code("""
             torch._dynamo.reset()
@@ -241,12 +242,14 @@ def cells():
 
             ### Exercise 3.1 — every batch size, one compile
 
-            `f` was compiled for a batch of 8 with `dynamic=False`. Make a batch of 32 reuse the compile.
+            `f` was compiled for a batch of 8 with `dynamic=False`. Make a batch of 32 reuse the compile — with its
+            guards on `x` kept and the right result (the checker calls the reused compile and eager `f`).
             """),
         exercise("""
             torch._dynamo.reset()
             ex31 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=False, timing=False)
-            check_no_recompile(ex31, f, torch.randn(32, 4))
+            check_dynamic(ex31, "x")
+            check_reuses_compile(ex31, f, torch.randn(32, 4))
             """),
         solution_note(),
         solution("""
@@ -254,7 +257,7 @@ def cells():
             # dynamic=True (or torch._dynamo.mark_dynamic(x, 0) on the first input) makes the batch a symbol
             ex31 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
             check_dynamic(ex31, "x")
-            check_no_recompile(ex31, f, torch.randn(32, 4))
+            check_reuses_compile(ex31, f, torch.randn(32, 4))
             """),
         md("""
             ### Exercise 3.2 — break the dynamic compile
@@ -264,14 +267,14 @@ def cells():
             """),
         exercise("""
             my_input = torch.randn(64, 4)
-            check_would_recompile(ex31, f, my_input)
+            check_recompiling_input(ex31, f, my_input)     # also checks: same dtype and device as the compile's
             """),
         solution_note(),
         solution("""
             # 0/1 specialization: sizes 0 and 1 are never symbolic, so the guard 2 <= s77 fails for a batch of 1.
             # (A non-contiguous input — different strides — or a 3-d input also fails the TENSOR_MATCH guard.)
             my_input = torch.randn(1, 4)
-            check_would_recompile(ex31, f, my_input)
+            check_recompiling_input(ex31, f, my_input)
             """),
         md("""
             ### Exercise 3.3 — a changing attribute, safely
@@ -293,7 +296,7 @@ def cells():
             gain = Gain()
             ex33 = compiler.explore(gain, x, backend="eager", timing=False)
             gain.gain = 3.0                                  # the next step's value
-            check_no_recompile(ex33, gain, x)
+            check_reuses_compile(ex33, gain, x)              # no recompile, and the new gain is used
             """),
         md("""
             <details><summary>Hint</summary>
@@ -316,8 +319,7 @@ def cells():
             gain = Gain()
             ex33 = compiler.explore(gain, x, backend="eager", timing=False)
             gain.gain.fill_(3.0)                             # update in place: same tensor, new value
-            check_no_recompile(ex33, gain, x)
-            check_allclose(ex33.live.compiled_fn(x), x * 3.0, "the compiled model's output with gain 3.0")
+            check_reuses_compile(ex33, gain, x)
             """),
         md("""
             ### Exercise 3.4 — a proposed fix for recompiles, measured
