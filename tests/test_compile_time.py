@@ -39,11 +39,13 @@ def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     table = cap.compile_time_table()
     assert list(table.columns[:7]) == ["compile_id", "line", "code", "module", "phase", "seconds", "share"]
     dynamo = table[table.phase == "Dynamo tracing"]
-    loop_line = _line_of(costly, "x = x + i")
-    on_loop = dynamo[dynamo.line == loop_line]
-    assert len(on_loop) == 1 and on_loop.code.iloc[0] == "x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile"
-    assert on_loop.seconds.iloc[0] > 0.6 * dynamo.seconds.sum()
-    assert table.iloc[0].line == loop_line  # the costliest row
+    loop_line, for_line = _line_of(costly, "x = x + i"), _line_of(costly, "for i in range")
+    on_body = dynamo[dynamo.line == loop_line]
+    assert len(on_body) == 1 and on_body.code.iloc[0] == "x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile"
+    # the unrolled loop — its body and its `for` line (FOR_ITER, once per iteration) — is most of the tracing
+    on_loop = dynamo[dynamo.line.isin([loop_line, for_line])]
+    assert on_loop.seconds.sum() > 0.6 * dynamo.seconds.sum()
+    assert table.iloc[0].line in (loop_line, for_line)  # the costliest row
 
     # shares of one compile sum to 1; the sampled time covers torch's own compile time
     timings = cap.compiles[0].timings
