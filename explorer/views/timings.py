@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..html import columns, heading, join, key_values, note, para, seconds, shorten, table, tag, unavailable
+from .breaks import file_place
 from .source import line_time_table
 
 LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
@@ -70,12 +71,14 @@ def compile_time_by_line(compile, limit: int = 15):
     if not stage.available or not stage.by_line:
         return None
     rows = stage.by_line[:limit]
-    body = [[str(r.line) if r.line is not None else "–", tag("code", shorten(r.code or "", 48), style="white-space: pre"),
-             r.module or "", r.phase, tag("span", f"{seconds(r.seconds)} ± {seconds(r.error_s)}",
-                                          style="white-space: nowrap"), f"{r.share:.0%}"] for r in rows]
+    # lines from several files: each is file:line (the path in its tooltip); numbers first, so they fit
+    body = [[file_place(r.file, r.line) if r.file and r.line is not None else "–",
+             tag("span", f"{seconds(r.seconds)} ± {seconds(r.error_s)}", style="white-space: nowrap"),
+             f"{r.share:.0%}", r.phase, r.module or "",
+             tag("code", shorten(r.code or "", 48), style="white-space: pre")] for r in rows]
     more = len(stage.by_line) - len(rows)
     return join([heading("Compile time by line", 4),
-                 tag("div", table(["line", "code", "module", "phase", "seconds", "share"], body),
+                 tag("div", table(["where", "seconds", "share", "phase", "module", "code"], body),
                      style="overflow-x: auto; max-width: 100%"),
                  para((f"{more} smaller rows in cap.compile_time_table(). " if more > 0 else "")
                       + (stage.by_line_method or ""), cls="tc-muted")])
