@@ -84,7 +84,8 @@ def compile_time_by_line(compile, limit: int = 15):
                       + (stage.by_line_method or ""), cls="tc-muted")])
 
 
-PERFETTO_LINK_LIMIT = 2_000_000  # bytes of trace JSON a page carries inline; larger: cap.save_perfetto(path)
+# bytes of trace JSON a page carries inline (a static copy keeps to 1 MB); larger: cap.save_perfetto(path)
+PERFETTO_LINK_LIMIT = 400_000
 
 
 def perfetto_link(capture):
