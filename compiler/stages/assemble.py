@@ -224,7 +224,7 @@ class CompileInput:
     options: dict
     events: list
     sources: SourceFiles
-    report: Any = None
+    report: Any = _ignore  # (record, field, value, why): a value read that is not what torch writes
     hook_data: dict | None = None
     backend: str = "unknown"
     origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame

@@ -143,13 +143,9 @@ def compile_seconds(origin: str | None, metrics: dict, events: list[dict]) -> fl
     torch logged no time."""
     if origin == "aot_inductor":
         return aot_inductor_compile_seconds(events, metrics)
-    forward = _number(metrics.get("entire_frame_compile_time_s"))
-    if forward is None:
+    forward = metrics.get("entire_frame_compile_time_s")
+    if not number(forward):
         return None
-    backward = _number(metrics.get("backward_cumulative_compile_time_us"))
-    return forward + (backward * 1e-6 if backward else 0.0)
-
-
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+    backward = metrics.get("backward_cumulative_compile_time_us")
+    return float(forward) + (backward * 1e-6 if number(backward) else 0.0)
 
