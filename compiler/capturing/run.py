@@ -79,8 +79,10 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     recorded["calls_under_capture"] = calls
     live = LiveState(args=args, kwargs=kwargs)
     # every call after the captured one (CUDA-graph replays, timing, kernel times, GPU profiles) runs on
-    # one copy of the arguments, made here once, so none of them updates the caller's tensors
-    rerun_args, rerun_kwargs = copy_arguments(args, kwargs)
+    # one copy of the arguments, made here once, so none of them updates the caller's tensors; a run that
+    # calls nothing again (no timing, no replays) copies nothing
+    reruns = calls > 1 or timing is True
+    rerun_args, rerun_kwargs = copy_arguments(args, kwargs) if reruns else (args, kwargs)
     measurements: dict = {"first_call_s": None}
     with torch._dynamo.config.patch(**(dynamo_config or {})):
         if reset:
