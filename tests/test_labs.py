@@ -832,12 +832,22 @@ def test_exercise_3_6_rejects_no_filter_and_the_skip_all_filter():
 
     right = explore(keep_guard)
     checks.check_no_guard_on(right, "G['LR']")
-    checks.check_guard_on(right, "L['w']")
-    checks.check_guard_on(right, "L['g']")
+    checks.check_guard_on(right, "L['w']", kind="TENSOR_MATCH")
+    checks.check_guard_on(right, "L['g']", kind="TENSOR_MATCH")
     fails(checks.check_no_guard_on, explore(), "G['LR']")  # the starting code: every guard kept
     wrong = explore(torch.compiler.skip_all_guards_unsafe)
     checks.check_no_guard_on(wrong, "G['LR']")
-    fails(checks.check_guard_on, wrong, "L['w']")  # the tensor guards went too
+    fails(checks.check_guard_on, wrong, "L['w']", kind="TENSOR_MATCH")  # the tensor guards went too
+
+    right_without_kind = explore(keep_guard)  # kind matters: the aliasing guard also names w
+    assert any(r.kind != "TENSOR_MATCH" and "L['w']" in r.condition
+               for r in right_without_kind.compiles[0].guards.rows)
+
+    def drop_tensor_matches(entries):
+        return [e.guard_type != "TENSOR_MATCH" and e.name != "G['LR']" for e in entries]
+    wrong = explore(drop_tensor_matches)
+    checks.check_no_guard_on(wrong, "G['LR']")
+    assert "TENSOR_MATCH" in fails(checks.check_guard_on, wrong, "L['w']", kind="TENSOR_MATCH").message
 
 
 def _batch_sin(x):

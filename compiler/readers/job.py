@@ -264,11 +264,13 @@ def _unread_ranks(job: Job) -> Divergence | None:
     for problem in job.problems:
         named = _RANK_IN_NAME.search(Path(problem.file).name)
         if problem.kind in UNREAD_KINDS and named and int(named[1]) not in job.captures:
-            unread.setdefault(int(named[1]), problem.message)
+            unread.setdefault(int(named[1]), problem.message.removesuffix("; skipped"))
     if not unread:
         return None
     groups = [sorted(job.captures), sorted(unread)]
-    behaviours = ["loaded", "; ".join(f"rank {rank}: could not be read ({why})" for rank, why in sorted(unread.items()))]
+    whys = [f"could not be read ({why})" if len(unread) == 1 else f"rank {rank}: {why}"
+            for rank, why in sorted(unread.items())]
+    behaviours = ["loaded", "; ".join(whys) if len(unread) == 1 else "could not be read — " + "; ".join(whys)]
     return Divergence("unread_ranks", groups, behaviours,
                       f"{ranks_text(sorted(unread)).capitalize()} could not be read, so what {'it' if len(unread) == 1 else 'they'} "
                       "compiled is unknown: every other finding compares only the ranks that loaded, and a "

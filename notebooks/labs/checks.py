@@ -325,11 +325,13 @@ def _guard_rows(cap) -> list[tuple[str, object]]:
     return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.rows]
 
 
-def check_guard_on(cap, text: str) -> None:
-    """Some guard of the capture mentions ``text`` (in its guarded value or its condition)."""
-    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.source or "") or text in r.condition]
+def check_guard_on(cap, text: str, kind: str | None = None) -> None:
+    """Some guard of the capture mentions ``text`` (in its guarded value or its condition) — a guard of
+    ``kind`` (e.g. ``"TENSOR_MATCH"``) when given."""
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if (text in (r.source or "") or text in r.condition)
+            and (kind is None or r.kind == kind)]
     if not hits:
-        _fail(f"no guard mentions {text!r}",
+        _fail(f"no {kind + ' ' if kind else ''}guard mentions {text!r}",
               "Dynamo guards what the traced code read: make the code read it (or remove the guard filter)")
     cid, row = hits[0]
     return _pass(f"compile {cid} guards on {text}: {row.kind} {row.condition[:120]}")

@@ -266,19 +266,25 @@ def cells():
         md("""
             ### Exercise 3.2 — break the dynamic compile
 
-            `ex31` is now dynamic in both dimensions. Find an input **tensor of the same dtype** that still makes
-            it recompile, and say why in a comment.
+            `ex32` is `f` compiled with `dynamic=True`: both dimensions are symbolic (the solution of 3.1, made
+            here again so this exercise does not depend on yours). Find an input **tensor of the same dtype** that
+            still makes it recompile, and say why in a comment.
+            """),
+        code("""
+            torch._dynamo.reset()
+            ex32 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+            print([(s.symbol, s.source, s.range) for s in ex32.compiles[0].shapes.symbols])
             """),
         exercise("""
             my_input = torch.randn(64, 4)
-            check_recompiling_input(ex31, f, my_input)     # also checks: same dtype and device as the compile's
+            check_recompiling_input(ex32, f, my_input)     # also checks: same dtype and device as the compile's
             """),
         solution_note(),
         solution("""
             # 0/1 specialization: sizes 0 and 1 are never symbolic, so the guard 2 <= s77 fails for a batch of 1.
             # (A non-contiguous input — different strides — or a 3-d input also fails the TENSOR_MATCH guard.)
             my_input = torch.randn(1, 4)
-            check_recompiling_input(ex31, f, my_input)
+            check_recompiling_input(ex32, f, my_input)
             """),
         md("""
             ### Exercise 3.3 — a changing attribute, safely
@@ -416,8 +422,8 @@ def cells():
             ex36 = compiler.explore(sgd_step, w, g, backend="eager", timing=False,
                                     options={"guard_filter_fn": keep_guard})
             check_no_guard_on(ex36, "G['LR']")
-            check_guard_on(ex36, "L['w']")
-            check_guard_on(ex36, "L['g']")
+            check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
+            check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
             """),
         solution_note(),
         solution("""
@@ -429,8 +435,8 @@ def cells():
             ex36 = compiler.explore(sgd_step, w, g, backend="eager", timing=False,
                                     options={"guard_filter_fn": keep_guard})
             check_no_guard_on(ex36, "G['LR']")
-            check_guard_on(ex36, "L['w']")
-            check_guard_on(ex36, "L['g']")
+            check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
+            check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
             """),
         md("""
             The price, as in section 6: `LR = 0.01` now would go unnoticed by the compiled step (it was traced
