@@ -62,31 +62,48 @@ def _is_known(kind: str) -> bool:
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
              error: dict | None, counters: dict, autotune: list | None = None,
              measurements: dict | None = None, sources: SourceFiles | None = None, report=None,
-             compile_samples: tuple | None = None) -> dict:
+             compile_samples: tuple | None = None, absent: dict | None = None,
+             no_compile_id: "NoCompileId | None" = None) -> dict:
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
     ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache).
     ``report(record, field, value, why)`` hears of each value read from a record that is not what
     torch writes (a loaded trace's problems); the value is left out, never fatal.
-    ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``)."""
+    ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``).
+    ``absent``: why the stages this source cannot hold are missing, by stage (``bytecode``, ``ir``,
+    ``cudagraphs``; ``ir_note``: what provenance says of a run with no IR) — a TORCH_TRACE log's reasons,
+    built in instead of "not captured". ``no_compile_id``: the reader of one more compile from the records
+    that name none (``compiler.readers.aot_inductor.READER``)."""
     with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
         return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-                         sources or SourceFiles("live"), report or _ignore, compile_samples)
+                         sources or SourceFiles("live"), report or _ignore, compile_samples, absent or {},
+                         no_compile_id)
 
 
 def _ignore(record, field, value, why) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class NoCompileId:
+    """A reader of one compile from the records with no compile id (AOTInductor's): ``build(records,
+    strings, options, events)`` → the compile's data or None, and which records it ``consumed`` (no
+    longer unknown)."""
+
+    build: Any
+    consumed: Any
+
+
 def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-              sources, report, compile_samples=None) -> dict:
+              sources, report, compile_samples=None, absent=None, no_compile_id=None) -> dict:
+    absent = absent or {}
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
     loose = []
     unknown = Counter()
-    extra = []
+    extra, extra_of = [], []  # unknown records, trimmed, and the records they are
     for record in records:
         if record.kind == "chromium_event":
             event = chromium_event(record, report)
@@ -96,11 +113,12 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         if not _is_known(record.kind):
             unknown[record.kind] += 1
             extra.append({**record.to_json(), "payload": (record.payload or "")[:EXTRA_PAYLOAD_LIMIT]})
+            extra_of.append(record)
         (by_compile[record.compile_id] if record.compile_id else loose).append(record)
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
-                              timing_events.get(cid, []), sources, report) for cid in compile_ids]
+                              timing_events.get(cid, []), sources, report, absent) for cid in compile_ids]
     if compile_samples is not None:
         _add_compile_samples(compiles, timing_events, compile_samples, sources)
     _resume_sources(compiles)
@@ -116,6 +134,10 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
     from compiler.stages.cudagraphs import cudagraphs_stage
 
+    cudagraphs = cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
+                                  options.get("calls_under_capture"))
+    if not cudagraphs.get("available") and absent.get("cudagraphs"):
+        cudagraphs = unavailable(absent["cudagraphs"])
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
@@ -123,15 +145,34 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
                        for c in compiles if c["recompile"].get("available")],
         "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
-        "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
-                                       options.get("calls_under_capture")),
+        "cudagraphs": cudagraphs,
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
     data["recompile_limits"] = limit_hits(compiles, data["recompiles"], environment.get("recompile_limits") or {})
     _add_measurements(data, measurements)
+    if no_compile_id is not None:
+        _add_no_compile_id(data, no_compile_id, records, strings, options, events, absent, extra_of)
     data["summary"] = summarize(data)
     return data
+
+
+def _add_no_compile_id(data: dict, reader: NoCompileId, records, strings, options, events, absent,
+                       extra_of: list) -> None:
+    """The compile of the records that name none (``NoCompileId``), last; the records it read are not unknown."""
+    compile_data = reader.build(records, strings, options, events, absent)
+    if compile_data is None:
+        return
+    data["compiles"].append(compile_data)
+    used = Counter(r.kind for r in records if not r.compile_id and reader.consumed(r))
+    for kind, count in used.items():
+        left = data["unknown_records"].get(kind, 0) - count
+        if left > 0:
+            data["unknown_records"][kind] = left
+        else:
+            data["unknown_records"].pop(kind, None)
+    data["extra_records"] = [e for e, r in zip(data["extra_records"], extra_of)
+                             if r.compile_id or not reader.consumed(r)]
 
 
 def _add_compile_samples(compiles: list[dict], timing_events: dict, compile_samples: tuple, sources) -> None:
@@ -229,6 +270,7 @@ class CompileInput:
     backend: str = "unknown"
     origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame
     metrics: dict = field(default_factory=dict)
+    absent: dict = field(default_factory=dict)  # why stages the source cannot hold are missing (``assemble``)
     built: dict = field(default_factory=dict)
 
     def last_payload(self, kind: str) -> str | None:
@@ -253,7 +295,7 @@ class StageBuilder:
 def _provenance(c: CompileInput) -> dict:
     # the tracking texts ride on each Inductor run until provenance reads them; they are not stored there
     tracking = [run.pop("tracking", None) for run in c.built["inductor"].get("runs", [])]
-    return provenance_stage({**c.built, "origin": c.origin}, tracking)
+    return provenance_stage({**c.built, "origin": c.origin}, tracking, c.absent.get("ir_note"))
 
 
 def _ir_texts(inductor: dict) -> list[str]:
@@ -307,16 +349,28 @@ def build_stages(inputs: CompileInput, overrides: dict | None = None, no_frame: 
             inputs.built[builder.stage] = unavailable(no_frame[builder.stage])
             continue
         build = (overrides or {}).get(builder.stage, builder.build)
-        inputs.built[builder.stage] = _guarded(build, inputs)
+        inputs.built[builder.stage] = _said_absent(builder.stage, _guarded(build, inputs), inputs.absent)
     return inputs.built
 
 
+def _said_absent(stage: str, built: dict, absent: dict) -> dict:
+    """A stage its source cannot hold (``absent``: a TORCH_TRACE log's bytecode and scheduler IR) says
+    why, in place of the reason a live capture would give."""
+    if stage == "bytecode" and absent.get("bytecode") and not built.get("available"):
+        return unavailable(absent["bytecode"])
+    if stage == "inductor" and absent.get("ir") and built.get("available"):
+        for run in built["runs"]:
+            if not run["ir"].get("available"):
+                run["ir"] = unavailable(absent["ir"])
+    return built
+
+
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
-                  report=None) -> dict:
+                  report=None, absent: dict | None = None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
-                          backend=str(options.get("backend") or "unknown"), metrics=metrics)
+                          backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {})
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),

@@ -77,9 +77,10 @@ def key_of(role: str | None, name: str) -> str:
 
 # --- the map ------------------------------------------------------------------------------------
 
-def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
+def provenance_stage(compile_data: dict, tracking: list | None = None, no_ir_note: str | None = None) -> dict:
     """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
-    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None)."""
+    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None).
+    ``no_ir_note``: what a run with no scheduler IR says, where its source cannot hold IR (a trace)."""
     graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
     if not graph.get("available") and compile_data.get("origin") != "aot_inductor":  # AOTInductor: no Dynamo graph
         return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
@@ -94,7 +95,7 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     kernels: list[dict] = []
     by_role = {t["role"]: t for t in inductor_tracking}
     for run in runs:
-        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")))
+        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")), no_ir_note)
     if not inductor.get("available"):
         notes.append(f"no kernels: {inductor.get('reason')}")
     by_level_key = {(n["level"], key_of(n["role"], n["name"])): n for n in nodes}
@@ -141,7 +142,7 @@ def _add(entry: dict | None, key: str, value) -> None:
 
 
 def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str],
-                    tracking: dict | None = None) -> list[dict]:
+                    tracking: dict | None = None, no_ir_note: str | None = None) -> list[dict]:
     role = run.get("role")
     post = run.get("post_grad") or {}
     if not post.get("available"):
@@ -183,7 +184,8 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
             nodes.append({**_node("ir_post_fusion", role, entry, lines), "post_grad_nodes": list(dict.fromkeys(members))})
     elif ir.get("reason"):
         linked = "Inductor's provenance tracking" if tracking else "their comments only"
-        notes.append(f"{role or 'inference'}: no scheduler IR ({ir['reason']}); kernels linked by {linked}")
+        missing = no_ir_note or f"no scheduler IR ({ir['reason']})"
+        notes.append(f"{role or 'inference'}: {missing}; kernels linked by {linked}")
     if not code.get("available"):
         return []
     post_ir = (ir.get("post_fusion") or {}).get("nodes", []) if ir.get("available") else []
