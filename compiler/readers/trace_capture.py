@@ -72,7 +72,7 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
                     report=report, absent=_absent(environment), no_compile_id=READER)
     _report_unparsed_stages(data, info, strict)
-    capture = _capture_of(data, info, strict)
+    capture = _capture_of(data, info, strict, trace=info, trace_records=records, trace_strings=strings)
     if records and not data["compiles"]:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
@@ -80,7 +80,6 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             "AOTInductor compile: no compile can be shown"))
     if warn:
         _problems_to_warnings(info)
-    capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
 
 
@@ -107,17 +106,18 @@ def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
                 info.problems.append(found)
 
 
-def _capture_of(data: dict, info: TraceInfo, strict: bool):
+def _capture_of(data: dict, info: TraceInfo, strict: bool, **live_fields):
     """The Capture of a trace's data. A stage built from values torch would not write (a symbol that is
     a list, a size that is text…) does not match the capture's schema: that stage of that compile is
-    shown as unavailable, with the reason, and reported; every other stage and compile is kept."""
+    shown as unavailable, with the reason, and reported; every other stage and compile is kept. ``live_fields``:
+    the trace's own (``trace``, ``trace_records``, ``trace_strings``), set as the Capture is made."""
     from compiler.stages.assemble import summarize
     from compiler.stages.capture import Capture
     from compiler.stages.schema import CaptureFormatError
 
     for _ in range(len(data["compiles"]) * len(STAGES) + 1):
         try:
-            return Capture.from_data(data)
+            return Capture.from_data(data, **live_fields)
         except CaptureFormatError as exc:
             match = _STAGE_IN_ERROR.match(getattr(exc, "where", ""))
             if strict or not match or match[2] not in STAGES:
