@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from compiler.readers.aot_inductor import READER
+from compiler.stages.data import Stage
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
                                     TraceWarning, _torch_version, read_records, shown_value, version_tuple)
@@ -96,7 +97,7 @@ def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
     for compile_data in data["compiles"]:
         reasons = set()  # kernels repeat the reason of the inductor stage they come from
         for stage in STAGES:
-            reason = (compile_data.get(stage) or {}).get("reason") or ""
+            reason = _reason(compile_data.get(stage)) or ""
             if reason.startswith(PARSE_FAILED) and reason not in reasons:
                 reasons.add(reason)
                 found = TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: the {stage} "
@@ -104,6 +105,13 @@ def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
                 if strict:
                     raise TraceError(str(found))
                 info.problems.append(found)
+
+
+def _reason(stage) -> str | None:
+    """Why a stage is unavailable: a declared stage type's ``reason``, or (a stage still plain data) its key."""
+    if isinstance(stage, Stage):
+        return stage.reason
+    return (stage or {}).get("reason")
 
 
 def _capture_of(data: dict, info: TraceInfo, strict: bool, **live_fields):
@@ -127,8 +135,6 @@ def _capture_of(data: dict, info: TraceInfo, strict: bool, **live_fields):
                                                   f"writes ({exc}); left out")
             info.problems.append(TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: "
                                               f"the {match[2]} stage is left out: {exc}"))
-            data["recompiles"] = [r for r in data["recompiles"] if r["compile_id"] != compile_data["compile_id"]
-                                  or compile_data["recompile"].get("available")]
             data["summary"] = summarize(data)
     raise TraceError(f"{info.file}: what it holds does not form a capture")
 

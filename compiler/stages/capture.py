@@ -52,6 +52,7 @@ class Capture(CaptureData, JsonFile):
     trace_strings: dict = field(default_factory=dict, metadata={"live": True})
 
     def __post_init__(self):
+        super().__post_init__()
         for stage in (self.breaks, self.cudagraphs, self.runtime, self.gpu_profile, self.cudagraph_comparison,
                       *self.recompiles):
             if stage is not None:

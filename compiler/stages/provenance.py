@@ -107,7 +107,7 @@ def provenance_stage(compile_data: dict, tracking: list | None = None, no_ir_not
                 _add(by_level_key.get((level, key_of(k["role"], name))), "kernels", k["key"])
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g.get("nodes") or [] if n.get("line")}
-    lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
+    lines = _lines(nodes, kernels, compile_data["source"], comment_code)
     kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
     for row in lines:
         kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
@@ -624,7 +624,7 @@ def kernels_to_ir(kernels: list[dict], post_fusion: list[dict], module: str) -> 
     return out
 
 
-def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: dict) -> list[dict]:
+def _lines(nodes: list[dict], kernels: list[dict], source, comment_code: dict) -> list[dict]:
     """One row per (file, line) that produced work, ordered by file then line."""
     rows: dict[tuple, dict] = {}
     codes = _code_lines(source)
@@ -657,11 +657,12 @@ def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: d
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]
 
 
-def _code_lines(source: dict) -> dict:
-    if not source.get("available") or not source.get("text"):
+def _code_lines(source) -> dict:
+    """``source``: the compile's ``Source`` stage → its text by (file, line)."""
+    if not source.available or not source.text:
         return {}
-    first = source.get("firstlineno") or 1
-    return {(source.get("filename"), first + i): text.strip() for i, text in enumerate(source["text"].splitlines())}
+    first = source.firstlineno or 1
+    return {(source.filename, first + i): text.strip() for i, text in enumerate(source.text.splitlines())}
 
 
 # --- cost per line ------------------------------------------------------------------------------
@@ -832,7 +833,7 @@ def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None,
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
     for c in compiles:
         metrics = c.get("metrics") or {}
-        compile_s = compile_seconds(c.get("origin"), metrics, c.get("timings", {}).get("events", []))
+        compile_s = compile_seconds(c.get("origin"), metrics, c["timings"])
         data = {"available": compile_s is not None, "compile_s": compile_s,
                 "calls_per_function_call": per_call.get(c["compile_id"]) if served else None}
         if compile_s is None:
