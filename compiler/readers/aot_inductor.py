@@ -139,13 +139,12 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
 
     def aot_inductor_stage(c: CompileInput) -> dict:
         """Inductor's stage as for a Dynamo compile, with the generated code AOTInductor wrote as its C++
-        wrapper (one inference graph into one wrapper); the wrapper rides along for provenance."""
-        inductor = inductor_stage(c.records, "inductor", None, None)
+        wrapper (one inference graph into one wrapper); the wrapper is one of the texts provenance reads."""
+        inductor = inductor_stage(c.records, "inductor", None, None, c.tracking)
         for run in inductor.get("runs", []) if inductor.get("available") else []:
             run["code"], run["role"] = code, "inference"
-            texts = run.get("tracking")
-            if texts and dumps.get(WRAPPER):
-                run["tracking"] = dict(texts, **{WRAPPER: dumps[WRAPPER]})
+        if dumps.get(WRAPPER):
+            c.tracking[:] = [dict(texts, **{WRAPPER: dumps[WRAPPER]}) if texts else texts for texts in c.tracking]
         return inductor
 
     inputs = CompileInput(loose, strings, options, _events(events), SourceFiles("trace"), backend="inductor",

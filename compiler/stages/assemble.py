@@ -146,6 +146,8 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
                                   options.get("calls_under_capture"))
     if not cudagraphs.get("available") and absent.get("cudagraphs"):
         cudagraphs = unavailable(absent["cudagraphs"])
+    elif cudagraphs.get("available") and measurements.get("cudagraph_memory"):
+        cudagraphs["memory"] = measurements["cudagraph_memory"]  # measured after the compile: one input of this build
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
@@ -215,8 +217,6 @@ def _add_measurements(data: dict, measurements: dict) -> None:
         add_roofline(data)  # FLOPs, bytes and roofline per kernel (compiler.stages.kernel_costs)
     if measurements.get("cudagraph_comparison"):
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
-    if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):
-        data["cudagraphs"]["memory"] = measurements["cudagraph_memory"]
     add_costs(data, measurements)  # kernel time per source line, and amortization (compiler.stages.provenance)
 
 
@@ -290,6 +290,7 @@ class CompileInput:
     metrics: dict = field(default_factory=dict)
     absent: dict = field(default_factory=dict)  # why stages the source cannot hold are missing (``assemble``)
     compile_samples: tuple | None = None  # (samples, method) of the compile sampler for this compile
+    tracking: list = field(default_factory=list)  # per Inductor run, its tracking texts: inductor → provenance
     built: dict = field(default_factory=dict)
 
     def last_payload(self, kind: str) -> str | None:
@@ -313,9 +314,7 @@ class StageBuilder:
 
 
 def _provenance(c: CompileInput) -> dict:
-    # the tracking texts ride on each Inductor run until provenance reads them; they are not stored there
-    tracking = [run.pop("tracking", None) for run in c.built["inductor"].get("runs", [])]
-    return provenance_stage({**c.built, "origin": c.origin}, tracking, c.absent.get("ir_note"))
+    return provenance_stage({**c.built, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
 
 
 def _ir_texts(inductor: dict) -> list[str]:
@@ -350,7 +349,7 @@ STAGE_BUILDERS = (
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
-                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"))),
+                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"), c.tracking)),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
@@ -532,9 +531,11 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
                        "or compilation stopped before it")
 
 
-def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None) -> dict:
+def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None,
+                   tracking: list | None = None) -> dict:
     """One entry per Inductor compile (inference, or forward and backward), each followed by one per
-    higher-order-op body it scheduled (role ``subgraph true_graph_0``)."""
+    higher-order-op body it scheduled (role ``subgraph true_graph_0``). ``tracking``: filled with each
+    run's provenance-tracking texts (None where untracked), for the provenance builder; not stored."""
     runs: list[dict] = []
     current: dict | None = None
     pre_grad: dict = {}
@@ -560,12 +561,16 @@ def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: 
         if backend not in ("inductor", "unknown"):
             return unavailable(f"backend {backend!r} does not run Inductor")
         return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
-    built = []
+    built, texts = [], []
     for run in runs:
         built.append(_inductor_run(run, cache_note, dynamo_graph))
+        texts.append(_tracking_texts(run))
         parent = built[-1]
         bodies = _in_graph_order(run.get("subgraphs", {}), parent["post_grad"].get("subgraphs") or {})
         built += [_subgraph_run(name, body, parent, cache_note) for name, body in bodies]
+        texts += [None] * len(bodies)
+    if tracking is not None:
+        tracking[:] = texts
     return {"available": True, "cache": cache_note, "runs": built}
 
 
@@ -612,9 +617,14 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
              "pre_grad": pre_grad_stage,
              "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
              "ir": ir, "code": code}
-    if any(run.get(name) for name in TRACKING_ARTIFACTS):  # read by provenance_stage, not stored here
-        built["tracking"] = {k: v for k, v in run.items() if isinstance(v, str)}
     return built
+
+
+def _tracking_texts(run: dict) -> dict | None:
+    """The texts of one Inductor run that provenance reads Inductor's tracking against (none: not tracked)."""
+    if not any(run.get(name) for name in TRACKING_ARTIFACTS):
+        return None
+    return {k: v for k, v in run.items() if isinstance(v, str)}
 
 
 
