@@ -30,7 +30,7 @@ from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
 from compiler.stages.schema import (FORMAT, VERSION, Bytecode, CaptureFormatError, Guards, Recompile, Shapes, Source,
-                                    Timings, paused_gc)
+                                    Summary, Timings, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -635,22 +635,21 @@ def _has_graph(compile: dict) -> bool:
     return compile["graph"].get("available", False)
 
 
-def summarize(data: dict) -> dict:
+def summarize(data: dict) -> Summary:
     compiles = data["compiles"]
     metrics_time = [compile_seconds(c.get("origin"), c["metrics"], c["timings"]) or 0
                     for c in compiles]
-    return {
-        "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
-        "compiles": len(compiles),
-        "graphs": sum(_has_graph(c) for c in compiles),
-        "graph_breaks": data["breaks"]["total"],
-        "unique_graph_breaks": len(data["breaks"]["items"]),
-        "recompiles": sum(c["recompile"].available for c in compiles),
-        "guards": sum(c["guards"].count for c in compiles if c["guards"].available),
-        "kernels": sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"])
-                       for c in compiles),
-        "compile_time_s": round(sum(metrics_time), 4),
-        "failed_compiles": sum(c["status"] == "failed" for c in compiles),
-        "skipped_frames": len(data.get("skipped_frames", [])),
-        "recompile_limits": len(data.get("recompile_limits", [])),
-    }
+    return Summary(
+        frames=len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
+        compiles=len(compiles),
+        graphs=sum(_has_graph(c) for c in compiles),
+        graph_breaks=data["breaks"]["total"],
+        unique_graph_breaks=len(data["breaks"]["items"]),
+        recompiles=sum(c["recompile"].available for c in compiles),
+        guards=sum(c["guards"].count for c in compiles if c["guards"].available),
+        kernels=sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"]) for c in compiles),
+        compile_time_s=round(sum(metrics_time), 4),
+        failed_compiles=sum(c["status"] == "failed" for c in compiles),
+        skipped_frames=len(data["skipped_frames"]),
+        recompile_limits=len(data["recompile_limits"]),
+    )
