@@ -64,7 +64,9 @@ def test_gpt2_print_and_batch_size_fixed_together():
     fixes = cap.fixes()
     kinds = [f.kind for f in fixes]
     assert "reorderable_logging_functions" in kinds and "mark_dynamic" in kinds
-    assert kinds[0] == "reorderable_logging_functions"  # the breaks skip frames: they cost the most
+    # the breaks cost the most; no frame reached the recompile limit (transformers 5.24 wraps each GPT-2 forward in
+    # deprecate_kwarg: one wrapped_func code object holds 8 compiles, 4 functions × 2 sizes, and torch refused none)
+    assert kinds[0] == "reorderable_logging_functions" and "recompile_limit" not in kinds
     mark = fixes[kinds.index("mark_dynamic")]
     assert [(m.position, m.dim) for m in mark.marks] == [(0, 0)]  # input_ids (the model's wrapper takes *args)
 

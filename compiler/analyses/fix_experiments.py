@@ -228,7 +228,8 @@ def measure_of(cap, counters: dict, runtime: dict | None = None) -> FixMeasure:
         graphs=s.graphs, graph_breaks=s.graph_breaks, recompiles=s.recompiles, compiles=s.compiles,
         frames_skipped=sum(c.status in ("skipped", "failed") for c in cap.compiles), guards=s.guards,
         compile_s=round(s.compile_time_s, 4),
-        recompile_limit_hit=any("recompile limit" in (b.headline or "").lower() for b in cap.breaks.items),
+        recompile_limit_hit=bool(cap.recompile_limits)
+        or any("recompile limit" in (b.headline or "").lower() for b in cap.breaks.items),
         counters=counter_summary(counters))
     if runtime and runtime.get("available"):
         measure.runtime_s = runtime["compiled"]["median_s"]

@@ -280,17 +280,22 @@ class _Builder:
                          compile_kwargs={"dynamic": True})
 
     def recompile_limit(self) -> None:
-        """Frames whose compiles reached ``recompile_limit`` (a break says so, or as many compiles as the limit)."""
+        """Frames torch refused to compile again because they reached a recompile limit: the capture's
+        ``recompile_limits`` (a compile torch refused with its recompile-limit message) and any graph break that says so.
+
+        Never counted from compiles per frame: one code object can hold more compiles than the limit without
+        reaching it — torch counts against ``recompile_limit`` only the cache entries whose ID_MATCH'd locals
+        (an ``nn.Module``'s ``self``) are the frame's, and a decorator's wrapper (transformers' ``deprecate_kwarg``
+        ``wrapped_func``) is one code object for every function it wraps — and a frame holding exactly as
+        many compiles as the limit still compiled every variant it met."""
         hits = [i for i, item in enumerate(self.cap.breaks.items) if "recompile limit" in (item.headline or "").lower()
                 or "recompile_limit" in (item.reason or "")]
-        limit = self.cap.options.get("recompile_limit") if isinstance(self.cap.options.get("recompile_limit"), int) else 8
-        per_frame: dict[int, list[str]] = {}
-        for c in self.cap.compiles:
-            if c.origin == "dynamo":
-                per_frame.setdefault(c.frame_id, []).append(c.compile_id)
-        full = {frame: ids for frame, ids in per_frame.items() if len(ids) >= limit}
-        if not hits and not full:
+        refused = list(self.cap.recompile_limits)
+        if not hits and not refused:
             return
+        limits = [r.limit for r in refused if isinstance(r.limit, int)]
+        configured = self.cap.options.get("recompile_limit")
+        limit = limits[0] if limits else configured if isinstance(configured, int) else 8
         new_limit = max(2 * limit, 16)
         fix = self._fix(("recompile_limit",), kind="recompile_limit",
                         title=f"The recompile limit ({limit}) was reached: further variants run eagerly. Fix the "
@@ -301,9 +306,12 @@ class _Builder:
         for index in hits:
             if index not in fix.breaks:
                 fix.breaks.append(index)
-        for frame, ids in full.items():
-            fix.compiles.extend(i for i in ids if i not in fix.compiles)
-            fix.findings.append(f"frame {frame} ({self.names.get(ids[0])}) compiled {len(ids)} times: the limit")
+        for hit in refused:
+            ids = [*hit.compile_ids, hit.compile_id]
+            fix.compiles.extend(i for i in ids if i and i not in fix.compiles)
+            guard = f", the guard {hit.guard} kept failing" if hit.guard else ""
+            fix.findings.append(f"frame {hit.frame_id} ({hit.function}) reached the {hit.limit_type} ({hit.limit}) "
+                                f"after {len(hit.compile_ids)} compiles: torch refused compile {hit.compile_id}{guard}")
         fix.__dict__["_limit_hit"] = True
 
     # --- ranking --------------------------------------------------------------------------------
