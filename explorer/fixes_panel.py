@@ -97,14 +97,14 @@ class FixesPanel(widgets.VBox):
         if not self.compare.value:
             self.diff.layout.display = "none"
             return
-        from .html import style_tag
+        from .html import style_tag, view_frame
         from .views.diff import compare_style_tag, render_diff
 
         capture_diff = self._diff()
         if capture_diff is None:
             self.diff.layout.display = "none"
             return
-        self.diff.value = str(join([style_tag(), compare_style_tag(), render_diff(capture_diff)]))
+        self.diff.value = str(join([style_tag(), compare_style_tag(), view_frame(render_diff(capture_diff))]))
         self.diff.layout.display = None
 
     def request_stop(self) -> None:
