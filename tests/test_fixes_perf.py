@@ -161,3 +161,19 @@ def test_freezing_for_an_inference_capture_is_measured_with_inductor():
     assert result.after.counters == counter_summary({g: dict(v) for g, v in counters.items()})
     torch._dynamo.reset()
     counters.clear()
+
+
+def test_a_fix_s_goal_is_checked_on_load():
+    data = {"format": "tcompile-capture", "version": [2, 0],
+            "fixes": {"available": True, "items": [{"id": "f", "kind": "k", "title": "t", "goal": "speed"}]}}
+    with pytest.raises(compiler.CaptureFormatError,
+                       match=r"fixes.items\[0\].goal: expected 'findings' or 'runtime' or 'guards', got 'speed'"):
+        compiler.Capture.from_data(data)
+
+
+def test_the_cuda_graphs_tab_links_a_skip_to_its_fix():
+    from explorer.views import render_view
+
+    cap = compiler.load(GPU / "cudagraphs_skipped_input_mutation.json")
+    page = render_view("cudagraphs", cap, None)
+    assert "fix: <strong>fix1</strong> Mark buf&#x27;s memory address static" in page and "not tried" in page

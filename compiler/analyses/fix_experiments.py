@@ -28,8 +28,8 @@ import inspect
 import io
 import time
 
-from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, INTERRUPTED, MEASURED, FixMeasure,
-                                       FixResult)
+from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED,
+                                       FixMeasure, FixResult)
 from compiler.reference.options import COMPILE_KWARGS
 from compiler.stages.capture import EXPERIMENTS
 
@@ -170,7 +170,8 @@ def _merged(fixes) -> Change:
             if key == "options":
                 options = change.compile_kwargs.setdefault("options", {})
                 for name, option in value.items():
-                    options.setdefault(name, option) if name == "guard_filter_fn" else options.update({name: option})
+                    if name != "guard_filter_fn" or name not in options:
+                        options[name] = option
             else:
                 change.compile_kwargs[key] = value
         change.inductor_config.update(fix.inductor_config)
@@ -269,7 +270,10 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
     kwargs = compile_options(replay.compile_kwargs, change.compile_kwargs)
     outputs = []
     live = LiveState()
-    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}))
+    # no compile-by-line sampling: an experiment compares counts and torch's own compile seconds, and the
+    # sampler's thread would only add its CPU time to the compile it measures
+    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}),
+                        sample_compile=False)
     statics: dict = {}
     torch._dynamo.reset()
     try:
@@ -399,6 +403,9 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
     result.seconds = round(time.perf_counter() - start, 4)
     if error:  # what a failed run counted is not an "after" to compare
         result.status, result.error = FAILED, error
+        if result.goal == GUARDS:
+            result.error += (" (with these guards skipped, a compile may have run for a module or value it was not "
+                             "compiled for: what the filter gives up)")
         return result
     result.after = measure
     result.outputs_equal, result.output_note = outputs_match(outputs, expected)

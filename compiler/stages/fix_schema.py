@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from compiler.stages.data import Data, Stage
+from compiler.stages.data import Data, Stage, _Mismatch
 
 # the result of trying a fix (FixResult.status)
 NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
@@ -150,6 +150,12 @@ class Fix(Data):
     cost_text: str = ""
     cost_method: str = ""
     result: FixResult | None = None
+
+    def __post_init__(self):
+        if self.goal not in GOALS:  # the same check, and message with its JSON path, as Compile.origin's
+            exc = _Mismatch(" or ".join(map(repr, GOALS)), self.goal)
+            exc.where.append(".goal")
+            raise exc
 
     @property
     def status(self) -> str:

@@ -76,6 +76,13 @@ def fix_for_break(capture, index: int):
     return next((f for f in fixes or () if index in f.breaks), None)
 
 
+def fix_for_cudagraph_skip(capture, reason: str):
+    """The fix proposed for the CUDA-graph skip torch gave as ``reason`` (None: none)."""
+    fixes = fixes_of(capture)
+    return next((f for f in fixes or () if any(finding.startswith(f"CUDA graphs skipped: {reason}")
+                                               for finding in f.findings)), None)
+
+
 def fix_label(fix) -> Html:
     """A short "fix: …" line for a finding's row elsewhere (Graph breaks, Recompiles)."""
     status = fix.status if fix.applicable else "suggestion"
