@@ -97,7 +97,11 @@ def test_stop_keeps_what_finished_and_tries_no_more():
 
     original = cap.try_fixes
     cap.try_fixes = lambda **kwargs: original(**{**kwargs, "progress": lambda *a: (told(*a), kwargs["progress"](*a))})
+    import torch_state
+
+    before = torch_state.snapshot()
     panel.run(None, wait=True)
+    torch_state.assert_restored(before)  # the worker thread's experiments put torch back too
     first, second = [f for f in cap.fixes() if f.applicable]
     assert first.result is not None and first.result.status == "measured"  # finished: kept
     assert second.result is None and second.status == "not tried"
