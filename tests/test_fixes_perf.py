@@ -80,6 +80,12 @@ def test_slow_code_fixes_are_proposed_for_inductor_kernels_and_never_recommended
     assert not FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast, after=FixMeasure()).recommended
     assert FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast,
                      after=FixMeasure(runtime_s=0.5)).recommended
+    # a guard filter: fewer guards decide; a slower run counts only when timed on a quiet machine
+    few, many = dict(guards=6), dict(guards=60)
+    assert FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(runtime_s=1.0, **many),
+                     after=FixMeasure(runtime_s=2.0, busy=True, **few)).recommended
+    assert not FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(runtime_s=1.0, **many),
+                         after=FixMeasure(runtime_s=2.0, **few)).recommended
 
 
 def test_each_guard_filter_is_proposed_with_what_it_gives_up():
