@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
+import functools
 import io
 
 import pytest
@@ -165,6 +166,46 @@ def test_recompile_limit_is_found_and_raising_it_is_measured():
     counts, entries, _ = manual(f_size, calls, config={"recompile_limit": 16}, compile_kwargs={"dynamic": False})
     assert result.after.counters == counts and result.after.compiles == entries == len(calls)
     assert not result.after.recompile_limit_hit
+
+
+def _wrapped_layers(n: int) -> torch.nn.Sequential:
+    """n modules whose forward goes through one decorator wrapper (one code object for all, like transformers'
+    ``deprecate_kwarg``) and prints (a break): each layer's ``self.i`` is a new guard value for the same frame."""
+
+    def deprecate(func):
+        @functools.wraps(func)
+        def wrapped_func(*args, **kwargs):
+            return func(*args, **kwargs)
+        return wrapped_func
+
+    class Layer(torch.nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            self.i = i
+
+        @deprecate
+        def forward(self, x):
+            print("layer", self.i)
+            return x * self.i
+
+    return torch.nn.Sequential(*[Layer(i) for i in range(n)])
+
+
+def test_recompile_limit_only_where_torch_refused_a_compile():
+    """A frame holding as many compiles as the limit compiled every variant: no recompile_limit fix (the
+    rule once counted compiles per frame and ranked a limit never reached first, on transformers 5.24's
+    GPT-2). One more layer and torch refuses the 9th compile: the fix is proposed and ranks first."""
+    limit = torch._dynamo.config.recompile_limit
+    with contextlib.redirect_stdout(io.StringIO()):
+        at_limit = capture_calls(_wrapped_layers(limit), [(torch.randn(3),)], backend="eager")
+        over = capture_calls(_wrapped_layers(limit + 1), [(torch.randn(3),)], backend="eager")
+    assert max(sum(c.frame_id == f for c in at_limit.compiles) for f in {c.frame_id for c in at_limit.compiles}) == limit
+    assert not at_limit.recompile_limits and "recompile_limit" not in [f.kind for f in at_limit.fixes()]
+    [hit] = over.recompile_limits
+    assert hit.compile_id.endswith(f"/{limit}") and hit.limit == limit  # the refused compile, torch's own
+    fix = over.fixes()[0]
+    assert fix.kind == "recompile_limit" and hit.compile_id in fix.compiles
+    assert f"torch refused compile {hit.compile_id}" in fix.findings[0]
 
 
 @pytest.mark.parametrize("fn, kind", [(f_cond, "torch_cond"), (f_untraceable, "untraceable_call")])

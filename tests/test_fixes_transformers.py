@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers")
 
 import torch_state  # noqa: E402
 from compiler.analyses.fix_experiments import capture_calls  # noqa: E402
-from compiler.stages.fix_schema import MEASURED  # noqa: E402
+from compiler.stages.fix_schema import FAILED, MEASURED  # noqa: E402
 
 
 class PrintingMLP(torch.nn.Module):
@@ -39,10 +39,13 @@ def gpt2_with_print():
 
 def fix_table(cap) -> str:
     fixes = cap.fixes()
-    rows = [("fix", "kind", "status", "before (graphs/breaks/recompiles/skipped, compile s)", "after", "outputs")]
+    rows = [("fix", "kind", "status", "before (graphs/breaks/recompiles/skipped/guards, compile s, run ms)", "after",
+             "outputs")]
 
     def counts(m):
-        return f"{m.graphs}/{m.graph_breaks}/{m.recompiles}/{m.frames_skipped}, {m.compile_s:.2f} s" if m else "–"
+        run = f", {m.runtime_s * 1e3:.2f} ms" + (" (busy)" if m.busy else "") if m and m.runtime_s is not None else ""
+        return (f"{m.graphs}/{m.graph_breaks}/{m.recompiles}/{m.frames_skipped}/{m.guards}, {m.compile_s:.2f} s{run}"
+                if m else "–")
 
     for fix in fixes:
         r = fix.result
@@ -64,7 +67,9 @@ def test_gpt2_print_and_batch_size_fixed_together():
     fixes = cap.fixes()
     kinds = [f.kind for f in fixes]
     assert "reorderable_logging_functions" in kinds and "mark_dynamic" in kinds
-    assert kinds[0] == "reorderable_logging_functions"  # the breaks skip frames: they cost the most
+    # the breaks cost the most; no frame reached the recompile limit (transformers 5.24 wraps each GPT-2 forward in
+    # deprecate_kwarg: one wrapped_func code object holds 8 compiles, 4 functions × 2 sizes, and torch refused none)
+    assert kinds[0] == "reorderable_logging_functions" and "recompile_limit" not in kinds
     mark = fixes[kinds.index("mark_dynamic")]
     assert [(m.position, m.dim) for m in mark.marks] == [(0, 0)]  # input_ids (the model's wrapper takes *args)
 
@@ -72,7 +77,14 @@ def test_gpt2_print_and_batch_size_fixed_together():
     cap.try_fixes()
     torch_state.assert_restored(before)
     print(fix_table(cap))
-    assert all(f.result.status == MEASURED and f.result.outputs_equal for f in fixes)
+    for fix in fixes:
+        if fix.kind in ("keep_tensor_guards_unsafe", "skip_guard_on_all_nn_modules_unsafe"):
+            # GPT-2's blocks share one forward: with module guards skipped, block 0's compile runs for block 1, whose
+            # mlp is the PrintingMLP wrapper (no c_fc) — what these filters give up, measured as a failure
+            assert fix.result.status == FAILED and "KeyError: 'c_fc'" in fix.result.error, fix.result.as_text()
+            assert not fix.result.recommended and fix.id not in fixes.combined.fixes
+        else:
+            assert fix.result.status == MEASURED and fix.result.outputs_equal, fix.result.as_text()
     together = fixes.combined
     assert together is not None and together.status == MEASURED and together.outputs_equal
     assert (together.after.graph_breaks, together.after.recompiles, together.after.frames_skipped) == (0, 0, 0)

@@ -5,7 +5,7 @@ Covered: handlers, level and propagate of the ``torch.__trace`` logger and the a
 (``compiler.capturing.records.ARTIFACT_LOGGERS``); the level, propagate flag and handlers of every ``torch``
 logger that existed before (and its filters); torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
 the compile stance; Inductor's autotune feedback hooks; Inductor, Dynamo and functorch config;
-the profile and trace hooks; grad mode and the default dtype; the SIGINT handler; Dynamo's compile
+the profile and trace hooks; grad mode, the default dtype and the float32 matmul precision; the SIGINT handler; Dynamo's compile
 start/end callbacks and tcompile's own threads (the compile sampler).
 """
 from __future__ import annotations
@@ -60,6 +60,7 @@ def snapshot() -> dict:
         "functorch config": functorch_config.get_config_copy(),
         "profile/trace hooks": (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace()),
         "grad mode, default dtype": (torch.is_grad_enabled(), torch.get_default_dtype()),
+        "float32 matmul precision": torch.get_float32_matmul_precision(),
         "SIGINT handler": signal.getsignal(signal.SIGINT),
         "compile callbacks": (list(callback_handler.start_callbacks), list(callback_handler.end_callbacks)),
         "tcompile threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("tcompile")),

@@ -28,7 +28,8 @@ import inspect
 import io
 import time
 
-from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, FixMeasure, FixResult
+from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED,
+                                       FixMeasure, FixResult)
 from compiler.reference.options import COMPILE_KWARGS
 from compiler.stages.capture import EXPERIMENTS
 
@@ -38,9 +39,15 @@ TIMING_REPEAT = 5
 class Replay:
     """What an experiment re-runs: ``fn``, its calls as ``(args, kwargs)``, the ``torch.compile`` options."""
 
-    def __init__(self, fn, calls, compile_kwargs: dict, from_capture: bool):
+    def __init__(self, fn, calls, compile_kwargs: dict, from_capture: bool, no_grad: bool = False):
         self.fn, self.calls, self.compile_kwargs, self.from_capture = fn, calls, compile_kwargs, from_capture
+        self.no_grad = no_grad  # the capture's graphs were all inference graphs: replay under torch.no_grad()
         self.eager_outputs = None
+
+    def grad_mode(self):
+        import torch
+
+        return torch.no_grad() if self.no_grad else contextlib.nullcontext()
 
 
 def normalize_calls(calls) -> list[tuple[tuple, dict]]:
@@ -83,7 +90,10 @@ def replay_of(cap, fn=None, calls=None, overrides: dict | None = None) -> Replay
     if overrides:  # torch.compile options instead of the capture's (e.g. a backend object)
         own = False
         compile_kwargs.update(overrides)
-    return Replay(fn, normalize_calls(calls), compile_kwargs, from_capture=own and live.compiled_fn is not None)
+    aot = [c.aot for c in cap.compiles if c.aot.available]
+    no_grad = bool(aot) and not any(a.training for a in aot)  # the captured calls ran without autograd
+    return Replay(fn, normalize_calls(calls), compile_kwargs, from_capture=own and live.compiled_fn is not None,
+                  no_grad=no_grad)
 
 
 def capture_calls(fn, calls, **compile_kwargs):
@@ -136,28 +146,69 @@ def _named(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-def _merged(fixes) -> tuple[dict, dict, list]:
-    config, compile_kwargs, marks = {}, {}, []
+class Change:
+    """What an experiment applies: the fixes' changes merged (``_merged``)."""
+
+    def __init__(self, config=None, compile_kwargs=None, marks=(), inductor_config=None, matmul_precision=None):
+        self.config, self.compile_kwargs, self.marks = config or {}, compile_kwargs or {}, list(marks)
+        self.inductor_config, self.matmul_precision = inductor_config or {}, matmul_precision
+
+
+def _merged(fixes) -> Change:
+    """The changes of ``fixes`` together: lists joined, the larger limit, ``options`` merged (one guard
+    filter: the first fix's, the highest ranked)."""
+    change = Change()
     for fix in fixes:
         for key, value in fix.config.items():
             if key == "reorderable_logging_functions":
-                config[key] = sorted(set(config.get(key, [])) | set(value))
+                change.config[key] = sorted(set(change.config.get(key, [])) | set(value))
             elif key == "recompile_limit":
-                config[key] = max(config.get(key, 0), value)
+                change.config[key] = max(change.config.get(key, 0), value)
             else:
-                config[key] = value
-        compile_kwargs.update(fix.compile_kwargs)
-        marks += [m for m in fix.marks if (m.argument, m.dim) not in {(n.argument, n.dim) for n in marks}]
-    return config, compile_kwargs, marks
+                change.config[key] = value
+        for key, value in fix.compile_kwargs.items():
+            if key == "options":
+                options = change.compile_kwargs.setdefault("options", {})
+                for name, option in value.items():
+                    if name != "guard_filter_fn" or name not in options:
+                        options[name] = option
+            else:
+                change.compile_kwargs[key] = value
+        change.inductor_config.update(fix.inductor_config)
+        change.matmul_precision = fix.matmul_precision or change.matmul_precision
+        change.marks += [m for m in fix.marks
+                         if (m.argument, m.dim, m.static) not in {(n.argument, n.dim, n.static) for n in change.marks}]
+    return change
 
 
-def _marked(fn, args, kwargs, marks):
-    """Copies of the arguments, with ``mark_dynamic`` applied to the named ones (the caller's stay unmarked)."""
+def compile_options(base: dict, change: dict) -> dict:
+    """``torch.compile`` keyword arguments: the capture's, then the change's (``options`` merged, a guard
+    filter named as ``torch.compiler.<name>`` looked up). torch takes ``mode`` or ``options``, not both: with
+    both, the mode becomes its options (``torch._inductor.list_mode_options``), as torch would apply it."""
+    import torch
+
+    kwargs = {**base, **{k: v for k, v in change.items() if k != "options"}}
+    options = {**(base.get("options") or {}), **(change.get("options") or {})}
+    if isinstance(options.get("guard_filter_fn"), str):
+        options["guard_filter_fn"] = _named(options["guard_filter_fn"])
+    if options:
+        mode = kwargs.pop("mode", None)
+        if mode and mode != "default":
+            options = {**torch._inductor.list_mode_options(mode, kwargs.get("dynamic")), **options}
+        kwargs["options"] = options
+    return kwargs
+
+
+def _marked(fn, args, kwargs, marks, statics: dict | None = None):
+    """Copies of the arguments, with ``mark_dynamic`` applied to the named ones (the caller's stay unmarked).
+    An argument marked static (``mark_static_address``) is copied once per run (``statics``: by the
+    caller's tensor), so every call passes the same tensor, as a user marking it once would."""
     import torch
 
     from compiler.capturing.runtime import copy_arguments
     from compiler.analyses.whatif import target_function
 
+    originals = (list(args), dict(kwargs))
     args, kwargs = copy_arguments(args, kwargs)
     if not marks:
         return args, kwargs
@@ -167,13 +218,23 @@ def _marked(fn, args, kwargs, marks):
     names = list(signature.parameters)
     for mark in marks:
         if mark.position is not None and mark.position < len(args):
-            value = args[mark.position]
+            where = ("args", mark.position)
         elif mark.argument in kwargs:
-            value = kwargs[mark.argument]
+            where = ("kwargs", mark.argument)
         elif mark.argument in names and names.index(mark.argument) < len(args):
-            value = args[names.index(mark.argument)]
+            where = ("args", names.index(mark.argument))
         else:
-            raise ValueError(f"no argument {mark.argument!r} in the call to mark dynamic")
+            raise ValueError(f"no argument {mark.argument!r} in the call to mark "
+                             + ("static" if mark.static else "dynamic"))
+        holder, original = (args, originals[0]) if where[0] == "args" else (kwargs, originals[1])
+        value = holder[where[1]]
+        if mark.static and isinstance(value, torch.Tensor):
+            if statics is None or id(original[where[1]]) not in statics:
+                torch._dynamo.mark_static_address(value)
+                if statics is not None:
+                    statics[id(original[where[1]])] = value
+            holder[where[1]] = statics[id(original[where[1]])] if statics is not None else value
+            continue
         if isinstance(value, torch.Tensor):
             if mark.maybe:
                 torch._dynamo.maybe_mark_dynamic(value, mark.dim)
@@ -182,38 +243,59 @@ def _marked(fn, args, kwargs, marks):
     return tuple(args), kwargs
 
 
-def run_once(replay: Replay, config: dict | None = None, compile_kwargs: dict | None = None, marks=(),
-             timing: bool = False):
-    """Compile and call ``replay`` with the changes, fresh Dynamo state, under capture → (FixMeasure,
+@contextlib.contextmanager
+def _matmul_precision(precision: str | None):
+    """``torch.set_float32_matmul_precision`` for the run, the previous one put back after."""
+    import torch
+
+    previous = torch.get_float32_matmul_precision()
+    try:
+        if precision:
+            torch.set_float32_matmul_precision(precision)
+        yield
+    finally:
+        if torch.get_float32_matmul_precision() != previous:
+            torch.set_float32_matmul_precision(previous)
+
+
+def run_once(replay: Replay, change: Change | None = None, timing: bool = False):
+    """Compile and call ``replay`` with the change, fresh Dynamo state, under capture → (FixMeasure,
     outputs, error text or None). Everything is put back on the way out (context managers)."""
     import torch
 
     from compiler.capturing.session import Recorder
     from compiler.analyses.whatif import LiveState
 
-    kwargs = {**replay.compile_kwargs, **(compile_kwargs or {})}
+    change = change or Change()
+    kwargs = compile_options(replay.compile_kwargs, change.compile_kwargs)
     outputs = []
     live = LiveState()
-    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}))
+    # no compile-by-line sampling: an experiment compares counts and torch's own compile seconds, and the
+    # sampler's thread would only add its CPU time to the compile it measures
+    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}),
+                        sample_compile=False)
+    statics: dict = {}
     torch._dynamo.reset()
     try:
-        with torch._dynamo.config.patch(**resolved_config(config or {})), \
-                contextlib.redirect_stdout(io.StringIO()):
+        with torch._dynamo.config.patch(**resolved_config(change.config)), \
+                torch._inductor.config.patch(change.inductor_config), _matmul_precision(change.matmul_precision), \
+                replay.grad_mode(), contextlib.redirect_stdout(io.StringIO()):
             with recorder:
                 compiled = torch.compile(replay.fn, **kwargs)
                 for args, call_kwargs in replay.calls:
-                    args, call_kwargs = _marked(replay.fn, args, call_kwargs, marks)
+                    args, call_kwargs = _marked(replay.fn, args, call_kwargs, change.marks, statics)
                     outputs.append(compiled(*args, **call_kwargs))
             cap = recorder.build()
             runtime = None
             if timing and cap.error is None:
                 from compiler.capturing.runtime import time_interleaved
 
-                args, call_kwargs = _marked(replay.fn, *replay.calls[-1], marks)
+                args, call_kwargs = _marked(replay.fn, *replay.calls[-1], change.marks, statics)
                 runtime = time_interleaved(replay.fn, compiled, args, call_kwargs, repeat=TIMING_REPEAT)
     finally:
         torch._dynamo.reset()
     measure = measure_of(cap, recorder.counters, runtime)
+    measure.__dict__["_capture"] = cap  # for the before/after diff (diff_of); kept in memory, never saved
     error = None
     if cap.error:
         error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}"
@@ -228,8 +310,14 @@ def measure_of(cap, counters: dict, runtime: dict | None = None) -> FixMeasure:
         graphs=s.graphs, graph_breaks=s.graph_breaks, recompiles=s.recompiles, compiles=s.compiles,
         frames_skipped=sum(c.status in ("skipped", "failed") for c in cap.compiles), guards=s.guards,
         compile_s=round(s.compile_time_s, 4),
-        recompile_limit_hit=any("recompile limit" in (b.headline or "").lower() for b in cap.breaks.items),
+        recompile_limit_hit=bool(cap.recompile_limits)
+        or any("recompile limit" in (b.headline or "").lower() for b in cap.breaks.items),
         counters=counter_summary(counters))
+    latencies = [c.guards.latency_us for c in cap.compiles if c.guards.available and c.guards.latency_us is not None]
+    measure.guard_latency_us = round(sum(latencies), 3) if latencies else None
+    cudagraphs = getattr(cap, "cudagraphs", None)
+    if cudagraphs is not None and cudagraphs.available:
+        measure.cudagraph_skips = len(cudagraphs.skip_reasons)
     if runtime and runtime.get("available"):
         measure.runtime_s = runtime["compiled"]["median_s"]
         measure.eager_runtime_s = runtime["eager"]["median_s"]
@@ -265,7 +353,7 @@ def eager_outputs(replay: Replay) -> list:
 
     if replay.eager_outputs is None:
         outputs = []
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), replay.grad_mode():
             for args, kwargs in replay.calls:
                 args, kwargs = copy_arguments(args, kwargs)
                 outputs.append(replay.fn(*args, **kwargs))
@@ -278,18 +366,32 @@ def baseline(cap, replay: Replay, timing: bool, before: str = "measure") -> tupl
     as the experiments, so compile seconds compare), or ``before="capture"``: the capture's own numbers,
     when the experiment replays exactly its calls."""
     if before == "capture" and replay.from_capture and cap.error is None and not timing:
-        return measure_of(cap, cap.counters), "the capture"
+        measure = measure_of(cap, cap.counters)
+        measure.__dict__["_capture"] = cap
+        return measure, "the capture"
     measure, _, _ = run_once(replay, timing=timing)
     return measure, "measured"
 
 
+def goal_of(fixes) -> str:
+    """What a set of fixes is for: their common goal, else findings (any fix for findings is judged on them)."""
+    goals = {f.goal for f in fixes}
+    return goals.pop() if len(goals) == 1 else FINDINGS
+
+
+def needs_timing(fixes) -> bool:
+    """A fix for runtime or guards is judged on the timed run: never recommended unmeasured."""
+    return any(f.goal != FINDINGS for f in fixes)
+
+
 def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timing: bool = False) -> FixResult:
-    config, compile_kwargs, marks = _merged(fixes)
+    change = _merged(fixes)
     start = time.perf_counter()
-    result = FixResult(before=before, before_from=before_from, calls=len(replay.calls), fixes=[f.id for f in fixes])
+    result = FixResult(before=before, before_from=before_from, calls=len(replay.calls), fixes=[f.id for f in fixes],
+                       goal=goal_of(fixes))
     try:
         expected = eager_outputs(replay)
-        measure, outputs, error = run_once(replay, config, compile_kwargs, marks, timing=timing)
+        measure, outputs, error = run_once(replay, change, timing=timing)
     except KeyboardInterrupt:
         result.status, result.error = INTERRUPTED, "interrupted (KeyboardInterrupt); torch state was put back"
         result.seconds = time.perf_counter() - start
@@ -301,6 +403,9 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
     result.seconds = round(time.perf_counter() - start, 4)
     if error:  # what a failed run counted is not an "after" to compare
         result.status, result.error = FAILED, error
+        if result.goal == GUARDS:
+            result.error += (" (with these guards skipped, a compile may have run for a module or value it was not "
+                             "compiled for: what the filter gives up)")
         return result
     result.after = measure
     result.outputs_equal, result.output_note = outputs_match(outputs, expected)
@@ -316,6 +421,7 @@ def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "
         raise ValueError(f"{fix.id} is a code change ({fix.title}): apply it yourself; it is never applied "
                          "behind your back")
     replay = replay_of(cap, fn, calls, compile_kwargs)
+    timing = timing or needs_timing([fix])
     before, before_from = baseline(cap, replay, timing, before)
     holder = _Holder(fix)
     try:
@@ -336,16 +442,24 @@ class _Holder:
             self.fix.result = FixResult(status=INTERRUPTED, error="interrupted before it finished")
 
 
-def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure", compile_kwargs: dict | None = None):
+def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure",
+              compile_kwargs: dict | None = None, should_stop=None):
     """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than
     one is recommended). ``only``: fix ids to try. ``progress(done, total, text)`` is told as it goes.
-    An interrupt keeps what finished (the running fix says ``interrupted``) and goes on up."""
+    ``should_stop()`` is asked before each experiment (the explorer's Stop): once true, the fixes left are
+    not tried, nothing is combined, and what finished is kept. An interrupt keeps what finished too (the
+    running fix says ``interrupted``) and goes on up."""
     fixes = cap.fixes()
     todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
     replay = replay_of(cap, fn, calls, compile_kwargs)
+    timing = timing or needs_timing(todo)
     before, before_from = baseline(cap, replay, timing, before)
     total = len(todo) + 1
+    stopped = None
     for done, fix in enumerate(todo):
+        if should_stop is not None and should_stop():
+            stopped = done
+            break
         if progress:
             progress(done, total, f"trying {fix.id}: {fix.title}")
         holder = _Holder(fix)
@@ -353,6 +467,13 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
             fix.result = experiment(replay, [fix], before, before_from, timing)
         finally:
             holder.keep_interrupted()
+    if stopped is not None:
+        fixes.combined = None
+        fixes.note = (f"stopped after {stopped} of {len(todo)} changes: "
+                      f"{', '.join(f.id for f in todo[stopped:])} not tried; nothing combined")
+        if progress:
+            progress(total, total, "stopped")
+        return fixes
     if before_from == "measured" and todo:
         # compile seconds vary with what ran before (lazy imports, warm caches) and with the machine's load:
         # the baseline is compiled again after the experiments, and the lower of its two times is "before"
@@ -364,6 +485,8 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
                 fix.result.before_from = "measured (compile time: the lower of 2 runs)"
         before_from = "measured (compile time: the lower of 2 runs)"
     chosen = [f for f in todo if f.result and f.result.recommended]
+    filters = [f for f in chosen if "guard_filter_fn" in (f.compile_kwargs.get("options") or {})]
+    chosen = [f for f in chosen if f not in filters[1:]]  # torch.compile takes one guard filter: the highest ranked
     if len(chosen) > 1:
         if progress:
             progress(len(todo), total, "trying the recommended fixes together")
@@ -377,6 +500,19 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     if progress:
         progress(total, total, "done")
     return fixes
+
+
+def diff_of(result, labels=None):
+    """The stage-by-stage diff (``compiler.analyses.diff``) of an experiment's before and after captures,
+    as the explorer shows it side by side; None when they are not in memory (a result loaded from a file,
+    or from a run of an earlier session)."""
+    from compiler.analyses.diff import diff
+
+    before = result.before.__dict__.get("_capture") if result and result.before else None
+    after = result.after.__dict__.get("_capture") if result and result.after else None
+    if before is None or after is None:
+        return None
+    return diff(before, after, labels=labels or ("before", "after " + "+".join(result.fixes)))
 
 
 EXPERIMENTS.update(try_fix=try_fix, try_fixes=try_fixes)  # Capture.try_fix / try_fixes (compiler.stages.capture)

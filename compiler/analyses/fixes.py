@@ -21,13 +21,42 @@ from __future__ import annotations
 
 import re
 
-from compiler.stages.fix_schema import DynamicMark, Fix, Fixes
+from compiler.stages.fix_schema import FINDINGS, GUARDS, RUNTIME, DynamicMark, Fix, Fixes
 
 # what each finding costs in the ranking: a skipped frame runs all of its code eagerly; a frame at the
 # recompile limit runs every new variant eagerly; a graph break splits a graph; a recompile compiles again
-WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "graph_breaks": 10.0, "recompiles": 5.0}
+# a CUDA graph skipped runs every kernel launch of its graph from Python; a µs of guard checks is paid on every call
+WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "cudagraph_skips": 50.0, "graph_breaks": 10.0,
+           "recompiles": 5.0, "guards": 0.05}
 COST_METHOD = ("counted from the capture (not measured): frames skipped to eager ×1000, recompile limit reached ×500, "
-               "graph breaks ×10 (each occurrence splits a graph), recompiles ×5; a code rewrite ranks after a setting")
+               "CUDA-graph skips ×50, graph breaks ×10 (each occurrence splits a graph), recompiles ×5, "
+               "guards an unsafe guard filter would drop ×0.05; a code rewrite ranks after a setting; a change for "
+               "slow code addresses no counted finding and ranks last, until its experiment measures it")
+
+# torch.compiler's guard filters (torch.compile(options={"guard_filter_fn": ...})): what each stops checking
+GUARD_FILTERS = {
+    "skip_guard_on_inbuilt_nn_modules_unsafe": (
+        "torch.nn's own modules (Linear, LayerNorm, …)",
+        "a change to an attribute of a torch.nn module (a replaced weight tensor, a flag, a hook) is not seen: "
+        "the compiled code keeps using what it saw at compile time"),
+    "skip_guard_on_all_nn_modules_unsafe": (
+        "every nn.Module, yours included",
+        "a change to any module's attributes (training/eval, hooks, a swapped submodule, a Python attribute "
+        "your forward reads) is not seen"),
+    "skip_guard_on_globals_unsafe": (
+        "global variables",
+        "a changed global (a flag, a config value, a global tensor) is not seen: the old compile runs"),
+    "keep_tensor_guards_unsafe": (
+        "everything but the input tensors' dtype, device, shape and strides (parameters unchecked too)",
+        "only the tensors are checked: every other Python value the code read is assumed never to change"),
+}
+# guard filters are proposed for a capture with at least this many guards in one compile: below, checking them
+# takes a few µs per call (torch's guard tree is C++) and an unsafe filter is not worth what it gives up
+GUARD_OVERHEAD_MIN = 50
+_GLOBAL_SOURCE = re.compile(r"^G\[|\bG\['")
+_MODULE_SOURCE = re.compile(r"_modules\[|\._parameters\[|\._buffers\[|L\['self'\]")
+_FP32_MATMUL = re.compile(r"f32\[[^\]]*\][^\n]*aten\.(?:mm|addmm|bmm|baddbmm|convolution)\b")
+_MUTATED = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.\w+_\(|\b(?P<target>[A-Za-z_]\w*)\[[^\]]*\]\s*[+\-*/]?=")
 
 _SIZE = re.compile(r"tensor '(?P<name>[^']+)' (?:size|stride) mismatch at index (?P<dim>\d+)")
 _SCALAR = re.compile(r"^(?P<name>[\w\.\[\]'\"]+) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
@@ -46,8 +75,11 @@ def propose(cap) -> Fixes:
         builder.recompile(recompile)
     builder.inner_recompiles()
     builder.recompile_limit()
+    builder.cudagraph_skips()
+    builder.guard_overhead()
+    builder.slow_code()
     fixes = builder.finish()
-    note = None if fixes else "no graph breaks, recompiles or skipped frames to fix"
+    note = None if fixes else "no graph breaks, recompiles, skipped frames, CUDA-graph skips or guard overhead to fix"
     return Fixes(available=True, items=fixes, note=note)
 
 
@@ -280,17 +312,22 @@ class _Builder:
                          compile_kwargs={"dynamic": True})
 
     def recompile_limit(self) -> None:
-        """Frames whose compiles reached ``recompile_limit`` (a break says so, or as many compiles as the limit)."""
+        """Frames torch refused to compile again because they reached a recompile limit: the capture's
+        ``recompile_limits`` (a compile torch refused with its recompile-limit message) and any graph break that says so.
+
+        Never counted from compiles per frame: one code object can hold more compiles than the limit without
+        reaching it — torch counts against ``recompile_limit`` only the cache entries whose ID_MATCH'd locals
+        (an ``nn.Module``'s ``self``) are the frame's, and a decorator's wrapper (transformers' ``deprecate_kwarg``
+        ``wrapped_func``) is one code object for every function it wraps — and a frame holding exactly as
+        many compiles as the limit still compiled every variant it met."""
         hits = [i for i, item in enumerate(self.cap.breaks.items) if "recompile limit" in (item.headline or "").lower()
                 or "recompile_limit" in (item.reason or "")]
-        limit = self.cap.options.get("recompile_limit") if isinstance(self.cap.options.get("recompile_limit"), int) else 8
-        per_frame: dict[int, list[str]] = {}
-        for c in self.cap.compiles:
-            if c.origin == "dynamo":
-                per_frame.setdefault(c.frame_id, []).append(c.compile_id)
-        full = {frame: ids for frame, ids in per_frame.items() if len(ids) >= limit}
-        if not hits and not full:
+        refused = list(self.cap.recompile_limits)
+        if not hits and not refused:
             return
+        limits = [r.limit for r in refused if isinstance(r.limit, int)]
+        configured = self.cap.options.get("recompile_limit")
+        limit = limits[0] if limits else configured if isinstance(configured, int) else 8
         new_limit = max(2 * limit, 16)
         fix = self._fix(("recompile_limit",), kind="recompile_limit",
                         title=f"The recompile limit ({limit}) was reached: further variants run eagerly. Fix the "
@@ -301,10 +338,160 @@ class _Builder:
         for index in hits:
             if index not in fix.breaks:
                 fix.breaks.append(index)
-        for frame, ids in full.items():
-            fix.compiles.extend(i for i in ids if i not in fix.compiles)
-            fix.findings.append(f"frame {frame} ({self.names.get(ids[0])}) compiled {len(ids)} times: the limit")
+        for hit in refused:
+            ids = [*hit.compile_ids, hit.compile_id]
+            fix.compiles.extend(i for i in ids if i and i not in fix.compiles)
+            guard = f", the guard {hit.guard} kept failing" if hit.guard else ""
+            fix.findings.append(f"frame {hit.frame_id} ({hit.function}) reached the {hit.limit_type} ({hit.limit}) "
+                                f"after {len(hit.compile_ids)} compiles: torch refused compile {hit.compile_id}{guard}")
         fix.__dict__["_limit_hit"] = True
+
+
+    # --- CUDA graphs, guards, slow code -----------------------------------------------------------
+
+    def cudagraph_skips(self) -> None:
+        """Each CUDA-graph skip reason torch logged (``cap.cudagraphs``): mutated inputs → mark the mutated
+        argument's address static (CUDA graphs then keep it) or stop mutating it; CPU tensors or an
+        incompatible op → graph partitions (the GPU parts are graphed, the rest runs outside); dynamic
+        shapes → one graph per size."""
+        cg = getattr(self.cap, "cudagraphs", None)
+        if cg is None or not cg.available or not (cg.skipped or cg.skip_reasons):
+            return
+        for index, reason in enumerate(cg.skip_reasons):
+            lowered = reason.lower()
+            location = cg.skip_locations[index] if index < len(cg.skip_locations) else (
+                cg.skip_locations[0] if cg.skip_locations else None)
+            where = f" at {_short(location.file)}:{location.line}: {location.code}" if location and location.file else ""
+            finding = f"CUDA graphs skipped: {reason}{where}"
+            if "mutated inputs" in lowered:
+                match = _MUTATED.search(location.code or "") if location else None
+                name = (match["name"] or match["target"]) if match else None
+                if name:
+                    fix = self._fix(("cudagraph_static", name), kind="cudagraph_static_input",
+                                    title=f"Mark {name}'s memory address static, so CUDA graphs keep it and its "
+                                          "in-place update is replayed",
+                                    snippet=f"torch._dynamo.mark_static_address({name})   # once, before the first call",
+                                    why=f"{name} is updated in place in the compiled code ({location.code.strip()})",
+                                    marks=[DynamicMark(argument=name, static=True)], goal=RUNTIME,
+                                    alternatives=[f"return the new value of {name} instead of updating it in place "
+                                                  "(a code change)",
+                                                  "a buffer of an nn.Module is static already: keep the state there"])
+                else:
+                    fix = self._fix(("cudagraph_mutation",), kind="cudagraph_input_mutation",
+                                    title="An input is updated in place: return the new value instead, or mark the "
+                                          "input static — a code change, not applied",
+                                    snippet="torch._dynamo.mark_static_address(state)   # the mutated input",
+                                    applicable=False, goal=RUNTIME)
+            elif "cpu" in lowered or "non gpu" in lowered or "incompatible op" in lowered:
+                fix = self._fix(("graph_partition",), kind="graph_partition",
+                                title="Let Inductor split the graph into partitions: the GPU parts are CUDA-graphed, "
+                                      "the CPU tensors or unsupported ops run between them",
+                                snippet="import torch._inductor.config\ntorch._inductor.config.graph_partition = True",
+                                inductor_config={"graph_partition": True}, goal=RUNTIME,
+                                alternatives=["move the CPU tensors to the GPU once, outside the compiled function "
+                                              "(a code change)"])
+            elif "dynamic shape" in lowered:
+                fix = self._fix(("cudagraph_dynamic",), kind="cudagraph_static_shapes",
+                                title="Compile each size on its own (dynamic=False): every size gets its own CUDA graph",
+                                snippet="compiled = torch.compile(fn, mode=\"reduce-overhead\", dynamic=False)",
+                                compile_kwargs={"dynamic": False}, goal=RUNTIME,
+                                inductor_config={"triton.cudagraph_skip_dynamic_graphs": False},
+                                alternatives=["torch._inductor.config.triton.cudagraph_capture_sizes = (…): graph "
+                                              "only the sizes you run most"])
+            else:
+                continue
+            fix.findings.append(finding)
+            fix.__dict__["_cudagraph_skips"] = fix.__dict__.get("_cudagraph_skips", 0) + 1
+
+    def guard_overhead(self) -> None:
+        """torch.compiler's guard filters that would drop guards this capture holds — on modules, on
+        globals, all but tensors — each with what it gives up, ranked by how many guards it would drop;
+        only where a compile holds ``GUARD_OVERHEAD_MIN`` guards or more."""
+        compiles = [c for c in self.cap.compiles if c.guards.available and c.guards.rows]
+        if not compiles or max(len(c.guards.rows) for c in compiles) < GUARD_OVERHEAD_MIN:
+            return
+        import torch.compiler
+
+        latency = sum(c.guards.latency_us or 0.0 for c in compiles)
+        rows = [row for c in compiles for row in c.guards.rows]
+        modules = sum(bool(_MODULE_SOURCE.search(row.source)) for row in rows)
+        globals_ = sum(bool(_GLOBAL_SOURCE.search(row.source)) for row in rows)
+        tensors = sum(row.kind == "TENSOR_MATCH" for row in rows)
+        dropped = {"skip_guard_on_inbuilt_nn_modules_unsafe": modules, "skip_guard_on_all_nn_modules_unsafe": modules,
+                   "skip_guard_on_globals_unsafe": globals_, "keep_tensor_guards_unsafe": len(rows) - tensors}
+        timed = (f", torch timed {latency:.3g} µs to check them (one cold-cache evaluation per compile, at compile "
+                 "time)") if latency else ""
+        for name, (what, gives_up) in GUARD_FILTERS.items():
+            if not dropped[name] or not hasattr(torch.compiler, name):
+                continue
+            fix = self._fix(("guard_filter", name), kind=name,
+                            title=f"Skip the guards on {what} (torch.compiler.{name}): fewer checks on every call",
+                            snippet=f'compiled = torch.compile(fn, options={{"guard_filter_fn": torch.compiler.{name}}})',
+                            why=f"{len(rows)} guards in {len(compiles)} compiles{timed}; about {dropped[name]} of "
+                                "them are of the kind this filter drops (counted from the guard sources)",
+                            compile_kwargs={"options": {"guard_filter_fn": f"torch.compiler.{name}"}},
+                            goal=GUARDS, gives_up=gives_up)
+            fix.findings.append(f"guard overhead: {len(rows)} guards{timed}")
+            fix.compiles.extend(c.compile_id for c in compiles if c.compile_id not in fix.compiles)
+            fix.__dict__["_guards_dropped"] = dropped[name]
+
+    def slow_code(self) -> None:
+        """Inductor settings that may make the generated code faster, for a capture compiled with Inductor
+        that made kernels: max-autotune, coordinate-descent tuning (GPU), freezing (inference graphs only),
+        TF32 matmuls (CUDA ≥ 8.0 with float32 matmuls, where torch warns). Proposed, never recommended unmeasured."""
+        options = self.cap.options or {}
+        compiled = [c for c in self.cap.compiles if c.kernels.available and c.kernels.kernels]
+        if options.get("backend", "inductor") != "inductor" or not compiled:
+            return
+        env = self.cap.environment if isinstance(getattr(self.cap, "environment", None), dict) else {}
+        cuda = env.get("device") == "cuda"
+        mode = options.get("mode") or "default"
+        kernels = sum(len(c.kernels.kernels) for c in compiled)
+        finding = (f"{kernels} kernel{'s' * (kernels > 1)} in {len(compiled)} Inductor "
+                   f"compile{'s' * (len(compiled) > 1)} (mode {mode})")
+        proposals = []
+        if "max-autotune" not in mode:
+            proposals.append(self._fix(("max_autotune",), kind="max_autotune",
+                                       title="Compile with mode=\"max-autotune\": Inductor benchmarks matmul and "
+                                             "convolution templates (and, on GPU, CUDA graphs) and keeps the fastest",
+                                       snippet='compiled = torch.compile(fn, mode="max-autotune")',
+                                       compile_kwargs={"mode": "max-autotune"}, goal=RUNTIME,
+                                       alternatives=['mode="max-autotune-no-cudagraphs": the tuning without CUDA graphs'],
+                                       gives_up="a much longer compile (every candidate is compiled and timed)"))
+        if cuda:
+            proposals.append(self._fix(("coordinate_descent",), kind="coordinate_descent_tuning",
+                                       title="Tune each Triton kernel's block sizes by coordinate descent",
+                                       snippet="import torch._inductor.config\n"
+                                               "torch._inductor.config.coordinate_descent_tuning = True",
+                                       inductor_config={"coordinate_descent_tuning": True}, goal=RUNTIME,
+                                       gives_up="a longer compile (each kernel is benchmarked at neighbouring configs)"))
+        aot = [c.aot for c in self.cap.compiles if c.aot.available]
+        if aot and not any(a.training for a in aot):
+            proposals.append(self._fix(("freezing",), kind="freezing",
+                                       title="Freeze the parameters for inference: Inductor folds them into the graph "
+                                             "as constants (constant folding, weight layouts chosen ahead of time)",
+                                       snippet="import torch._inductor.config\ntorch._inductor.config.freezing = True\n"
+                                               "with torch.no_grad():\n    out = compiled(x)",
+                                       inductor_config={"freezing": True}, goal=RUNTIME,
+                                       why="every graph of this capture is an inference graph (no backward)",
+                                       gives_up="parameters changed after the compile are not seen (the frozen "
+                                                "constants are used); only under torch.no_grad()"))
+        capability = env.get("device_capability") or "0"
+        if cuda and _version(capability) >= (8, 0) and any(
+                _FP32_MATMUL.search(g.code or "") for c in self.cap.compiles for g in c.aot.graphs.values()):
+            proposals.append(self._fix(("tf32",), kind="float32_matmul_precision",
+                                       title="Let float32 matmuls use TensorFloat32 tensor cores, as torch's warning "
+                                             "says (torch.set_float32_matmul_precision(\"high\"))",
+                                       snippet='torch.set_float32_matmul_precision("high")',
+                                       matmul_precision="high", goal=RUNTIME,
+                                       why=f"float32 matmuls on a device of compute capability {capability}: torch "
+                                           "warns that TensorFloat32 tensor cores are available but not enabled",
+                                       gives_up="matmul precision: TF32 keeps 10 mantissa bits, results differ from "
+                                                "float32 by about 1e-3 relative (the experiment compares outputs)"))
+        for fix in proposals:
+            if finding not in fix.findings:
+                fix.findings.append(f"slow code? {finding}")
+            fix.compiles.extend(c.compile_id for c in compiled if c.compile_id not in fix.compiles)
 
     # --- ranking --------------------------------------------------------------------------------
 
@@ -314,8 +501,13 @@ class _Builder:
             breaks = sum(items[i].count for i in fix.breaks if i < len(items))
             skipped = len(self.skipped & set(fix.compiles))
             limit = 1 if fix.__dict__.pop("_limit_hit", False) else 0
+            graphs_skipped = fix.__dict__.pop("_cudagraph_skips", 0)
+            guards_dropped = fix.__dict__.pop("_guards_dropped", 0)
+            if fix.goal != FINDINGS:  # skipped frames of the same compiles are the other fixes' findings
+                skipped = 0
             fix.cost = (WEIGHTS["frames_skipped"] * skipped + WEIGHTS["recompile_limit"] * limit
-                        + WEIGHTS["graph_breaks"] * breaks + WEIGHTS["recompiles"] * len(fix.recompiles)
+                        + WEIGHTS["cudagraph_skips"] * graphs_skipped + WEIGHTS["graph_breaks"] * breaks
+                        + WEIGHTS["recompiles"] * len(fix.recompiles) + WEIGHTS["guards"] * guards_dropped
                         - (0 if fix.applicable else 0.5))
             parts = []
             if skipped:
@@ -327,7 +519,12 @@ class _Builder:
                 parts.append(f"{breaks} graph break{'s' * (breaks > 1)} at {places} place{'s' * (places > 1)}")
             if fix.recompiles:
                 parts.append(f"{len(fix.recompiles)} recompile{'s' * (len(fix.recompiles) > 1)}")
-            fix.cost_text = ", ".join(parts) or "no counted cost"
+            if graphs_skipped:
+                parts.append(f"{graphs_skipped} CUDA-graph skip{'s' * (graphs_skipped > 1)}")
+            if guards_dropped:
+                parts.append(f"about {guards_dropped} guard{'s' * (guards_dropped > 1)} checked on every call")
+            fix.cost_text = ", ".join(parts) or ("runtime: no counted finding, measured by the experiment"
+                                                 if fix.goal == RUNTIME else "no counted cost")
             fix.cost_method = COST_METHOD
         ranked = sorted(self.by_key.values(), key=lambda f: (-f.cost, f.kind))
         for number, fix in enumerate(ranked, 1):
@@ -341,6 +538,13 @@ def _specializes(kind: str) -> bool:
     import torch
 
     return bool(getattr(torch._dynamo.config, f"specialize_{kind}", False))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in str(text).split(".")[:2])
+    except ValueError:
+        return (0,)
 
 
 def _short(path: str | None) -> str:

@@ -16,11 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from compiler.stages.data import Data, Stage
+from compiler.stages.data import Data, Stage, _Mismatch
 
 # the result of trying a fix (FixResult.status)
 NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
     "not tried", "measured", "changes results", "failed", "interrupted")
+
+# what a fix is for (Fix.goal): fewer graph breaks / recompiles / skipped frames, a faster compiled run
+# (slow code, CUDA graphs), or fewer guards to check on each call (a guard filter)
+FINDINGS, RUNTIME, GUARDS = "findings", "runtime", "guards"
+GOALS = (FINDINGS, RUNTIME, GUARDS)
+FASTER = 0.95  # a runtime fix is recommended when the compiled run takes at most this share of the time before
 
 
 @dataclass(repr=False, eq=False)
@@ -31,6 +37,7 @@ class DynamicMark(Data):
     dim: int = 0
     position: int | None = None  # the positional argument, where the frame takes ``*args`` (``args[0]``)
     maybe: bool = False  # maybe_mark_dynamic: dynamic unless the compile specialises it
+    static: bool = False  # torch._dynamo.mark_static_address instead (its memory address never changes)
 
 
 @dataclass(repr=False, eq=False)
@@ -48,6 +55,8 @@ class FixMeasure(Data):
     eager_runtime_s: float | None = None
     busy: bool = False  # the machine was loaded while timing
     recompile_limit_hit: bool = False
+    guard_latency_us: float | None = None  # torch's "Guard latency" of each compile, summed
+    cudagraph_skips: int | None = None  # CUDA-graph skip reasons torch logged (None: no CUDA graphs wanted)
     counters: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.utils.counters during the run
 
     def as_text(self) -> str:
@@ -56,6 +65,10 @@ class FixMeasure(Data):
             parts.append(f"{self.frames_skipped} frames skipped")
         if self.compile_s is not None:
             parts.append(f"compile {self.compile_s:.2f} s")
+        if self.guard_latency_us is not None:
+            parts.append(f"{self.guards} guards, {self.guard_latency_us:.3g} µs to check")
+        if self.cudagraph_skips:
+            parts.append(f"{self.cudagraph_skips} CUDA-graph skips")
         if self.runtime_s is not None:
             parts.append(f"run {self.runtime_s * 1e3:.3g} ms" + (" (busy machine)" if self.busy else ""))
         return ", ".join(parts)
@@ -75,16 +88,29 @@ class FixResult(Data):
     calls: int = 0  # calls replayed
     seconds: float | None = None  # how long the experiment took
     fixes: list[str] = field(default_factory=list)  # the fix ids applied together (a combination)
+    goal: str = FINDINGS  # what the fix is for (Fix.goal): what "recommended" compares
 
     @property
     def recommended(self) -> bool:
-        """Measured, outputs equal eager, and fewer graph breaks, recompiles or skipped frames."""
+        """Measured and outputs equal eager, and what the fix is for measured better: fewer graph breaks,
+        recompiles or skipped frames (none more); or a compiled run at most ``FASTER`` of the time before, timed
+        on a quiet machine (CUDA-graph skips no more); or fewer guards, the run (timed on a quiet machine) no slower
+        than ``1/FASTER``."""
         if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
             return False
         b, a = self.before, self.after
-        return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
-            and a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
+        no_worse = a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
             and a.frames_skipped <= b.frames_skipped
+        if self.goal == RUNTIME:
+            timed = a.runtime_s is not None and b.runtime_s is not None and not (a.busy or b.busy)
+            return no_worse and timed and a.runtime_s <= FASTER * b.runtime_s and (a.cudagraph_skips or 0) <= (
+                b.cudagraph_skips or 0)
+        if self.goal == GUARDS:  # a run timed on a busy machine says nothing either way: the guards decide
+            slower = a.runtime_s is not None and b.runtime_s is not None and not (a.busy or b.busy) \
+                and a.runtime_s * FASTER > b.runtime_s
+            return no_worse and a.guards < b.guards and not slower
+        return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
+            and no_worse
 
     def as_text(self) -> str:
         if self.status == NOT_TRIED:
@@ -115,13 +141,23 @@ class Fix(Data):
     findings: list[str] = field(default_factory=list)  # the findings in words
     applicable: bool = True
     config: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.config patch (names for callables)
-    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+    inductor_config: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patch ("triton.x" names)
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)  # options["guard_filter_fn"]: a torch.compiler name
+    matmul_precision: str | None = None  # torch.set_float32_matmul_precision during the experiment
+    goal: str = FINDINGS  # findings, runtime (slow code, CUDA graphs) or guards (a guard filter)
+    gives_up: str | None = None  # what the change gives up (an unsafe guard filter: what goes unchecked)
     marks: list[DynamicMark] = field(default_factory=list)
     alternatives: list[str] = field(default_factory=list)  # other changes, in words
     cost: float = 0.0  # ranking score: higher first
     cost_text: str = ""
     cost_method: str = ""
     result: FixResult | None = None
+
+    def __post_init__(self):
+        if self.goal not in GOALS:  # the same check, and message with its JSON path, as Compile.origin's
+            exc = _Mismatch(" or ".join(map(repr, GOALS)), self.goal)
+            exc.where.append(".goal")
+            raise exc
 
     @property
     def status(self) -> str:
@@ -141,6 +177,8 @@ class Fix(Data):
         lines += [f"  finding: {f}" for f in self.findings]
         lines += ["  snippet:"] + [f"    {line}" for line in self.snippet.splitlines()]
         lines += [f"  or: {a}" for a in self.alternatives]
+        if self.gives_up:
+            lines.append(f"  gives up: {self.gives_up}")
         if self.result and self.result.status != NOT_TRIED:
             lines.append(f"  result: {self.result.as_text()}")
         return "\n".join(lines)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..html import code, heading, join, note, para, plural, seconds, shorten, table, tag, unavailable
+from .fixes import fix_for_cudagraph_skip, fix_label
 
 
 def _verdict(stage):
@@ -15,14 +16,18 @@ def _verdict(stage):
                 kind="ok" if stage.used else "muted")
 
 
-def _skip_notes(stage):
+def _skip_notes(capture, stage):
     reasons = stage.skip_reasons
     user = stage.skip_reasons_user or reasons
     places = stage.skip_locations or [None] * len(reasons)
-    return [note(tag("strong", "CUDA graphs skipped: "), said, f" (torch: {reason})" if said != reason else "",
-                 para("at ", code(f"{where.file}:{where.line}"), f" in {where.function}: ", code(where.code))
-                 if where else None, kind="warn")
-            for said, reason, where in zip(user, reasons, places)]
+    notes = []
+    for said, reason, where in zip(user, reasons, places):
+        fix = fix_for_cudagraph_skip(capture, reason)
+        notes.append(note(tag("strong", "CUDA graphs skipped: "), said, f" (torch: {reason})" if said != reason else "",
+                          para("at ", code(f"{where.file}:{where.line}"), f" in {where.function}: ", code(where.code))
+                          if where else None, para(fix_label(fix), cls="tc-fix-link") if fix is not None else None,
+                          kind="warn"))
+    return notes
 
 
 def _re_recordings(stage):
@@ -67,7 +72,7 @@ def render_cudagraphs(capture, compile) -> str:
         return unavailable("CUDA graphs", stage.reason)
     events, memory = stage.events, stage.memory
     return join([
-        _verdict(stage), *_skip_notes(stage), _re_recordings(stage), _overwritten_output(capture),
+        _verdict(stage), *_skip_notes(capture, stage), _re_recordings(stage), _overwritten_output(capture),
         para(f"Memory pool: {memory.reserved_growth_bytes / 2**20:.1f} MiB more CUDA memory reserved while "
              "warming up and recording.") if memory is not None else None,
         comparison_section(capture),

@@ -7,6 +7,9 @@ from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEA
 from ..html import (Html, badge, code, code_block, heading, join, key_values, note, para, plural, seconds, table,
                     tag)
 
+_GOALS = {"findings": "fewer graph breaks, recompiles or skipped frames",
+          "runtime": "a faster compiled run (judged on the timed run, on a quiet machine)",
+          "guards": "fewer guards checked on every call (the run no slower)"}
 _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTERRUPTED: "warn", NOT_TRIED: "muted"}
 
 
@@ -29,6 +32,10 @@ def _improves(result, verb: str = "removes") -> str:
             parts.append(f"{count - getattr(a, name)} of {plural(count, word)}")
     if b.compile_s and a.compile_s is not None and a.compile_s < b.compile_s:
         parts.append(f"{(1 - a.compile_s / b.compile_s) * 100:.0f} % of the compile time")
+    if b.guards and a.guards < b.guards and result.goal == "guards":
+        parts.append(f"{b.guards - a.guards} of {plural(b.guards, 'guard')}")
+    if b.runtime_s and a.runtime_s is not None and a.runtime_s < b.runtime_s and result.goal != "findings":
+        parts.append(f"{(1 - a.runtime_s / b.runtime_s) * 100:.0f} % of the compiled run time")
     if not parts:
         return "changes nothing counted"
     return f"{verb} " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
@@ -69,6 +76,13 @@ def fix_for_break(capture, index: int):
     return next((f for f in fixes or () if index in f.breaks), None)
 
 
+def fix_for_cudagraph_skip(capture, reason: str):
+    """The fix proposed for the CUDA-graph skip torch gave as ``reason`` (None: none)."""
+    fixes = fixes_of(capture)
+    return next((f for f in fixes or () if any(finding.startswith(f"CUDA graphs skipped: {reason}")
+                                               for finding in f.findings)), None)
+
+
 def fix_label(fix) -> Html:
     """A short "fix: …" line for a finding's row elsewhere (Graph breaks, Recompiles)."""
     status = fix.status if fix.applicable else "suggestion"
@@ -83,10 +97,19 @@ def _measure_rows(result) -> list:
         before, after = getattr(b, name), getattr(a, name)
         rows.append([label, str(before), str(after), _delta(before, after)])
     rows.append(["compile time", seconds(b.compile_s), seconds(a.compile_s), ""])
+    if a.guard_latency_us is not None or b.guard_latency_us is not None:
+        rows.append(["guard check (torch, one cold evaluation)", _us(b.guard_latency_us), _us(a.guard_latency_us), ""])
+    if a.cudagraph_skips is not None or b.cudagraph_skips is not None:
+        rows.append(["CUDA-graph skips", str(b.cudagraph_skips), str(a.cudagraph_skips),
+                     _delta(b.cudagraph_skips or 0, a.cudagraph_skips or 0)])
     if a.runtime_s is not None or b.runtime_s is not None:
         rows.append(["run time (median, compiled)", seconds(b.runtime_s), seconds(a.runtime_s),
                      "busy machine: less reliable" if a.busy or b.busy else ""])
     return rows
+
+
+def _us(value) -> str:
+    return "–" if value is None else f"{value:.3g} µs"
 
 
 def _delta(before, after) -> Html | str:
@@ -123,7 +146,8 @@ def fix_card(fix) -> Html:
                    badge(status, _STATUS_KIND.get(fix.result.status if fix.result else NOT_TRIED, "muted")
                          if fix.applicable else "muted"), cls="tc-card-title"),
                key_values([("cost", fix.cost_text), ("how ranked", tag("span", fix.cost_method, cls="tc-muted")),
-                           ("why", fix.why),
+                           ("why", fix.why), ("for", _GOALS.get(fix.goal, fix.goal)),
+                           ("gives up", fix.gives_up),
                            ("experiment applies", _applies(fix) if fix.applicable else "nothing (a code change)")]),
                join([heading("Findings it addresses", 5), tag("ul", *(tag("li", f) for f in fix.findings))])
                if fix.findings else None,
@@ -138,9 +162,14 @@ def fix_card(fix) -> Html:
 def _applies(fix) -> Html:
     parts = [code(f"torch._dynamo.config.{k}.add({', '.join(v)})" if k == "reorderable_logging_functions"
                   else f"torch._dynamo.config.{k} = {v!r}") for k, v in fix.config.items()]
-    parts += [code(f"torch.compile(..., {k}={v!r})") for k, v in fix.compile_kwargs.items()]
-    parts += [code(f"torch._dynamo.{'maybe_' if m.maybe else ''}mark_dynamic({m.argument}, {m.dim})")
+    parts += [code(f"torch._inductor.config.{k} = {v!r}") for k, v in fix.inductor_config.items()]
+    parts += [code(f"torch.compile(..., {k}={v!r})".replace("'torch.compiler.", "torch.compiler.").replace(
+        "_unsafe'", "_unsafe")) for k, v in fix.compile_kwargs.items()]
+    parts += [code(f"torch._dynamo.mark_static_address({m.argument})" if m.static else
+                   f"torch._dynamo.{'maybe_' if m.maybe else ''}mark_dynamic({m.argument}, {m.dim})")
               for m in fix.marks]
+    if fix.matmul_precision:
+        parts.append(code(f"torch.set_float32_matmul_precision({fix.matmul_precision!r})"))
     return join(parts, ", ")
 
 
