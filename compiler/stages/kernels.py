@@ -83,6 +83,12 @@ def parse_kernels(code: str) -> list[dict]:
     return kernels
 
 
+def kernel_texts(code: str) -> dict[str, tuple[str, str]]:
+    """Each generated kernel's ``(source, comments)`` as ``parse_kernels`` cuts them from the module: what a saved
+    ``GeneratedCode`` leaves out of its kernels (the module holds them) and loading puts back."""
+    return {m["var"]: (_body(code, m.end()).strip("\n"), _leading_comments(code, m.start())) for m in _DEF.finditer(code)}
+
+
 def _split_list(text: str | None) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()] if text else []
 
