@@ -299,11 +299,19 @@ def kernels_stage(inductor: dict) -> dict:
 def recompute(data: dict) -> None:
     """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
     profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
-    bandwidth reading, the time per source line and the amortization. For captures recorded before these costs existed."""
+    bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
+    each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
+    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved."""
     from compiler.stages.kernel_costs import add_roofline
-    from compiler.stages.provenance import add_costs
+    from compiler.stages.provenance import add_costs, provenance_stage
 
     for c in data.get("compiles", []):
+        provenance = c.get("provenance") or {}
+        if provenance.get("available") and (c.get("graph") or {}).get("nodes") and any(
+                k.get("line_weights") and not k.get("places") for k in provenance.get("kernels") or []):
+            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
+            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
+            c["provenance"] = provenance_stage(c)
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
         rows = list((c.get("kernels") or {}).get("kernels") or [])

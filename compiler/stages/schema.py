@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
-from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _dump, _Mismatch,  # noqa: F401
-                                   _shown, _table, _text_table, check_document_header, paused_gc, read_json_text,
-                                   utf8_text)
+from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _converter,  # noqa: F401
+                                   _dump, _Mismatch, _shown, _table, _text_table, check_document_header,
+                                   paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
 VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
@@ -70,7 +70,14 @@ def _kernels_of(inductor, extras: list[dict] | None = None) -> Kernels:
     data = _kernels_data(inductor)
     for kernel, extra in zip(data.get("kernels") or [], extras or []):
         kernel.update(extra)
-    return Kernels.from_data(data)
+    if not extras:
+        return Kernels.from_data(data)
+    try:
+        return _converter(Kernels)(data)
+    except _Mismatch as exc:  # only the extras can be wrong (the runs were checked): name them in the path
+        if exc.where and exc.where[-1] == ".kernels":
+            exc.where[-1] = ".kernel_extras"
+        raise
 
 
 def _kernel_extras(derived: dict, saved: dict) -> list[dict] | None:
