@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import shutil
+import sys
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
 _UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
           "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
 
 
-def command(argv: list[str], ncu: str = "ncu") -> list[str]:
-    """The ncu command line measuring ``METRICS`` for every kernel of ``argv``'s profiled range, as CSV."""
+def command(argv: list[str], ncu: str = "ncu", log_file: str | None = None) -> list[str]:
+    """The ncu command line measuring ``METRICS`` for every kernel of ``argv``'s profiled range, as CSV (into
+    ``log_file`` when given, apart from the program's own output)."""
     return [ncu, "--profile-from-start", "off", "--target-processes", "all", "--metrics", ",".join(METRICS),
-            "--csv", "--page", "raw", *argv]
+            *(["--log-file", log_file] if log_file else []), "--csv", "--page", "raw", *argv]
 
 
 def read_csv(text: str) -> dict[str, dict]:
@@ -69,3 +73,162 @@ def attach(data: dict, measured: dict[str, dict], launches_per_call: float = 1.0
                                             f"stay in L2 at the kernel's end are not counted)")
             found += 1
     return found
+
+
+# --- python -m compiler gpu-profile: the script's captured call, measured -----------------------------
+
+ENV = "TCOMPILE_GPU_PROFILE"  # set by gpu-profile for the script it runs: "record:PATH" or "measure"
+NOT_TIMED = "not timed: this run only measured one call under Nsight Compute (python -m compiler gpu-profile)"
+_seen = {"runs": 0}  # captured calls (compiler.run) of this process so far
+
+
+class GpuProfileError(Exception):
+    """Why ``gpu-profile`` could not measure: one line."""
+
+
+def measuring() -> bool:
+    """This ``compiler.run`` is the call ncu measures: the first captured call of a script that
+    ``gpu-profile`` runs under ncu (``TCOMPILE_GPU_PROFILE=measure``)."""
+    return os.environ.get(ENV) == "measure" and _seen["runs"] == 0
+
+
+def measured_call(compiled, args, kwargs) -> None:
+    """Two warm-up calls (CUDA graphs record on the second), then one call between cudaProfilerStart and
+    cudaProfilerStop: the only kernels ``ncu --profile-from-start off`` measures."""
+    import torch
+
+    cuda = torch.cuda.is_available()  # (a CPU run only walks the same steps: nothing is measured)
+    for _ in range(2):
+        compiled(*args, **kwargs)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+    try:
+        compiled(*args, **kwargs)
+        if cuda:
+            torch.cuda.synchronize()
+    finally:
+        if cuda:
+            torch.cuda.profiler.stop()
+
+
+def after_run(cap) -> None:
+    """Called by ``compiler.run`` with each capture it built: in gpu-profile's plain pass
+    (``TCOMPILE_GPU_PROFILE=record:PATH``) the first one is saved to PATH for the measurement."""
+    mode = os.environ.get(ENV, "")
+    first = _seen["runs"] == 0
+    _seen["runs"] += 1
+    if mode.startswith("record:") and first:
+        cap.save(mode[len("record:"):])
+    elif mode and not first:
+        print("tcompile gpu-profile: only the script's first captured call is measured; this one is not",
+              file=sys.stderr)
+
+
+def find_ncu(ncu: str | None = None) -> str | None:
+    """The ncu executable: ``ncu`` as given (a path or a name on PATH), else on PATH, else where the CUDA
+    toolkit puts it."""
+    for candidate in ([ncu] if ncu else ["ncu", "/usr/local/cuda/bin/ncu"]):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def preflight(ncu: str | None = None) -> str:
+    """The ncu to run; ``GpuProfileError`` naming each missing piece (no CUDA GPU, no ncu)."""
+    problems = []
+    import torch
+
+    if not torch.cuda.is_available():
+        problems.append("no CUDA GPU here (torch.cuda.is_available() is False; Nsight Compute measures GPU kernels)")
+    found = find_ncu(ncu)
+    if found is None:
+        problems.append(f"Nsight Compute not found ({ncu!r} is not an executable)" if ncu else
+                        "Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin (install Nsight Compute "
+                        "or pass --ncu PATH)")
+    if problems:
+        raise GpuProfileError("; ".join(problems))
+    return found
+
+
+def profile_script(script: str, script_args: list[str], output: str, ncu: str | None = None,
+                   keep_csv: str | None = None, timeout: float | None = None) -> dict:
+    """Run ``script`` twice: plainly, saving its first captured call (``compiler.run``/``explore``/
+    ``%%tcompile``'s capture, with its measured times), then under ncu, measuring one call of the same
+    compiled function (``measured_call``); attach ncu's DRAM bytes to the capture and save it to ``output``.
+    → a summary (kernels measured, Triton kernels matched, the agreement rows)."""
+    import tempfile
+    from pathlib import Path
+
+    if not Path(script).is_file():
+        raise GpuProfileError(f"{script}: no such script")
+    tool = preflight(ncu)
+    root = str(Path(__file__).resolve().parent.parent.parent)  # so the script imports this tcompile
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    argv = [sys.executable, script, *script_args]
+    with tempfile.TemporaryDirectory(prefix="tcompile-gpu-profile-") as tmp:
+        recorded, log = Path(tmp) / "capture.json", Path(tmp) / "ncu.csv"
+        _pass("the plain run", argv, {**env, ENV: f"record:{recorded}"}, timeout)
+        if not recorded.is_file():
+            raise GpuProfileError(f"{script} made no captured call: gpu-profile measures the first call that "
+                                  "compiler.run, compiler.explore or %%tcompile makes (a `with compiler.capture()` "
+                                  "block calls the function itself, so tcompile cannot call it again)")
+        ncu_argv = command(argv, tool, log_file=str(log))
+        stdout = _pass("the run under ncu", ncu_argv, {**env, ENV: "measure"}, timeout, keep_stdout=True)
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        measured = read_csv(text) or read_csv(stdout)
+        if keep_csv:
+            Path(keep_csv).write_text(text if read_csv(text) else stdout)
+        if not measured:
+            said = [line for line in (text or stdout).splitlines() if line.startswith("==")][-3:]
+            raise GpuProfileError(f"ncu measured no kernel of {script}'s captured call"
+                                  + (f" (ncu: {' | '.join(said)})" if said else ""))
+        from compiler.stages.capture import Capture
+        from compiler.stages.data import plain_data
+
+        data = plain_data(Capture.load(recorded))
+    matched = attach(data, measured)
+    triton = [k for c in data["compiles"] for k in (c.get("kernels") or {}).get("kernels") or []
+              if k.get("language") == "Triton"]
+    summary = {"tool": "Nsight Compute (ncu)", "metrics": list(METRICS), "kernels_measured": len(measured),
+               "launches_measured": sum(r["launches"] for r in measured.values()), "triton_kernels": len(triton),
+               "triton_matched": matched, "script": script}
+    data.setdefault("options", {})["gpu_profile"] = summary
+    path = Capture.from_data(data).save(output)
+    return {**summary, "output": str(path), "rows": agreement(data)}
+
+
+def _pass(what: str, argv: list[str], env: dict, timeout: float | None, keep_stdout: bool = False) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(argv, env=env, timeout=timeout, text=True, errors="replace",
+                              stdout=subprocess.PIPE if keep_stdout else None)
+    except subprocess.TimeoutExpired:
+        raise GpuProfileError(f"{what} took longer than {timeout:g} s and was stopped") from None
+    except OSError as exc:
+        raise GpuProfileError(f"{what} could not start {argv[0]}: {exc.strerror or exc}") from None
+    if keep_stdout and done.stdout:
+        sys.stdout.write("".join(line + "\n" for line in done.stdout.splitlines() if not line.startswith('"')))
+    if done.returncode != 0:
+        raise GpuProfileError(f"{what} of the script exited with code {done.returncode} (its output is above)")
+    return done.stdout or ""
+
+
+def agreement(data: dict, top: int = 10) -> list[dict]:
+    """The ``top`` Triton kernels by GPU time: estimated bytes read and written per launch beside ncu's, and
+    the estimate's reads ÷ ncu's reads (``None`` where ncu measured nothing for the kernel)."""
+    kernels = [k for c in data.get("compiles", []) for k in (c.get("kernels") or {}).get("kernels") or []
+               if k.get("language") == "Triton" and k.get("gpu")]
+    kernels.sort(key=lambda k: -(k.get("gpu_time_us_per_call") or 0))
+    rows = []
+    for k in kernels[:top]:
+        g = k["gpu"]
+        read, ncu_read = g.get("bytes_read"), g.get("measured_dram_bytes_read")
+        rows.append({"kernel": k["name"], "us_per_call": k.get("gpu_time_us_per_call"), "read": read,
+                     "written": g.get("bytes_written"), "ncu_read": ncu_read,
+                     "ncu_written": g.get("measured_dram_bytes_written"),
+                     "read_ratio": read / ncu_read if read is not None and ncu_read else None,
+                     "method": "loads/stores" if g.get("accesses") else "whole arguments"})
+    return rows
