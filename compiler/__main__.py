@@ -128,11 +128,12 @@ def _gpu_profile(args) -> int:
     mb = lambda v: f"{v / 1e6:.2f}" if v is not None else "–"  # noqa: E731
     print(f"ncu measured {done['launches_measured']} launches of {done['kernels_measured']} kernels; "
           f"{done['triton_matched']} of {done['triton_kernels']} Triton kernels got their DRAM bytes")
-    print("kernel | µs / call | estimated read MB | ncu read MB | estimate ÷ ncu | estimated written MB | ncu written MB")
+    print("kernel | µs / call | estimated read MB | ncu DRAM read MB | read est ÷ ncu | estimated written MB | "
+          "ncu written into L2 MB | (read + written) est ÷ ncu")
     for r in done["rows"]:
-        ratio = f"{r['read_ratio']:.2f}" if r["read_ratio"] else "–"
-        print(f"{r['kernel'][:60]} | {r['us_per_call'] or 0:.1f} | {mb(r['read'])} | {mb(r['ncu_read'])} | {ratio} | "
-              f"{mb(r['written'])} | {mb(r['ncu_written'])}")
+        ratio = lambda v: f"{v:.2f}" if v else "–"  # noqa: E731
+        print(f"{r['kernel'][:60]} | {r['us_per_call'] or 0:.1f} | {mb(r['read'])} | {mb(r['ncu_read'])} | "
+              f"{ratio(r['read_ratio'])} | {mb(r['written'])} | {mb(r['ncu_l2_written'])} | {ratio(r['moved_ratio'])}")
     print(f"wrote {done['output']} (the capture, with ncu's DRAM bytes beside the estimates)")
     return 0
 

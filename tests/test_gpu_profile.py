@@ -145,3 +145,18 @@ def test_measure_mode_brackets_one_call_and_skips_timing(monkeypatch):
     assert not cap.runtime.available and cap.runtime.reason == ncu.NOT_TIMED
     assert len(calls) == 1 + 2 + 1  # the captured call, two warm-ups, the measured call (Dynamo replays the append)
     assert ncu._seen["runs"] == 1 and not ncu.measuring()  # only the script's first captured call
+
+
+def test_units_sectors_and_missing_readings():
+    """ncu scales units (Mbyte, usecond, Ksector); a sector is 32 bytes; "n/a" is no reading, not a crash."""
+    text = "\n".join(['==PROF== Connected to process 1 (/usr/bin/python3)',
+                      '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum",'
+                      '"lts__t_sectors_op_write.sum"',
+                      '"","","Mbyte","Kbyte","usecond","Ksector"',
+                      '"0","triton_poi_fused_add_0","1.50","512.00","10.50","2.00"',
+                      '"1","triton_poi_fused_add_0","n/a","0","1,000.00","1,024"'])
+    row = ncu.read_csv(text)["triton_poi_fused_add_0"]
+    assert row["launches"] == 2 and row["dram_bytes_read"] == pytest.approx(1.5e6)
+    assert row["seconds"] == pytest.approx(1010.5e-6) and row["l2_bytes_written"] == pytest.approx(32 * (2 + 1024) * 1e3)
+    assert ncu.read_csv("==ERROR== the profiler could not connect") == {}
+    assert ncu.read_csv(CSV.read_text())["triton_poi_fused_add_addmm_mul_pow_tanh_view_4"]["l2_bytes_written"] is None

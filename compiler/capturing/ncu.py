@@ -1,11 +1,13 @@
 """Measured DRAM traffic per kernel from Nsight Compute (opt-in; issue 26).
 
 Run the captured call's script under ``ncu`` (``command``: ``--profile-from-start off``, so only the part
-between ``cudaProfilerStart``/``Stop`` is measured, e.g. ``scripts/gpu_models.py ncu-target``) and read its
-CSV with ``read_csv``: per kernel name, launches, DRAM bytes read and written (``dram__bytes_read.sum``,
-``dram__bytes_write.sum``) and duration. ncu flushes the caches before each kernel it replays, so its reads
-are cold-cache DRAM reads — what the estimate of ``compiler.stages.kernel_costs`` counts (each byte once);
-writes smaller than the L2 can stay in it when the kernel ends and read low.
+between ``cudaProfilerStart``/``Stop`` is measured — ``python -m compiler gpu-profile SCRIPT`` does it all, see
+``profile_script``) and read its CSV with ``read_csv``: per kernel name, launches, DRAM bytes read and written
+(``dram__bytes_read.sum``, ``dram__bytes_write.sum``), bytes written into L2 (``lts__t_sectors_op_write.sum`` × 32)
+and duration. ncu flushes the caches before each kernel it replays, so its reads are cold-cache DRAM reads — what
+the estimate of ``compiler.stages.kernel_costs`` counts (each byte once). Its DRAM writes count only what leaves
+L2 while the kernel runs (output smaller than the L2 stays in it), so the estimate's writes are compared with the
+sectors written into L2, which every store reaches.
 """
 from __future__ import annotations
 
@@ -15,9 +17,20 @@ import os
 import shutil
 import sys
 
-METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
-          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "lts__t_sectors_op_write.sum")
+_KEYS = ("dram_bytes_read", "dram_bytes_written", "seconds", "l2_bytes_written")
+_UNITS = {"byte": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "second": 1, "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3,
+          "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sector": 32}  # a sector is 32 bytes: sector counts become bytes
+_PREFIXES = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _scale(unit: str) -> float:
+    """ncu's unit (``byte``, ``Mbyte``, ``usecond``, ``sector``, ``Ksector`` …) → the factor to bytes or seconds."""
+    if unit in _UNITS:
+        return _UNITS[unit]
+    if unit[:1] in _PREFIXES and unit[1:] in _UNITS:
+        return _PREFIXES[unit[0]] * _UNITS[unit[1:]]
+    return 1
 
 
 def command(argv: list[str], ncu: str = "ncu", log_file: str | None = None) -> list[str]:
@@ -29,25 +42,31 @@ def command(argv: list[str], ncu: str = "ncu", log_file: str | None = None) -> l
 
 def read_csv(text: str) -> dict[str, dict]:
     """ncu's ``--csv --page raw`` output → ``{kernel name: {"launches", "dram_bytes_read", "dram_bytes_written",
-    "seconds"}}``, summed over the kernel's launches (lines before the header, ncu's own, are skipped)."""
+    "seconds", "l2_bytes_written"}}``, summed over the kernel's launches (lines before the header, ncu's own, are
+    skipped; a metric the CSV lacks is None)."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         return {}
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    if len(rows) < 2 or "Kernel Name" not in rows[0]:
+        return {}
     header, units, body = rows[0], rows[1], rows[2:]
     column = {name: i for i, name in enumerate(header)}
     out: dict[str, dict] = {}
     for row in body:
         if len(row) != len(header) or not row[column["Kernel Name"]]:
             continue
-        entry = out.setdefault(row[column["Kernel Name"]], {"launches": 0, "dram_bytes_read": 0.0,
-                                                           "dram_bytes_written": 0.0, "seconds": 0.0})
+        entry = out.setdefault(row[column["Kernel Name"]], {"launches": 0, **{
+            key: 0.0 if metric in column else None for metric, key in zip(METRICS, _KEYS)}})
         entry["launches"] += 1
-        for metric, key in zip(METRICS, ("dram_bytes_read", "dram_bytes_written", "seconds")):
+        for metric, key in zip(METRICS, _KEYS):
             if metric in column:
                 value = row[column[metric]].replace(",", "")
-                entry[key] += float(value or 0) * _UNITS.get(units[column[metric]], 1)
+                try:
+                    entry[key] += float(value or 0) * _scale(units[column[metric]])
+                except ValueError:  # "n/a": no reading for this launch
+                    pass
     return out
 
 
@@ -63,14 +82,19 @@ def attach(data: dict, measured: dict[str, dict], launches_per_call: float = 1.0
             if row is None or k.get("language") != "Triton" or not k.get("cost"):
                 continue
             k["cost"]["measured_dram_bytes"] = (row["dram_bytes_read"] + row["dram_bytes_written"]) / launches_per_call
+            l2 = row.get("l2_bytes_written")
             if k.get("gpu") is not None:  # per launch, beside the estimate's bytes_read / bytes_written
                 k["gpu"]["measured_dram_bytes_read"] = row["dram_bytes_read"] / row["launches"]
                 k["gpu"]["measured_dram_bytes_written"] = row["dram_bytes_written"] / row["launches"]
+                if l2 is not None:
+                    k["gpu"]["measured_l2_bytes_written"] = l2 / row["launches"]
             k["cost"]["measured_method"] = (f"Nsight Compute (ncu): dram__bytes_read.sum + dram__bytes_write.sum of "
                                             f"{row['launches']} launch(es), caches flushed before each; "
                                             f"read {row['dram_bytes_read'] / launches_per_call:,.0f} B, written "
                                             f"{row['dram_bytes_written'] / launches_per_call:,.0f} B (writes that "
-                                            f"stay in L2 at the kernel's end are not counted)")
+                                            f"stay in L2 at the kernel's end are not counted)"
+                                            + (f"; written into L2 (lts__t_sectors_op_write.sum × 32 B): "
+                                               f"{l2 / launches_per_call:,.0f} B" if l2 is not None else ""))
             found += 1
     return found
 
@@ -217,8 +241,9 @@ def _pass(what: str, argv: list[str], env: dict, timeout: float | None, keep_std
 
 
 def agreement(data: dict, top: int = 10) -> list[dict]:
-    """The ``top`` Triton kernels by GPU time: estimated bytes read and written per launch beside ncu's, and
-    the estimate's reads ÷ ncu's reads (``None`` where ncu measured nothing for the kernel)."""
+    """The ``top`` Triton kernels by GPU time: estimated bytes read and written per launch beside ncu's, the
+    estimate's reads ÷ ncu's DRAM reads, and its reads + writes ÷ ncu's DRAM reads + bytes written into L2
+    (``None`` where ncu measured nothing for the kernel)."""
     kernels = [k for c in data.get("compiles", []) for k in (c.get("kernels") or {}).get("kernels") or []
                if k.get("language") == "Triton" and k.get("gpu")]
     kernels.sort(key=lambda k: -(k.get("gpu_time_us_per_call") or 0))
@@ -226,9 +251,13 @@ def agreement(data: dict, top: int = 10) -> list[dict]:
     for k in kernels[:top]:
         g = k["gpu"]
         read, ncu_read = g.get("bytes_read"), g.get("measured_dram_bytes_read")
+        written, l2_written = g.get("bytes_written"), g.get("measured_l2_bytes_written")
+        moved = (read or 0) + (written or 0) if read is not None else None
+        measured = ncu_read + l2_written if ncu_read is not None and l2_written is not None else None
         rows.append({"kernel": k["name"], "us_per_call": k.get("gpu_time_us_per_call"), "read": read,
-                     "written": g.get("bytes_written"), "ncu_read": ncu_read,
-                     "ncu_written": g.get("measured_dram_bytes_written"),
+                     "written": written, "ncu_read": ncu_read, "ncu_written": g.get("measured_dram_bytes_written"),
+                     "ncu_l2_written": l2_written,
                      "read_ratio": read / ncu_read if read is not None and ncu_read else None,
+                     "moved_ratio": moved / measured if moved is not None and measured else None,
                      "method": "loads/stores" if g.get("accesses") else "whole arguments"})
     return rows

@@ -582,7 +582,8 @@ class KernelGpu(Data):
     served_from: str | None = None  # "DRAM", "L2" (above the DRAM peak, working set ≤ L2), None: unexplained
     l2_bytes: int | None = None
     measured_dram_bytes_read: float | None = None  # Nsight Compute, per launch (opt-in: compiler.capturing.ncu)
-    measured_dram_bytes_written: float | None = None
+    measured_dram_bytes_written: float | None = None  # only what left L2 while the kernel ran
+    measured_l2_bytes_written: float | None = None  # Nsight Compute: sectors written into L2 × 32 B, per launch
     ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)
