@@ -200,7 +200,8 @@ def profile_script(script: str, script_args: list[str], output: str, ncu: str | 
                                   "block calls the function itself, so tcompile cannot call it again)")
         ncu_argv = command(argv, tool, log_file=str(log))
         stdout = _pass("the run under ncu", ncu_argv, {**env, ENV: "measure"}, timeout, keep_stdout=True)
-        text = log.read_text(errors="replace") if log.is_file() else ""
+        logs = sorted(Path(tmp).glob(log.name + "*"))  # (the name ncu was given, or with a suffix it added)
+        text = logs[0].read_text(errors="replace") if logs else ""
         measured = read_csv(text) or read_csv(stdout)
         if keep_csv:
             Path(keep_csv).write_text(text if read_csv(text) else stdout)
