@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -47,9 +48,11 @@ def measure(out: Path, label: str, names: list[str], timeout: float) -> None:
         print(json.dumps(row), flush=True)
         print((work / f"{name}.log").read_text()[-3000:], flush=True)
         (out / f"{label}.json").write_text(json.dumps(summary, indent=1))
-        with tarfile.open(out / f"{label}.tar.gz", "w:gz") as tar:
+        partial = out / f"{label}.partial"  # replaced whole: a run stopped mid-write keeps the last one
+        with tarfile.open(partial, "w:gz") as tar:
             for path in sorted(work.iterdir()):
                 tar.add(path, arcname=path.name)
+        os.replace(partial, out / f"{label}.tar.gz")
 
 
 # --- the table (any machine) ----------------------------------------------------------------------
