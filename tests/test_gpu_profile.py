@@ -85,6 +85,9 @@ STAND_IN = """\
 import json, os, subprocess, sys
 args = sys.argv[1:]
 log = args[args.index("--log-file") + 1]
+if {refuse_l2} and "lts__" in args[args.index("--metrics") + 1]:  # as an ncu that does not know the metric
+    open(log, "w").write("==ERROR== Failed to find metric regex:^lts__t_sectors_op_write.sum$\\n")
+    sys.exit(1)
 app = args[args.index("raw") + 1:]
 done = subprocess.run(app)
 json.dump({{"args": args, "mode": os.environ.get("TCOMPILE_GPU_PROFILE")}}, open({seen!r}, "w"))
@@ -93,11 +96,12 @@ sys.exit(done.returncode)
 """
 
 
-@pytest.fixture
-def stand_in(tmp_path, monkeypatch):
+@pytest.fixture(params=[False], ids=["ncu"])
+def stand_in(tmp_path, monkeypatch, request):
     """An executable that runs the program as ncu does (its arguments after ncu's own) and writes a CSV."""
     tool = tmp_path / "ncu"
-    (tmp_path / "ncu.py").write_text(STAND_IN.format(csv=str(CSV), seen=str(tmp_path / "seen.json")))
+    (tmp_path / "ncu.py").write_text(STAND_IN.format(csv=str(CSV), seen=str(tmp_path / "seen.json"),
+                                                     refuse_l2=request.param))
     tool.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'ncu.py'} \"$@\"\n")
     tool.chmod(0o755)
     monkeypatch.setattr(ncu, "preflight", lambda given=None: str(tool))  # this machine has no GPU
@@ -121,6 +125,16 @@ def test_two_runs_plain_then_under_ncu_and_the_capture_keeps_the_measurement(tmp
     assert [k.language for k in cap.compiles[0].kernels.kernels] == ["C++"]
     assert keep.read_text() == CSV.read_text()
     assert capsys.readouterr().out.count("script done") == 1  # the run under ncu: its output passed through
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stand_in", [True], ids=["ncu without the L2 metric"], indirect=True)
+def test_an_ncu_without_the_l2_metric_is_asked_again_for_dram_bytes_only(tmp_path, stand_in):
+    script = tmp_path / "model.py"
+    script.write_text(SCRIPT)
+    done = ncu.profile_script(str(script), [], str(tmp_path / "measured.json"), timeout=600)
+    assert done["metrics"] == list(ncu.METRICS[:3]) and done["kernels_measured"] == 8
+    assert "lts__" not in ",".join(json.loads((tmp_path / "seen.json").read_text())["args"])
 
 
 def test_a_script_without_a_captured_call_is_one_line(tmp_path, stand_in):

@@ -33,10 +33,10 @@ def _scale(unit: str) -> float:
     return 1
 
 
-def command(argv: list[str], ncu: str = "ncu", log_file: str | None = None) -> list[str]:
-    """The ncu command line measuring ``METRICS`` for every kernel of ``argv``'s profiled range, as CSV (into
+def command(argv: list[str], ncu: str = "ncu", log_file: str | None = None, metrics: tuple = METRICS) -> list[str]:
+    """The ncu command line measuring ``metrics`` for every kernel of ``argv``'s profiled range, as CSV (into
     ``log_file`` when given, apart from the program's own output)."""
-    return [ncu, "--profile-from-start", "off", "--target-processes", "all", "--metrics", ",".join(METRICS),
+    return [ncu, "--profile-from-start", "off", "--target-processes", "all", "--metrics", ",".join(metrics),
             *(["--log-file", log_file] if log_file else []), "--csv", "--page", "raw", *argv]
 
 
@@ -198,17 +198,18 @@ def profile_script(script: str, script_args: list[str], output: str, ncu: str | 
             raise GpuProfileError(f"{script} made no captured call: gpu-profile measures the first call that "
                                   "compiler.run, compiler.explore or %%tcompile makes (a `with compiler.capture()` "
                                   "block calls the function itself, so tcompile cannot call it again)")
-        ncu_argv = command(argv, tool, log_file=str(log))
-        stdout = _pass("the run under ncu", ncu_argv, {**env, ENV: "measure"}, timeout, keep_stdout=True)
-        logs = sorted(Path(tmp).glob(log.name + "*"))  # (the name ncu was given, or with a suffix it added)
-        text = logs[0].read_text(errors="replace") if logs else ""
-        measured = read_csv(text) or read_csv(stdout)
+        for metrics in (METRICS, METRICS[:3]):  # the L2 metric again left out if this ncu does not know it
+            measured, text, stdout, failed = _measure(argv, tool, log, metrics, env, timeout)
+            said = [line for line in (text or stdout).splitlines() if line.startswith("==")]
+            if measured or not any("lts__" in line for line in said):
+                break
         if keep_csv:
             Path(keep_csv).write_text(text if read_csv(text) else stdout)
         if not measured:
-            said = [line for line in (text or stdout).splitlines() if line.startswith("==")][-3:]
+            if failed is not None:
+                raise failed
             raise GpuProfileError(f"ncu measured no kernel of {script}'s captured call"
-                                  + (f" (ncu: {' | '.join(said)})" if said else ""))
+                                  + (f" (ncu: {' | '.join(said[-3:])})" if said else ""))
         from compiler.stages.capture import Capture
         from compiler.stages.data import plain_data
 
@@ -216,12 +217,27 @@ def profile_script(script: str, script_args: list[str], output: str, ncu: str | 
     matched = attach(data, measured)
     triton = [k for c in data["compiles"] for k in (c.get("kernels") or {}).get("kernels") or []
               if k.get("language") == "Triton"]
-    summary = {"tool": "Nsight Compute (ncu)", "metrics": list(METRICS), "kernels_measured": len(measured),
+    summary = {"tool": "Nsight Compute (ncu)", "metrics": list(metrics), "kernels_measured": len(measured),
                "launches_measured": sum(r["launches"] for r in measured.values()), "triton_kernels": len(triton),
                "triton_matched": matched, "script": script}
     data.setdefault("options", {})["gpu_profile"] = summary
     path = Capture.from_data(data).save(output)
     return {**summary, "output": str(path), "rows": agreement(data)}
+
+
+def _measure(argv: list[str], tool: str, log, metrics: tuple, env: dict, timeout: float | None):
+    """The script run once under ncu → (measured, ncu's log text, the script's output, the error or None)."""
+    for old in log.parent.glob(log.name + "*"):
+        old.unlink()
+    failed, stdout = None, ""
+    try:
+        stdout = _pass("the run under ncu", command(argv, tool, log_file=str(log), metrics=metrics),
+                       {**env, ENV: "measure"}, timeout, keep_stdout=True)
+    except GpuProfileError as exc:
+        failed = exc
+    logs = sorted(log.parent.glob(log.name + "*"))  # (the name ncu was given, or with a suffix it added)
+    text = logs[0].read_text(errors="replace") if logs else ""
+    return read_csv(text) or read_csv(stdout), text, stdout, failed
 
 
 def _pass(what: str, argv: list[str], env: dict, timeout: float | None, keep_stdout: bool = False) -> str:
