@@ -310,3 +310,26 @@ def test_roofline_by_line_in_timings_and_both_rooflines_in_the_report(tmp_path):
     page = out.read_text()
     assert 'aria-label="Roofline: one dot per kernel"' in page and 'aria-label="Roofline: one dot per source line"' in page
     assert "ncu DRAM bytes / call" in page  # the measured bytes beside the estimate
+
+
+@pytest.mark.browser
+def test_rooflines_drawn_in_chromium_light_and_dark(artifact_dir):
+    """Both rooflines of the GPT-2 capture, drawn by headless Chromium in the Lab's light and dark themes: every dot
+    is on the page inside its plot, and the screenshots are kept for people to look at."""
+    from jupyterlab_harness import rendered_html, screenshot
+
+    from explorer.html import join, style_tag, view_frame
+    from explorer.views.roofline import line_roofline_section, roofline_section
+
+    cap = load("gpt2_2layer")
+    c = cap.compiles[0]
+    for name, body in (("kernels", roofline_section(c.kernels.kernels)), ("lines", line_roofline_section(cap, c))):
+        for theme in ("light", "dark"):
+            with rendered_html(join([style_tag(), view_frame(body)]), theme, width=1100) as page:
+                plot = page.locator("svg.tc-roofline").first.bounding_box()
+                dots = page.locator("svg.tc-roofline circle[data-kernel]")
+                assert dots.count() >= 8
+                for i in range(dots.count()):
+                    box = dots.nth(i).bounding_box()
+                    assert plot["x"] <= box["x"] and box["x"] + box["width"] <= plot["x"] + plot["width"] + 1
+                screenshot(page, artifact_dir / f"roofline_{name}_{theme}.png", full_page=True)
