@@ -77,7 +77,8 @@ def _captures(paths: list[Path]) -> dict[str, tuple[bytes, str | None]]:
 
 def size_before(cap) -> int:
     """The JSON bytes the capture took before this round's compaction: the Kernels stage saved again in full,
-    kernels' source and comments and provenance nodes' kernels kept (the schema's to_data of that time)."""
+    kernels' source and comments, provenance nodes' kernels and bytecode instructions kept (the schema's to_data of
+    that time)."""
     from compiler.stages import schema
     from compiler.stages.data import Data
 
@@ -96,14 +97,16 @@ def size_before(cap) -> int:
             return out
         return to_data
 
-    saved = schema.Compile.to_data, schema.GeneratedCode.to_data, schema.Provenance.to_data
+    saved = schema.Compile.to_data, schema.GeneratedCode.to_data, schema.Provenance.to_data, schema.CodeListing.to_data
     schema.Compile.to_data = compile_data
     schema.GeneratedCode.to_data = plain("texts_from_module")
     schema.Provenance.to_data = plain("node_kernels_derived")
+    schema.CodeListing.to_data = plain("instructions_from_text")
     try:
         return len(cap.to_json().encode())
     finally:
-        schema.Compile.to_data, schema.GeneratedCode.to_data, schema.Provenance.to_data = saved
+        (schema.Compile.to_data, schema.GeneratedCode.to_data, schema.Provenance.to_data,
+         schema.CodeListing.to_data) = saved
 
 
 def model_row(name: str, raw: bytes, csv_text: str | None) -> tuple[dict, list[dict]]:

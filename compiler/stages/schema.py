@@ -153,6 +153,25 @@ class CodeListing(Data):
     instructions: list[Instruction] = field(default_factory=list)
     decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
     decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
+    instructions_from_text: bool = False  # saved without ``instructions``: loading reads them from ``text``
+
+    def __post_init__(self):
+        if self.instructions_from_text:
+            from compiler.stages.bytecode import instructions_of
+
+            self.instructions = [Instruction(**row) for row in instructions_of(self.text) or []]
+            self.instructions_from_text = False
+
+    def to_data(self) -> dict:
+        """Saved without the instructions when reading the text back gives them exactly (they are the text again)."""
+        from compiler.stages.bytecode import instructions_of
+
+        out = super().to_data()
+        out.pop("instructions_from_text")
+        if out["instructions"] and instructions_of(self.text) == out["instructions"]:
+            del out["instructions"]
+            out["instructions_from_text"] = True
+        return out
 
     def __getattribute__(self, name):
         # a live capture decompiles on first read (compiler.stages.bytecode.attach_decompiling)
