@@ -515,6 +515,27 @@ def test_a_bad_rank_is_skipped_and_listed_and_the_others_load(real_trace, tmp_pa
     report_page(job).encode("utf-8")
 
 
+@pytest.mark.parametrize("case", [c for c in BAD_RANKS if c != "latin1_name"])
+def test_a_rank_that_did_not_load_is_a_divergence_of_severity_error(real_trace, tmp_path, case):
+    """Rank 2's file is there but unread: what it compiled is unknown, so the job cannot be said to have
+    compiled alike (the labs' check_ranks_compile_alike reads severity "error")."""
+    folder = job_of(real_trace, tmp_path / "job")
+    BAD_RANKS[case](folder)
+    job = quiet_load(folder)
+    unread = job.divergences[0]
+    assert (unread.kind, unread.severity, unread.groups) == ("unread_ranks", "error", [[0, 1], [2]]), case
+    one_line(unread.explanation)
+    assert [d.kind for d in job.divergences[1:]] == [d.kind for d in quiet_load(job_of(
+        real_trace, tmp_path / "whole")).divergences]  # the loaded ranks' own findings are unchanged
+
+
+def test_a_file_without_a_rank_in_its_name_is_no_unread_rank(real_trace, tmp_path):
+    folder = job_of(real_trace, tmp_path / "job")
+    (folder / "another.log").write_bytes(b"\0" * 10)
+    job = quiet_load(folder)
+    assert job.ranks == [0, 1] and job.problems and not any(d.kind == "unread_ranks" for d in job.divergences)
+
+
 def test_a_rank_of_invalid_utf8_loads_with_its_problems(real_trace, tmp_path):
     folder = job_of(real_trace, tmp_path / "job")
     bad_rank_invalid_utf8(folder)

@@ -130,7 +130,8 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
 
 # --- the student edition (python notebooks/build_labs.py --student) ------------------------------
 
-STUDENT_LAB = "02_graph_breaks"  # a quick lab that compiles live; its exercises all start failing
+# quick labs that compile live (backend="eager"): their exercises all start failing
+STUDENT_LABS = ["01_dynamo_bytecode", "02_graph_breaks", "03_guards_recompiles_dynamic"]
 
 
 def _build_labs():
@@ -182,15 +183,16 @@ def test_student_edition_has_no_solutions(student_dir):
 
 
 @pytest.mark.slow
-def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path):
+@pytest.mark.parametrize("lab", STUDENT_LABS)
+def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path, lab):
     """Run All on a student notebook: every exercise reports ✗ (CheckFailed), none prints ✓, nothing else errs."""
-    nb = _execute(student_dir / f"{STUDENT_LAB}.ipynb", tmp_path)
+    nb = _execute(student_dir / f"{lab}.ipynb", tmp_path)
     exercises = 0
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         error, text = _error(cell), _text_of(cell.outputs)
-        where = f"student {STUDENT_LAB} cell {index}:\n{cell.source}\n{text}"
+        where = f"student {lab} cell {index}:\n{cell.source}\n{text}"
         if "exercise" in _tags(cell):
             assert error is not None and error["ename"] == "CheckFailed", f"not reported as unsolved — {where}"
             assert "✗" in text, where
@@ -582,17 +584,6 @@ def test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed():
     assert "removed rather than decomposed" in fails(checks.check_decomposed, removed, "gelu").message
 
 
-def test_exercise_5_1_rejects_moving_the_print_before_the_fused_ops():
-    def print_first(x):
-        print("start")
-        y = x.sin()
-        return y.cos() * 2
-
-    cap = compiler.explore(print_first, torch.randn(8, 16), fresh=True, timing=False)
-    checks.check_fused(cap, ["sin", "cos"])  # the old exercise check let it through
-    fails(checks.check_no_graph_breaks, cap)
-
-
 def test_exercises_6_2_and_6_3_from_the_shipped_captures():
     gpu = REPO / "assets" / "gpu"
     dyn = compiler.load(gpu / "dynamic_shapes_rerecord.json")
@@ -629,30 +620,31 @@ def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
     fails(checks.check_recompiled_rank_answer, 1, ..., job)
 
 
-def test_exercises_2_1_and_5_1_reject_a_changed_result():
+def test_exercise_2_1_rejects_deleting_the_log_and_a_changed_result():
     def train_step_original(x):
         y = torch.relu(x) * 3
-        print("train_step: relu done")
+        print("train_step: activation sum", y.sum())
         return y.sum()
 
-    def dropped_scale(x):  # 2.1: no print, no break — and no * 3
+    def dropped_scale(x):  # no print, no break — and no * 3
         return torch.relu(x).sum()
+
+    def deleted_log(x):  # no break, the right result — and no log any more
+        return (torch.relu(x) * 3).sum()
 
     x = torch.randn(8, 4)
     wrong = compiler.explore(dropped_scale, x, backend="eager", timing=False)
     checks.check_no_graph_breaks(wrong)  # the old exercise check let it through
     fails(checks.check_matches_eager, wrong, train_step_original)
-
-    def two_steps_original(x):
-        y = x.sin()
-        print("halfway")
-        return y.cos() * 2
-
-    def fused_but_changed(x):  # 5.1: one kernel for sin and cos, but the * 2 lost
-        return x.sin().cos()
-
-    wrong = compiler.explore(fused_but_changed, x, backend="eager", timing=False)
-    fails(checks.check_matches_eager, wrong, two_steps_original)
+    silent = compiler.explore(deleted_log, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(silent)
+    checks.check_matches_eager(silent, train_step_original)
+    assert "no longer prints" in fails(checks.check_still_prints, silent, "activation sum").message
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(reorderable_logging_functions={print}):
+        right = compiler.explore(train_step_original, x, backend="eager", timing=False)
+    checks.check_no_graph_breaks(right)
+    checks.check_still_prints(right, "activation sum")  # after the patch: the print is in the bytecode
 
 
 def test_exercise_8_2_rejects_a_job_whose_ranks_still_diverge():
@@ -666,3 +658,294 @@ def test_exercise_8_2_rejects_a_job_whose_ranks_still_diverge():
     alike = SimpleNamespace(captures=ranks, divergences=[diverged.divergences[1]])
     checks.check_ranks_compile_alike(alike)
     fails(checks.check_ranks_compile_alike, SimpleNamespace(captures={0: ranks[0]}, divergences=[]))
+
+
+# --- the exercises added for issue 24: each checker passes the solution and rejects a wrong answer ----
+
+def test_exercise_0_2_rejects_the_line_counted_without_the_magic_line():
+    def cell(x, w):  # lines as in a cell: the softmax line is the second line of this function's body
+        scores = x @ w
+        return torch.softmax(scores, dim=-1) * 2
+    cap = compiler.explore(cell, torch.randn(4, 3), torch.randn(3, 2), backend="eager", timing=False)
+    line = cell.__code__.co_firstlineno + 2
+    checks.check_line_answer(line, cap, "softmax")
+    fails(checks.check_line_answer, line - 1, cap, "softmax")  # the matmul's line
+    fails(checks.check_line_answer, ..., cap, "softmax")
+    fails(checks.check_line_answer, True, cap, "softmax")
+
+
+def _gate(x):
+    if x.sum() > 0:
+        return x * 2
+    return -x
+
+
+def test_exercise_1_4_rejects_an_input_that_takes_the_traced_branch():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(_gate, torch.ones(8, 4))
+    checks.check_trace_bakes_in(traced, _gate, -torch.ones(8, 4))
+    assert "takes the branch" in fails(checks.check_trace_bakes_in, traced, _gate, torch.ones(8, 4)).message
+    fails(checks.check_trace_bakes_in, traced, _gate, torch.rand(8, 4))  # positive too: same branch
+    cap = compiler.explore(_gate, torch.ones(8, 4), backend="eager", timing=False)
+    checks.check_matches_eager(cap, _gate, -torch.ones(8, 4))  # Dynamo breaks at the if: both paths right
+
+
+def test_exercise_1_5_rejects_the_default_backend_list():
+    checks.check_backends_answer(torch._dynamo.list_backends(exclude_tags=()))
+    error = fails(checks.check_backends_answer, torch._dynamo.list_backends())
+    assert "aot_eager" in error.message and "exclude_tags" in error.hint
+    fails(checks.check_backends_answer, torch._dynamo.list_backends(exclude_tags=()) + ["jit"])
+    fails(checks.check_backends_answer, ...)
+
+
+def _energy(x):
+    return (x ** 2).sum(dim=1) + x.sum()
+
+
+def test_exercise_1_6_checks_the_rewritten_graph_and_its_results():
+    import operator
+
+    def square_to_mul(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is operator.pow and node.args[1] == 2:
+                node.target, node.args = operator.mul, (node.args[0], node.args[0])
+        gm.recompile()
+        return gm.forward
+
+    def unchanged(gm, example_inputs):
+        return gm.forward
+
+    def times_two(gm, example_inputs):  # pow → mul, but x * 2 instead of x * x
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is operator.pow:
+                node.target, node.args = operator.mul, (node.args[0], 2)
+        gm.recompile()
+        return gm.forward
+
+    x = torch.randn(8, 4)
+    right = compiler.explore(_energy, x, backend=square_to_mul, timing=False)
+    checks.check_backend_rewrite(right, square_to_mul, _energy, removed="pow", added="mul")
+    for _ in range(10):  # the checker compiles a copy of the code: no recompile limit is reached
+        checks.check_backend_rewrite(right, square_to_mul, _energy, removed="pow", added="mul")
+    assert len(torch._dynamo.eval_frame._debug_get_cache_entry_list(_energy.__code__)) == 1
+    torch._dynamo.reset()
+    wrong = compiler.explore(_energy, x, backend=unchanged, timing=False)
+    assert "still calls 'pow'" in fails(checks.check_backend_rewrite, wrong, unchanged, _energy, "pow", "mul").message
+    torch._dynamo.reset()
+    wrong = compiler.explore(_energy, x, backend=times_two, timing=False)
+    assert "differs" in fails(checks.check_backend_rewrite, wrong, times_two, _energy, "pow", "mul").message
+
+    def energy_by_hand(x):  # the rewrite done in the function, not in a backend
+        return (x * x).sum(dim=1) + x.sum()
+    torch._dynamo.reset()
+    wrong = compiler.explore(energy_by_hand, x, backend=unchanged, timing=False)
+    assert "function was changed" in fails(checks.check_backend_rewrite, wrong, unchanged, energy_by_hand,
+                                          "pow", "mul").message
+
+
+def test_exercise_2_6_rejects_disable_and_accepts_a_polyfill():
+    import operator
+
+    names = ["relu", "tanh", "sin"]
+
+    @torch.compiler.disable
+    def position(seq, name):
+        return operator.indexOf(seq, name)
+
+    def act_disabled(x, name):
+        return x * (position(names, name) + 1)
+
+    x = torch.randn(8, 4)
+    wrong = compiler.explore(act_disabled, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
+    fails(checks.check_compiled, wrong)
+    torch._dynamo.reset()
+    wrong = compiler.explore(act_disabled, x, "tanh", backend="eager", timing=False)
+    assert "GB0098" in fails(checks.check_no_graph_breaks, wrong).message
+    try:
+        @torch.compiler.substitute_in_graph(operator.indexOf)
+        def index_of(a, b, /):
+            for i, item in enumerate(a):
+                if item is b or item == b:
+                    return i
+            raise ValueError("sequence.index(x): x not in sequence")
+    except ValueError:  # registered by an earlier run in this process
+        pass
+
+    def act(x, name):
+        return x * (operator.indexOf(names, name) + 1)
+    torch._dynamo.reset()
+    right = compiler.explore(act, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
+    checks.check_compiled(right)
+    checks.check_no_graph_breaks(right)
+    checks.check_allclose(right.live.compiled_fn(x, "tanh"), x * 2)
+
+
+class _Scale(torch.nn.Module):  # lab 3's model
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.factor = 2.0
+
+    def forward(self, x, mode="relu"):
+        y = self.lin(x) * self.factor
+        return y.relu() if mode == "relu" else y.tanh()
+
+
+def test_exercise_3_5_rejects_the_compile_of_the_same_arguments():
+    model, x = _Scale(), torch.randn(8, 4)
+    torch._dynamo.reset()
+    with compiler.capture() as cap:
+        compiled = torch.compile(model, backend="eager")
+        compiled(x)
+        compiled(x, mode="tanh")
+        compiled(torch.randn(16, 4), mode="tanh")
+    checks.check_accepting_compile_answer("0/2", cap, model, x, mode="tanh")
+    error = fails(checks.check_accepting_compile_answer, "0/1", cap, model, x, mode="tanh")  # the same args
+    assert "most recently" in error.hint
+    checks.check_accepting_compile_answer("0/0", cap, model, x)
+    checks.check_reason_against_answer("0/1", cap, "0/2", "x")
+    fails(checks.check_reason_against_answer, "0/0", cap, "0/2", "x")  # 0/0 failed on the mode
+    fails(checks.check_reason_against_answer, ..., cap, "0/2", "x")
+
+
+LR = 0.1  # lab 3's global
+
+
+def _sgd_step(w, g):
+    return w - LR * g
+
+
+def test_exercise_3_6_rejects_no_filter_and_the_skip_all_filter():
+    step = _sgd_step
+    w, g = torch.randn(16), torch.randn(16)
+
+    def keep_guard(entries):
+        return [not (e.is_global and e.name == "G['LR']") for e in entries]
+
+    def explore(guard_filter_fn=None):
+        torch._dynamo.reset()
+        options = {"guard_filter_fn": guard_filter_fn} if guard_filter_fn else {}
+        return compiler.explore(step, w, g, backend="eager", timing=False, options=options)
+
+    right = explore(keep_guard)
+    checks.check_no_guard_on(right, "G['LR']")
+    checks.check_guard_on(right, "L['w']", kind="TENSOR_MATCH")
+    checks.check_guard_on(right, "L['g']", kind="TENSOR_MATCH")
+    fails(checks.check_no_guard_on, explore(), "G['LR']")  # the starting code: every guard kept
+    wrong = explore(torch.compiler.skip_all_guards_unsafe)
+    checks.check_no_guard_on(wrong, "G['LR']")
+    fails(checks.check_guard_on, wrong, "L['w']", kind="TENSOR_MATCH")  # the tensor guards went too
+
+    right_without_kind = explore(keep_guard)  # kind matters: the aliasing guard also names w
+    assert any(r.kind != "TENSOR_MATCH" and "L['w']" in r.condition
+               for r in right_without_kind.compiles[0].guards.rows)
+
+    def drop_tensor_matches(entries):
+        return [e.guard_type != "TENSOR_MATCH" and e.name != "G['LR']" for e in entries]
+    wrong = explore(drop_tensor_matches)
+    checks.check_no_guard_on(wrong, "G['LR']")
+    assert "TENSOR_MATCH" in fails(checks.check_guard_on, wrong, "L['w']", kind="TENSOR_MATCH").message
+
+
+def _batch_sin(x):
+    return x.sin() * x.shape[0]
+
+
+def test_exercise_3_7_accepts_only_force_eager():
+    x = torch.randn(8, 4)
+    checks.check_stance_runs_eagerly("force_eager", _batch_sin, x)
+    assert "still compiled" in fails(checks.check_stance_runs_eagerly, "default", _batch_sin, x).message
+    error = fails(checks.check_stance_runs_eagerly, "eager_on_recompile", _batch_sin, x)
+    assert "cached before the stance still ran" in error.message  # no new compile, but the cached one runs
+    for wrong in ("eager_then_compile", "fail_on_recompile"):  # fail_on_recompile raises on the new shape
+        fails(checks.check_stance_runs_eagerly, wrong, _batch_sin, x)
+    fails(checks.check_stance_runs_eagerly, "no_such_stance", _batch_sin, x)
+    assert torch._dynamo.eval_frame._stance.stance == "default"  # every stance was put back
+
+
+def _mean_times_rows(x):
+    n = x.shape[0]
+    if n == 0:
+        return x.sum(0)
+    return x.mean(0) * n
+
+
+def _mean_times_rows_checked(x):
+    n = x.shape[0]
+    torch._check(n > 0)
+    if n == 0:
+        return x.sum(0)
+    return x.mean(0) * n
+
+
+def test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check():
+    from torch._dynamo.decorators import mark_unbacked
+
+    def explore(fn, mark):
+        torch._dynamo.reset()
+        batch = torch.randn(8, 4)
+        mark(batch, 0)
+        return compiler.explore(fn, batch, backend="eager", timing=False)
+
+    right = explore(_mean_times_rows_checked, mark_unbacked)
+    checks.check_no_graph_breaks(right)
+    checks.check_unbacked(right, "x")
+    checks.check_reuses_compile(right, _mean_times_rows_checked, torch.randn(1, 4))
+    backed = explore(_mean_times_rows, torch._dynamo.mark_dynamic)  # the starting code
+    checks.check_no_graph_breaks(backed)
+    assert "no unbacked size for 'x'" in fails(checks.check_unbacked, backed, "x").message
+    fails(checks.check_reuses_compile, backed, _mean_times_rows, torch.randn(1, 4))  # 0/1 specialization
+    unchecked = explore(_mean_times_rows, mark_unbacked)  # no torch._check: the branch breaks the graph
+    assert "GB0170" in fails(checks.check_no_graph_breaks, unchecked).message
+
+
+def test_exercise_5_1_rejects_the_row_count_and_one_load_per_reduction():
+    cap = compiler.load(REPO / "assets" / "gpu" / "softmax_layernorm.json")
+    checks.check_reduction_kernel_answer(1024, 1, cap)
+    fails(checks.check_reduction_kernel_answer, 2048, 1, cap)  # xnumel: the number of rows
+    fails(checks.check_reduction_kernel_answer, 1024, 4, cap)  # one load per reduction, as eager would
+    fails(checks.check_reduction_kernel_answer, 1024, ..., cap)
+    fails(checks.check_reduction_kernel_answer, 1024, 1, compiler.load(REPO / "assets" / "gpu" /
+                                                                         "pointwise_chain.json"))
+
+
+def test_exercise_5_5_rejects_a_claimed_cpu_change_and_the_wrong_kernel():
+    def layer(a, b, bias):
+        return torch.relu(a @ b + bias) * 0.5
+
+    args = torch.randn(16, 16), torch.randn(16, 16), torch.randn(16)
+    cmp = compiler.compare(layer, *args, configs=[{}, {"options": {"epilogue_fusion": False}}], timing=False)
+    tuned = compiler.load(REPO / "assets" / "gpu" / "matmul_epilogue_max_autotune.json")
+    assert not {"kernels", "inductor"} & set(cmp.diff(0, 1).changed_stages)  # a CPU matmul is a library call
+    checks.check_epilogue_answer(False, "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
+    assert "template" in fails(checks.check_epilogue_answer, True, "triton_tem_fused_add_mm_mul_relu_0", cmp,
+                               tuned).hint
+    fails(checks.check_epilogue_answer, "no", "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
+    fails(checks.check_epilogue_answer, False, "extern_kernels.mm", cmp, tuned)
+    fails(checks.check_epilogue_answer, False, "cpp_fused_mul_relu_0", cmp, tuned)
+    # a comparison whose kernels did change: "False" is then wrong
+    unfused = compiler.compare(lambda t: torch.softmax(t * 2, -1), torch.randn(8, 16),
+                               configs=[{}, {"options": {"max_fusion_size": 1}}], timing=False)
+    assert {"kernels", "inductor"} & set(unfused.diff(0, 1).changed_stages)
+    fails(checks.check_epilogue_answer, False, "triton_tem_fused_add_mm_mul_relu_0", unfused, tuned)
+
+
+def test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load(tmp_path):
+    """compiler/readers/job.py reports a rank whose log is there but unreadable as a divergence of severity
+    "error": check_ranks_compile_alike (8.2) must not pass on the ranks that happened to load."""
+    import warnings
+
+    with compiler.capture() as cap:
+        torch.compile(_clean, backend="eager")(torch.randn(4))
+    for rank in (0, 1):
+        cap.save_trace(tmp_path / f"dedicated_log_torch_trace_rank_{rank}.log")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checks.check_ranks_compile_alike(compiler.load_trace(tmp_path))
+        (tmp_path / "dedicated_log_torch_trace_rank_2.log").write_bytes(b"\0\1\2" * 100)
+        job = compiler.load_trace(tmp_path)
+    assert job.ranks == [0, 1]
+    assert "unread_ranks" in fails(checks.check_ranks_compile_alike, job).message

@@ -15,6 +15,7 @@ from compiler.capturing.compile_sampler import CompileSampler
 from compiler.stages.bytecode import attach_decompiling, transformation
 from compiler.capturing.environment import environment, recompile_limits, warn_if_untested_torch
 from compiler.stages.capture import Capture
+from compiler.stages.schema import CaptureData
 from compiler.capturing.records import RecordCollector, receives
 from compiler.analyses.whatif import LiveState
 
@@ -170,10 +171,11 @@ class Recorder:
             self.live.records = self.collector.records
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
 
-    def build(self, measurements: dict | None = None) -> Capture:
+    def build(self, measurements: dict | None = None, into: Capture | None = None) -> Capture:
         """The Capture of what was recorded, plus what was measured after the compile
         (``assemble``'s ``measurements``). A failure here is a tcompile bug: it becomes the
-        capture's error instead of reaching the user's code."""
+        capture's error instead of reaching the user's code. ``into``: the ``Capture.pending`` a
+        ``with capture()`` block holds, made now."""
         if self.collector.overlapping_captures:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
@@ -183,26 +185,25 @@ class Recorder:
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
                             {**environment(), "recompile_limits": self.recompile_limits}, self.error, self.counters, self.autotune.results, measurements,
                             compile_samples=samples)
-            built = new_capture(data, self.live)
-            attach_decompiling(built.compiles, self.bytecode.by_compile)
-            return built
+            saved = CaptureData.from_data(data)
+            attach_decompiling(saved.compiles, self.bytecode.by_compile)
+            return new_capture(saved, self.live, into)
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "
                                                  "records are in capture.live.records)",
-                                      options=self.options, live=self.live)
+                                      options=self.options, live=self.live, into=into)
 
 
-def new_capture(data: dict, live: LiveState | None) -> Capture:
-    """The one place a capture is constructed from assembled data; its fixes are proposed here, so
-    they are saved with it (``compiler.analyses.fixes``)."""
-    cap = Capture.from_data(data, live=live)
+def new_capture(saved: CaptureData, live: LiveState | None, into: Capture | None = None) -> Capture:
+    """The one place a capture is made from assembled data, with its fixes proposed first so that
+    they are part of it (and saved with it; ``compiler.analyses.fixes``): nothing is set after."""
     try:
         from compiler.analyses.fixes import propose
 
-        cap.proposed_fixes = propose(cap)
+        fixes = propose(saved)
     except Exception:  # noqa: BLE001 — a tcompile bug proposing fixes must never lose the capture
-        cap.proposed_fixes = None
-    return cap
+        fixes = None
+    return Capture.of(saved, live=live, proposed_fixes=fixes, into=into)
 
 
 @contextlib.contextmanager
@@ -212,20 +213,20 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
     lowering and fusion, so IR stages would be missing). ``suppress_errors=True`` keeps an exception
-    raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is filled
-    in when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
+    raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is made
+    when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
     ``sample_compile=False``: no compile time by line (``compiler.capturing.compile_sampler``).
     """
     recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
                         options=options, sample_compile=sample_compile)
-    result = Capture.empty(live=recorder.live)
+    result = Capture.pending(live=recorder.live)
     try:
         with recorder:
             yield result
     finally:
-        result._become(recorder.build())
+        recorder.build(into=result)
         if job_dir is not None:
             from compiler.readers.job import save_rank
 

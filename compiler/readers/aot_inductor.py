@@ -14,8 +14,8 @@ import re
 import textwrap
 
 from compiler.readers.source_files import SourceFiles
-from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, _guarded, aot_stage,
-                                      build_stages, inductor_stage)
+from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, NoCompileId, _guarded,
+                                      aot_stage, build_stages, inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata
 from compiler.stages.base import unavailable
 from compiler.stages.provenance import add_compile_costs
@@ -123,8 +123,10 @@ def _status(metrics: dict, code: dict) -> str:
     return "compiled" if code.get("available") else "incomplete"
 
 
-def aot_inductor_compile(records, strings: dict, options: dict, events: list[dict]) -> dict | None:
-    """The records with no compile id → one AOTInductor compile's data, or None if they are not one."""
+def aot_inductor_compile(records, strings: dict, options: dict, events: list[dict],
+                         absent: dict | None = None) -> dict | None:
+    """The records with no compile id → one AOTInductor compile's data, or None if they are not one.
+    ``absent``: why the stages a trace cannot hold are missing (``compiler.stages.assemble.assemble``)."""
     loose = [r for r in records if not r.compile_id and r.kind != "chromium_event"]
     if not is_aot_inductor(loose):
         return None
@@ -137,17 +139,16 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
 
     def aot_inductor_stage(c: CompileInput) -> dict:
         """Inductor's stage as for a Dynamo compile, with the generated code AOTInductor wrote as its C++
-        wrapper (one inference graph into one wrapper); the wrapper rides along for provenance."""
-        inductor = inductor_stage(c.records, "inductor", None, None)
+        wrapper (one inference graph into one wrapper); the wrapper is one of the texts provenance reads."""
+        inductor = inductor_stage(c.records, "inductor", None, None, c.tracking)
         for run in inductor.get("runs", []) if inductor.get("available") else []:
             run["code"], run["role"] = code, "inference"
-            texts = run.get("tracking")
-            if texts and dumps.get(WRAPPER):
-                run["tracking"] = dict(texts, **{WRAPPER: dumps[WRAPPER]})
+        if dumps.get(WRAPPER):
+            c.tracking[:] = [dict(texts, **{WRAPPER: dumps[WRAPPER]}) if texts else texts for texts in c.tracking]
         return inductor
 
     inputs = CompileInput(loose, strings, options, _events(events), SourceFiles("trace"), backend="inductor",
-                          origin="aot_inductor", metrics=metrics)
+                          origin="aot_inductor", metrics=metrics, absent=absent or {})
     stages = build_stages(inputs, overrides={
         "inductor": aot_inductor_stage,
         "aot": lambda c: aot_stage(c.records, "inductor", None),
@@ -170,4 +171,8 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
 def consumed(record) -> bool:
     """A record of an unknown kind to tcompile's table that the AOTInductor compile read."""
     return _dump_name(record) in (WRAPPER, KERNEL_CODE)
+
+
+# what ``assemble`` reads the records with no compile id with
+READER = NoCompileId(build=aot_inductor_compile, consumed=consumed)
 

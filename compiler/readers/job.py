@@ -36,7 +36,7 @@ class Divergence:
     """One way the ranks differ: ``kind``, the ranks grouped by behaviour (each group did the same),
     what each group did, and an explanation in plain words."""
 
-    kind: str  # compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
+    kind: str  # unread_ranks, compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
     #            runtime_estimates, tensor_meta, execution_order, torch_version
     groups: list[list[int]]
     behaviours: list[str]  # what each group did, in the order of ``groups``
@@ -160,7 +160,8 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
         raise TraceError(f"{shown}: none of its {len(entries)} entries could be read as a rank: "
                          + "; ".join(str(p) for p in job.problems))
     _check_versions(job)
-    job.divergences = find_divergences(job.captures, job.problems, job.path)
+    unread = _unread_ranks(job)
+    job.divergences = ([unread] if unread else []) + find_divergences(job.captures, job.problems, job.path)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
@@ -251,6 +252,29 @@ def _load_captures(job: Job, files: list[Path]) -> None:
                                              f"rank {rank} again (also {job.files[rank]}); skipped"))
             continue
         job.captures[rank], job.files[rank] = cap, shown
+
+
+UNREAD_KINDS = ("unreadable_file", "skipped_file", "empty_file")  # problems that leave a file unread
+
+
+def _unread_ranks(job: Job) -> Divergence | None:
+    """A rank whose file names it (``…rank_N…``) but could not be read: what it compiled is unknown, so no
+    comparison of the others can say the ranks compiled alike — severity "error", like a diverging rank."""
+    unread: dict[int, str] = {}
+    for problem in job.problems:
+        named = _RANK_IN_NAME.search(Path(problem.file).name)
+        if problem.kind in UNREAD_KINDS and named and int(named[1]) not in job.captures:
+            unread.setdefault(int(named[1]), problem.message.removesuffix("; skipped"))
+    if not unread:
+        return None
+    groups = [sorted(job.captures), sorted(unread)]
+    whys = [f"could not be read ({why})" if len(unread) == 1 else f"rank {rank}: {why}"
+            for rank, why in sorted(unread.items())]
+    behaviours = ["loaded", "; ".join(whys) if len(unread) == 1 else "could not be read — " + "; ".join(whys)]
+    return Divergence("unread_ranks", groups, behaviours,
+                      f"{ranks_text(sorted(unread)).capitalize()} could not be read, so what {'it' if len(unread) == 1 else 'they'} "
+                      "compiled is unknown: every other finding compares only the ranks that loaded, and a "
+                      "missing rank may be the one that diverged.", severity="error")
 
 
 def _strip_path(exc: Exception, path: Path) -> str:

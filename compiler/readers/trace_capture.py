@@ -1,7 +1,7 @@
 """One TORCH_TRACE log → a ``Capture``: the log's records (``compiler.readers.trace.read_records``, the
-very ``Record`` objects the live collector makes) → ``compiler.stages.assemble`` → a Capture, plus what
-only a trace needs: the AOTInductor compile of records with no compile id, and why a trace lacks the
-stages it cannot hold.
+very ``Record`` objects the live collector makes) → ``compiler.stages.assemble`` → a Capture. What only a
+trace needs goes into that one build: the AOTInductor compile of records with no compile id
+(``compiler.readers.aot_inductor.READER``) and why a trace lacks the stages it cannot hold (``_absent``).
 
 In: a log file path. Leaves: a ``Capture`` with ``trace`` (a ``TraceInfo``: counts and problems) and the
 raw ``trace_records`` / ``trace_strings`` (so ``Capture.save_trace`` writes it back).
@@ -13,7 +13,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-from compiler.capturing.records import Record
+from compiler.readers.aot_inductor import READER
+from compiler.stages.data import Stage
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
                                     TraceWarning, _torch_version, read_records, shown_value, version_tuple)
@@ -70,11 +71,9 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
 
     data = assemble(records, strings, {}, options, environment, None, {},
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
-                    report=report)
-    _add_aot_inductor(data, records, strings, options)
-    _trace_reasons(data)
+                    report=report, absent=_absent(environment), no_compile_id=READER)
     _report_unparsed_stages(data, info, strict)
-    capture = _capture_of(data, info, strict)
+    capture = _capture_of(data, info, strict, trace=info, trace_records=records, trace_strings=strings)
     if records and not data["compiles"]:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
@@ -82,7 +81,6 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             "AOTInductor compile: no compile can be shown"))
     if warn:
         _problems_to_warnings(info)
-    capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
     return capture
 
 
@@ -99,7 +97,7 @@ def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
     for compile_data in data["compiles"]:
         reasons = set()  # kernels repeat the reason of the inductor stage they come from
         for stage in STAGES:
-            reason = (compile_data.get(stage) or {}).get("reason") or ""
+            reason = _reason(compile_data.get(stage)) or ""
             if reason.startswith(PARSE_FAILED) and reason not in reasons:
                 reasons.add(reason)
                 found = TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: the {stage} "
@@ -109,17 +107,25 @@ def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
                 info.problems.append(found)
 
 
-def _capture_of(data: dict, info: TraceInfo, strict: bool):
+def _reason(stage) -> str | None:
+    """Why a stage is unavailable: a declared stage type's ``reason``, or (a stage still plain data) its key."""
+    if isinstance(stage, Stage):
+        return stage.reason
+    return (stage or {}).get("reason")
+
+
+def _capture_of(data: dict, info: TraceInfo, strict: bool, **live_fields):
     """The Capture of a trace's data. A stage built from values torch would not write (a symbol that is
     a list, a size that is text…) does not match the capture's schema: that stage of that compile is
-    shown as unavailable, with the reason, and reported; every other stage and compile is kept."""
+    shown as unavailable, with the reason, and reported; every other stage and compile is kept. ``live_fields``:
+    the trace's own (``trace``, ``trace_records``, ``trace_strings``), set as the Capture is made."""
     from compiler.stages.assemble import summarize
     from compiler.stages.capture import Capture
     from compiler.stages.schema import CaptureFormatError
 
     for _ in range(len(data["compiles"]) * len(STAGES) + 1):
         try:
-            return Capture.from_data(data)
+            return Capture.from_data(data, **live_fields)
         except CaptureFormatError as exc:
             match = _STAGE_IN_ERROR.match(getattr(exc, "where", ""))
             if strict or not match or match[2] not in STAGES:
@@ -129,35 +135,8 @@ def _capture_of(data: dict, info: TraceInfo, strict: bool):
                                                   f"writes ({exc}); left out")
             info.problems.append(TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: "
                                               f"the {match[2]} stage is left out: {exc}"))
-            data["recompiles"] = [r for r in data["recompiles"] if r["compile_id"] != compile_data["compile_id"]
-                                  or compile_data["recompile"].get("available")]
             data["summary"] = summarize(data)
     raise TraceError(f"{info.file}: what it holds does not form a capture")
-
-
-def _add_aot_inductor(data: dict, records, strings: dict, options: dict) -> None:
-    """Records with no compile id that are an AOTInductor compile (``aoti_compile_and_package`` of an
-    exported program) become one more compile, ``-_-_-_-`` as tlparse names them (``compiler.aot_inductor``)."""
-    from compiler.stages.assemble import summarize
-    from compiler.readers.aot_inductor import aot_inductor_compile, consumed
-    from compiler.stages.timings import chromium_event
-
-    events = [e for e in (chromium_event(r) for r in records if r.kind == "chromium_event") if e]
-    compile_data = aot_inductor_compile(records, strings, options, events)
-    if compile_data is None:
-        return
-    data["compiles"].append(compile_data)
-    used = Counter(r.kind for r in records if not r.compile_id and consumed(r))
-    for kind, count in used.items():  # read by the AOTInductor compile: no longer unknown
-        left = data["unknown_records"].get(kind, 0) - count
-        if left > 0:
-            data["unknown_records"][kind] = left
-        else:
-            data["unknown_records"].pop(kind, None)
-    data["extra_records"] = [e for e in data["extra_records"]
-                             if not (e.get("kind") == "graph_dump" and not e.get("compile_id")
-                                     and consumed(Record(e["kind"], None, 0, e.get("metadata") or {}, None)))]
-    data["summary"] = summarize(data)
 
 
 def _unavailable(reason: str) -> dict:
@@ -189,18 +168,12 @@ def _device(records) -> str | None:
     return None
 
 
-def _trace_reasons(data: dict) -> None:
-    """Replace the 'not captured' reasons of stages a trace cannot hold by the reason why."""
-    if not data["cudagraphs"].get("available") and data["environment"].get("device") not in (None, "cpu"):
-        data["cudagraphs"] = _unavailable(UNAVAILABLE["cudagraphs"])  # not "this capture ran on CPU"
-    for c in data["compiles"]:
-        if not c["bytecode"].get("available") and c.get("origin", "dynamo") == "dynamo":
-            c["bytecode"] = _unavailable(UNAVAILABLE["bytecode"])
-        for run in (c["inductor"].get("runs") or []) if c["inductor"].get("available") else []:
-            if not run["ir"].get("available"):
-                old, run["ir"] = run["ir"].get("reason"), _unavailable(UNAVAILABLE["ir"])
-                notes = c.get("provenance", {}).get("notes") or []
-                notes[:] = [note.replace(f"no scheduler IR ({old})", NO_IR_NOTE) for note in notes]
+def _absent(environment: dict) -> dict:
+    """Why a trace lacks the stages it cannot hold (``assemble``'s ``absent``): built in, never edited after."""
+    absent = {"bytecode": UNAVAILABLE["bytecode"], "ir": UNAVAILABLE["ir"], "ir_note": NO_IR_NOTE}
+    if environment.get("device") not in (None, "cpu"):  # on CPU: "this capture ran on CPU" is the reason
+        absent["cudagraphs"] = UNAVAILABLE["cudagraphs"]
+    return absent
 
 
 NO_IR_NOTE = ("the trace holds no scheduler IR for this graph (torch writes it only to the "

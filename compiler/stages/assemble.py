@@ -1,7 +1,15 @@
 """Records → Capture data. A table of record kinds says which stage each one feeds; a record of a
-kind nobody knows is kept (trimmed) and counted, never fatal."""
+kind nobody knows is kept (trimmed) and counted, never fatal.
+
+Each builder of ``STAGE_BUILDERS`` that names its ``type`` yields that declared stage type
+(``compiler.stages.schema``), every field checked as it is built (``_declared``): source, bytecode,
+guards, recompile, timings, shapes. The graph, AOT, Inductor, kernels and provenance stages are still
+plain data until ``CaptureData.from_data`` (provenance and the GPU costs read their nodes and kernels as
+dicts). What a source cannot hold (``absent``) and the compile of records with no compile id
+(``NoCompileId``) are part of this one build: nothing is edited after it."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -21,7 +29,8 @@ from compiler.stages.provenance import add_costs, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import FORMAT, VERSION, paused_gc
+from compiler.stages.schema import (FORMAT, VERSION, Bytecode, CaptureFormatError, Guards, Recompile, Shapes, Source,
+                                    Summary, Timings, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -62,31 +71,48 @@ def _is_known(kind: str) -> bool:
 def assemble(records, strings: dict, hooks: dict, options: dict, environment: dict,
              error: dict | None, counters: dict, autotune: list | None = None,
              measurements: dict | None = None, sources: SourceFiles | None = None, report=None,
-             compile_samples: tuple | None = None) -> dict:
+             compile_samples: tuple | None = None, absent: dict | None = None,
+             no_compile_id: "NoCompileId | None" = None) -> dict:
     """Everything captured, as capture data. ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
     ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache).
     ``report(record, field, value, why)`` hears of each value read from a record that is not what
     torch writes (a loaded trace's problems); the value is left out, never fatal.
-    ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``)."""
+    ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``).
+    ``absent``: why the stages this source cannot hold are missing, by stage (``bytecode``, ``ir``,
+    ``cudagraphs``; ``ir_note``: what provenance says of a run with no IR) — a TORCH_TRACE log's reasons,
+    built in instead of "not captured". ``no_compile_id``: the reader of one more compile from the records
+    that name none (``compiler.readers.aot_inductor.READER``)."""
     with paused_gc():  # parsing makes ~10^5 small objects and no cycles: collecting took up to half the time
         return _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-                         sources or SourceFiles("live"), report or _ignore, compile_samples)
+                         sources or SourceFiles("live"), report or _ignore, compile_samples, absent or {},
+                         no_compile_id)
 
 
 def _ignore(record, field, value, why) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class NoCompileId:
+    """A reader of one compile from the records with no compile id (AOTInductor's): ``build(records,
+    strings, options, events)`` → the compile's data or None, and which records it ``consumed`` (no
+    longer unknown)."""
+
+    build: Any
+    consumed: Any
+
+
 def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-              sources, report, compile_samples=None) -> dict:
+              sources, report, compile_samples=None, absent=None, no_compile_id=None) -> dict:
+    absent = absent or {}
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
     loose = []
     unknown = Counter()
-    extra = []
+    extra, extra_of = [], []  # unknown records, trimmed, and the records they are
     for record in records:
         if record.kind == "chromium_event":
             event = chromium_event(record, report)
@@ -96,13 +122,13 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         if not _is_known(record.kind):
             unknown[record.kind] += 1
             extra.append({**record.to_json(), "payload": (record.payload or "")[:EXTRA_PAYLOAD_LIMIT]})
+            extra_of.append(record)
         (by_compile[record.compile_id] if record.compile_id else loose).append(record)
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
-    compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
-                              timing_events.get(cid, []), sources, report) for cid in compile_ids]
-    if compile_samples is not None:
-        _add_compile_samples(compiles, timing_events, compile_samples, sources)
+    samples = _samples_by_compile(timing_events, compile_samples)
+    compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
+                              sources, report, absent, samples.get(cid)) for cid in compile_ids]
     _resume_sources(compiles)
     _name_from_frame(compiles)
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
@@ -116,34 +142,65 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
     from compiler.stages.cudagraphs import cudagraphs_stage
 
+    cudagraphs = cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
+                                  options.get("calls_under_capture"))
+    if not cudagraphs.get("available") and absent.get("cudagraphs"):
+        cudagraphs = unavailable(absent["cudagraphs"])
+    elif cudagraphs.get("available") and measurements.get("cudagraph_memory"):
+        cudagraphs["memory"] = measurements["cudagraph_memory"]  # measured after the compile: one input of this build
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
         "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
-        "recompiles": [{"compile_id": c["compile_id"], "name": c["name"], **c["recompile"]}
-                       for c in compiles if c["recompile"].get("available")],
         "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
-        "cudagraphs": cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
-                                       options.get("calls_under_capture")),
+        "cudagraphs": cudagraphs,
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
-    data["recompile_limits"] = limit_hits(compiles, data["recompiles"], environment.get("recompile_limits") or {})
+    data["recompile_limits"] = limit_hits(compiles, environment.get("recompile_limits") or {})
     _add_measurements(data, measurements)
+    if no_compile_id is not None:
+        _add_no_compile_id(data, no_compile_id, records, strings, options, events, absent, extra_of)
     data["summary"] = summarize(data)
     return data
 
 
-def _add_compile_samples(compiles: list[dict], timing_events: dict, compile_samples: tuple, sources) -> None:
-    """Compile time by line (``compiler.stages.compile_time``) into each compile's timings."""
+def _add_no_compile_id(data: dict, reader: NoCompileId, records, strings, options, events, absent,
+                       extra_of: list) -> None:
+    """The compile of the records that name none (``NoCompileId``), last; the records it read are not unknown."""
+    compile_data = reader.build(records, strings, options, events, absent)
+    if compile_data is None:
+        return
+    data["compiles"].append(compile_data)
+    used = Counter(r.kind for r in records if not r.compile_id and reader.consumed(r))
+    for kind, count in used.items():
+        left = data["unknown_records"].get(kind, 0) - count
+        if left > 0:
+            data["unknown_records"][kind] = left
+        else:
+            data["unknown_records"].pop(kind, None)
+    data["extra_records"] = [e for e, r in zip(data["extra_records"], extra_of)
+                             if r.compile_id or not reader.consumed(r)]
+
+
+def _samples_by_compile(timing_events: dict, compile_samples: tuple | None) -> dict[str, tuple]:
+    """The compile sampler's samples (``compiler.capturing.compile_sampler``), by compile: (samples, method)."""
+    if compile_samples is None:
+        return {}
     samples, method = compile_samples
-    grouped = samples_by_compile(samples, event_spans(timing_events))
-    for c in compiles:
-        if c["timings"].get("available") and grouped.get(c["compile_id"]):
-            try:
-                c["timings"].update(compile_time_by_line(grouped[c["compile_id"]], method, sources))
-            except Exception as exc:  # noqa: BLE001 — a bug here must not cost the timings stage
-                c["timings"]["by_line_method"] = f"tcompile could not sum the samples ({type(exc).__name__}: {exc})"
+    return {cid: (found, method) for cid, found in samples_by_compile(samples, event_spans(timing_events)).items()}
+
+
+def _timings(c: "CompileInput") -> dict:
+    """The timings stage, with compile time by line (``compiler.stages.compile_time``) where it was sampled."""
+    timings = timings_stage(c.events, c.metrics, _cache_events(c.records, c.report))
+    if timings.get("available") and c.compile_samples and c.compile_samples[0]:
+        samples, method = c.compile_samples
+        try:
+            timings.update(compile_time_by_line(samples, method, c.sources))
+        except Exception as exc:  # noqa: BLE001 — a bug here must not cost the timings stage
+            timings["by_line_method"] = f"tcompile could not sum the samples ({type(exc).__name__}: {exc})"
+    return timings
 
 
 def _add_measurements(data: dict, measurements: dict) -> None:
@@ -160,19 +217,17 @@ def _add_measurements(data: dict, measurements: dict) -> None:
         add_roofline(data)  # FLOPs, bytes and roofline per kernel (compiler.stages.kernel_costs)
     if measurements.get("cudagraph_comparison"):
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
-    if measurements.get("cudagraph_memory") and data["cudagraphs"].get("available"):
-        data["cudagraphs"]["memory"] = measurements["cudagraph_memory"]
     add_costs(data, measurements)  # kernel time per source line, and amortization (compiler.stages.provenance)
 
 
 def _resume_sources(compiles: list[dict]) -> None:
     """A resume function's own source is one line; show the function it resumes, with the line."""
-    by_name = {(c["source"].get("filename"), c["name"]): c["source"] for c in compiles if c["source"].get("available")}
+    by_name = {(c["source"].filename, c["name"]): c["source"] for c in compiles if c["source"].available}
     for c in compiles:
         origin = resume_origin(c["name"])
-        original = origin and by_name.get((c["source"].get("filename"), origin[0]))
+        original = origin and by_name.get((c["source"].filename, origin[0]))
         if original:
-            c["source"] = {**original, "name": c["name"], "resumes": origin[0], "resume_line": origin[1]}
+            c["source"] = dataclasses.replace(original, name=c["name"], resumes=origin[0], resume_line=origin[1])
 
 
 def _name_from_frame(compiles: list[dict]) -> None:
@@ -209,8 +264,12 @@ def _guarded(build, *args) -> dict:
     except TraceError:  # strict=True: a bad field ends the load
         raise
     except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
-        return unavailable(f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
-                           "(capture.trace_records for a loaded trace)")
+        return unavailable(_parse_failed(exc))
+
+
+def _parse_failed(exc: Exception) -> str:
+    return (f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
+            "(capture.trace_records for a loaded trace)")
 
 
 @dataclass
@@ -229,6 +288,9 @@ class CompileInput:
     backend: str = "unknown"
     origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame
     metrics: dict = field(default_factory=dict)
+    absent: dict = field(default_factory=dict)  # why stages the source cannot hold are missing (``assemble``)
+    compile_samples: tuple | None = None  # (samples, method) of the compile sampler for this compile
+    tracking: list = field(default_factory=list)  # per Inductor run, its tracking texts: inductor → provenance
     built: dict = field(default_factory=dict)
 
     def last_payload(self, kind: str) -> str | None:
@@ -246,14 +308,13 @@ class StageBuilder:
 
     stage: str
     reads: tuple[str, ...]
-    build: Any  # (CompileInput) -> stage data
+    build: Any  # (CompileInput) -> the stage, as ``type`` (or its data, checked into ``type`` by ``build_stages``)
     needs_frame: bool = False
+    type: Any = None  # the declared stage type (compiler.stages.schema); None: still plain data until the Capture
 
 
 def _provenance(c: CompileInput) -> dict:
-    # the tracking texts ride on each Inductor run until provenance reads them; they are not stored there
-    tracking = [run.pop("tracking", None) for run in c.built["inductor"].get("runs", [])]
-    return provenance_stage({**c.built, "origin": c.origin}, tracking)
+    return provenance_stage({**c.built, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
 
 
 def _ir_texts(inductor: dict) -> list[str]:
@@ -272,26 +333,28 @@ SHAPE_RECORDS = ("create_symbol", "create_unbacked_symbol", "guard_added_fast", 
 # kept (trimmed) and counted.
 STAGE_BUILDERS = (
     StageBuilder("source", ("dynamo_start", "compilation_metrics"),
-                 lambda c: source_stage(c.records, c.strings, c.metrics, c.sources, c.report), needs_frame=True),
+                 lambda c: source_stage(c.records, c.strings, c.metrics, c.sources, c.report), needs_frame=True,
+                 type=Source),
     StageBuilder("bytecode", ("*_BYTECODE",), lambda c: bytecode_stage(
         c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")}),
-        needs_frame=True),
+        needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
                  lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
-        c.last_payload("dynamo_cpp_guards_str"), c.built["source"].get("filename"), c.metrics,
-        _source_lines(c.built["source"])), needs_frame=True),
+        c.last_payload("dynamo_cpp_guards_str"), c.built["source"].filename, c.metrics,
+        _source_lines(c.built["source"])), needs_frame=True, type=Guards),
     StageBuilder("recompile", ("artifact:recompile_reasons",),
-                 lambda c: recompile_stage(c.last_payload("artifact:recompile_reasons"), c.metrics), needs_frame=True),
+                 lambda c: recompile_stage(c.last_payload("artifact:recompile_reasons"), c.metrics), needs_frame=True,
+                 type=Recompile),
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
-    StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS),
-                 lambda c: timings_stage(c.events, c.metrics, _cache_events(c.records, c.report))),
+    StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
-                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"))),
+                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"), c.tracking)),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
-        c.records, c.options, c.built["recompile"], c.built["guards"].get("rows", []), _ir_texts(c.built["inductor"]))),
+        c.records, c.options, c.built["recompile"], c.built["guards"].rows, _ir_texts(c.built["inductor"])),
+        type=Shapes),
 )
 
 
@@ -304,24 +367,49 @@ def build_stages(inputs: CompileInput, overrides: dict | None = None, no_frame: 
     compile with no Dynamo frame, the reason each frame stage is absent."""
     for builder in STAGE_BUILDERS:
         if no_frame is not None and builder.needs_frame:
-            inputs.built[builder.stage] = unavailable(no_frame[builder.stage])
+            inputs.built[builder.stage] = _declared(builder, unavailable(no_frame[builder.stage]))
             continue
-        build = (overrides or {}).get(builder.stage, builder.build)
-        inputs.built[builder.stage] = _guarded(build, inputs)
+        built = _guarded((overrides or {}).get(builder.stage, builder.build), inputs)
+        inputs.built[builder.stage] = _said_absent(builder, _declared(builder, built), inputs.absent)
     return inputs.built
 
 
+def _declared(builder: StageBuilder, built):
+    """The stage as its declared type, every field checked (a trace's value torch would not write leaves
+    the stage out, with the reason); a builder that returns the type already passes through."""
+    if builder.type is None:
+        return built
+    try:
+        return builder.type.from_data(built, builder.stage)
+    except CaptureFormatError as exc:
+        return builder.type(available=False, reason=_parse_failed(exc))
+
+
+def _said_absent(builder: StageBuilder, built, absent: dict):
+    """A stage its source cannot hold (``absent``: a TORCH_TRACE log's bytecode and scheduler IR) says
+    why, in place of the reason a live capture would give."""
+    stage = builder.stage
+    if stage == "bytecode" and absent.get("bytecode") and not built.available:
+        return Bytecode(available=False, reason=absent["bytecode"])
+    if stage == "inductor" and absent.get("ir") and built.get("available"):
+        for run in built["runs"]:
+            if not run["ir"].get("available"):
+                run["ir"] = unavailable(absent["ir"])
+    return built
+
+
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
-                  report=None) -> dict:
+                  report=None, absent: dict | None = None, compile_samples: tuple | None = None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
-                          backend=str(options.get("backend") or "unknown"), metrics=metrics)
+                          backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
+                          compile_samples=compile_samples)
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
         "attempts": max((r.attempt for r in records), default=0) + 1,
-        "name": metrics.get("co_name") or stages["source"].get("name"),
+        "name": metrics.get("co_name") or stages["source"].name,
         "status": _status(records, metrics),
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
         **stages,
@@ -348,10 +436,10 @@ def _fatal_break(metrics, sources: SourceFiles) -> list[dict]:
     return [item]
 
 
-def _source_lines(source: dict) -> range | None:
-    if not source.get("available"):
+def _source_lines(source: Source) -> range | None:
+    if not source.available:
         return None
-    return range(source["firstlineno"], source["firstlineno"] + source["text"].count("\n") + 1)
+    return range(source.firstlineno, source.firstlineno + source.text.count("\n") + 1)
 
 
 def _status(records, metrics) -> str:
@@ -443,9 +531,11 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
                        "or compilation stopped before it")
 
 
-def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None) -> dict:
+def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None,
+                   tracking: list | None = None) -> dict:
     """One entry per Inductor compile (inference, or forward and backward), each followed by one per
-    higher-order-op body it scheduled (role ``subgraph true_graph_0``)."""
+    higher-order-op body it scheduled (role ``subgraph true_graph_0``). ``tracking``: filled with each
+    run's provenance-tracking texts (None where untracked), for the provenance builder; not stored."""
     runs: list[dict] = []
     current: dict | None = None
     pre_grad: dict = {}
@@ -471,12 +561,16 @@ def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: 
         if backend not in ("inductor", "unknown"):
             return unavailable(f"backend {backend!r} does not run Inductor")
         return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
-    built = []
+    built, texts = [], []
     for run in runs:
         built.append(_inductor_run(run, cache_note, dynamo_graph))
+        texts.append(_tracking_texts(run))
         parent = built[-1]
         bodies = _in_graph_order(run.get("subgraphs", {}), parent["post_grad"].get("subgraphs") or {})
         built += [_subgraph_run(name, body, parent, cache_note) for name, body in bodies]
+        texts += [None] * len(bodies)
+    if tracking is not None:
+        tracking[:] = texts
     return {"available": True, "cache": cache_note, "runs": built}
 
 
@@ -523,9 +617,14 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
              "pre_grad": pre_grad_stage,
              "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
              "ir": ir, "code": code}
-    if any(run.get(name) for name in TRACKING_ARTIFACTS):  # read by provenance_stage, not stored here
-        built["tracking"] = {k: v for k, v in run.items() if isinstance(v, str)}
     return built
+
+
+def _tracking_texts(run: dict) -> dict | None:
+    """The texts of one Inductor run that provenance reads Inductor's tracking against (none: not tracked)."""
+    if not any(run.get(name) for name in TRACKING_ARTIFACTS):
+        return None
+    return {k: v for k, v in run.items() if isinstance(v, str)}
 
 
 
@@ -536,22 +635,21 @@ def _has_graph(compile: dict) -> bool:
     return compile["graph"].get("available", False)
 
 
-def summarize(data: dict) -> dict:
+def summarize(data: dict) -> Summary:
     compiles = data["compiles"]
-    metrics_time = [compile_seconds(c.get("origin"), c["metrics"], c["timings"].get("events", [])) or 0
+    metrics_time = [compile_seconds(c.get("origin"), c["metrics"], c["timings"]) or 0
                     for c in compiles]
-    return {
-        "frames": len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
-        "compiles": len(compiles),
-        "graphs": sum(_has_graph(c) for c in compiles),
-        "graph_breaks": data["breaks"]["total"],
-        "unique_graph_breaks": len(data["breaks"]["items"]),
-        "recompiles": len(data["recompiles"]),
-        "guards": sum(c["guards"].get("count", 0) for c in compiles if c["guards"].get("available")),
-        "kernels": sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"])
-                       for c in compiles),
-        "compile_time_s": round(sum(metrics_time), 4),
-        "failed_compiles": sum(c["status"] == "failed" for c in compiles),
-        "skipped_frames": len(data.get("skipped_frames", [])),
-        "recompile_limits": len(data.get("recompile_limits", [])),
-    }
+    return Summary(
+        frames=len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
+        compiles=len(compiles),
+        graphs=sum(_has_graph(c) for c in compiles),
+        graph_breaks=data["breaks"]["total"],
+        unique_graph_breaks=len(data["breaks"]["items"]),
+        recompiles=sum(c["recompile"].available for c in compiles),
+        guards=sum(c["guards"].count for c in compiles if c["guards"].available),
+        kernels=sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"]) for c in compiles),
+        compile_time_s=round(sum(metrics_time), 4),
+        failed_compiles=sum(c["status"] == "failed" for c in compiles),
+        skipped_frames=len(data["skipped_frames"]),
+        recompile_limits=len(data["recompile_limits"]),
+    )

@@ -1,7 +1,7 @@
 """The Capture: typed, JSON-backed data about every compile (fields declared in ``compiler.stages.schema``),
 plus the live-only state of a capture made in this process.
 
-Data flows one way: torch → records → ``assemble`` → ``Capture.from_data`` → explorer views.
+Data flows one way: torch → records → ``assemble`` → ``CaptureData.from_data`` → ``Capture.of`` → explorer views.
 A Capture loaded from a file is built by the same ``from_data`` and offers the same API, except
 what-if checks, which need the live guards.
 
@@ -16,7 +16,6 @@ what-if checks, which need the live guards.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +52,7 @@ class Capture(CaptureData, JsonFile):
     trace_strings: dict = field(default_factory=dict, metadata={"live": True})
 
     def __post_init__(self):
+        super().__post_init__()
         for stage in (self.breaks, self.cudagraphs, self.runtime, self.gpu_profile, self.cudagraph_comparison,
                       *self.recompiles):
             if stage is not None:
@@ -63,27 +63,42 @@ class Capture(CaptureData, JsonFile):
                 getattr(c, name).__dict__["_compile"] = c
 
     @classmethod
-    def from_data(cls, data, path: str = "", live=None) -> "Capture":
-        """Build a capture from its data (assembled in this process, or read from a file); every
-        field is checked against ``compiler.stages.schema``."""
-        capture = super().from_data(data, path)
-        capture.live = live
+    def from_data(cls, data, path: str = "", live=None, **live_fields) -> "Capture":
+        """Build a capture from its data (read from a file, a trace or a comparison); every field is
+        checked against ``compiler.stages.schema``. ``live``, ``trace``, ``trace_records``, ``trace_strings``:
+        the live-only fields, set as it is made."""
+        return cls.of(CaptureData.from_data(data, path), live=live, **live_fields)
+
+    @classmethod
+    def of(cls, saved: CaptureData, *, into: "Capture | None" = None, **fields) -> "Capture":
+        """The Capture of typed saved data, with the live-only fields (and ``proposed_fixes``) in ``fields``:
+        made once here and never changed after. ``into``: the ``pending`` capture a ``with`` block holds,
+        made now (a capture is made once: a made one is refused)."""
+        if into is not None and not into.__dict__.get("_pending"):
+            raise RuntimeError("this capture was already made; a capture is made once")
+        capture = into if into is not None else object.__new__(cls)
+        capture.__dict__ = {**saved.__dict__, "live": None, "trace": None, "trace_records": [],
+                            "trace_strings": {}, **fields}
+        capture.__post_init__()
         return capture
 
     @classmethod
     def empty(cls, live=None) -> "Capture":
-        """A capture with nothing in it yet (what ``with compiler.capture() as cap`` holds until
-        the block ends)."""
+        """A capture with nothing in it (a view drawn for a stage or compile made on its own)."""
         return cls(format=FORMAT, version=list(VERSION), live=live)
 
-    def _become(self, built: "Capture") -> None:
-        """Take the fields of ``built``: the one build of a capture yielded before it was filled."""
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, getattr(built, f.name))
-        self.__dict__.pop("_unknown", None)
-        if "_unknown" in built.__dict__:
-            self.__dict__["_unknown"] = built.__dict__["_unknown"]
-        self.__post_init__()
+    @classmethod
+    def pending(cls, live=None) -> "Capture":
+        """What ``with compiler.capture() as cap`` holds until the block ends: a capture not made yet
+        (reading its data raises), made once when the block ends (``of(..., into=)``)."""
+        capture = object.__new__(cls)
+        capture.__dict__ = {"live": live, "_pending": True}
+        return capture
+
+    def __getattr__(self, name):  # only for attributes not found: a pending capture's data
+        if object.__getattribute__(self, "__dict__").get("_pending"):
+            raise AttributeError(f"{name}: this capture is made when its with block ends")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def compile(self, compile_id: str) -> Compile:
         for c in self.compiles:
@@ -226,16 +241,17 @@ class Capture(CaptureData, JsonFile):
 
     @classmethod
     def from_error(cls, exc: BaseException, stage: str, message: str | None = None, options: dict | None = None,
-                   live=None) -> "Capture":
-        """A capture that holds only an error raised before anything compiled (e.g. a syntax error)."""
+                   live=None, into: "Capture | None" = None) -> "Capture":
+        """A capture that holds only an error raised before anything compiled (e.g. a syntax error).
+        ``into``: a ``pending`` capture, made now."""
         from compiler.capturing.environment import environment
 
-        return cls.from_data({
+        return cls.of(CaptureData.from_data({
             "format": FORMAT, "version": list(VERSION), "environment": environment(), "options": options or {},
             "cudagraphs": unavailable("nothing was compiled"),
             "runtime": unavailable("nothing was compiled"),
             "error": {"type": type(exc).__name__, "module": type(exc).__module__,
-                      "message": message or str(exc), "stage": stage}}, live=live)
+                      "message": message or str(exc), "stage": stage}}), live=live, into=into)
 
     def as_text(self) -> str:
         """A plain-text report: the summary, then every compile's stages."""
@@ -260,6 +276,8 @@ class Capture(CaptureData, JsonFile):
         return isinstance(other, Capture) and self.to_data() == other.to_data()
 
     def __repr__(self) -> str:
+        if self.__dict__.get("_pending"):
+            return "<Capture pending: made when its with block ends>"
         s = self.summary
         return (f"<Capture {len(self.compiles)} compiles, {s.graphs} graphs, "
                 f"{s.graph_breaks} graph breaks, {s.recompiles} recompiles"

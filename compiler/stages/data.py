@@ -203,6 +203,8 @@ def _data_converter(cls):
     new = object.__new__
 
     def data(value):
+        if type(value) is cls:  # already typed: a stage builder returned its declared type, checked there
+            return value
         if type(value) is not dict and not isinstance(value, dict):
             raise _Mismatch("an object", value)
         attributes = dict(defaults)
@@ -227,12 +229,16 @@ def _data_converter(cls):
         if post_init is not None:
             obj.__post_init__()
         if len(value) > read:
-            known = {key for _, key, _, _ in fields}
-            attributes["_unknown"] = {k: v for k, v in value.items() if k not in known}
+            known = {key for _, key, _, _ in fields} | derived
+            unknown = {k: v for k, v in value.items() if k not in known}
+            if unknown:
+                attributes["_unknown"] = unknown
         return obj
 
     _DATA_CONVERTERS[cls] = data
-    fields.extend((name, key, _converter(tp), required) for name, key, tp, required in _fields(cls))
+    fields.extend((name, key, _converter(tp), required) for name, key, tp, required in _fields(cls)
+                  if name not in _derived(cls))
+    derived = {key for name, key, _, _ in _fields(cls) if name in _derived(cls)}
     return data
 
 
@@ -244,6 +250,13 @@ def _dump(value):
     if isinstance(value, dict):
         return {k: _dump(v) for k, v in value.items()}
     return value
+
+
+@functools.cache
+def _derived(cls) -> frozenset[str]:
+    """Fields derived from others (``metadata={"derived": True}``, set in ``__post_init__``): written for
+    readers that expect them, never read back — the fact is held once, where it is derived from."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("derived"))
 
 
 @functools.cache

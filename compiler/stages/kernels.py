@@ -302,6 +302,8 @@ def recompute(data: dict) -> None:
     bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
     each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
     (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved."""
+    from types import SimpleNamespace
+
     from compiler.stages.kernel_costs import add_roofline
     from compiler.stages.provenance import add_costs, provenance_stage
 
@@ -311,7 +313,10 @@ def recompute(data: dict) -> None:
                 k.get("line_weights") and not k.get("places") for k in provenance.get("kernels") or []):
             # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
             # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
-            c["provenance"] = provenance_stage(c)
+            source = c.get("source") or {}  # provenance reads the Source stage's attributes
+            c["provenance"] = provenance_stage({**c, "source": SimpleNamespace(
+                available=bool(source.get("available")), text=source.get("text"),
+                firstlineno=source.get("firstlineno"), filename=source.get("filename"))})
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
         rows = list((c.get("kernels") or {}).get("kernels") or [])

@@ -77,9 +77,10 @@ def key_of(role: str | None, name: str) -> str:
 
 # --- the map ------------------------------------------------------------------------------------
 
-def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
+def provenance_stage(compile_data: dict, tracking: list | None = None, no_ir_note: str | None = None) -> dict:
     """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
-    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None)."""
+    ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None).
+    ``no_ir_note``: what a run with no scheduler IR says, where its source cannot hold IR (a trace)."""
     graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
     if not graph.get("available") and compile_data.get("origin") != "aot_inductor":  # AOTInductor: no Dynamo graph
         return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
@@ -94,12 +95,12 @@ def provenance_stage(compile_data: dict, tracking: list | None = None) -> dict:
     kernels: list[dict] = []
     by_role = {t["role"]: t for t in inductor_tracking}
     for run in runs:
-        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")))
+        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")), no_ir_note)
     if not inductor.get("available"):
         notes.append(f"no kernels: {inductor.get('reason')}")
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g.get("nodes") or [] if n.get("line")}
-    lines = _lines(nodes, kernels, compile_data.get("source") or {}, comment_code)
+    lines = _lines(nodes, kernels, compile_data["source"], comment_code)
     for n, found in zip(nodes, node_kernels(nodes, kernels, lines)):
         n["kernels"] = found
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
@@ -152,7 +153,7 @@ def _add(entry: dict | None, key: str, value) -> None:
 
 
 def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str],
-                    tracking: dict | None = None) -> list[dict]:
+                    tracking: dict | None = None, no_ir_note: str | None = None) -> list[dict]:
     role = run.get("role")
     post = run.get("post_grad") or {}
     if not post.get("available"):
@@ -194,7 +195,8 @@ def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[
             nodes.append({**_node("ir_post_fusion", role, entry, lines), "post_grad_nodes": list(dict.fromkeys(members))})
     elif ir.get("reason"):
         linked = "Inductor's provenance tracking" if tracking else "their comments only"
-        notes.append(f"{role or 'inference'}: no scheduler IR ({ir['reason']}); kernels linked by {linked}")
+        missing = no_ir_note or f"no scheduler IR ({ir['reason']})"
+        notes.append(f"{role or 'inference'}: {missing}; kernels linked by {linked}")
     if not code.get("available"):
         return []
     post_ir = (ir.get("post_fusion") or {}).get("nodes", []) if ir.get("available") else []
@@ -633,7 +635,7 @@ def kernels_to_ir(kernels: list[dict], post_fusion: list[dict], module: str) -> 
     return out
 
 
-def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: dict) -> list[dict]:
+def _lines(nodes: list[dict], kernels: list[dict], source, comment_code: dict) -> list[dict]:
     """One row per (file, line) that produced work, ordered by file then line."""
     rows: dict[tuple, dict] = {}
     codes = _code_lines(source)
@@ -666,11 +668,12 @@ def _lines(nodes: list[dict], kernels: list[dict], source: dict, comment_code: d
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]
 
 
-def _code_lines(source: dict) -> dict:
-    if not source.get("available") or not source.get("text"):
+def _code_lines(source) -> dict:
+    """``source``: the compile's ``Source`` stage → its text by (file, line)."""
+    if not source.available or not source.text:
         return {}
-    first = source.get("firstlineno") or 1
-    return {(source.get("filename"), first + i): text.strip() for i, text in enumerate(source["text"].splitlines())}
+    first = source.firstlineno or 1
+    return {(source.filename, first + i): text.strip() for i, text in enumerate(source.text.splitlines())}
 
 
 # --- cost per line ------------------------------------------------------------------------------
@@ -841,7 +844,7 @@ def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None,
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
     for c in compiles:
         metrics = c.get("metrics") or {}
-        compile_s = compile_seconds(c.get("origin"), metrics, c.get("timings", {}).get("events", []))
+        compile_s = compile_seconds(c.get("origin"), metrics, c["timings"])
         data = {"available": compile_s is not None, "compile_s": compile_s,
                 "calls_per_function_call": per_call.get(c["compile_id"]) if served else None}
         if compile_s is None:

@@ -48,7 +48,7 @@ _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)  # torch's link to it
 _VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
 
 
-def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> list[dict]:
+def limit_hits(compiles: list[dict], limits: dict) -> list[dict]:
     """Frames that reached Dynamo's recompile limit: torch stops compiling them and runs every new variant
     eagerly, with only a logged warning. One item per frame: its compiles, the limit (``limits``: ``torch._dynamo.config`` as
     recorded at capture time, else the value torch's message names) and the guard that kept failing,
@@ -63,13 +63,13 @@ def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> li
         limit_type = match["type"] if match else "recompile_limit"
         frame = [c for c in compiles if c["frame_id"] == failed["frame_id"] and c["status"] == "compiled"]
         named = next((c for c in frame if c.get("name")), failed)
-        reasons = [r for rec in recompiles if rec["compile_id"].split("/")[0] == str(failed["frame_id"])
-                   for r in rec.get("reasons", [])]
+        reasons = [r for c in compiles if c["frame_id"] == failed["frame_id"] and c["recompile"].available
+                   for r in c["recompile"].reasons]
         guard, values, note = repeated_guard(reasons)
         limit = limits.get(limit_type, int(match["limit"]) if match else None)
         hits[failed["frame_id"]] = {
             "compile_id": failed["compile_id"], "frame_id": failed["frame_id"], "function": named.get("name"),
-            "file": named["source"].get("filename"), "line": named["source"].get("firstlineno"),
+            "file": named["source"].filename, "line": named["source"].firstlineno,
             "compile_ids": [c["compile_id"] for c in frame], "limit": limit, "limit_type": limit_type,
             "limit_source": "torch._dynamo.config at capture time" if limit_type in limits else "torch's message",
             "guard": guard, "values": values, "note": note, "message": failed["error"]["message"],
@@ -77,14 +77,15 @@ def limit_hits(compiles: list[dict], recompiles: list[dict], limits: dict) -> li
     return list(hits.values())
 
 
-def repeated_guard(reasons: list[dict]) -> tuple[str | None, list[str], str | None]:
+def repeated_guard(reasons: list) -> tuple[str | None, list[str], str | None]:
     """The guard that failed most often, with its compared value stripped (``spatial_scale ==``), the
-    values it was specialised to, in order, and torch's note on where the guard came from."""
+    values it was specialised to, in order, and torch's note on where the guard came from
+    (``reasons``: ``RecompileReason``s)."""
     keyed = []
     for reason in reasons:
-        match = _VALUE_GUARD.match(reason.get("guard") or "")
-        key = f"{match['subject']} {match['op']}" if match else reason.get("guard")
-        keyed.append((key, match["value"] if match else None, reason.get("note")))
+        match = _VALUE_GUARD.match(reason.guard or "")
+        key = f"{match['subject']} {match['op']}" if match else reason.guard
+        keyed.append((key, match["value"] if match else None, reason.note))
     if not keyed:
         return None, [], None
     counts: dict = {}

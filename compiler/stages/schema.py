@@ -1148,8 +1148,7 @@ class Compile(Data):
         compile_fx_aot span for AOTInductor), None where torch logged none."""
         from compiler.stages.timings import compile_seconds
 
-        events = [e.to_data() for e in self.timings.events] if self.timings.available else []
-        return compile_seconds(self.origin, self.metrics, events)
+        return compile_seconds(self.origin, self.metrics, self.timings)
 
     def stage(self, name: str) -> Stage:
         if name not in STAGES:
@@ -1342,7 +1341,8 @@ class CaptureData(Data, JsonFile):
     options: dict[str, Any] = field(default_factory=dict)
     compiles: list[Compile] = field(default_factory=list)
     breaks: Breaks = field(default_factory=lambda: Breaks(available=True))
-    recompiles: list[Recompile] = field(default_factory=list)
+    # each compile's ``recompile`` stage with its compile id and name: derived (``__post_init__``), saved for readers
+    recompiles: list[Recompile] = field(default_factory=list, metadata={"derived": True})
     skipped_frames: list[SkippedFrame] = field(default_factory=list)
     recompile_limits: list[RecompileLimit] = field(default_factory=list)
     cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
@@ -1358,10 +1358,28 @@ class CaptureData(Data, JsonFile):
     # proposed fixes and what trying them measured (compiler.analyses.fixes); None: not proposed (an older capture)
     proposed_fixes: Fixes | None = field(default=None, metadata={"key": "fixes"})
 
+    def __post_init__(self):
+        self.recompiles = recompiles_of(self.compiles)
+
     @classmethod
     def from_data(cls, data, path: str = ""):
         check_header(data)
         return super().from_data(data, path)
+
+
+def recompiles_of(compiles: list[Compile]) -> list[Recompile]:
+    """``CaptureData.recompiles``: the compiles whose ``recompile`` stage is available, each as that stage
+    (the same reasons) named by its compile — the recompiles are held once, in the compiles."""
+    out = []
+    for c in compiles:
+        stage = c.recompile
+        if stage.available:
+            named = Recompile(available=True, reason=stage.reason, reasons=stage.reasons, compile_id=c.compile_id,
+                              name=c.name)
+            if "_unknown" in stage.__dict__:
+                named.__dict__["_unknown"] = stage.__dict__["_unknown"]
+            out.append(named)
+    return out
 
 
 def check_header(data) -> None:

@@ -28,25 +28,27 @@ def sympy_forms(expr: str) -> dict:
         return {"latex": None, "pretty": expr}
 
 
-def symbol_origin(options: dict, recompile: dict, guard_rows: list[dict], source: str,
+def symbol_origin(options: dict, recompile, guard_rows: list, source: str,
                   value_range: str | None = None) -> str:
     arg = _SIZE_SOURCE.search(source or "")
     if value_range and not value_range.rstrip("]").endswith("oo"):
         return "torch._dynamo.mark_dynamic"  # only a user-given min/max bounds a backed symbol
-    marked = [g for g in guard_rows if g["kind"] == "DIMENSION_DYNAMIC_MARKING_GUARD"
-              and "_dynamo_dynamic_indices" in g["condition"] and "== False" not in g["condition"]]
-    if arg and any(f"L['{arg['arg']}']" in g["condition"] for g in marked):
+    marked = [g for g in guard_rows if g.kind == "DIMENSION_DYNAMIC_MARKING_GUARD"
+              and "_dynamo_dynamic_indices" in g.condition and "== False" not in g.condition]
+    if arg and any(f"L['{arg['arg']}']" in g.condition for g in marked):
         return "torch._dynamo.mark_dynamic"
     if options.get("dynamic") is True:
         return "dynamic=True"
-    if any("size mismatch" in r["guard"] for r in recompile.get("reasons", [])):
+    if any("size mismatch" in r.guard for r in recompile.reasons):
         return "automatic dynamic (a recompile after this size changed)"
     if source and "item()" not in source:
         return "dynamic: marked by mark_dynamic or inferred by torch"
     return "data-dependent (unbacked)"
 
 
-def shapes_stage(records, options: dict, recompile: dict, guard_rows: list[dict], ir_texts: list[str]) -> dict:
+def shapes_stage(records, options: dict, recompile, guard_rows: list, ir_texts: list[str]) -> dict:
+    """``recompile``: the compile's ``Recompile`` stage (its failed guards say where a size became dynamic);
+    ``guard_rows``: its ``Guards`` stage's ``GuardRow``s."""
     symbols = []
     for record in records:
         entry = record.metadata.get(record.kind) or {}
@@ -66,14 +68,13 @@ def shapes_stage(records, options: dict, recompile: dict, guard_rows: list[dict]
                         "reason": e.get("reason"), "line": _user_line(e)}
                        for e in (r.metadata.get(r.kind) or {} for r in records
                                  if r.kind == "symbolic_shape_specialization")]
-    specializations += [{"symbol": None, "sources": [g["condition"]], "value": None, "reason": g["note"],
-                         "line": g.get("line")}
-                        for g in guard_rows if g.get("note") and ("specializ" in g["note"] or "duck sizing" in g["note"])]
-    specializations += [{"symbol": None, "sources": [r["guard"]], "value": None, "line": None,
+    specializations += [{"symbol": None, "sources": [g.condition], "value": None, "reason": g.note, "line": g.line}
+                        for g in guard_rows if g.note and ("specializ" in g.note or "duck sizing" in g.note)]
+    specializations += [{"symbol": None, "sources": [r.guard], "value": None, "line": None,
                          "reason": "0/1 specialization: a size of 0 or 1 is always compiled as a static "
-                                   f"constant, so this call could not reuse the dynamic compile {r['against']}"}
-                        for r in recompile.get("reasons", [])
-                        if re.match(r"^2 <= \S*size\(\)\[\d+\]$", r["guard"])]
+                                   f"constant, so this call could not reuse the dynamic compile {r.against}"}
+                        for r in recompile.reasons
+                        if re.match(r"^2 <= \S*size\(\)\[\d+\]$", r.guard)]
     if not symbols and not guards and not specializations:
         return {"available": False, "reason": "every shape in this compile is static (no shape symbols were created)"}
     sources = {s["symbol"]: s["source"] for s in symbols if s["source"]}

@@ -41,8 +41,8 @@ def skipped_frame(compile: dict, breaks: list[dict], sources) -> dict:
         cause.update(file=error["file"], line=_int(error.get("line")),
                      code=sources.line(error["file"], _int(error.get("line"))))
     return {"compile_id": compile["compile_id"], "function": compile.get("name"),
-            "file": metrics.get("co_filename") or compile["source"].get("filename"),
-            "line": _int(metrics.get("co_firstlineno")) or compile["source"].get("firstlineno"),
+            "file": metrics.get("co_filename") or compile["source"].filename,
+            "line": _int(metrics.get("co_firstlineno")) or compile["source"].firstlineno,
             "reason": skip["headline"] if skip else cause["headline"],
             "gb_code": skip["gb_code"] if skip else cause["gb_code"],
             "explanation": (skip or cause).get("explanation"),

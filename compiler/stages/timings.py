@@ -124,25 +124,25 @@ def timings_stage(events: list[dict], metrics: dict, cache_events: list[dict]) -
         "cache": cache_events,
     }
 
-def aot_inductor_compile_seconds(events: list[dict], metrics: dict) -> float | None:
+def aot_inductor_compile_seconds(events: list, metrics: dict) -> float | None:
     """An AOTInductor compile's time, which torch logs no ``entire_frame_compile_time_s`` for: the span
-    of its outermost timed event (``compile_fx_aot``), else the start to end of its compilation_metrics
-    record; None if the trace holds neither."""
-    spans = [e["seconds"] for e in events if e["name"] == AOT_INDUCTOR_ROOT_EVENT and not e["depth"]]
+    of its outermost timed event (``compile_fx_aot``; ``events``: ``TimingEvent``s), else the start to
+    end of its compilation_metrics record; None if the trace holds neither."""
+    spans = [e.seconds for e in events if e.name == AOT_INDUCTOR_ROOT_EVENT and not e.depth]
     if spans:
         return sum(spans)
     start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
     return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
 
 
-def compile_seconds(origin: str | None, metrics: dict, events: list[dict]) -> float | None:
+def compile_seconds(origin: str | None, metrics: dict, timings) -> float | None:
     """A compile's time, defined once (the summary, each Compile, amortization and the views read it):
     torch's ``entire_frame_compile_time_s`` plus its backward graph's compile
     (``backward_cumulative_compile_time_us``: AOTAutograd compiles the backward lazily, on the first
     backward call); for an AOTInductor compile, which logs neither, its compile_fx_aot span. None where
     torch logged no time."""
-    if origin == "aot_inductor":
-        return aot_inductor_compile_seconds(events, metrics)
+    if origin == "aot_inductor":  # ``timings``: the compile's Timings stage
+        return aot_inductor_compile_seconds(timings.events if timings.available else [], metrics)
     forward = metrics.get("entire_frame_compile_time_s")
     if not number(forward):
         return None

@@ -24,6 +24,9 @@ __all__ = [
     "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
     "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
     "check_saved_fraction", "check_ranks_compile_alike",
+    "check_accepting_compile_answer", "check_backend_rewrite", "check_backends_answer", "check_epilogue_answer",
+    "check_line_answer", "check_reason_against_answer", "check_reduction_kernel_answer", "check_stance_runs_eagerly",
+    "check_still_prints", "check_trace_bakes_in", "check_unbacked",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
@@ -322,11 +325,13 @@ def _guard_rows(cap) -> list[tuple[str, object]]:
     return [(c.compile_id, row) for c in cap.compiles if c.guards.available for row in c.guards.rows]
 
 
-def check_guard_on(cap, text: str) -> None:
-    """Some guard of the capture mentions ``text`` (in its guarded value or its condition)."""
-    hits = [(cid, r) for cid, r in _guard_rows(cap) if text in (r.source or "") or text in r.condition]
+def check_guard_on(cap, text: str, kind: str | None = None) -> None:
+    """Some guard of the capture mentions ``text`` (in its guarded value or its condition) — a guard of
+    ``kind`` (e.g. ``"TENSOR_MATCH"``) when given."""
+    hits = [(cid, r) for cid, r in _guard_rows(cap) if (text in (r.source or "") or text in r.condition)
+            and (kind is None or r.kind == kind)]
     if not hits:
-        _fail(f"no guard mentions {text!r}",
+        _fail(f"no {kind + ' ' if kind else ''}guard mentions {text!r}",
               "Dynamo guards what the traced code read: make the code read it (or remove the guard filter)")
     cid, row = hits[0]
     return _pass(f"compile {cid} guards on {text}: {row.kind} {row.condition[:120]}")
@@ -752,3 +757,265 @@ def check_ranks_compile_alike(job) -> None:
               "the divergence names the guard that failed on some ranks only")
     return _pass(f"the {len(job.captures)} ranks compiled alike ({_plural(len(job.divergences), 'divergence')}, "
                  "none of severity 'error')")
+
+
+# --- the exercises added for issue 24: each computes what it expects from torch or the capture -----
+
+def check_line_answer(answer, cap, op: str) -> None:
+    """``answer`` is the source line (as the FX graph tab numbers it) of the node that calls ``op`` in the
+    first compile of ``cap``."""
+    what = f"the line that produced {op!r}"
+    _no_answer(answer, what)
+    lines = sorted({n.line for n in cap.compiles[0].graph.nodes
+                    if n.line is not None and n.op not in ("placeholder", "output", "alias")
+                    and _matches_op(n.target or "", op)})
+    if not lines:
+        _fail(f"no {op!r} node with a source line in {_name(cap)}'s FX graph", "use the capture the exercise names")
+    if isinstance(answer, bool) or answer not in lines:
+        _fail(f"{what}: {answer!r} is not right",
+              "the FX graph tab shows each node's line; in a %%tcompile cell the %%tcompile line is line 1")
+    return _pass(f"{what}: line {answer} is right")
+
+
+def check_trace_bakes_in(traced, reference, x) -> None:
+    """``traced`` (a ``torch.jit.trace`` of ``reference``) gives another result than ``reference`` on ``x``: the
+    trace recorded one path through a data-dependent branch and replays it for every input."""
+    import torch
+
+    if x is ... or x is None:
+        _fail("no input yet", "replace ... with a tensor")
+    expected, replayed = reference(x.clone()), traced(x.clone())
+    if expected.shape == replayed.shape and torch.allclose(expected.double(), replayed.double()):
+        _fail("on this input the trace gives the function's result: it takes the branch the example input took",
+              "pick an input for which the `if` goes the other way")
+    return _pass("the trace replays the example's branch: it differs from the function on this input "
+                 f"(largest difference {(expected.double() - replayed.double()).abs().max().item():.3g})")
+
+
+def _target_name(node) -> str:
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+def _rewritten_graph(backend, fn, args):
+    """Runs ``fn(*args)`` through Dynamo once more with ``backend`` and returns the GraphModule it ran (the
+    one ``backend`` returned, or the one it was given, rewritten in place). A copy of ``fn``'s code is
+    compiled, so the capture's cache entries and the recompile limit are not touched."""
+    import types
+
+    import torch
+
+    graphs = []
+
+    def spy(gm, example_inputs):
+        result = backend(gm, example_inputs)
+        owner = result if isinstance(result, torch.fx.GraphModule) else getattr(result, "__self__", None)
+        graphs.append(owner if isinstance(owner, torch.fx.GraphModule) else gm)
+        return result
+
+    code = fn.__code__.replace(co_name=fn.__code__.co_name)  # a new code object: a cache of its own
+    copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    torch.compile(copy, backend=spy)(*args)
+    if not graphs:
+        _fail("the backend was not called", "torch.compile(fn, backend=your_backend) calls it with each graph")
+    return graphs[0]
+
+
+def check_backend_rewrite(cap, backend, fn, removed: str, added: str) -> None:
+    """``backend`` (a function ``(gm, example_inputs) -> callable``) rewrites the graph Dynamo captured: the
+    graph in ``cap`` (captured with that backend) still calls ``removed``; the graph the backend runs calls
+    ``added`` and not ``removed``; and the compiled function gives ``fn``'s results on inputs drawn here."""
+    _require_no_error(cap)
+    if not cap.is_live:
+        _fail("this capture was loaded from a file", "capture in this notebook with compiler.explore")
+    captured = graph_ops(cap)
+    if not any(_matches_op(t, removed) for t in captured):
+        _fail(f"the graph Dynamo captured has no {removed!r}: the function was changed",
+              "keep the function as it is; the rewrite belongs in the backend, on the FX graph it receives")
+    graph = _rewritten_graph(backend, fn, cap.live.args)
+    ops = [_target_name(n) for n in graph.graph.nodes if n.op in ("call_function", "call_method")]
+    if any(_matches_op(op, removed) for op in ops):
+        _fail(f"the graph your backend runs still calls {removed!r}: {', '.join(ops)}",
+              "change node.target (and node.args) of the matching nodes, then gm.recompile()")
+    if not any(_matches_op(op, added) for op in ops):
+        _fail(f"the graph your backend runs has no {added!r}: {', '.join(ops) or 'no calls'}",
+              f"replace each {removed} node by a {added} node with the same meaning")
+    _pass(f"your backend rewrote {removed} into {added}: the graph it runs calls {', '.join(ops)}")
+    check_matches_eager(cap, fn, what="the compiled function (your backend's graph)")
+
+
+def check_backends_answer(answer) -> None:
+    """``answer`` holds every backend name ``torch.compile`` accepts here (``list_backends`` with no tag
+    excluded)."""
+    import torch
+
+    what = "every backend torch.compile accepts"
+    _no_answer(answer, what)
+    expected = set(torch._dynamo.list_backends(exclude_tags=()))
+    given = {str(a) for a in answer} if isinstance(answer, (list, tuple, set)) else set()
+    missing, extra = sorted(expected - given), sorted(given - expected)
+    if missing or extra:
+        _fail(f"{what}: {len(given)} names; missing {', '.join(missing[:6]) or 'none'}"
+              + (" …" if len(missing) > 6 else "") + f"; not backends: {', '.join(extra) or 'none'}",
+              "list_backends() hides the backends tagged 'debug' or 'experimental' (eager, aot_eager…): "
+              "look at its exclude_tags argument")
+    return _pass(f"{what}: {len(expected)} names, "
+                 f"{len(expected) - len(torch._dynamo.list_backends())} of them hidden by default")
+
+
+def check_still_prints(cap, text: str) -> None:
+    """Calling the capture's compiled function still prints ``text`` (the log line was kept, not deleted)."""
+    import contextlib
+    import io
+
+    _require_no_error(cap)
+    if not cap.is_live:
+        _fail("this capture was loaded from a file", "capture in this notebook with compiler.explore")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cap.live.compiled_fn(*cap.live.args)
+    printed = out.getvalue()
+    if text not in printed:
+        _fail(f"the compiled function no longer prints {text!r} (it printed {printed.strip()[:120]!r})",
+              "keep the log: Dynamo can move a print of tensors after the graph "
+              "(torch._dynamo.config.reorderable_logging_functions)")
+    return _pass(f"the compiled function still prints: {printed.strip().splitlines()[-1][:120]}")
+
+
+def check_accepting_compile_answer(answer, cap, fn, *args, **kwargs) -> None:
+    """``answer`` is the compile id (e.g. ``"0/1"``) whose guards accept ``fn(*args, **kwargs)`` first
+    (what-if on the live guards, in Dynamo's cache order)."""
+    what = f"the compile that would run ({_describe_args(args, kwargs)})"
+    _no_answer(answer, what)
+    result = _what_if(cap, fn, args, kwargs)
+    expected = result.accepted_by or "none (a recompile)"
+    if _normal(answer) != _normal(expected) and not (result.recompiles and _normal(answer) in ("none", "")):
+        _fail(f"{what}: {answer!r} is not right",
+              "Dynamo tries the cache entries most recently used (or compiled) first, and takes the first whose "
+              "guards pass: ask the what-if panel (Guards tab) or cap.what_if")
+    return _pass(f"{what}: {expected}")
+
+
+def check_reason_against_answer(answer, cap, compile_id: str, input: str) -> None:
+    """``answer`` is the earlier compile whose guard on ``input`` failed when ``compile_id`` was compiled
+    (the Recompiles tab lists one failing guard per earlier compile)."""
+    what = f"the earlier compile whose guard on {input!r} failed for {compile_id}"
+    _no_answer(answer, what)
+    recompile = next((r for r in cap.recompiles if r.compile_id == compile_id), None)
+    if recompile is None:
+        _fail(f"{compile_id} is not a recompile of this capture", "use the capture and the compile the exercise names")
+    mentions = (f"'{input}'", f"L['{input}']")
+    against = [r.against for r in recompile.reasons if any(m in r.text or m in r.guard for m in mentions)]
+    if not against:
+        _fail(f"no reason of {compile_id} names {input!r}", "use the input the exercise names")
+    if _normal(answer) not in [_normal(a) for a in against]:
+        _fail(f"{what}: {answer!r} is not right",
+              f"the Recompiles tab lists, for {compile_id}, the guard that failed against each earlier compile")
+    return _pass(f"{what}: {answer!r} is right")
+
+
+def check_stance_runs_eagerly(stance, fn, *args) -> None:
+    """Under ``torch.compiler.set_stance(stance)`` a ``torch.compile``d copy of ``fn`` — compiled once before,
+    for ``args`` — runs no compiled code and compiles nothing, for ``args`` and for a new shape, and gives
+    ``fn``'s results: the stance ignores torch.compile, cached compiles included."""
+    import types
+
+    import torch
+
+    import compiler
+
+    what = "the stance"
+    _no_answer(stance, what)
+    names = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile")
+    code = fn.__code__.replace(co_name=fn.__code__.co_name)  # a new code object: a cache of its own
+    copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    runs = []
+
+    def counting(gm, example_inputs):
+        def run(*inputs):
+            runs.append(1)
+            return gm.forward(*inputs)
+        return run
+
+    compiled = torch.compile(copy, backend=counting, dynamic=False)
+    compiled(*args)  # compiled once, before the stance: a cached compile
+    runs.clear()
+    calls = [args, [torch.cat([a, a]) if isinstance(a, torch.Tensor) else a for a in args]]
+    try:
+        with compiler.capture() as cap, torch.compiler.set_stance(stance):
+            results = [compiled(*call) for call in calls]
+    except Exception as exc:  # noqa: BLE001 — an unknown stance, or fail_on_recompile raising
+        _fail(f"{what} {stance!r}: the calls raised {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
+              f"the stances: {', '.join(names)}")
+    if cap.compiles:
+        _fail(f"under {stance!r} torch.compile still compiled ({_plural(len(cap.compiles), 'compile')} in "
+              f"{len(calls)} calls)", "which stance ignores torch.compile altogether?")
+    if runs:
+        _fail(f"under {stance!r} the compile cached before the stance still ran ({_plural(len(runs), 'call')})",
+              "this stance only stops new compiles; which one ignores the cached compiles too?")
+    for call, result in zip(calls, results):
+        check_allclose(result, fn(*call), f"the result under {stance!r}")
+    return _pass(f"under {stance!r}: no compile and no cached compiled code ran — torch.compile is ignored")
+
+
+def check_unbacked(cap, input: str | None = None) -> None:
+    """Some compile has an unbacked size (a symbol with no value to guard on: ``u0``) — for input ``input``
+    when given (a size of its placeholder in the FX graph)."""
+    _require_no_error(cap)
+    unbacked = {s.symbol for s in _symbols(cap) if s.kind == "unbacked"}
+    if input is not None:
+        placeholders = [n for c in cap.compiles for n in c.graph.nodes
+                        if n.op == "placeholder" and n.name == f"L_{input}_"]
+        unbacked = {u for u in unbacked for n in placeholders if any(u in str(size) for size in n.shape or [])}
+    if not unbacked:
+        _fail(f"no unbacked size{f' for {input!r}' if input else ''}",
+              "torch._dynamo.decorators.mark_unbacked(t, dim) before the first call makes a size unbacked; "
+              "mark_dynamic makes it backed (and 0/1-specialized)")
+    return _pass(f"unbacked size{'s' if len(unbacked) > 1 else ''}: {', '.join(sorted(unbacked))}"
+                 + (f" in {input}'s shape" if input else ""))
+
+
+def _reduction_kernel(cap):
+    for c in cap.compiles:
+        for k in c.kernels.kernels:
+            if k.language != "extern" and re.search(r"reduction|triton_(per|red)_", f"{k.name} {k.triton or ''}"):
+                return k
+    _fail("no reduction kernel in this capture", "use the capture the exercise names")
+
+
+def check_reduction_kernel_answer(row_length, loads_of_input, cap) -> None:
+    """For the reduction kernel of ``cap`` (a Triton capture): ``row_length`` is the number of elements each
+    reduction reduces (``r0_numel``), ``loads_of_input`` the number of ``tl.load`` of ``in_ptr0``."""
+    kernel = _reduction_kernel(cap)
+    source = kernel.source or ""
+    numel = re.search(r"^\s*r(?:0_)?numel = (\d+)", source, re.M)
+    if numel is None:
+        _fail(f"{kernel.name}: no constant reduction length in its source", "use the capture the exercise names")
+    _check_count(row_length, int(numel[1]), "elements per reduced row",
+                 "a reduction kernel loops over x (rows: xnumel) and reduces over r (each row: r0_numel)")
+    loads = len(re.findall(r"tl\.load\(in_ptr0\b", source))
+    _check_count(loads_of_input, loads, "loads of in_ptr0",
+                 "count the tl.load(in_ptr0 …) lines: a persistent reduction keeps the row in registers")
+
+
+def check_epilogue_answer(changed, kernel_name, comparison, gpu_cap) -> None:
+    """``changed``: whether turning ``epilogue_fusion`` off changed the generated kernels in ``comparison``
+    (two configurations of this machine, compared with ``comparison.diff(0, 1)``); ``kernel_name``: the
+    kernel of ``gpu_cap`` that computes the matmul together with its epilogue."""
+    _no_answer(changed, "did the kernels change")
+    diff = comparison.diff(0, 1)
+    expected = bool({"kernels", "inductor"} & set(diff.changed_stages))
+    if not isinstance(changed, bool) or changed != expected:
+        _fail(f"did the kernels change: {changed!r} is not right",
+              "comparison.diff(0, 1).changed_stages lists the stages that differ; epilogue fusion only acts "
+              "on a template kernel (a matmul Inductor generates itself): what runs the matmul here?")
+    _pass(f"did the kernels change: {changed!r} is right")
+    _no_answer(kernel_name, "the kernel that computes the matmul and its epilogue")
+    kernels = {k.name: k for c in gpu_cap.compiles for k in c.kernels.kernels}
+    kernel = kernels.get(str(kernel_name).strip())
+    ops = _kernel_ops(kernel) if kernel is not None else set()
+    if kernel is None or kernel.language == "extern" or "mm" not in ops or len(ops - {"mm", "constant"}) < 1:
+        _fail(f"the kernel that computes the matmul and its epilogue: {kernel_name!r} is not right "
+              f"(kernels: {', '.join(kernels)})", "a generated kernel whose ops include mm and what follows it")
+    return _pass(f"{kernel_name} computes {', '.join(sorted(ops - {'constant'}))}: the epilogue runs in the "
+                 "matmul's kernel")

@@ -104,30 +104,24 @@ def cells():
             check_kernels_answer(answer, tour)
             """),
         md("""
-            ## Exercise 0.2 — one graph, not two
+            ## Exercise 0.2 — from a node back to your code
 
-            This cell compiles into **two** graphs: Dynamo cannot put `print` into a graph, so it breaks the
-            graph there (see its Graph breaks tab). Edit the cell so that it compiles into one graph with the
-            same result in `z` — then run the checker below it.
+            Every node of the FX graph remembers the line of your code it came from: the FX graph tab shows
+            it next to the node, and the Source tab links each line to its nodes. Which line of the tour cell
+            produced the `softmax` node? Give the line number as the explorer shows it (in a `%%tcompile`
+            cell, the `%%tcompile` line itself is line 1).
             """),
         exercise("""
-            %%tcompile --backend eager --no-timing --name ex02
-            y = torch.sin(x)
-            print("halfway there")
-            z = torch.cos(y) * 2
-            """, fails=False),
-        exercise("""
-            check_no_graph_breaks(ex02)
+            softmax_line = ...
+            check_line_answer(softmax_line, tour, "softmax")
             """),
         solution_note(),
         solution("""
-            %%tcompile --backend eager --no-timing --name ex02
-            # print is Python I/O: Dynamo cannot record it in a graph. Log outside the compiled code instead.
-            y = torch.sin(x)
-            z = torch.cos(y) * 2
-            """),
-        solution("""
-            check_no_graph_breaks(ex02)
+            # The FX graph tab: softmax = torch.softmax(scores, dim=-1) comes from line 3
+            # (line 1 is %%tcompile --name tour, line 2 is scores = x @ w). The same from Python:
+            print([(n.target, n.line) for n in tour.compiles[0].graph.nodes if n.line])
+            softmax_line = 3
+            check_line_answer(softmax_line, tour, "softmax")
             """),
         md("""
             **Next:** Lab 1 opens the Bytecode and FX graph tabs: how Dynamo takes over a Python call and what

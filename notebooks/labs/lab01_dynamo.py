@@ -10,8 +10,11 @@ def cells():
             - explain how Dynamo takes over a Python function call (PEP 523) and what it caches on the code object;
             - read the bytecode Dynamo writes and say what each part does;
             - explain how the FX graph is traced: what becomes a graph node, and what runs only while tracing;
-            - predict how Python values (ints, floats, bools, strings) are specialized, and when they become symbolic.
-            """, "Uses backend=\"eager\" throughout: only Dynamo runs, and a compile takes milliseconds. About a minute."),
+            - predict how Python values (ints, floats, bools, strings) are specialized, and when they become symbolic;
+            - say what `torch.jit.trace` silently bakes in that Dynamo guards or breaks on;
+            - list the backends `torch.compile` accepts, and write one of your own that rewrites the FX graph.
+            """, "Uses backend=\"eager\" (or your own backend) throughout: only Dynamo runs, and a compile takes "
+                 "milliseconds. About a minute."),
         setup(),
         md("""
             ## 1. PEP 523: how Dynamo gets control
@@ -224,6 +227,139 @@ def cells():
             check_reuses_compile(ex13, power, x, 3)
             """),
         md("""
+            ## 5. `torch.jit.trace` records one path; Dynamo guards or breaks
+
+            `torch.jit.trace` (TorchScript, deprecated) also records the tensor operations of one call — but it
+            runs the Python for real and keeps only what the example input did. Python control flow that
+            depends on tensor *values* is evaluated once, with the example, and its outcome is baked into the
+            trace without a guard: torch only prints a `TracerWarning`. Dynamo either guards on what it
+            assumed or, for a branch on tensor values, breaks the graph and runs the `if` in Python on every
+            call (Lab 2).
+            """),
+        code("""
+            def gate(x):
+                if x.sum() > 0:          # a branch on the tensor's values
+                    return x * 2
+                return -x
+
+            example = torch.ones(8, 4)
+            traced = torch.jit.trace(gate, example)      # TracerWarning: converting a tensor to a Python boolean
+            print(traced.code)
+            """),
+        md("""
+            The TorchScript code has `x * 2` and no `if`: the branch the example took is all that is left.
+
+            ### Exercise 1.4 — what the trace baked in
+
+            Find an input on which `traced` and `gate` disagree, then check that `torch.compile` of `gate` gives
+            `gate`'s result on it (the checker also draws inputs of its own).
+            """),
+        exercise("""
+            my_input = torch.ones(8, 4)
+            check_trace_bakes_in(traced, gate, my_input)
+            ex14 = compiler.explore(gate, example, backend="eager", timing=False)
+            check_matches_eager(ex14, gate, my_input)
+            """),
+        solution_note(),
+        solution("""
+            my_input = -torch.ones(8, 4)      # sum < 0: gate returns -x, the trace still returns x * 2
+            check_trace_bakes_in(traced, gate, my_input)
+            ex14 = compiler.explore(gate, example, backend="eager", timing=False)
+            print(ex14, "—", ex14.breaks[0].gb_code, ex14.breaks[0].headline)   # Dynamo broke the graph at the if
+            check_matches_eager(ex14, gate, my_input)
+            """),
+        md("""
+            ## 6. Backends: what runs the graph
+
+            A backend is a function that receives Dynamo's FX graph (a `torch.fx.GraphModule`) and example
+            inputs, and returns something to call instead. `backend="inductor"` generates kernels,
+            `"aot_eager"` runs AOTAutograd and executes its ATen graphs eagerly, `"eager"` runs the FX graph
+            as it is. Names are looked up in a registry: `torch._dynamo.list_backends()` lists them — but not
+            all of them. tcompile's knobs reference says, for every registered backend, its tags and whether it
+            works here (`probe=False` skips the test compile of each):
+            """),
+        code("""
+            import pandas as pd
+            from compiler.reference import knobs
+
+            print(torch._dynamo.list_backends())
+            pd.DataFrame(knobs.backends(probe=False))[["name", "tags", "listed_by_default", "kind"]]
+            """),
+        md("""
+            ### Exercise 1.5 — every backend name
+
+            The labs use `backend="eager"` and `"aot_eager"`, yet `list_backends()` does not show them. Set
+            `all_backends` to every name `torch.compile(backend=…)` accepts in this torch — computed, not typed.
+            """),
+        exercise("""
+            all_backends = torch._dynamo.list_backends()
+            check_backends_answer(all_backends)
+            """),
+        solution_note(),
+        solution("""
+            # list_backends(exclude_tags=("debug", "experimental")) by default: pass no tags to exclude
+            all_backends = torch._dynamo.list_backends(exclude_tags=())
+            check_backends_answer(all_backends)
+            """),
+        md("""
+            ## 7. Your own backend: an FX pass
+
+            Any function `(gm, example_inputs) -> callable` is a backend. It can read the graph, rewrite it —
+            an *FX pass*: change node targets and arguments, then `gm.recompile()` regenerates `gm.forward` —
+            and hand it on (`return gm.forward`, or to another backend). The graph it receives is the one
+            tcompile shows in the FX graph tab:
+            """),
+        code("""
+            def print_graph(gm, example_inputs):
+                for node in gm.graph.nodes:
+                    print(f"{node.op:14} {node.name:8} target={node.target!r:32} args={node.args}")
+                return gm.forward              # run the graph unchanged
+
+            def energy(x):
+                return (x ** 2).sum(dim=1) + x.sum()
+
+            shown = compiler.explore(energy, x, backend=print_graph, timing=False)
+            """),
+        md("""
+            ### Exercise 1.6 — a strength-reduction pass
+
+            Write `square_to_mul`, a backend that replaces every `x ** 2` node (`operator.pow` with exponent 2)
+            with `x * x` (`operator.mul`) and runs the rewritten graph. The checker looks at the graph tcompile
+            captured (it must still contain the `pow`: rewrite in the backend, not in `energy`), at the graph
+            your backend runs, and at its results.
+            """),
+        exercise("""
+            import operator
+
+            def square_to_mul(gm, example_inputs):
+                for node in gm.graph.nodes:
+                    pass                       # rewrite the pow nodes here
+                gm.recompile()
+                return gm.forward
+
+            ex16 = compiler.explore(energy, x, backend=square_to_mul, timing=False)
+            check_backend_rewrite(ex16, square_to_mul, energy, removed="pow", added="mul")
+            """),
+        solution_note(),
+        solution("""
+            import operator
+
+            def square_to_mul(gm, example_inputs):
+                for node in gm.graph.nodes:
+                    if node.op == "call_function" and node.target is operator.pow and node.args[1] == 2:
+                        base = node.args[0]
+                        node.target, node.args = operator.mul, (base, base)
+                gm.recompile()                 # regenerate gm.forward from the edited graph
+                print(gm.code)
+                return gm.forward
+
+            ex16 = compiler.explore(energy, x, backend=square_to_mul, timing=False)
+            check_backend_rewrite(ex16, square_to_mul, energy, removed="pow", added="mul")
+            """),
+        md("""
+            Inductor runs passes like this on the ATen graph (its pre- and post-grad passes, Lab 5); a real
+            pass also handles `x.pow(2)` (`call_method`) and `torch.pow`, and checks its rewrite keeps dtypes.
+
             **Next:** Lab 2 — what happens when Dynamo meets code it cannot put in a graph.
             """),
     ]

@@ -207,33 +207,44 @@ def cells():
             Each exercise compiles a function and runs a checker that fails until the function is fixed.
             Keep the results the same as the original function's (the checkers compare).
 
-            ### Exercise 2.1 — logging inside a step
+            ### Exercise 2.1 — keep the log, lose the break
+
+            `train_step` logs the sum of its activations. Deleting the `print` would remove the graph break —
+            and the log, which someone reads. Make `train_step` compile with zero graph breaks **and still
+            print its log line** on every call, with the result of `train_step_original`. (Section 3 has the
+            tool; it may wrap the `compiler.explore` call.)
             """),
         code("""
             def train_step_original(x):
                 y = torch.relu(x) * 3
-                print("train_step: relu done")
+                print("train_step: activation sum", y.sum())
                 return y.sum()
             """),
         exercise("""
             def train_step(x):
                 y = torch.relu(x) * 3
-                print("train_step: relu done")
+                print("train_step: activation sum", y.sum())
                 return y.sum()
 
             ex21 = compiler.explore(train_step, x, backend="eager", timing=False)
             check_no_graph_breaks(ex21)
+            check_still_prints(ex21, "train_step: activation sum")
             check_matches_eager(ex21, train_step_original)
             """),
         solution_note(),
         solution("""
             def train_step(x):
-                # log outside the compiled function (or after it returns), not inside the graph
                 y = torch.relu(x) * 3
+                print("train_step: activation sum", y.sum())
                 return y.sum()
 
-            ex21 = compiler.explore(train_step, x, backend="eager", timing=False)
+            # print may be reordered: Dynamo takes it out of the graph and calls it after the graph, with the
+            # graph's output (y.sum()) as its argument. It is baked into the compiled bytecode, so it keeps
+            # printing after the patch ends.
+            with torch._dynamo.config.patch(reorderable_logging_functions={print}):
+                ex21 = compiler.explore(train_step, x, backend="eager", timing=False)
             check_no_graph_breaks(ex21)
+            check_still_prints(ex21, "train_step: activation sum")
             check_matches_eager(ex21, train_step_original)
             """),
         md("""
@@ -394,6 +405,68 @@ def cells():
         md("""
             Each fix removes only the breaks it lists; `try_fixes()` also tries the recommended ones together.
             A fix whose outputs differ from eager, or that fails to compile, says so and is never recommended.
+
+            ### Exercise 2.6 — `torch.compiler.disable` or `substitute_in_graph`?
+
+            `act` looks up the position of an activation name with `operator.indexOf`, a C function Dynamo
+            cannot trace (`GB0059`). Two tools handle such a call:
+
+            - `@torch.compiler.disable` on a wrapper: Dynamo does not trace it and calls it as Python — a graph
+              break on purpose (`GB0098`), on every call;
+            - `@torch.compiler.substitute_in_graph(operator.indexOf)`: you give Dynamo a pure-Python function
+              with the same signature and behaviour (a *polyfill*). Eager code still calls the fast C function;
+              Dynamo traces your version instead — here, on Python constants, so the lookup runs while tracing
+              and leaves nothing in the graph.
+
+            The starting code uses `disable`. Make `act` compile under `fullgraph=True`, with the same results.
+            (A polyfill is registered once per process: registering `operator.indexOf` again raises
+            `ValueError`, so the solution catches that.)
+            """),
+        exercise("""
+            import operator
+
+            ACTIVATIONS = ["relu", "tanh", "sin"]
+
+            @torch.compiler.disable
+            def position(names, name):
+                return operator.indexOf(names, name)
+
+            def act(x, name):
+                return x * (position(ACTIVATIONS, name) + 1)
+
+            def act_original(x, name):
+                return x * (operator.indexOf(ACTIVATIONS, name) + 1)
+
+            ex26 = compiler.explore(act, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
+            check_compiled(ex26)
+            check_no_graph_breaks(ex26)
+            check_allclose(ex26.live.compiled_fn(x, "tanh"), act_original(x, "tanh"), "act(x, 'tanh')")
+            """),
+        solution_note(),
+        solution("""
+            try:
+                @torch.compiler.substitute_in_graph(operator.indexOf)
+                def index_of(a, b, /):                 # the same signature as operator.indexOf
+                    for i, item in enumerate(a):
+                        if item is b or item == b:
+                            return i
+                    raise ValueError("sequence.index(x): x not in sequence")
+            except ValueError:                         # already registered in this kernel
+                pass
+
+            def act(x, name):
+                return x * (operator.indexOf(ACTIVATIONS, name) + 1)
+
+            ex26 = compiler.explore(act, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
+            check_compiled(ex26)
+            check_no_graph_breaks(ex26)
+            check_allclose(ex26.live.compiled_fn(x, "tanh"), act_original(x, "tanh"), "act(x, 'tanh')")
+            print(ex26.compiles[0].graph.as_text())    # x * 2: the index was computed while tracing
+            """),
+        md("""
+            Use `disable` for code that must run as Python (I/O, a debugger hook, a library that mutates
+            global state); `substitute_in_graph` for a C function whose behaviour you can write in traceable
+            Python — torch itself ships such polyfills for many builtins (`torch/_dynamo/polyfills/`).
 
             **Next:** Lab 3 — guards: when a compile is reused, and why it is not.
             """),

@@ -12,7 +12,11 @@ def cells():
             - choose between `dynamic=None | True | False` and `mark_dynamic`, and explain symbolic sizes, duck
               sizing and 0/1 specialization;
             - bound recompiles with `recompile_limit` and `set_stance` (`fail_on_recompile`, `eager_on_recompile`);
-            - explain what the `torch.compiler.skip_guard_on_*` guard filters save — and why they are unsafe.
+            - explain what the `torch.compiler.skip_guard_on_*` guard filters save — and why they are unsafe —, and
+              write a filter of your own;
+            - run a compiled program eagerly with the `force_eager` stance;
+            - compile a size that may be 0 or 1 without recompiling (`mark_unbacked`) and tell the compiler
+              what you know about it (`torch._check`).
             """, "Uses backend=\"eager\" throughout (guards are built by Dynamo). About a minute."),
         setup("""
             import pandas as pd
@@ -262,19 +266,25 @@ def cells():
         md("""
             ### Exercise 3.2 — break the dynamic compile
 
-            `ex31` is now dynamic in both dimensions. Find an input **tensor of the same dtype** that still makes
-            it recompile, and say why in a comment.
+            `ex32` is `f` compiled with `dynamic=True`: both dimensions are symbolic (the solution of 3.1, made
+            here again so this exercise does not depend on yours). Find an input **tensor of the same dtype** that
+            still makes it recompile, and say why in a comment.
+            """),
+        code("""
+            torch._dynamo.reset()
+            ex32 = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+            print([(s.symbol, s.source, s.range) for s in ex32.compiles[0].shapes.symbols])
             """),
         exercise("""
             my_input = torch.randn(64, 4)
-            check_recompiling_input(ex31, f, my_input)     # also checks: same dtype and device as the compile's
+            check_recompiling_input(ex32, f, my_input)     # also checks: same dtype and device as the compile's
             """),
         solution_note(),
         solution("""
             # 0/1 specialization: sizes 0 and 1 are never symbolic, so the guard 2 <= s77 fails for a batch of 1.
             # (A non-contiguous input — different strides — or a 3-d input also fails the TENSOR_MATCH guard.)
             my_input = torch.randn(1, 4)
-            check_recompiling_input(ex31, f, my_input)
+            check_recompiling_input(ex32, f, my_input)
             """),
         md("""
             ### Exercise 3.3 — a changing attribute, safely
@@ -350,6 +360,165 @@ def cells():
             check_fix_prediction(result, predicted_recompiles_after, "recompiles")
             """),
         md("""
+            ### Exercise 3.5 — the what-if panel and the Recompiles tab
+
+            The model of section 3 again, called with 8 rows (`relu`), 8 rows (`tanh`), then 16 rows (`tanh`):
+            three compiles. Open the explorer's **Guards** tab (choose a compile, type arguments in the
+            what-if panel) and its **Recompiles** tab.
+            """),
+        code("""
+            torch._dynamo.reset()
+            with compiler.capture() as ex35:
+                compiled = torch.compile(model, backend="eager")
+                compiled(x)
+                compiled(x, mode="tanh")
+                compiled(torch.randn(16, 4), mode="tanh")
+            explorer.show(ex35, fn=model)
+            """),
+        md("""
+            1. A fourth call, `model(x, mode="tanh")`, has exactly the arguments of the second call. Which compile
+               runs it? (Remember the cache order of Lab 1.)
+            2. The Recompiles tab lists, for `0/2`, the guard that failed against each earlier compile. Against
+               which compile did the guard on `x`'s size fail?
+            """),
+        exercise("""
+            accepting = ...            # a compile id such as "0/0"
+            check_accepting_compile_answer(accepting, ex35, model, x, mode="tanh")
+            failed_against = ...       # a compile id
+            check_reason_against_answer(failed_against, ex35, "0/2", "x")
+            """),
+        solution_note(),
+        solution("""
+            # 0/2 was compiled last, so it is tried first; it is dynamic in the batch (automatic dynamic after
+            # 8 → 16) and in tanh mode, so its guards pass for 8 rows too: 0/1 is never reached again.
+            print(ex35.what_if(model, x, mode="tanh"))
+            accepting = "0/2"
+            check_accepting_compile_answer(accepting, ex35, model, x, mode="tanh")
+            # 0/2's reasons: against 0/1 the size of x (8 expected, 16 given); against 0/0 the mode
+            for r in ex35.recompiles[-1].reasons:
+                print(f"against {r.against}: {r.text}")
+            failed_against = "0/1"
+            check_reason_against_answer(failed_against, ex35, "0/2", "x")
+            """),
+        md("""
+            ### Exercise 3.6 — a guard filter of your own
+
+            `sgd_step` reads the global `LR`. You promise to call `torch._dynamo.reset()` whenever you change it,
+            so its `EQUALS_MATCH` guard is wasted work on every call. Write a `guard_filter_fn` — it receives
+            one entry per guard (with `.name`, `.guard_type`, `.is_global`…) and returns one bool per entry,
+            True to keep — that drops the guard on `LR` and keeps the tensor guards on `w` and `g`.
+            """),
+        exercise("""
+            LR = 0.1
+
+            def sgd_step(w, g):
+                return w - LR * g
+
+            def keep_guard(entries):
+                return [True for entry in entries]
+
+            torch._dynamo.reset()
+            w, g = torch.randn(16), torch.randn(16)
+            ex36 = compiler.explore(sgd_step, w, g, backend="eager", timing=False,
+                                    options={"guard_filter_fn": keep_guard})
+            check_no_guard_on(ex36, "G['LR']")
+            check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
+            check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
+            """),
+        solution_note(),
+        solution("""
+            def keep_guard(entries):
+                # the global's guard is named G['LR']; the tensor guards are named after the arguments
+                return [not (entry.is_global and entry.name == "G['LR']") for entry in entries]
+
+            torch._dynamo.reset()
+            ex36 = compiler.explore(sgd_step, w, g, backend="eager", timing=False,
+                                    options={"guard_filter_fn": keep_guard})
+            check_no_guard_on(ex36, "G['LR']")
+            check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
+            check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
+            """),
+        md("""
+            The price, as in section 6: `LR = 0.01` now would go unnoticed by the compiled step (it was traced
+            with 0.1 as a constant). `torch.compiler.skip_guard_on_globals_unsafe` drops every global's guard
+            at once; a filter of your own drops exactly the ones you vouch for.
+
+            ### Exercise 3.7 — switch compiling off without touching the code
+
+            A result looks wrong in a big program full of `torch.compile` calls. To tell a compiler bug from a
+            bug of your own, run a block **eagerly** — every `torch.compile`d function as plain Python: nothing
+            compiled, and no code compiled earlier reused — without editing the code that calls
+            `torch.compile`. Which stance (`compiler.reference.knobs.stances()` lists them) does that? The
+            checker compiles a function, then calls it under your stance with the same shape and a new one.
+            """),
+        code("""
+            from compiler.reference import knobs
+            pd.DataFrame(knobs.stances())
+            """),
+        exercise("""
+            stance = "eager_on_recompile"
+            check_stance_runs_eagerly(stance, f, torch.randn(8, 4))
+            """),
+        solution_note(),
+        solution("""
+            # eager_on_recompile compiles nothing new but still runs the compiles cached before (same shape);
+            # eager_then_compile compiles from the second call on; force_eager ignores torch.compile entirely
+            stance = "force_eager"
+            check_stance_runs_eagerly(stance, f, torch.randn(8, 4))
+            """),
+        md("""
+            In a program: `with torch.compiler.set_stance("force_eager"): train()`, or
+            `torch.compiler.set_stance("force_eager")` once at the top (and `"default"` to undo it);
+            `%%tcompile --stance force_eager` for a cell.
+
+            ### Exercise 3.8 — batches of any size, even 1
+
+            A server sees batches of every size, including 1. With `mark_dynamic` (or `dynamic=True`) the batch is
+            a *backed* symbol: Dynamo knows its value at compile time, may guard on it, and specializes 0 and 1
+            (Exercise 3.2) — so a batch of 1 recompiles. `torch._dynamo.decorators.mark_unbacked(t, dim)`
+            makes the size **unbacked** (`u0`): a symbol with no value, never specialized, never guarded on.
+            The catch: Dynamo cannot decide a branch on an unbacked size (`if n == 0` breaks the graph, like a
+            branch on tensor values); `torch._check(condition)` tells the compiler a fact about it, checked
+            at run time. Batches here are never empty. Make a batch of 1 reuse the first compile, with no
+            graph break.
+            """),
+        exercise("""
+            def mean_times_rows(x):
+                n = x.shape[0]
+                if n == 0:
+                    return x.sum(0)
+                return x.mean(0) * n
+
+            torch._dynamo.reset()
+            batch = torch.randn(8, 4)
+            torch._dynamo.mark_dynamic(batch, 0)
+            ex38 = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
+            check_no_graph_breaks(ex38)
+            check_unbacked(ex38, "x")
+            check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
+            """),
+        solution_note(),
+        solution("""
+            def mean_times_rows(x):
+                n = x.shape[0]
+                torch._check(n > 0)            # a fact the compiler may use: n == 0 below is now known False
+                if n == 0:
+                    return x.sum(0)
+                return x.mean(0) * n
+
+            torch._dynamo.reset()
+            batch = torch.randn(8, 4)
+            torch._dynamo.decorators.mark_unbacked(batch, 0)
+            ex38 = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
+            print(ex38.compiles[0].graph.as_text())   # u0 as an input, and _assert_scalar: the check at run time
+            check_no_graph_breaks(ex38)
+            check_unbacked(ex38, "x")
+            check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
+            """),
+        md("""
+            Unbacked sizes cost something: an unbacked size cannot pick a specialized kernel, and every fact
+            the code relies on must be stated (`torch._check`) or is checked at run time.
+
             **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.
             """),
     ]

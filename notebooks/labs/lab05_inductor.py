@@ -11,7 +11,9 @@ def cells():
               fusion, code generation) and find each one in tcompile;
             - read the scheduler IR before and after fusion, and tell *inlining* during lowering from *fusion*
               in the scheduler;
-            - read a generated C++ kernel and the Python wrapper that calls it (and a Triton kernel from a GPU capture);
+            - read a generated C++ kernel and the Python wrapper that calls it, and a Triton pointwise and
+              reduction kernel from GPU captures;
+            - see with `%%tcompile --compare` and `cap.diff` what an option changed — and where it cannot act;
             - know what `epilogue_fusion`, `max_autotune`, `coordinate_descent_tuning`, `shape_padding` and
               `trace.*` do, and what the `mode` presets set.
             """, "Inductor compiles C++ on this CPU: each fresh compile takes a few seconds (the first one in a "
@@ -172,39 +174,43 @@ def cells():
         md("""
             ## Exercises
 
-            ### Exercise 5.1 — fuse across the break
+            ### Exercise 5.1 — read a reduction kernel
 
-            `two_steps` computes `sin`, then `cos`. Make Inductor compute both in **one** kernel, with the
-            result of `two_steps_original`.
+            A shipped H100 capture of `norm(torch.softmax(x, -1) * 3)` (a `LayerNorm` of 1024 features, `x` of
+            2048 × 1024): softmax needs a row maximum and a row sum, layer norm a row mean and variance — four
+            reductions over each row. Read its one Triton kernel: it handles `XBLOCK` rows per program (`xnumel`
+            rows in all) and reduces along each row (`r0_numel` elements, `R0_BLOCK` at a time — here the
+            whole row at once: a *persistent* reduction, `@triton_heuristics.persistent_reduction`).
+
+            How many elements does each reduction reduce, and how many times does the kernel load `x` (its
+            first input, `in_ptr0`) from memory?
             """),
         code("""
-            def two_steps_original(x):
-                y = x.sin()
-                print("halfway")
-                return y.cos() * 2
+            softmax_norm = compiler.load(GPU_CAPTURES / "softmax_layernorm.json")
+            print(softmax_norm.compiles[0].source.text)
+            reduction = softmax_norm.compiles[0].kernels.kernels[0]
+            print(reduction.name)
+            print(reduction.source[reduction.source.index("@triton.jit"):])
             """),
         exercise("""
-            def two_steps(x):
-                y = x.sin()
-                print("halfway")
-                return y.cos() * 2
-
-            ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
-            check_no_graph_breaks(ex51)
-            check_fused(ex51, ["sin", "cos"])
-            check_matches_eager(ex51, two_steps_original)
+            row_length = ...
+            loads_of_x = ...
+            check_reduction_kernel_answer(row_length, loads_of_x, softmax_norm)
             """),
         solution_note(),
         solution("""
-            def two_steps(x):
-                # the print split the function into two graphs: two Inductor compiles, two kernels
-                y = x.sin()
-                return y.cos() * 2
-
-            ex51 = compiler.explore(two_steps, x, fresh=True, timing=False)
-            check_no_graph_breaks(ex51)
-            check_fused(ex51, ["sin", "cos"])
-            check_matches_eager(ex51, two_steps_original)
+            # r0_numel = 1024: each row has 1024 elements (xnumel = 2048 is the number of rows).
+            # One tl.load(in_ptr0 …): the whole row stays in registers for max, sum, mean and variance —
+            # four reductions, one read of x (eager PyTorch runs softmax, mul and layer_norm as separate
+            # kernels, each reading its input from memory and writing its output back).
+            row_length = 1024
+            loads_of_x = 1
+            check_reduction_kernel_answer(row_length, loads_of_x, softmax_norm)
+            """),
+        md("""
+            `tl.max2`/`tl.sum(…, 1)` reduce along axis 1 (the row) and `[:, None]` keeps one value per row for
+            the pointwise work after it; the stores write the output and the statistics the backward would
+            need (mean, rstd, max, sum).
             """),
         md("""
             ### Exercise 5.2 — switch fusion off
@@ -286,6 +292,48 @@ def cells():
             pointwise and softmax lines are fused C++ loops over n² elements. The shares come from timing each
             kernel call of the generated code after the capture (on a GPU, from the profiler); a loaded
             capture keeps them.
+
+            ### Exercise 5.5 — epilogue fusion, and where it cannot act
+
+            `epilogue_fusion` (on by default) fuses the pointwise ops after a matmul into the matmul's kernel —
+            when Inductor generates that kernel itself (a *template*). `%%tcompile --compare` compiles a cell
+            once per configuration (here: no options, the baseline, and `epilogue_fusion` off) and `cmp.diff(a,
+            b)` (or the compare view's diff) says stage by stage what changed:
+            """),
+        code("""
+            a, b, bias = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+            """),
+        code("""
+            %%tcompile --compare 'options={"epilogue_fusion": false}' --no-timing --name epi
+            y = torch.relu(a @ b + bias) * 0.5
+            """),
+        md("""
+            1. On this CPU, did turning `epilogue_fusion` off change the generated kernels or the IR?
+               (`epi.diff(0, 1).changed_stages`; the Generated code stage of the compare view.)
+            2. The shipped H100 capture `tuned` (section 4) compiled the same line under
+               `max-autotune-no-cudagraphs`. Which of its kernels computes the matmul *and* the ops after it?
+            """),
+        exercise("""
+            kernels_changed_on_cpu = ...         # True or False
+            gpu_matmul_kernel = ...              # a kernel name from tuned
+            check_epilogue_answer(kernels_changed_on_cpu, gpu_matmul_kernel, epi, tuned)
+            """),
+        solution_note(),
+        solution("""
+            print(epi.diff(0, 1).changed_stages)   # [] (timings aside): nothing changed
+            print([(k.name, k.language) for k in epi.capture(0).compiles[0].kernels.kernels])
+            # On CPU the matmul is a library call (extern_kernels.addmm, which takes the bias add too): no
+            # template, so there is nothing to fuse an epilogue into, and the option changes nothing.
+            kernels_changed_on_cpu = False
+            print([(k.name, sorted(k.ops_from_name)) for k in tuned.compiles[0].kernels.kernels])
+            # On the H100, max-autotune chose a Triton matmul template, and add, relu and mul were fused into it
+            gpu_matmul_kernel = "triton_tem_fused_add_mm_mul_relu_0"
+            check_epilogue_answer(kernels_changed_on_cpu, gpu_matmul_kernel, epi, tuned)
+            """),
+        md("""
+            An option acts only where its precondition holds: `epilogue_fusion` needs a template kernel (GPU
+            `max_autotune`, or a CPU GEMM template with `freezing` on a machine that supports it). The diff says
+            so by showing no change — check before crediting an option with a speed-up.
 
             **Next:** Lab 6 — CUDA graphs, the other way to remove overhead.
             """),

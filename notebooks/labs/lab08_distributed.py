@@ -128,7 +128,9 @@ def cells():
             Rank 1 recompiled because its batch had 48 rows instead of 32: the first compile specialized the
             batch size. `dist_job.py --dynamic` calls `torch._dynamo.mark_dynamic(x, 0)` on every batch, so the
             batch dimension is symbolic from the first compile. Re-run the job with that flag and check that no
-            divergence that stalls ranks (severity `"error"`: skew at the allreduce, or a timeout) remains.
+            divergence that stalls ranks (severity `"error"`: skew at the allreduce, or a timeout) remains. A rank
+            whose log is there but cannot be read counts as such a divergence too (`unread_ranks`): what it
+            compiled is unknown, so the ranks that did load cannot vouch for it.
             """),
         exercise("""
             fixed = run_job("fixed")          # add the flag that marks the batch dimension dynamic
