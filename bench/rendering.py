@@ -174,6 +174,13 @@ def huge_text_file(directory: Path, field: str, chars: int = HUGE_TEXT_CHARS) ->
         return y.cos() * 2
 
     data = json.loads(compiler.explore(f, torch.randn(8, 4), timing=False).to_json())
+    code = data["compiles"][0]["inductor"]["runs"][0]["code"]
+    if code.pop("texts_from_module", False):  # saved without the kernels' texts (the module holds them): put back
+        from compiler.stages.kernels import kernel_texts
+
+        texts = kernel_texts(code["module"])
+        for kernel in code["kernels"]:
+            kernel["source"], kernel["comments"] = texts.get(kernel["name"], (kernel.get("source", ""), ""))
     *keys, last = HUGE_FIELDS[field]
     node = data
     for key in keys:

@@ -1,7 +1,9 @@
 """``python -m compiler report PATH -o report.html``: one standalone HTML file (every stage; for a job,
 the rank comparison first) from a TORCH_TRACE log, a job directory or a saved capture — no Jupyter,
 no server; opens offline. ``--perfetto OUT.json``: the compile events (and measured kernel times) as a
-Chrome trace-event file for ui.perfetto.dev instead (and the HTML too when ``-o`` is given)."""
+Chrome trace-event file for ui.perfetto.dev instead (and the HTML too when ``-o`` is given).
+``python -m compiler gpu-profile SCRIPT [ARGS…] -o capture.json``: the script's captured call measured by
+Nsight Compute — DRAM bytes per kernel beside the estimate (``compiler.capturing.ncu``)."""
 from __future__ import annotations
 
 import argparse
@@ -34,7 +36,21 @@ def _main(argv=None) -> int:
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
                              "it names from this machine (regular .py files only, size-capped)")
+    profile = commands.add_parser(
+        "gpu-profile", help="measure the DRAM bytes of a script's captured call with Nsight Compute (ncu)",
+        description="Run SCRIPT twice: plainly, keeping the capture of its first compiler.run / compiler.explore / "
+                    "%%tcompile call (with its measured times), then under Nsight Compute, measuring one call of "
+                    "the same compiled function (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum "
+                    "per kernel). The capture is saved with ncu's DRAM bytes beside each Triton kernel's estimate.")
+    profile.add_argument("script", help="the Python script to run (it captures a call with compiler.run or explore)")
+    profile.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
+    profile.add_argument("-o", "--output", default="gpu_profile.json", help="the capture to write (gpu_profile.json)")
+    profile.add_argument("--ncu", default=None, help="the ncu executable (default: ncu on PATH, or /usr/local/cuda/bin/ncu)")
+    profile.add_argument("--keep-csv", metavar="CSV", default=None, help="also keep ncu's raw CSV there")
+    profile.add_argument("--timeout", type=float, default=None, help="seconds each run of the script may take")
     args = parser.parse_args(argv)
+    if args.command == "gpu-profile":
+        return _gpu_profile(args)
     if args.output is None and not args.perfetto:
         args.output = "report.html"
     for output in (args.output, args.perfetto):
@@ -96,6 +112,29 @@ def _main(argv=None) -> int:
     except OSError as exc:  # compiler.readers.files.OutputError: one line naming the path and the cause
         return _fail(exc)
     print(f"wrote {out} ({what})")
+    return 0
+
+
+def _gpu_profile(args) -> int:
+    from compiler.capturing.ncu import GpuProfileError, profile_script
+
+    try:
+        done = profile_script(args.script, args.script_args, args.output, ncu=args.ncu, keep_csv=args.keep_csv,
+                              timeout=args.timeout)
+    except GpuProfileError as exc:
+        return _fail(f"gpu-profile: {exc}")
+    except Exception as exc:  # noqa: BLE001 — one line, never a traceback
+        return _fail(f"gpu-profile: {type(exc).__name__}: {exc}")
+    mb = lambda v: f"{v / 1e6:.2f}" if v is not None else "–"  # noqa: E731
+    print(f"ncu measured {done['launches_measured']} launches of {done['kernels_measured']} kernels; "
+          f"{done['triton_matched']} of {done['triton_kernels']} Triton kernels got their DRAM bytes")
+    print("kernel | µs / call | estimated read MB | ncu DRAM read MB | read est ÷ ncu | estimated written MB | "
+          "ncu written into L2 MB | (read + written) est ÷ ncu")
+    for r in done["rows"]:
+        ratio = lambda v: f"{v:.2f}" if v else "–"  # noqa: E731
+        print(f"{r['kernel'][:60]} | {r['us_per_call'] or 0:.1f} | {mb(r['read'])} | {mb(r['ncu_read'])} | "
+              f"{ratio(r['read_ratio'])} | {mb(r['written'])} | {mb(r['ncu_l2_written'])} | {ratio(r['moved_ratio'])}")
+    print(f"wrote {done['output']} (the capture, with ncu's DRAM bytes beside the estimates)")
     return 0
 
 

@@ -2,10 +2,11 @@
 capture: `python -m scripts.compare_ncu CAPTURE.json NCU.csv` (the capture from `scripts.gpu_models capture`,
 the CSV from ncu running `scripts.gpu_models ncu-target`; see compiler.capturing.ncu). Prints one
 Markdown table; the costs are recomputed from the saved capture (compiler.stages.kernels.recompute)."""
-import json
 import sys
 
+import compiler
 from compiler.capturing.ncu import read_csv
+from compiler.stages.data import plain_data
 from compiler.stages.kernels import recompute
 
 
@@ -50,6 +51,6 @@ def markdown(name: str, table: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    capture = json.load(open(sys.argv[1]))
+    capture = plain_data(compiler.load(sys.argv[1]))  # every stage whole, as before saving
     measured = read_csv(open(sys.argv[2]).read())
     print(markdown(capture["options"].get("case", sys.argv[1]), rows(capture, measured)))

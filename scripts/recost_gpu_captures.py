@@ -2,17 +2,19 @@
 CAPTURE.json [NCU.csv]` rewrites the capture with the bytes, FLOPs, roofline and amortization of
 compiler.stages.kernels.recompute; with an ncu CSV (compiler.capturing.ncu) it also records the measured DRAM
 bytes beside each Triton kernel's estimate. The measured times and the generated code are not touched."""
-import json
 import sys
 from pathlib import Path
 
+import compiler
+
 from compiler.capturing.ncu import attach, read_csv
 from compiler.stages.capture import Capture
+from compiler.stages.data import plain_data
 from compiler.stages.kernels import recompute
 
 
 def recost(path: Path, ncu_csv: Path | None = None) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = plain_data(compiler.load(path))  # every stage whole, as before saving
     recompute(data)
     if ncu_csv is not None:
         print(f"{path.name}: ncu measured {attach(data, read_csv(ncu_csv.read_text()))} kernels")

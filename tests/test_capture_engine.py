@@ -294,7 +294,8 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
     (lambda d: d.update(error="boom"), r"^error: expected an object, got 'boom'$"),
     (lambda d: d.update(summary=[]), r"^summary: expected an object, got \[\]$"),
     (lambda d: d["compiles"][0].update(guards=5), r"^compiles\[0\]\.guards: expected an object, got 5$"),
-    (lambda d: d["compiles"][0]["bytecode"]["transformed"]["instructions"][0].update(offset="7"),
+    (lambda d: d["compiles"][0]["bytecode"]["transformed"].update(  # a file that keeps the instructions
+        instructions=[{"offset": "7"}], instructions_from_text=False),
      r"^compiles\[0\]\.bytecode\.transformed\.instructions\[0\]\.offset: expected an integer, got '7'$"),
     (lambda d: d["compiles"][0]["graph"].update(nodes=[{"line": "7"}]),  # a file that keeps the parsed nodes
      r"^compiles\[0\]\.graph\.nodes\[0\]\.line: expected an integer, got '7'$"),

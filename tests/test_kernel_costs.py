@@ -1,7 +1,6 @@
 """GPU costs on a CPU (issue 26): bytes from a Triton kernel's own loads and stores, FLOPs from shapes and
 kernel bodies, the roofline verdict and GPU amortization — on kernels written here in Inductor's form and on
 the captures recorded on the H100 (assets/gpu; gpt2_2layer also holds Nsight Compute's measured DRAM bytes)."""
-import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +8,7 @@ import pytest
 import compiler
 from compiler.capturing.ncu import attach, read_csv
 from compiler.stages.kernel_costs import add_roofline, extern_costs, roofline, triton_costs
+from compiler.stages.data import plain_data
 from compiler.stages.schema import CaptureData
 
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
@@ -222,7 +222,7 @@ def test_roofline_in_the_generated_code_view():
 def test_old_captures_load_without_costs_and_recompute_adds_them():
     from compiler.stages.kernels import recompute
 
-    data = json.loads((GPU_CAPTURES / "pointwise_chain.json").read_text())
+    data = plain_data(load("pointwise_chain"))
     for k in data["compiles"][0]["kernels"]["kernels"]:
         k.pop("cost", None)
         for key in ("accesses", "flops", "flops_method", "bytes_args_per_call", "served_from", "working_set_bytes"):
@@ -243,7 +243,7 @@ def test_ncu_csv_is_read_and_attached():
     row = measured["triton_poi_fused_add_cos_mul_relu_sin_0"]
     assert row["launches"] == 2 and row["dram_bytes_read"] == pytest.approx(33.56e6)
     assert row["seconds"] == pytest.approx(21e-6)
-    data = json.loads((GPU_CAPTURES / "pointwise_chain.json").read_text())
+    data = plain_data(load("pointwise_chain"))
     add_roofline(data)
     assert attach(data, measured, launches_per_call=2) == 1
     cost = data["compiles"][0]["kernels"]["kernels"][0]["cost"]
@@ -267,3 +267,69 @@ def test_kernel_times_add_up_to_the_profiled_gpu_time(name):
     assert "The compiled code&#x27;s kernels (generated and extern) account for" in html
     if claimed < total * 0.99:
         assert "the rest is kernels not matched to them" in html and "vectorized_elementwise" in html
+
+
+def test_roofline_per_source_line_splits_each_kernel_by_its_provenance_shares():
+    """Each line's FLOPs, bytes and time are its kernels' split by the shares that spread their time: summed
+    over lines they give back the kernels' own totals, and a line fed by one kernel reads as that kernel."""
+    from compiler.stages.kernel_costs import line_roofline
+
+    cap = load("gpt2_2layer")
+    c = cap.compiles[0]
+    rows = line_roofline(c, cap.environment["device_name"], cap.gpu_profile.peak_bytes_per_s)
+    placed = {k.key for k in c.provenance.kernels if k.places or k.line_weights}
+    costed = [k for k in c.kernels.kernels if f"{k.role}:{k.name}" in placed or k.name in placed]
+    costed = [k for k in costed if k.cost and k.cost.time_s and k.cost.flops is not None and k.cost.bytes]
+    assert len(costed) >= 8
+    for key in ("seconds", "flops", "bytes"):
+        total = sum(getattr(k.cost, "time_s" if key == "seconds" else key) for k in costed)
+        assert sum(r[key] for r in rows) == pytest.approx(total, rel=1e-9), key
+    single = [r for r in rows if r["kernels_costed"] == 1]
+    assert single
+    for r in single:
+        assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
+        assert r["achieved_flops_per_s"] == pytest.approx(r["flops"] / r["seconds"])
+        assert r["verdict"].startswith(("memory-bound", "compute-bound")) and (r["share"] or 0) <= 1
+    table = cap.line_roofline()
+    assert len(table) == len(rows) and set(table["bound"].dropna()) <= {"memory", "compute"}
+
+
+def test_roofline_by_line_in_timings_and_both_rooflines_in_the_report(tmp_path):
+    import subprocess
+    import sys
+
+    from explorer.views import render_view
+
+    cap = load("gpt2_2layer")
+    html = render_view("timings", cap, cap.compiles[0])
+    assert "Roofline by source line" in html and 'aria-label="Roofline: one dot per source line"' in html
+    out = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "compiler", "report", str(GPU_CAPTURES / "gpt2_2layer.json"),
+                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert 'aria-label="Roofline: one dot per kernel"' in page and 'aria-label="Roofline: one dot per source line"' in page
+    assert "ncu DRAM bytes / call" in page  # the measured bytes beside the estimate
+
+
+@pytest.mark.browser
+def test_rooflines_drawn_in_chromium_light_and_dark(artifact_dir):
+    """Both rooflines of the GPT-2 capture, drawn by headless Chromium in the Lab's light and dark themes: every dot
+    is on the page inside its plot, and the screenshots are kept for people to look at."""
+    from jupyterlab_harness import rendered_html, screenshot
+
+    from explorer.html import join, style_tag, view_frame
+    from explorer.views.roofline import line_roofline_section, roofline_section
+
+    cap = load("gpt2_2layer")
+    c = cap.compiles[0]
+    for name, body in (("kernels", roofline_section(c.kernels.kernels)), ("lines", line_roofline_section(cap, c))):
+        for theme in ("light", "dark"):
+            with rendered_html(join([style_tag(), view_frame(body)]), theme, width=1100) as page:
+                plot = page.locator("svg.tc-roofline").first.bounding_box()
+                dots = page.locator("svg.tc-roofline circle[data-kernel]")
+                assert dots.count() >= 8
+                for i in range(dots.count()):
+                    box = dots.nth(i).bounding_box()
+                    assert plot["x"] <= box["x"] and box["x"] + box["width"] <= plot["x"] + plot["width"] + 1
+                screenshot(page, artifact_dir / f"roofline_{name}_{theme}.png", full_page=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dis
 import os
 import platform
+import re
 import sys
 import threading
 import types
@@ -23,6 +24,31 @@ def listing(code: types.CodeType) -> list[dict]:
         line = ins.positions.lineno if getattr(ins, "positions", None) else ins.starts_line
         rows.append({"offset": ins.offset, "opname": ins.opname, "arg": ins.arg,
                      "argrepr": ins.argrepr, "line": line, "is_jump_target": ins.is_jump_target})
+    return rows
+
+
+_DIS_ROW = re.compile(r"^(?P<line>\s*\d+)?\s+(?P<target>>>)?\s*(?P<offset>\d+) (?P<opname>[A-Z_][A-Z0-9_]*)"
+                      r"(?: +(?P<arg>-?\d+))?(?: +\((?P<argrepr>.*)\))?$")
+
+
+def instructions_of(text: str) -> list[dict] | None:
+    """The instructions of a ``dis`` listing read back from its text (``listing``'s rows), or None where the text
+    is not one this reader knows. A saved listing leaves its instructions out only when this gives them back
+    exactly (exception-handler targets, which ``dis`` marks like jump targets, keep theirs)."""
+    rows, line = [], None
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        if raw.startswith("ExceptionTable:"):
+            break
+        match = _DIS_ROW.match(raw)
+        if match is None:
+            return None
+        if match["line"] and match["line"].strip():
+            line = int(match["line"])
+        rows.append({"offset": int(match["offset"]), "opname": match["opname"],
+                     "arg": int(match["arg"]) if match["arg"] else None, "argrepr": match["argrepr"] or "",
+                     "line": line, "is_jump_target": bool(match["target"])})
     return rows
 
 

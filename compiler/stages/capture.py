@@ -122,6 +122,24 @@ class Capture(CaptureData, JsonFile):
 
         return line_table(self)
 
+    def line_roofline(self):
+        """The GPU roofline by line of the user's code: a pandas DataFrame with one row per compile and source
+        line — ``seconds`` (GPU time per call), ``flops``, ``bytes``, ``intensity``, ``achieved_flops_per_s``,
+        ``achieved_bytes_per_s``, ``bound``, ``share``, ``served_from``, ``verdict`` — the line's kernels' costs
+        split by their provenance shares (``compiler.stages.kernel_costs.line_roofline``); empty off the GPU."""
+        import pandas as pd
+
+        from compiler.stages.kernel_costs import line_roofline
+
+        profile = self.gpu_profile
+        peak = profile.peak_bytes_per_s if profile is not None and profile.available else None
+        rows = [{"compile_id": c.compile_id, **row} for c in self.compiles
+                for row in line_roofline(c, (self.environment or {}).get("device_name"), peak)]
+        columns = ["compile_id", "file", "line", "code", "seconds", "flops", "bytes", "intensity",
+                   "achieved_flops_per_s", "achieved_bytes_per_s", "dtype", "bound", "share", "served_from",
+                   "verdict", "kernels", "kernels_costed"]
+        return pd.DataFrame(rows, columns=columns)
+
     def compile_time_table(self, by: str = "line", depth: int | None = None):
         """Where the compile time went, by line of the user's code: a pandas DataFrame with one row per
         compile, line and phase — ``line``, ``code``, ``module``, ``phase``, ``seconds``, ``share`` (of the

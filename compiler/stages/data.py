@@ -296,6 +296,18 @@ class Data:
         return f"{type(self).__name__}({shown})"
 
 
+def plain_data(value):
+    """``value`` as data with nothing left out: what ``to_data`` gives before a stage drops what loading
+    rebuilds (a graph's parsed nodes, a compile's kernels) — for code that reads stages as dicts."""
+    if isinstance(value, Data):
+        return {key: plain_data(getattr(value, name)) for name, key, _, _ in _fields(type(value))}
+    if isinstance(value, list):
+        return [plain_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_data(v) for k, v in value.items()}
+    return value
+
+
 def _is_big(value) -> bool:
     return isinstance(value, (Data, list, dict)) or (isinstance(value, str) and len(value) > 80)
 

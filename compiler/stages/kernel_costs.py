@@ -539,6 +539,8 @@ def _compile_roofline(c: dict, kernels: list[dict], profile: dict, peaks: dict |
     modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                if (r.get("code") or {}).get("available")}
     for k in kernels:
+        measured = {key: k["cost"][key] for key in ("measured_dram_bytes", "measured_method")
+                    if (k.get("cost") or {}).get(key) is not None}  # ncu's, kept when the costs are redone
         if k.get("language") == "Triton":
             g = k.get("gpu") or {}
             launches = (k.get("profiled_calls") or 0) / (profile.get("iters") or 1) or 1
@@ -550,6 +552,8 @@ def _compile_roofline(c: dict, kernels: list[dict], profile: dict, peaks: dict |
                          "time_method": "GPU profiler (torch.profiler), this kernel's launches"}
         elif k.get("language") == "extern" and k.get("role") in modules:
             k["cost"] = extern_costs(k["name"], modules[k["role"]])
+        if measured and k.get("cost"):
+            k["cost"].update(measured)
     extern_times(kernels, profile)
     for k in kernels:
         if k.get("cost") and "reason" not in k["cost"]:
@@ -574,3 +578,58 @@ def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -
         gpu["notes"] = [*(gpu.get("notes") or []), "bytes ÷ time beats the DRAM peak with a working set larger "
                         "than L2: the byte estimate is too high"]
 
+
+
+# --- the roofline per source line ----------------------------------------------------------------
+
+def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | None) -> list[dict]:
+    """The roofline of each source line of one compile (typed ``Compile``): the FLOPs, bytes and GPU time of
+    the kernels its work went to, each kernel's numbers split over its lines by the shares provenance gives
+    it (``KernelProvenance.places``, the same shares that spread its time), then read as one kernel would be
+    (``roofline``: intensity, ridge, memory- or compute-bound, served from L2). Only kernels with a GPU time,
+    FLOPs and bytes count; ``kernels_costed`` of ``kernels`` says how many. Sorted by time, largest first."""
+    if not compile.provenance.available or not compile.kernels.available:
+        return []
+    from compiler.stages.provenance import key_of
+
+    costs = {key_of(k.role, k.name): k.cost for k in compile.kernels.kernels}
+    peaks = device_peaks(device_name)
+    rows: dict[tuple, dict] = {}
+    for entry in compile.provenance.kernels:
+        cost = costs.get(entry.key) or costs.get(entry.name)
+        places = [(p.file, p.line, p.share) for p in entry.places] or [
+            (entry.file, int(line), share) for line, share in entry.line_weights.items()]
+        usable = bool(cost and cost.time_s and cost.flops is not None and cost.bytes)
+        for file, line, share in places:
+            row = rows.setdefault((file, line), {"file": file, "line": line, "kernels": [], "kernels_costed": 0,
+                                                 "seconds": 0.0, "flops": 0.0, "bytes": 0.0, "_dtypes": {},
+                                                 "_working_set": 0.0})
+            row["kernels"].append(entry.key)
+            if not usable or not share:
+                continue
+            row["kernels_costed"] += 1
+            row["seconds"] += cost.time_s * share
+            row["flops"] += cost.flops * share
+            row["bytes"] += cost.bytes * share
+            dtype = cost.dtype or "fp32"
+            row["_dtypes"][dtype] = row["_dtypes"].get(dtype, 0.0) + cost.time_s * share
+            row["_working_set"] = max(row["_working_set"], cost.working_set_bytes or cost.bytes)
+    code = {(r.file, r.line): r.code for r in compile.provenance.lines}
+    out = []
+    for (file, line), row in rows.items():
+        dtypes, working_set = row.pop("_dtypes"), row.pop("_working_set")
+        row["code"] = code.get((file, line)) or code.get((None, line))
+        if not row["seconds"]:
+            row["verdict"] = "no kernel of this line has a GPU time, FLOPs and bytes"
+            out.append(row)
+            continue
+        # read against the roof of the dtype that took most of the line's time; its kernels run one after
+        # another, so what must fit the L2 is the largest working set of one of them
+        cost = {"flops": row["flops"], "bytes": row["bytes"], "dtype": max(dtypes, key=dtypes.get),
+                "working_set_bytes": working_set}
+        roofline(cost, row["seconds"], peaks, peak_bytes_per_s)
+        row.update({k: cost.get(k) for k in ("dtype", "intensity", "ridge", "achieved_flops_per_s",
+                                             "achieved_bytes_per_s", "bound", "share", "served_from", "verdict",
+                                             "peak_flops_per_s", "peak_bytes_per_s")})
+        out.append(row)
+    return sorted(out, key=lambda r: -(r["seconds"] or 0))

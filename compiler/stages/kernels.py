@@ -83,6 +83,12 @@ def parse_kernels(code: str) -> list[dict]:
     return kernels
 
 
+def kernel_texts(code: str) -> dict[str, tuple[str, str]]:
+    """Each generated kernel's ``(source, comments)`` as ``parse_kernels`` cuts them from the module: what a saved
+    ``GeneratedCode`` leaves out of its kernels (the module holds them) and loading puts back."""
+    return {m["var"]: (_body(code, m.end()).strip("\n"), _leading_comments(code, m.start())) for m in _DEF.finditer(code)}
+
+
 def _split_list(text: str | None) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()] if text else []
 
@@ -293,11 +299,24 @@ def kernels_stage(inductor: dict) -> dict:
 def recompute(data: dict) -> None:
     """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
     profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
-    bandwidth reading, the time per source line and the amortization. For captures recorded before these costs existed."""
+    bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
+    each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
+    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved."""
+    from types import SimpleNamespace
+
     from compiler.stages.kernel_costs import add_roofline
-    from compiler.stages.provenance import add_costs
+    from compiler.stages.provenance import add_costs, provenance_stage
 
     for c in data.get("compiles", []):
+        provenance = c.get("provenance") or {}
+        if provenance.get("available") and (c.get("graph") or {}).get("nodes") and any(
+                k.get("line_weights") and not k.get("places") for k in provenance.get("kernels") or []):
+            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
+            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
+            source = c.get("source") or {}  # provenance reads the Source stage's attributes
+            c["provenance"] = provenance_stage({**c, "source": SimpleNamespace(
+                available=bool(source.get("available")), text=source.get("text"),
+                firstlineno=source.get("firstlineno"), filename=source.get("filename"))})
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
         rows = list((c.get("kernels") or {}).get("kernels") or [])

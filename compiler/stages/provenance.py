@@ -98,29 +98,40 @@ def provenance_stage(compile_data: dict, tracking: list | None = None, no_ir_not
         kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")), no_ir_note)
     if not inductor.get("available"):
         notes.append(f"no kernels: {inductor.get('reason')}")
-    by_level_key = {(n["level"], key_of(n["role"], n["name"])): n for n in nodes}
-    for k in kernels:  # nodes → kernels (the other direction)
-        for name in k["post_grad_nodes"]:
-            _add(by_level_key.get(("post_grad", key_of(k["role"], name))), "kernels", k["key"])
-        for level, names in (("ir_pre_fusion", k["ir_nodes"]), ("ir_post_fusion", k["fused_nodes"])):
-            for name in names:
-                _add(by_level_key.get((level, key_of(k["role"], name))), "kernels", k["key"])
     comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
                     for n in g.get("nodes") or [] if n.get("line")}
     lines = _lines(nodes, kernels, compile_data["source"], comment_code)
-    kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
-    for row in lines:
-        kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
-        kernels_of_line[(None, row["line"])].update(row["kernels"])  # for a node torch gave no file
-    for n in nodes:  # Dynamo and AOT nodes reach kernels through their line, in their own file
-        if n["level"] in ("dynamo", "aot"):
-            n["kernels"] = sorted(set().union(*(kernels_of_line.get((n.get("file"), line), ()) for line in n["lines"])))
+    for n, found in zip(nodes, node_kernels(nodes, kernels, lines)):
+        n["kernels"] = found
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
               "call arguments")
     if inductor_tracking:
         method = "Inductor's provenance tracking (read from the trace), then " + method
     return {"available": True, "method": method, "lines": lines, "kernels": kernels, "nodes": nodes,
             "inductor_tracking": inductor_tracking, "notes": notes}
+
+
+def node_kernels(nodes: list[dict], kernels: list[dict], lines: list[dict]) -> list[list[str]]:
+    """The kernels of each node (the other direction of the map, so never saved: ``Provenance`` rebuilds it
+    on load): post-grad and IR nodes from the kernels that name them, Dynamo and AOT nodes through their
+    lines, in their own file."""
+    found: list[list[str]] = [[] for _ in nodes]
+    by_level_key = {(n["level"], key_of(n["role"], n["name"])): i for i, n in enumerate(nodes)}
+    for k in kernels:
+        for level, names in (("post_grad", k["post_grad_nodes"]), ("ir_pre_fusion", k["ir_nodes"]),
+                             ("ir_post_fusion", k["fused_nodes"])):
+            for name in names:
+                i = by_level_key.get((level, key_of(k["role"], name)))
+                if i is not None and k["key"] not in found[i]:
+                    found[i].append(k["key"])
+    kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
+    for row in lines:
+        kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
+        kernels_of_line[(None, row["line"])].update(row["kernels"])  # for a node torch gave no file
+    for i, n in enumerate(nodes):
+        if n["level"] in ("dynamo", "aot"):
+            found[i] = sorted(set().union(*(kernels_of_line.get((n.get("file"), line), ()) for line in n["lines"])))
+    return found
 
 
 def _compute(graph_nodes: list[dict]) -> list[dict]:

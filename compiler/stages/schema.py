@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
-from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _dump, _Mismatch,  # noqa: F401
-                                   _shown, _table, _text_table, check_document_header, paused_gc, read_json_text,
-                                   utf8_text)
+from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _converter,  # noqa: F401
+                                   _dump, _Mismatch, _shown, _table, _text_table, check_document_header,
+                                   paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
 VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
@@ -55,13 +55,51 @@ def _parsed_graph(code: str) -> dict:
     return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
 
 
-def _kernels_of(inductor) -> Kernels:
-    """The Kernels stage that ``compiler.stages.kernels.kernels_stage`` makes of these Inductor runs."""
+def _kernels_data(inductor) -> dict:
+    """The Kernels stage (as data) that ``compiler.stages.kernels.kernels_stage`` makes of these Inductor runs."""
     from compiler.stages.kernels import kernels_stage
 
-    runs = [{"role": run.role, "code": run.code.to_data()} for run in inductor.runs]
-    return Kernels.from_data(kernels_stage({"available": inductor.available, "reason": inductor.reason,
-                                            "cache": inductor.cache, "runs": runs}))
+    runs = [{"role": run.role, "code": Data.to_data(run.code)} for run in inductor.runs]  # with the kernels' texts
+    return kernels_stage({"available": inductor.available, "reason": inductor.reason, "cache": inductor.cache,
+                          "runs": runs})
+
+
+def _kernels_of(inductor, extras: list[dict] | None = None) -> Kernels:
+    """The Kernels stage made of these Inductor runs, each kernel's ``extras`` (what was measured of it on
+    the GPU: times, depth, costs) put back on it."""
+    data = _kernels_data(inductor)
+    for kernel, extra in zip(data.get("kernels") or [], extras or []):
+        kernel.update(extra)
+    if not extras:
+        return Kernels.from_data(data)
+    try:
+        return _converter(Kernels)(data)
+    except _Mismatch as exc:  # only the extras can be wrong (the runs were checked): name them in the path
+        if exc.where and exc.where[-1] == ".kernels":
+            exc.where[-1] = ".kernel_extras"
+        raise
+
+
+def _kernel_extras(derived: dict, saved: dict) -> list[dict] | None:
+    """What each saved kernel adds to the kernel the Inductor runs give again (the GPU's times, depth and
+    costs: per kernel, the keys whose values differ), or None when the stage differs in anything else."""
+    if {k: v for k, v in derived.items() if k != "kernels"} != {k: v for k, v in saved.items() if k != "kernels"}:
+        return None
+    ours, theirs = derived.get("kernels") or [], saved.get("kernels") or []
+    if len(ours) != len(theirs) or any(set(a) != set(b) or a.get("name") != b.get("name") for a, b in zip(ours, theirs)):
+        return None
+    return [{key: value for key, value in b.items() if a[key] != value} for a, b in zip(ours, theirs)]
+
+
+def _node_kernels(nodes, kernels, lines) -> list[list[str]]:
+    """``compiler.stages.provenance.node_kernels`` on typed provenance."""
+    from compiler.stages.provenance import node_kernels
+
+    return node_kernels([{"level": n.level, "role": n.role, "name": n.name, "file": n.file, "lines": n.lines}
+                         for n in nodes],
+                        [{"key": k.key, "role": k.role, "post_grad_nodes": k.post_grad_nodes, "ir_nodes": k.ir_nodes,
+                          "fused_nodes": k.fused_nodes} for k in kernels],
+                        [{"file": r.file, "line": r.line, "kernels": r.kernels} for r in lines])
 
 
 def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
@@ -115,6 +153,25 @@ class CodeListing(Data):
     instructions: list[Instruction] = field(default_factory=list)
     decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
     decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
+    instructions_from_text: bool = False  # saved without ``instructions``: loading reads them from ``text``
+
+    def __post_init__(self):
+        if self.instructions_from_text:
+            from compiler.stages.bytecode import instructions_of
+
+            self.instructions = [Instruction(**row) for row in instructions_of(self.text) or []]
+            self.instructions_from_text = False
+
+    def to_data(self) -> dict:
+        """Saved without the instructions when reading the text back gives them exactly (they are the text again)."""
+        from compiler.stages.bytecode import instructions_of
+
+        out = super().to_data()
+        out.pop("instructions_from_text")
+        if out["instructions"] and instructions_of(self.text) == out["instructions"]:
+            del out["instructions"]
+            out["instructions_from_text"] = True
+        return out
 
     def __getattribute__(self, name):
         # a live capture decompiles on first read (compiler.stages.bytecode.attach_decompiling)
@@ -544,7 +601,8 @@ class KernelGpu(Data):
     served_from: str | None = None  # "DRAM", "L2" (above the DRAM peak, working set ≤ L2), None: unexplained
     l2_bytes: int | None = None
     measured_dram_bytes_read: float | None = None  # Nsight Compute, per launch (opt-in: compiler.capturing.ncu)
-    measured_dram_bytes_written: float | None = None
+    measured_dram_bytes_written: float | None = None  # only what left L2 while the kernel ran
+    measured_l2_bytes_written: float | None = None  # Nsight Compute: sectors written into L2 × 32 B, per launch
     ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -616,6 +674,31 @@ class GeneratedCode(Stage):
     kernels: list[Kernel] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
     aot_id: str | None = None
+    texts_from_module: bool = False  # saved without the kernels' source and comments: the module holds them
+
+    def __post_init__(self):
+        if self.texts_from_module:
+            from compiler.stages.kernels import kernel_texts
+
+            texts = kernel_texts(self.module)
+            for k in self.kernels:
+                if k.name in texts and k.language != "extern":
+                    k.source, k.comments = texts[k.name]
+            self.texts_from_module = False
+
+    def to_data(self) -> dict:
+        """Saved without each generated kernel's source and comments when they are the module's own text again."""
+        from compiler.stages.kernels import kernel_texts
+
+        out = super().to_data()
+        out.pop("texts_from_module")
+        texts = kernel_texts(self.module) if self.module else {}
+        generated = [k for k in out["kernels"] if k.get("language") != "extern"]
+        if generated and all(texts.get(k["name"]) == (k.get("source"), k.get("comments")) for k in generated):
+            for k in generated:
+                del k["source"], k["comments"]
+            out["texts_from_module"] = True
+        return out
 
     def _text(self):
         return self.module
@@ -775,6 +858,27 @@ class Provenance(Stage):
     unattributed_seconds: float | None = None  # measured time of kernels with no source line
     inductor_tracking: list[InductorTracking] = field(default_factory=list)  # from a trace, per run
     notes: list[str] = field(default_factory=list)
+    node_kernels_derived: bool = False  # saved without each node's kernels: loading derives them again
+
+    def __post_init__(self):
+        if self.node_kernels_derived:
+            for node, found in zip(self.nodes, _node_kernels(self.nodes, self.kernels, self.lines)):
+                node.kernels = found
+            self.node_kernels_derived = False
+
+    def to_data(self) -> dict:
+        """The saved map leaves out each node's kernels when they are the other direction of the kernels'
+        and lines' own links (``compiler.stages.provenance.node_kernels``): a third of a big model's map."""
+        from compiler.stages.provenance import node_kernels
+
+        out = super().to_data()
+        out.pop("node_kernels_derived")
+        nodes = out["nodes"]
+        if nodes and node_kernels(nodes, out["kernels"], out["lines"]) == [n["kernels"] for n in nodes]:
+            for n in nodes:
+                del n["kernels"]
+            out["node_kernels_derived"] = True
+        return out
 
     def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
         return [k for row in self.lines if row.line == line and file in (None, row.file) for k in row.kernels]
@@ -1009,6 +1113,7 @@ class Compile(Data):
     amortization: Amortization = field(default_factory=Amortization)
     autotune: list[Autotune] = field(default_factory=list)
     kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
+    kernel_extras: list[dict[str, Any]] = field(default_factory=list)  # … with what each kernel adds (GPU)
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -1016,14 +1121,22 @@ class Compile(Data):
             exc.where.append(".origin")
             raise exc
         if self.kernels_from_inductor:
-            self.kernels, self.kernels_from_inductor = _kernels_of(self.inductor), False
+            self.kernels = _kernels_of(self.inductor, self.kernel_extras)
+            self.kernels_from_inductor, self.kernel_extras = False, []
 
     def to_data(self) -> dict:
+        """The saved compile: the Kernels stage is the Inductor runs' code again (module, sources, comments,
+        IR links), so it is saved as a flag plus, per kernel, what the GPU measurement added."""
         out = super().to_data()
         out.pop("kernels_from_inductor")
-        if self.kernels.available and _kernels_of(self.inductor).to_data() == out["kernels"]:
-            del out["kernels"]
-            out["kernels_from_inductor"] = True
+        out.pop("kernel_extras")
+        if self.kernels.available:
+            extras = _kernel_extras(Kernels.from_data(_kernels_data(self.inductor)).to_data(), out["kernels"])
+            if extras is not None:
+                del out["kernels"]
+                out["kernels_from_inductor"] = True
+                if any(extras):
+                    out["kernel_extras"] = extras
         return out
 
     def __repr__(self) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..html import code, heading, join, para, seconds, tag
+from ..html import code, heading, join, para, seconds, shorten, tag
+from .breaks import file_place
 from .tables import data_table
 
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 660, 340, 74, 40, 14, 120
@@ -32,12 +33,21 @@ def roofline_svg(kernels: list):
         c = k.cost
         if c and c.peak_flops_per_s and c.peak_bytes_per_s:
             roofs.setdefault(c.dtype or "fp32", (c.peak_flops_per_s, c.peak_bytes_per_s))
-    if not drawn or not roofs:
+    points = [(c.intensity, c.achieved_flops_per_s, c.time_s, "l2" if c.served_from == "L2" else (c.bound or "memory"),
+               f"{k.name} ({k.role or 'graph'}): {seconds(c.time_s)} per call, {_si(c.flops, 'FLOP')}, "
+               f"{_si(c.bytes, 'B')} — {c.verdict}", k.name) for k in drawn for c in (k.cost,)]
+    return _plot(points, roofs, "Roofline: one dot per kernel")
+
+
+def _plot(points: list[tuple], roofs: dict, label: str):
+    """The log-log plot: ``points`` are (intensity, achieved FLOP/s, seconds, kind, hover text, name), ``roofs``
+    dtype → (peak FLOP/s, peak bytes/s); ``None`` with nothing to draw."""
+    if not points or not roofs:
         return None
     top_flops = max(p for p, _ in roofs.values())
-    x0, x1 = _decades(min(min(k.cost.intensity for k in drawn), min(p / b for p, b in roofs.values())) / 2,
-                      max(max(k.cost.intensity for k in drawn), max(p / b for p, b in roofs.values())) * 4)
-    y0, y1 = _decades(min(k.cost.achieved_flops_per_s for k in drawn) / 2, top_flops * 1.5)
+    x0, x1 = _decades(min(min(p[0] for p in points), min(p / b for p, b in roofs.values())) / 2,
+                      max(max(p[0] for p in points), max(p / b for p, b in roofs.values())) * 4)
+    y0, y1 = _decades(min(p[1] for p in points) / 2, top_flops * 1.5)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def px(x):
@@ -61,33 +71,28 @@ def roofline_svg(kernels: list):
                   text_anchor="middle", cls="tc-chart-text"),
               tag("text", "achieved FLOP/s", x="12", y=f"{TOP + plot_h / 2:.0f}", text_anchor="middle",
                   transform=f"rotate(-90 12 {TOP + plot_h / 2:.0f})", cls="tc-chart-text")]
-    for i, (kind, label) in enumerate((("memory", "memory-bound (DRAM)"), ("l2", "served from L2"),
-                                       ("compute", "compute-bound"))):
+    for i, (kind, text) in enumerate((("memory", "memory-bound (DRAM)"), ("l2", "served from L2"),
+                                      ("compute", "compute-bound"))):
         y = TOP + 14 + 16 * i
         parts += [tag("circle", cx=str(LEFT + 12), cy=str(y - 4), r="5", cls=f"tc-roof-dot tc-roof-{kind}"),
-                  tag("text", label, x=str(LEFT + 22), y=str(y), cls="tc-chart-text")]
+                  tag("text", text, x=str(LEFT + 22), y=str(y), cls="tc-chart-text")]
     for dtype, (peak, bandwidth) in sorted(roofs.items(), key=lambda r: r[1][0]):
         ridge = peak / bandwidth
         start = 10 ** x0
-        points = [(start, bandwidth * start), (ridge, peak), (10 ** x1, peak)]
+        corners = [(start, bandwidth * start), (ridge, peak), (10 ** x1, peak)]
         if bandwidth * start < 10 ** y0:  # enter the plot at its floor
-            points[0] = (10 ** y0 / bandwidth, 10 ** y0)
-        path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for i, (x, y) in enumerate(points))
+            corners[0] = (10 ** y0 / bandwidth, 10 ** y0)
+        path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for i, (x, y) in enumerate(corners))
         parts += [tag("path", d=path, cls="tc-roof-line"),
                   tag("text", f"{dtype} {_si(peak, 'FLOP/s')}", x=f"{px(10 ** x1) + 4:.1f}", y=f"{py(peak) + 4:.1f}",
                       cls="tc-chart-text")]
-    total = sum(k.cost.time_s for k in drawn)
-    for k in sorted(drawn, key=lambda k: -k.cost.time_s):  # big dots first, small ones stay visible on top
-        c = k.cost
-        radius = 3 + 11 * math.sqrt(c.time_s / total)
-        kind = "l2" if c.served_from == "L2" else (c.bound or "memory")
-        parts.append(tag("circle", tag("title", f"{k.name} ({k.role or 'graph'}): {seconds(c.time_s)} per call, "
-                                                f"{_si(c.flops, 'FLOP')}, {_si(c.bytes, 'B')} — {c.verdict}"),
-                         cx=f"{px(c.intensity):.1f}", cy=f"{py(c.achieved_flops_per_s):.1f}", r=f"{radius:.1f}",
-                         cls=f"tc-roof-dot tc-roof-{kind}", data_kernel=k.name))
+    total = sum(p[2] for p in points)
+    for intensity, achieved, time_s, kind, title, name in sorted(points, key=lambda p: -p[2]):
+        radius = 3 + 11 * math.sqrt(time_s / total)  # big dots first, small ones stay visible on top
+        parts.append(tag("circle", tag("title", title), cx=f"{px(intensity):.1f}", cy=f"{py(achieved):.1f}",
+                         r=f"{radius:.1f}", cls=f"tc-roof-dot tc-roof-{kind}", data_kernel=name))
     return tag("svg", *parts, width=str(WIDTH), height=str(HEIGHT), viewBox=f"0 0 {WIDTH} {HEIGHT}",
-               xmlns="http://www.w3.org/2000/svg", role="img", cls="tc-chart tc-roofline",
-               aria_label="Roofline: one dot per kernel")
+               xmlns="http://www.w3.org/2000/svg", role="img", cls="tc-chart tc-roofline", aria_label=label)
 
 
 def _methods(cost):
@@ -113,8 +118,10 @@ def roofline_section(kernels: list):
     if not costed:
         return None
     costed.sort(key=lambda k: -(k.cost.time_s or 0))
+    measured = any(k.cost.measured_dram_bytes for k in costed)
     rows = [[code(k.name), k.language, k.role or "", seconds(k.cost.time_s) if k.cost.time_s else "–",
              _si(k.cost.flops, "FLOP"), _si(k.cost.bytes, "B"),
+             *([_measured(k)] if measured else []),
              f"{k.cost.intensity:.3g}" if k.cost.intensity is not None else "–",
              k.cost.verdict or k.cost.reason or "–", _methods(k.cost)]
             for k in costed]
@@ -133,5 +140,64 @@ def roofline_section(kernels: list):
              + (f" {len(no_flops)} kernels do no arithmetic (copies, layout changes) and are not drawn."
                 if no_flops else ""), cls="tc-muted"),
         data_table("Kernel costs", ["kernel", "language", "graph", "GPU time / call", "FLOPs / call", "bytes / call",
+                                    *(["ncu DRAM bytes / call"] if measured else []),
                                     "FLOP / byte", "verdict", "methods"], rows, cls="tc-wrap-first"),
+        para("ncu DRAM bytes: what Nsight Compute measured (python -m compiler gpu-profile), beside the estimate, "
+             "with the estimate's reads ÷ ncu's reads; ncu does not count writes that stay in L2 when the kernel ends. "
+             "Hover for the method.", cls="tc-muted") if measured else None,
     ])
+
+
+def _measured(kernel):
+    """ncu's DRAM bytes per call and, for reads, how far the estimate is from them (ncu does not count writes
+    that stay in L2 when the kernel ends, so written bytes can read low)."""
+    cost, g = kernel.cost, kernel.gpu
+    if not cost.measured_dram_bytes:
+        return "–"
+    ratio = (f" (reads: estimate ×{g.bytes_read / g.measured_dram_bytes_read:.2f})"
+             if g is not None and g.bytes_read and g.measured_dram_bytes_read else "")
+    return tag("span", _si(cost.measured_dram_bytes, "B") + ratio, title=cost.measured_method or "")
+
+
+def line_roofline_section(capture, compile, limit: int = 15):
+    """The roofline by line of the user's code: one dot per line (its kernels' FLOPs, bytes and GPU time,
+    split by provenance) and a table of the costliest lines; ``None`` without GPU costs."""
+    from compiler.stages.kernel_costs import line_roofline
+
+    profile = capture.gpu_profile
+    if profile is None or not profile.available or not any(
+            k.cost for k in (compile.kernels.kernels if compile.kernels.available else [])):
+        return None
+    rows = [r for r in line_roofline(compile, (capture.environment or {}).get("device_name"), profile.peak_bytes_per_s)
+            if r["seconds"]]
+    if not rows:
+        return None
+    roofs = {r["dtype"]: (r["peak_flops_per_s"], r["peak_bytes_per_s"]) for r in rows
+             if r.get("peak_flops_per_s") and r.get("peak_bytes_per_s")}
+    points = [(r["intensity"], r["achieved_flops_per_s"], r["seconds"],
+               "l2" if r["served_from"] == "L2" else (r["bound"] or "memory"),
+               f"{_place_text(r)}: {seconds(r['seconds'])} per call, {_si(r['flops'], 'FLOP')}, {_si(r['bytes'], 'B')}"
+               f" — {r['verdict']}", _place_text(r))
+              for r in rows if r.get("intensity") and r.get("achieved_flops_per_s")]
+    body = [[file_place(r["file"], r["line"]), code(shorten(r["code"], 50)) if r["code"] else "–", seconds(r["seconds"]),
+             _si(r["flops"], "FLOP"), _si(r["bytes"], "B"),
+             f"{r['intensity']:.3g}" if r.get("intensity") is not None else "–", r["verdict"] or "–",
+             f"{r['kernels_costed']} of {len(r['kernels'])}"] for r in rows[:limit]]
+    svg = _plot(points, roofs, "Roofline: one dot per source line")
+    return join([
+        heading("Roofline by source line", 4),
+        svg,
+        para("One dot per line of your code, its area ∝ the GPU time of the kernels its work went to. Each kernel's "
+             "FLOPs, bytes and time are split over its lines by the same shares as its time (provenance), summed per "
+             "line and read against the roof of the dtype that took most of the line's time.", cls="tc-muted"),
+        data_table("Roofline by source line", ["file:line", "code", "GPU time / call", "FLOPs / call",
+                                               "bytes / call", "FLOP / byte", "verdict", "kernels costed"], body,
+                   cls="tc-wrap-first"),
+        para(f"{len(rows) - limit} more lines in cap.line_roofline().", cls="tc-muted") if len(rows) > limit else None,
+    ])
+
+
+def _place_text(row) -> str:
+    from pathlib import Path
+
+    return f"{Path(row['file']).name if row['file'] else '?'}:{row['line']}"

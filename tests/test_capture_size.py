@@ -1,0 +1,64 @@
+"""Captures stay small enough to share (issue 26): what loading rebuilds is not saved — a GPU compile's
+Kernels stage (the Inductor runs' kernels again, plus what the GPU measured of each), generated kernels'
+source and comments (cut from the module), provenance nodes' kernels (the other direction of the map), bytecode
+instructions (read back from the dis listing when that gives them exactly) —
+and a capture loads back with every stage equal. The static notebook copy stays under 1 MB."""
+import json
+from pathlib import Path
+
+import pytest
+
+import compiler
+from compiler.stages.capture import Capture
+from compiler.stages.data import plain_data
+
+GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
+SHIPPED = sorted(GPU_CAPTURES.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_saved_without_what_loading_rebuilds_and_loaded_back_whole(path, tmp_path):
+    saved = json.loads(path.read_text())
+    for c in saved["compiles"]:
+        if c["inductor"].get("available"):
+            assert "kernels" not in c and c["kernels_from_inductor"] is True
+            for run in c["inductor"]["runs"]:
+                code = run["code"]
+                if any(k["language"] != "extern" for k in code.get("kernels", [])):
+                    assert code["texts_from_module"]
+                    assert all("source" not in k for k in code["kernels"] if k["language"] != "extern")
+        if (c["bytecode"].get("transformed") or {}).get("text"):  # the listing's text gives its instructions back
+            assert c["bytecode"]["transformed"]["instructions_from_text"] and "instructions" not in c["bytecode"]["transformed"]
+        if c["provenance"].get("nodes"):
+            assert c["provenance"]["node_kernels_derived"] and all("kernels" not in n for n in c["provenance"]["nodes"])
+    cap = compiler.load(path)
+    again = compiler.load(cap.save(tmp_path / path.name))
+    assert plain_data(again) == plain_data(cap)  # every stage whole, as before saving
+    assert again.to_json() == path.read_text()  # the shipped file is what saving writes today
+    for c in cap.compiles:
+        for k in c.kernels.kernels if c.kernels.available else []:
+            if k.language == "Triton":
+                assert k.source.lstrip().startswith("import triton") or "@triton.jit" in k.source
+                assert k.gpu is not None  # the GPU's additions came back on each kernel
+                assert k.cost is not None or not (cap.gpu_profile and cap.gpu_profile.available)
+
+
+def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():
+    """gpt2_2layer was 2.02 MB with the module twice, every kernel twice and each node's kernels."""
+    assert (GPU_CAPTURES / "gpt2_2layer.json").stat().st_size < 1.7e6
+
+
+def test_bad_kernel_extras_are_one_line_errors_naming_their_path():
+    data = json.loads((GPU_CAPTURES / "gpt2_2layer.json").read_text())
+    data["compiles"][0]["kernel_extras"][3]["gpu_time_us_per_call"] = "fast"
+    with pytest.raises(compiler.CaptureFormatError,
+                       match=r"^compiles\[0\]\.kernel_extras\[3\]\.gpu_time_us_per_call: expected a number, got 'fast'$"):
+        Capture.from_data(data)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_static_notebook_copy_under_1_mb(path):
+    from explorer.page import FALLBACK_BYTES, render_static
+
+    html = render_static(compiler.load(path), fallback=True)
+    assert len(html.encode()) <= FALLBACK_BYTES == 1_000_000
