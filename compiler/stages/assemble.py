@@ -11,6 +11,7 @@ from typing import Any
 
 from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage
+from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
@@ -84,6 +85,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
+    instants: dict[str, list] = defaultdict(list)  # chromium instant events (cache lookups, automatic dynamic)
     loose = []
     unknown = Counter()
     extra = []
@@ -92,6 +94,9 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
             event = chromium_event(record, report)
             if event:
                 events.append(event)
+                compile_id = (event.get("args") or {}).get("compile_id")
+                if event.get("ph") == "i" and compile_id:
+                    instants[compile_id].append(event)
             continue
         if not _is_known(record.kind):
             unknown[record.kind] += 1
@@ -100,7 +105,8 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options,
-                              timing_events.get(cid, []), sources, report) for cid in compile_ids]
+                              timing_events.get(cid, []), sources, report, instants.get(cid, []))
+                for cid in compile_ids]
     if compile_samples is not None:
         _add_compile_samples(compiles, timing_events, compile_samples, sources)
     _resume_sources(compiles)
@@ -114,6 +120,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
              if c["compile_id"] not in not_breaks]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
+        caches_mod.note_autotune(c["caches"], c["autotune"])
     from compiler.stages.cudagraphs import cudagraphs_stage
 
     data = {
@@ -230,6 +237,7 @@ class CompileInput:
     origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame
     metrics: dict = field(default_factory=dict)
     built: dict = field(default_factory=dict)
+    instants: list = field(default_factory=list)  # its chromium instant events (cache lookups, automatic dynamic)
 
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
@@ -286,6 +294,8 @@ STAGE_BUILDERS = (
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS),
                  lambda c: timings_stage(c.events, c.metrics, _cache_events(c.records, c.report))),
+    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
+        c.records, c.events, c.instants, c.options, c.backend, report=c.report)),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
                  lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"))),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
@@ -312,11 +322,11 @@ def build_stages(inputs: CompileInput, overrides: dict | None = None, no_frame: 
 
 
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
-                  report=None) -> dict:
+                  report=None, instants=None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
-                          backend=str(options.get("backend") or "unknown"), metrics=metrics)
+                          backend=str(options.get("backend") or "unknown"), metrics=metrics, instants=instants or [])
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),

@@ -874,6 +874,55 @@ class CacheEvent(Data):
 
 
 @dataclass(repr=False, eq=False)
+class CacheKeyInput(Data):
+    """One input of a cache key as torch logs it (``[hash] name: value``)."""
+
+    hash: str | None = None
+    name: str = ""
+    value: str = ""
+
+
+@dataclass(repr=False, eq=False)
+class CacheEntry(Data):
+    """One cache one compile consulted (``compiler.stages.caches``): ``state`` hit, miss, bypass, disabled,
+    not used, not logged, ran (autotuning), off/updated/unchanged (PGO, automatic dynamic)."""
+
+    cache: str = ""
+    state: str = ""
+    graph: str | None = None  # forward / backward, where a compile looked up one entry per graph
+    detail: str | None = None  # torch's cache_status_detailed, or what happened
+    reason: str | None = None  # torch's bypass reason, or why the cache was not consulted
+    key: str | None = None
+    key_inputs: list[CacheKeyInput] = field(default_factory=list)
+    saved_s: float | None = None  # a hit: the compile time torch stored with the entry (what the hit saved)
+    would_save_s: float | None = None  # a miss: what torch measured this compile took (what a hit would skip)
+    seconds: float | None = None  # time spent in it (C++ compiler runs, autotuning)
+
+
+@dataclass(repr=False, eq=False)
+class Caches(Stage):
+    """Every cache of one compile, hit / miss / bypass with torch's reason (``compiler.stages.caches``)."""
+
+    NAME: ClassVar[str] = "caches"
+    entries: list[CacheEntry] = field(default_factory=list)
+
+    def state(self, cache: str) -> str | None:
+        """The state of ``cache`` (e.g. ``"FX graph"``); several entries (forward, backward) joined by ``/``."""
+        states = [e.state for e in self.entries if e.cache == cache]
+        return "/".join(states) if states else None
+
+    def _text(self):
+        return _text_table(self.entries, ["cache", "graph", "state", "detail", "reason", "saved_s", "would_save_s"])
+
+    def _summary(self):
+        return ", ".join(f"{e.cache} {e.state}" for e in self.entries[:2])
+
+    @property
+    def table(self):
+        return _table([{k: v for k, v in e.to_data().items() if k != "key_inputs"} for e in self.entries])
+
+
+@dataclass(repr=False, eq=False)
 class LineCompileTime(Data):
     """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
     ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
@@ -1004,6 +1053,7 @@ class Compile(Data):
     inductor: Inductor = field(default_factory=Inductor)
     kernels: Kernels = field(default_factory=Kernels)
     timings: Timings = field(default_factory=Timings)
+    caches: Caches = field(default_factory=Caches)
     shapes: Shapes = field(default_factory=Shapes)
     provenance: Provenance = field(default_factory=Provenance)
     amortization: Amortization = field(default_factory=Amortization)
