@@ -86,9 +86,18 @@ def _logged(records, prefix: str, cache: str, report) -> list[dict]:
                      "saved_s": saved if state == "hit" else None,
                      "would_save_s": _seconds(payload.get("time_taken_ns"), 1e-9) if state == "miss" else None,
                      "triton_bundle": _text(payload.get("triton_bundler_meta"))})
+    if cache == AOT and any(r["state"] == "miss" for r in rows) and _training(records) and \
+            sum(r.kind.startswith("artifact:fx_graph_cache_") for r in records) < 2:
+        for row in rows:
+            row["detail"] = ((row["detail"] or "miss") + "; a training graph's entry is written once its backward "
+                             "compiles: no backward ran here, so nothing was saved and the next run misses again")
     if len(rows) == 2:  # a training graph: the forward's entry first, then the backward's (compiled lazily)
         rows[0]["graph"], rows[1]["graph"] = "forward", "backward"
     return rows
+
+
+def _training(records) -> bool:
+    return any(r.kind in ("aot_forward_graph", "aot_joint_graph") for r in records)
 
 
 def _not_logged(cache: str, backend: str, options: dict) -> dict:
@@ -113,15 +122,17 @@ def _kernels(fx_rows: list[dict], events: list[dict], backend: str, options: dic
     codegen = any(e["name"] == "GraphLowering.codegen" for e in events)
     bundles = [r["triton_bundle"] for r in fx_rows
                if r.get("triton_bundle") and "cached_kernel_names=[]" not in r["triton_bundle"]]
-    if fx_rows and all(r["state"] == "hit" for r in fx_rows):
-        return {"cache": KERNELS, "state": "hit", "seconds": seconds or None,
-                "detail": "loaded with the FX graph cache entry" + (f" ({'; '.join(bundles)})" if bundles else "")
-                + ": no kernel was generated" + (f"; {ran}: torch's once-per-process checks (the CPU vector-ISA "
-                                                  "probe), not a kernel" if compiles else "")}
+    loaded = bool(fx_rows) and all(r["state"] == "hit" for r in fx_rows)
     if compiles:
-        return {"cache": KERNELS, "state": "miss", "seconds": seconds,
-                "detail": f"{ran}: kernel binaries not in the on-disk cache (the first compile of a process also "
-                          "builds torch's CPU vector-ISA probe)"}
+        return {"cache": KERNELS, "state": "partial" if loaded else "miss", "seconds": seconds,
+                "detail": (f"the FX graph entry was loaded, but {ran}: binaries it needs were not in this cache "
+                           "directory (C++ kernels travel in neither the entry nor a mega-cache), or torch probed "
+                           "the CPU once for this process" if loaded else
+                           f"{ran}: kernel binaries not in the on-disk cache")
+                + " (the first compile of a process also builds torch's CPU vector-ISA probe)"}
+    if loaded:
+        return {"cache": KERNELS, "state": "hit", "detail": "loaded with the FX graph cache entry"
+                + (f" ({'; '.join(bundles)})" if bundles else "") + ": no kernel was generated or compiled"}
     if codegen:
         return {"cache": KERNELS, "state": "hit", "detail": "Inductor generated code, but no C++ compiler ran: every "
                 "kernel binary was found in the on-disk cache (torch counts Triton compiles only process-wide: "

@@ -185,6 +185,30 @@ class Capture(CaptureData, JsonFile):
         """Try one fix (``fix.try_()``; ``compiler.analyses.fix_experiments.try_fix``)."""
         return EXPERIMENTS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
 
+    def cache_table(self):
+        """Every cache of every compile (``c.caches``): a pandas DataFrame, one row per compile and cache —
+        ``cache``, ``state`` (hit, miss, bypass, …), ``detail``, ``reason`` (torch's, for a bypass), ``key``,
+        ``saved_s`` / ``would_save_s`` (torch's figures)."""
+        import pandas as pd
+
+        rows = [{"compile_id": c.compile_id, **{k: v for k, v in e.to_data().items() if k != "key_inputs"}}
+                for c in self.compiles if c.caches.available for e in c.caches.entries]
+        return pd.DataFrame(rows)
+
+    def measure_caches(self, fn=None, calls=None, timeout: float = 600.0):
+        """What a cache hit saves, measured (``compiler.analyses.cache_runs``): the captured calls compiled
+        in three fresh processes — cold, warm (the caches the cold run filled), mega-cache
+        (``torch.compiler.load_cache_artifacts`` of the cold run's ``save_cache_artifacts``). Kept as
+        ``cap.cache_runs`` (saved with the capture). Needs the live function (or ``fn`` and ``calls``)."""
+        from compiler.analyses.cache_runs import measure_caches
+        from compiler.analyses.fix_experiments import replay_of
+        from compiler.stages.schema import CacheRuns
+
+        replay = replay_of(self, fn, calls)
+        self.cache_runs = CacheRuns.from_data(measure_caches(replay.fn, replay.calls, timeout=timeout,
+                                                             **replay.compile_kwargs))
+        return self.cache_runs
+
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):
         a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""

@@ -923,6 +923,61 @@ class Caches(Stage):
 
 
 @dataclass(repr=False, eq=False)
+class CacheRunCompile(Data):
+    compile_id: str = ""
+    compile_s: float | None = None
+    entries: list[CacheEntry] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class CacheRun(Data):
+    """One fresh process compiling the captured calls (``compiler.analyses.cache_runs``): cold, warm or mega-cache."""
+
+    name: str = ""
+    compile_s: float | None = None  # torch's compile seconds, summed over the run's compiles
+    saved_s: float | None = None  # the cold run's compile seconds minus this run's
+    calls_s: float | None = None  # compiling and calling, as the child timed it
+    process_s: float | None = None  # the whole child process (interpreter start and imports included)
+    compiles: list[CacheRunCompile] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)  # torch's inductor and aot_autograd counters
+    loaded_artifacts: dict[str, int] | None = None  # mega-cache: artifacts load_cache_artifacts put back, by kind
+    outputs_equal: bool | None = None
+    output_note: str | None = None
+    error: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CacheRuns(Stage):
+    """What a cache hit saves, measured in fresh processes: cold, warm, mega-cache (``cap.measure_caches()``)."""
+
+    NAME: ClassVar[str] = "cache_runs"
+    runs: list[CacheRun] = field(default_factory=list)
+    artifacts_bytes: int | None = None  # size of torch.compiler.save_cache_artifacts()'s bytes
+    method: str | None = None
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, name: str) -> CacheRun | None:
+        return next((r for r in self.runs if r.name == name), None)
+
+    def _text(self):
+        lines = [f"{'run':<11} {'compile s':>9} {'saved s':>8}  caches"]
+        for r in self.runs:
+            states = "; ".join(f"{c.compile_id}: " + ", ".join(f"{e.cache} {e.state}" for e in c.entries[:2])
+                               for c in r.compiles)
+            lines.append(f"{r.name:<11} {r.compile_s if r.compile_s is not None else '-':>9} "
+                         f"{r.saved_s if r.saved_s is not None else '-':>8}  {r.error or states}")
+        return "\n".join(lines)
+
+    def _summary(self):
+        warm = self.run("warm")
+        return f"warm rerun saves {warm.saved_s:.3g} s" if warm and warm.saved_s is not None else "measured"
+
+    @property
+    def table(self):
+        return _table([{k: v for k, v in r.to_data().items() if k not in ("compiles",)} for r in self.runs])
+
+
+@dataclass(repr=False, eq=False)
 class LineCompileTime(Data):
     """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
     ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
@@ -1294,6 +1349,7 @@ class CaptureData(Data, JsonFile):
     summary: Summary = field(default_factory=Summary)
     # proposed fixes and what trying them measured (compiler.analyses.fixes); None: not proposed (an older capture)
     proposed_fixes: Fixes | None = field(default=None, metadata={"key": "fixes"})
+    cache_runs: CacheRuns | None = None  # cap.measure_caches(): cold / warm / mega-cache in fresh processes
 
     @classmethod
     def from_data(cls, data, path: str = ""):
