@@ -185,6 +185,25 @@ class Capture(CaptureData, JsonFile):
         """Try one fix (``fix.try_()``; ``compiler.analyses.fix_experiments.try_fix``)."""
         return EXPERIMENTS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
 
+    def compile_fixes(self, model=None):
+        """What would save compile time (``compiler.analyses.compile_fixes``): regional compilation of a
+        repeated block, warm caches / mega-cache, dynamic=True where recompiles dominate, a cheaper mode —
+        a ``Fixes`` like ``fixes()``; ``model``: the live module to look for repeated blocks in (default:
+        the captured function). Saved with the capture once proposed."""
+        if self.proposed_compile_fixes is None or (model is not None and not self.proposed_compile_fixes.items):
+            from compiler.analyses.compile_fixes import propose
+
+            self.proposed_compile_fixes = propose(self, model)
+        return self.proposed_compile_fixes
+
+    def try_compile_fixes(self, fn=None, calls=None, **kwargs):
+        """Try each compile-time change in a fresh process with empty caches, against a baseline compiled
+        the same way (``compiler.analyses.compile_fixes.try_compile_fixes``): compile seconds before → after,
+        runtime, outputs equal eager."""
+        from compiler.analyses.compile_fixes import try_compile_fixes
+
+        return try_compile_fixes(self, fn=fn, calls=calls, **kwargs)
+
     def cache_table(self):
         """Every cache of every compile (``c.caches``): a pandas DataFrame, one row per compile and cache —
         ``cache``, ``state`` (hit, miss, bypass, …), ``detail``, ``reason`` (torch's, for a bypass), ``key``,

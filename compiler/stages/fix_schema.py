@@ -75,13 +75,17 @@ class FixResult(Data):
     calls: int = 0  # calls replayed
     seconds: float | None = None  # how long the experiment took
     fixes: list[str] = field(default_factory=list)  # the fix ids applied together (a combination)
+    goal: str = "findings"  # what the change is for: "findings" (breaks, recompiles) or "compile time"
 
     @property
     def recommended(self) -> bool:
-        """Measured, outputs equal eager, and fewer graph breaks, recompiles or skipped frames."""
+        """Measured, outputs equal eager, and fewer graph breaks, recompiles or skipped frames (for a
+        compile-time change: less compile time)."""
         if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
             return False
         b, a = self.before, self.after
+        if self.goal == "compile time":
+            return b.compile_s is not None and a.compile_s is not None and a.compile_s < b.compile_s
         return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
             and a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
             and a.frames_skipped <= b.frames_skipped
@@ -117,6 +121,8 @@ class Fix(Data):
     config: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.config patch (names for callables)
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
     marks: list[DynamicMark] = field(default_factory=list)
+    regions: list[str] = field(default_factory=list)  # regional compilation: the module paths compiled instead
+    region_method: str | None = None  # "compile" (each block's .compile()) or "nested_compile_region"
     alternatives: list[str] = field(default_factory=list)  # other changes, in words
     cost: float = 0.0  # ranking score: higher first
     cost_text: str = ""

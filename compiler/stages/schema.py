@@ -1349,6 +1349,8 @@ class CaptureData(Data, JsonFile):
     summary: Summary = field(default_factory=Summary)
     # proposed fixes and what trying them measured (compiler.analyses.fixes); None: not proposed (an older capture)
     proposed_fixes: Fixes | None = field(default=None, metadata={"key": "fixes"})
+    # what would save compile time, proposed and tried (compiler.analyses.compile_fixes); None: not proposed
+    proposed_compile_fixes: Fixes | None = field(default=None, metadata={"key": "compile_fixes"})
     cache_runs: CacheRuns | None = None  # cap.measure_caches(): cold / warm / mega-cache in fresh processes
 
     @classmethod
