@@ -125,7 +125,9 @@ def _child(mode: str, work: str) -> None:
         calls_s = time.perf_counter() - start
     result = {"name": mode, "compile_s": round(cap.summary.compile_time_s, 4), "calls_s": round(calls_s, 4),
               "compiles": [{"compile_id": c.compile_id, "compile_s": c.compile_seconds,
-                            "entries": [e.to_data() for e in c.caches.entries] if c.caches.available else []}
+                            "entries": [e.to_data() for e in c.caches.entries] if c.caches.available else [],
+                            "phases": [p.to_data() for p in c.timings.phases] if c.timings.available else [],
+                            "top_lines": [r.to_data() for r in c.timings.by_line[:3]] if c.timings.available else []}
                            for c in cap.compiles],
               "counters": {group: dict(cap.counters.get(group, {})) for group in ("inductor", "aot_autograd")},
               "error": f"{cap.error.type}: {cap.error.message[:300]}" if cap.error else None}

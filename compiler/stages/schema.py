@@ -874,6 +874,22 @@ class CacheEvent(Data):
 
 
 @dataclass(repr=False, eq=False)
+class LineCompileTime(Data):
+    """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
+    ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
+
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    module: str | None = None  # the nn.Module path, where torch knew it
+    phase: str = ""
+    seconds: float = 0.0
+    share: float = 0.0  # of this compile's sampled time
+    samples: int = 0
+    error_s: float = 0.0  # ± √(Σ interval²) of its samples: interval × √samples when they are even
+
+
+@dataclass(repr=False, eq=False)
 class CacheKeyInput(Data):
     """One input of a cache key as torch logs it (``[hash] name: value``)."""
 
@@ -927,6 +943,8 @@ class CacheRunCompile(Data):
     compile_id: str = ""
     compile_s: float | None = None
     entries: list[CacheEntry] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)  # torch's timed phases of this compile in that run
+    top_lines: list[LineCompileTime] = field(default_factory=list)  # where the sampler saw most of its time
 
 
 @dataclass(repr=False, eq=False)
@@ -975,22 +993,6 @@ class CacheRuns(Stage):
     @property
     def table(self):
         return _table([{k: v for k, v in r.to_data().items() if k not in ("compiles",)} for r in self.runs])
-
-
-@dataclass(repr=False, eq=False)
-class LineCompileTime(Data):
-    """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
-    ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
-
-    file: str | None = None
-    line: int | None = None
-    code: str | None = None
-    module: str | None = None  # the nn.Module path, where torch knew it
-    phase: str = ""
-    seconds: float = 0.0
-    share: float = 0.0  # of this compile's sampled time
-    samples: int = 0
-    error_s: float = 0.0  # ± √(Σ interval²) of its samples: interval × √samples when they are even
 
 
 @dataclass(repr=False, eq=False)

@@ -57,7 +57,15 @@ def cache_runs_section(capture):
                      seconds(r.process_s) if r.process_s is not None else "",
                      "" if r.outputs_equal is None else ("yes" if r.outputs_equal else "no"),
                      tag("span", shorten(r.error or states, 200), title=r.error or states)])
+    where = []
+    for r in runs.runs:
+        for c in r.compiles[:2]:
+            if c.top_lines:
+                top = c.top_lines[0]
+                where.append(f"{r.name} {c.compile_id}: most sampled time {seconds(top.seconds)} in {top.phase}, "
+                             f"{top.code or ''}")
     size = f" The mega-cache (save_cache_artifacts) held {runs.artifacts_bytes:,} bytes." if runs.artifacts_bytes else ""
     return join([heading("What a cache hit saves (fresh processes)", 4),
                  table(["run", "compile", "saved vs cold", "process", "outputs equal eager", "caches"], rows),
+                 tag("ul", *(tag("li", shorten(w, 200)) for w in where), cls="tc-muted") if where else None,
                  para((runs.method or "") + "." + size, cls="tc-muted")])
