@@ -99,8 +99,8 @@ def _child(mode: str, work: str) -> None:
     import dill
     import torch
 
-    import compiler
     from compiler.analyses.fix_experiments import outputs_match
+    from compiler.capturing.session import capture
     from compiler.capturing.runtime import copy_arguments
 
     with open(os.path.join(work, "payload.pkl"), "rb") as f:
@@ -117,7 +117,7 @@ def _child(mode: str, work: str) -> None:
             args, kwargs = copy_arguments(args, kwargs)
             expected.append(fn(*args, **kwargs))
         start = time.perf_counter()
-        with compiler.capture(suppress_errors=True) as cap:
+        with capture(suppress_errors=True) as cap:
             compiled = torch.compile(fn, **compile_kwargs)
             for args, kwargs in calls:
                 args, kwargs = copy_arguments(args, kwargs)

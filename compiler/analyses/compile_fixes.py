@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections import defaultdict
 
+from compiler.stages.capture import EXPERIMENTS
 from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, MEASURED, Fix, Fixes, FixMeasure, FixResult
 
 GOAL = "compile time"
@@ -200,11 +201,7 @@ def _try_one(cap, fix, work, before, base, replay, timing, timeout) -> FixResult
         result.status, result.error = FAILED, f"the baseline failed: {base.get('error')}"
         return result
     if fix.kind == "warm_caches":
-        from compiler.analyses.cache_runs import measure_caches
-        from compiler.stages.schema import CacheRuns
-
-        cap.cache_runs = CacheRuns.from_data(measure_caches(replay.fn, replay.calls, timeout=timeout,
-                                                            **replay.compile_kwargs))
+        cap.cache_runs = measure_caches_of(cap, replay.fn, replay.calls, timeout)
         warm, mega = cap.cache_runs.run("warm"), cap.cache_runs.run("mega-cache")
         if not cap.cache_runs.available or warm is None or warm.error or warm.compile_s is None:
             result.status = FAILED
@@ -270,7 +267,6 @@ def _child(work: str, name: str) -> None:
     import dill
     import torch
 
-    import compiler  # noqa: F401 — the capture engine
     from compiler.analyses.fix_experiments import measure_of, outputs_match
     from compiler.capturing.runtime import copy_arguments, time_interleaved
     from compiler.capturing.session import Recorder
@@ -317,6 +313,19 @@ def _child(work: str, name: str) -> None:
     with open(os.path.join(work, f"{name}.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, default=str)
 
+
+def measure_caches_of(cap, fn=None, calls=None, timeout: float = 600.0):
+    """``Capture.measure_caches``: the captured calls (or ``fn`` on ``calls``) in cold / warm / mega-cache processes."""
+    from compiler.analyses.cache_runs import measure_caches
+    from compiler.analyses.fix_experiments import replay_of
+    from compiler.stages.schema import CacheRuns
+
+    replay = replay_of(cap, fn, calls)
+    return CacheRuns.from_data(measure_caches(replay.fn, replay.calls, timeout=timeout, **replay.compile_kwargs))
+
+
+# Capture.compile_fixes / try_compile_fixes / measure_caches (compiler.stages.capture)
+EXPERIMENTS.update(propose_compile_fixes=propose, try_compile_fixes=try_compile_fixes, measure_caches=measure_caches_of)
 
 if __name__ == "__main__":
     _child(sys.argv[1], sys.argv[2])

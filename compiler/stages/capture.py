@@ -191,18 +191,14 @@ class Capture(CaptureData, JsonFile):
         a ``Fixes`` like ``fixes()``; ``model``: the live module to look for repeated blocks in (default:
         the captured function). Saved with the capture once proposed."""
         if self.proposed_compile_fixes is None or (model is not None and not self.proposed_compile_fixes.items):
-            from compiler.analyses.compile_fixes import propose
-
-            self.proposed_compile_fixes = propose(self, model)
+            self.proposed_compile_fixes = EXPERIMENTS["propose_compile_fixes"](self, model)
         return self.proposed_compile_fixes
 
     def try_compile_fixes(self, fn=None, calls=None, **kwargs):
         """Try each compile-time change in a fresh process with empty caches, against a baseline compiled
         the same way (``compiler.analyses.compile_fixes.try_compile_fixes``): compile seconds before → after,
         runtime, outputs equal eager."""
-        from compiler.analyses.compile_fixes import try_compile_fixes
-
-        return try_compile_fixes(self, fn=fn, calls=calls, **kwargs)
+        return EXPERIMENTS["try_compile_fixes"](self, fn=fn, calls=calls, **kwargs)
 
     def cache_table(self):
         """Every cache of every compile (``c.caches``): a pandas DataFrame, one row per compile and cache —
@@ -219,13 +215,7 @@ class Capture(CaptureData, JsonFile):
         in three fresh processes — cold, warm (the caches the cold run filled), mega-cache
         (``torch.compiler.load_cache_artifacts`` of the cold run's ``save_cache_artifacts``). Kept as
         ``cap.cache_runs`` (saved with the capture). Needs the live function (or ``fn`` and ``calls``)."""
-        from compiler.analyses.cache_runs import measure_caches
-        from compiler.analyses.fix_experiments import replay_of
-        from compiler.stages.schema import CacheRuns
-
-        replay = replay_of(self, fn, calls)
-        self.cache_runs = CacheRuns.from_data(measure_caches(replay.fn, replay.calls, timeout=timeout,
-                                                             **replay.compile_kwargs))
+        self.cache_runs = EXPERIMENTS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
         return self.cache_runs
 
     def save_trace(self, path):
