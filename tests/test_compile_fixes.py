@@ -89,3 +89,19 @@ def test_proposals_from_a_loaded_capture_keep_without_the_module():
     cap = Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "options": {"mode": "max-autotune"}})
     kinds = [f.kind for f in propose(cap)]
     assert kinds == ["warm_caches", "cheaper_mode"]
+
+
+def test_dynamic_true_is_proposed_where_recompiles_take_most_of_the_compile_time():
+    from compiler import Capture
+
+    def compile_(cid, seconds):
+        frame, number = cid.split("/")
+        return {"compile_id": cid, "frame_id": int(frame), "frame_compile_id": int(number), "status": "compiled",
+                "metrics": {"entire_frame_compile_time_s": seconds}}
+
+    cap = Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "options": {"backend": "inductor"},
+                             "compiles": [compile_("0/0", 1.0), compile_("0/1", 2.0), compile_("0/2", 2.0)]})
+    fix = next(f for f in propose(cap) if f.kind == "dynamic_true")
+    assert fix.compile_kwargs == {"dynamic": True} and "4 of 5 s" in fix.why
+    cap.options["dynamic"] = True  # already dynamic: nothing to propose
+    assert "dynamic_true" not in [f.kind for f in propose(cap)]
