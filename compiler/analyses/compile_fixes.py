@@ -252,13 +252,14 @@ def regional(model, paths, method, compile_kwargs):
                 else:
                     cls.forward = forward
         return
+    before = [getattr(block, "_compiled_call_impl", None) for block in blocks]  # a block the user compiled stays so
     try:
         for block in blocks:
             block.compile(**compile_kwargs)
         yield model
     finally:
-        for block in blocks:
-            block._compiled_call_impl = None
+        for block, previous in zip(blocks, before):
+            block._compiled_call_impl = previous
 
 
 def _child(work: str, name: str) -> None:
