@@ -8,7 +8,7 @@ or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., 
 (``compiler.run`` underneath: compile, call, capture, time, profile, build once).
 Imports torch and the standard library only (pandas lazily, for tables).
 """
-from compiler.analyses import experiments, fix_experiments  # noqa: F401 — registers Capture.try_fixes
+from compiler.analyses import compile_fixes, experiments, fix_experiments  # noqa: F401 — registers Capture.try_fixes, …
 from compiler.reference import knobs
 from compiler.analyses.compare import compare
 from compiler.analyses.configurations import parse_compare_spec

@@ -28,9 +28,11 @@ class GraphViewer(anywidget.AnyWidget):
     matches = traitlets.Dict().tag(sync=True)
     focus = traitlets.Unicode("").tag(sync=True)  # the group opened or closed last: the view centres on it
     error = traitlets.Unicode("").tag(sync=True)
+    colour_compile = traitlets.Bool(False).tag(sync=True)  # shade modules by their sampled compile seconds
 
-    def __init__(self, graph, kernels: dict[str, list[str]] | None = None, tree: GraphTree | None = None, **kwargs):
-        self.tree = tree or GraphTree(graph, kernels)
+    def __init__(self, graph, kernels: dict[str, list[str]] | None = None, tree: GraphTree | None = None,
+                 heat: dict[str, float] | None = None, **kwargs):
+        self.tree = tree or GraphTree(graph, kernels, heat)
         expanded = self.tree.initial_expanded()
         super().__init__(expanded=expanded, scene=self.tree.scene(expanded), **kwargs)
         self._setting = False
@@ -179,7 +181,9 @@ def fx_viewers(capture, compile) -> list:
     for run in compile.inductor.runs if compile.inductor.available else []:
         for name, kernels in kernel_links(run, graph.nodes).items():
             links.setdefault(name, []).extend(k for k in kernels if k not in links.get(name, []))
-    return [GraphViewer(graph, kernels=links)]
+    from .views.fx_graph import module_compile_seconds
+
+    return [GraphViewer(graph, kernels=links, heat=module_compile_seconds(compile))]
 
 
 def aot_viewers(capture, compile) -> list:

@@ -82,7 +82,7 @@ def test_graph_viewer_reads_on_a_deep_module_tree(jupyterlab_server, browser_pag
     screenshot(viewer, artifact_dir / "3_opened_block_light.png")
 
     # search: the first hit is centred at a readable zoom; Enter steps to the next
-    viewer.locator(".tc-gv-toolbar input").fill("conv2")
+    viewer.locator(".tc-gv-toolbar input[type=search]").fill("conv2")
     wait_for_output(page, ".tc-gv-count", text="of")
     page.wait_for_timeout(300)
     current = viewer.locator(".tc-gv-box.tc-gv-current")
@@ -91,7 +91,7 @@ def test_graph_viewer_reads_on_a_deep_module_tree(jupyterlab_server, browser_pag
     assert searched["inside"] and searched["smallest_text_px"] >= 9, searched
     assert "box 1 of" in viewer.locator(".tc-gv-count").inner_text()
     screenshot(viewer, artifact_dir / "4_search_conv2_light.png")
-    viewer.locator(".tc-gv-toolbar input").press("Enter")
+    viewer.locator(".tc-gv-toolbar input[type=search]").press("Enter")
     page.wait_for_timeout(300)
     second_hit = viewer.locator(".tc-gv-box.tc-gv-current").get_attribute("data-id")
     assert second_hit != first_hit and viewer.evaluate(MEASURE_JS, second_hit)["inside"]

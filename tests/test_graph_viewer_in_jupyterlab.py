@@ -96,7 +96,7 @@ def test_graph_viewer_on_gpt2_small(jupyterlab_server, browser_page, artifact_di
     shoot(page, viewer, artifact_dir, "2_expanded_h0_light")
 
     # 3. search softmax: one node per layer (h.0's node itself, h.1 … h.11 as their closed boxes)
-    viewer.locator(".tc-gv-toolbar input").fill("softmax")
+    viewer.locator(".tc-gv-toolbar input[type=search]").fill("softmax")
     wait_for_output(page, ".tc-gv-count", text="12 matching nodes in 12 boxes")
     assert viewer.locator(".tc-gv-box.tc-gv-match").count() == 12
     shoot(page, viewer, artifact_dir, "3_search_softmax_light")

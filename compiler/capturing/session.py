@@ -126,7 +126,8 @@ class Recorder:
         self.sampler = CompileSampler(lambda compile_id: receives(self.collector, compile_id)) if sample_compile else None
         self.options = {**(options or {}), "fresh": fresh,
                         "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
-                        "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache)}
+                        "autograd_cache_enabled": (not fresh) and bool(torch._functorch.config.enable_autograd_cache),
+                        "pgo_job_id": getattr(torch.compiler.config, "job_id", None)}  # Dynamo PGO reads profiles under it
         self.error: dict | None = None
         self.counters: dict = {}
         self.recompile_limits: dict = {}

@@ -19,6 +19,7 @@ from typing import Any
 
 from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage
+from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
@@ -110,6 +111,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
     events = []
+    instants: dict[str, list] = defaultdict(list)  # chromium instant events (cache lookups, automatic dynamic)
     loose = []
     unknown = Counter()
     extra, extra_of = [], []  # unknown records, trimmed, and the records they are
@@ -118,6 +120,9 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
             event = chromium_event(record, report)
             if event:
                 events.append(event)
+                compile_id = (event.get("args") or {}).get("compile_id")
+                if event.get("ph") == "i" and compile_id:
+                    instants[compile_id].append(event)
             continue
         if not _is_known(record.kind):
             unknown[record.kind] += 1
@@ -128,7 +133,8 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     samples = _samples_by_compile(timing_events, compile_samples)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
-                              sources, report, absent, samples.get(cid)) for cid in compile_ids]
+                              sources, report, absent, samples.get(cid),
+                              instants.get(cid, [])) for cid in compile_ids]
     _resume_sources(compiles)
     _name_from_frame(compiles)
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
@@ -140,6 +146,7 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
              if c["compile_id"] not in not_breaks]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
+        caches_mod.note_autotune(c["caches"], c["autotune"])
     from compiler.stages.cudagraphs import cudagraphs_stage
 
     cudagraphs = cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
@@ -292,6 +299,7 @@ class CompileInput:
     compile_samples: tuple | None = None  # (samples, method) of the compile sampler for this compile
     tracking: list = field(default_factory=list)  # per Inductor run, its tracking texts: inductor → provenance
     built: dict = field(default_factory=dict)
+    instants: list = field(default_factory=list)  # its chromium instant events (cache lookups, automatic dynamic)
 
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
@@ -348,6 +356,8 @@ STAGE_BUILDERS = (
                  type=Recompile),
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
+    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
+        c.records, c.events, c.instants, c.options, c.backend, report=c.report)),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
                  lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"), c.tracking)),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
@@ -399,12 +409,13 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
 
 
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
-                  report=None, absent: dict | None = None, compile_samples: tuple | None = None) -> dict:
+                  report=None, absent: dict | None = None, compile_samples: tuple | None = None,
+                  instants=None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
                           backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
-                          compile_samples=compile_samples)
+                          compile_samples=compile_samples, instants=instants or [])
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),

@@ -218,6 +218,39 @@ class Capture(CaptureData, JsonFile):
         """Try one fix (``fix.try_()``; ``compiler.analyses.fix_experiments.try_fix``)."""
         return EXPERIMENTS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
 
+    def compile_fixes(self, model=None):
+        """What would save compile time (``compiler.analyses.compile_fixes``): regional compilation of a
+        repeated block, warm caches / mega-cache, dynamic=True where recompiles dominate, a cheaper mode —
+        a ``Fixes`` like ``fixes()``; ``model``: the live module to look for repeated blocks in (default:
+        the captured function). Saved with the capture once proposed."""
+        if self.proposed_compile_fixes is None or (model is not None and not self.proposed_compile_fixes.items):
+            self.proposed_compile_fixes = EXPERIMENTS["propose_compile_fixes"](self, model)
+        return self.proposed_compile_fixes
+
+    def try_compile_fixes(self, fn=None, calls=None, **kwargs):
+        """Try each compile-time change in a fresh process with empty caches, against a baseline compiled
+        the same way (``compiler.analyses.compile_fixes.try_compile_fixes``): compile seconds before → after,
+        runtime, outputs equal eager."""
+        return EXPERIMENTS["try_compile_fixes"](self, fn=fn, calls=calls, **kwargs)
+
+    def cache_table(self):
+        """Every cache of every compile (``c.caches``): a pandas DataFrame, one row per compile and cache —
+        ``cache``, ``state`` (hit, miss, bypass, …), ``detail``, ``reason`` (torch's, for a bypass), ``key``,
+        ``saved_s`` / ``would_save_s`` (torch's figures)."""
+        import pandas as pd
+
+        rows = [{"compile_id": c.compile_id, **{k: v for k, v in e.to_data().items() if k != "key_inputs"}}
+                for c in self.compiles if c.caches.available for e in c.caches.entries]
+        return pd.DataFrame(rows)
+
+    def measure_caches(self, fn=None, calls=None, timeout: float = 600.0):
+        """What a cache hit saves, measured (``compiler.analyses.cache_runs``): the captured calls compiled
+        in three fresh processes — cold, warm (the caches the cold run filled), mega-cache
+        (``torch.compiler.load_cache_artifacts`` of the cold run's ``save_cache_artifacts``). Kept as
+        ``cap.cache_runs`` (saved with the capture). Needs the live function (or ``fn`` and ``calls``)."""
+        self.cache_runs = EXPERIMENTS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
+        return self.cache_runs
+
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):
         a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""

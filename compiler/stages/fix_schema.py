@@ -24,8 +24,8 @@ NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
 
 # what a fix is for (Fix.goal): fewer graph breaks / recompiles / skipped frames, a faster compiled run
 # (slow code, CUDA graphs), or fewer guards to check on each call (a guard filter)
-FINDINGS, RUNTIME, GUARDS = "findings", "runtime", "guards"
-GOALS = (FINDINGS, RUNTIME, GUARDS)
+FINDINGS, RUNTIME, GUARDS, COMPILE_TIME = "findings", "runtime", "guards", "compile time"
+GOALS = (FINDINGS, RUNTIME, GUARDS, COMPILE_TIME)
 FASTER = 0.95  # a runtime fix is recommended when the compiled run takes at most this share of the time before
 
 
@@ -99,6 +99,8 @@ class FixResult(Data):
         if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
             return False
         b, a = self.before, self.after
+        if self.goal == COMPILE_TIME:
+            return b.compile_s is not None and a.compile_s is not None and a.compile_s < b.compile_s
         no_worse = a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
             and a.frames_skipped <= b.frames_skipped
         if self.goal == RUNTIME:
@@ -147,6 +149,8 @@ class Fix(Data):
     goal: str = FINDINGS  # findings, runtime (slow code, CUDA graphs) or guards (a guard filter)
     gives_up: str | None = None  # what the change gives up (an unsafe guard filter: what goes unchecked)
     marks: list[DynamicMark] = field(default_factory=list)
+    regions: list[str] = field(default_factory=list)  # regional compilation: the module paths compiled instead
+    region_method: str | None = None  # "compile" (each block's .compile()) or "nested_compile_region"
     alternatives: list[str] = field(default_factory=list)  # other changes, in words
     cost: float = 0.0  # ranking score: higher first
     cost_text: str = ""

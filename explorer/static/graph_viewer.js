@@ -34,6 +34,13 @@ function render({ model, el }) {
                                      ["out", "−", "zoom out (-)"], ["collapse", "Reset", "back to the opening view: modules closed"]]) {
     buttons[key] = html("button", { type: "button", title, class: `tc-gv-${key}` }, label, toolbar);
   }
+  // colour modules by the compile seconds sampled on them (scene.compile_s_max: there is such data)
+  const heatLabel = html("label", { class: "tc-gv-heat", title: "shade each module by the compile time sampled on it" },
+                         null, toolbar);
+  const heatBox = html("input", { type: "checkbox" }, null, heatLabel);
+  heatLabel.append(" compile time");
+  heatBox.checked = !!model.get("colour_compile");
+  heatBox.addEventListener("change", () => { model.set("colour_compile", heatBox.checked); model.save_changes(); draw(); });
   html("span", { class: "tc-gv-hint" }, "drag to pan · wheel or +/− to zoom · click a module to open it", toolbar);
   const viewport = html("div", { class: "tc-gv-viewport", tabindex: "0" }, null, el);
   const root = svg("svg", {}, viewport);
@@ -83,13 +90,21 @@ function render({ model, el }) {
     apply();
   }
 
+  function heat(entry, scene, rect) {
+    if (!model.get("colour_compile") || !scene.compile_s_max || !entry.compile_s) return;
+    const share = entry.compile_s / scene.compile_s_max;
+    rect.setAttribute("style", `fill: rgba(234, 88, 12, ${(0.12 + 0.6 * share).toFixed(3)})`);
+    rect.classList.add("tc-gv-heated");
+  }
+
   function draw() {
     const scene = model.get("scene") || {};
+    heatLabel.style.display = scene.compile_s_max ? "" : "none";
     layer.replaceChildren();
     boxes = new Map();
     for (const c of [...(scene.clusters || [])].sort((a, b) => a.depth - b.depth)) {
       const g = svg("g", { class: `tc-gv-cluster tc-gv-${c.kind}`, "data-id": c.id }, layer);
-      svg("rect", { x: c.x, y: c.y, width: c.w, height: c.h, rx: 6 }, g);
+      svg("rect", { x: c.x, y: c.y, width: c.w, height: c.h, rx: 6 }, g);  // open: not shaded (it holds its boxes)
       const title = svg("text", { x: c.x + 8, y: c.y + 16 }, g);
       title.textContent = "▾ " + c.label;
       title.addEventListener("click", (event) => { event.stopPropagation(); toggle(c.id, false); });
@@ -98,14 +113,15 @@ function render({ model, el }) {
     for (const e of scene.edges || []) svg("path", { d: e.d, class: "tc-gv-edge", "marker-end": arrow }, layer);
     for (const b of scene.boxes || []) {
       const g = svg("g", { class: `tc-gv-box tc-gv-${b.kind}`, "data-id": b.id }, layer);
-      svg("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }, g);
+      heat(b, scene, svg("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }, g));
       b.label.forEach((line, i) => {
         const t = svg("text", { x: b.x + b.w / 2, y: b.y + PAD_Y + (i + 0.75) * LINE, "text-anchor": "middle",
                                 class: i ? "tc-gv-sub" : "tc-gv-head" }, g);
         t.textContent = (i === 0 && b.group ? "▸ " : "") + line;
       });
       const tip = svg("title", {}, g);
-      tip.textContent = b.group ? `${b.label.join(" · ")} — click to open` : b.label.join("\n");
+      tip.textContent = (b.group ? `${b.label.join(" · ")} — click to open` : b.label.join("\n"))
+        + (b.compile_s ? ` · ${b.compile_s.toFixed(2)} s compile time (sampled)` : "");
       g.addEventListener("click", (event) => {
         if (moved) return;
         event.stopPropagation();

@@ -170,10 +170,37 @@ def _applies(fix) -> Html:
               for m in fix.marks]
     if fix.matmul_precision:
         parts.append(code(f"torch.set_float32_matmul_precision({fix.matmul_precision!r})"))
+    if fix.regions:
+        how = (f"torch.compiler.nested_compile_region on {fix.regions[0]}'s class, the whole model compiled"
+               if fix.region_method == "nested_compile_region" else f"block.compile() on {len(fix.regions)} blocks, "
+               "the model itself not compiled")
+        parts.append(code(how))
+    if fix.kind == "warm_caches":
+        parts.append(code("cap.measure_caches(): cold, warm and mega-cache runs, each a fresh process"))
     return join(parts, ", ")
 
 
+def render_compile_fixes(capture) -> Html | None:
+    """What would save compile time (``cap.compile_fixes()``), each with what trying it measured."""
+    try:
+        fixes = capture.compile_fixes()
+    except Exception:  # noqa: BLE001 — a view never raises for a capture it cannot propose for
+        return None
+    if not fixes.items:
+        return join([heading("What would save compile time", 4), para(fixes.note or "nothing proposed", cls="tc-muted")])
+    return join([heading("What would save compile time", 4),
+                 para(f"{plural(len(fixes.items), 'change')} that may cut compile time. Try them with "
+                      "cap.try_compile_fixes(): each runs in a fresh process with empty caches, against a baseline "
+                      "compiled the same way (compile seconds before → after, runtime, outputs equal eager)."),
+                 para(fixes.note, cls="tc-muted") if fixes.note else None,
+                 *(fix_card(fix) for fix in fixes)])
+
+
 def render_fixes(capture, compile) -> str:
+    return join([_render_findings_fixes(capture), render_compile_fixes(capture)])
+
+
+def _render_findings_fixes(capture) -> str:
     fixes = fixes_of(capture)
     if fixes is None:
         return note("No fixes could be proposed for this capture.", kind="muted")

@@ -11,6 +11,15 @@ from .graph_svg import module_of, render_graph_svg
 from .tables import data_table
 
 
+def module_compile_seconds(compile) -> dict[str, float]:
+    """Compile seconds sampled per module path of this compile (``c.timings.by_line``; empty: not sampled)."""
+    out: dict[str, float] = {}
+    for row in compile.timings.by_line if compile.timings.available else []:
+        if row.module:
+            out[row.module] = out.get(row.module, 0.0) + row.seconds
+    return out
+
+
 def graph_facts(graph) -> str:
     nodes = graph.nodes
     inputs = sum(n.op == "placeholder" for n in nodes)
@@ -37,9 +46,13 @@ def render_graph(capture, compile, drawing: bool = True) -> str:
     graph = compile.graph
     if not graph.available:
         return unavailable("FX graph", graph.reason)
-    svg, collapsed = render_graph_svg(graph) if drawing else (None, None)
+    heat = module_compile_seconds(compile)
+    svg, collapsed = render_graph_svg(graph, heat=heat) if drawing else (None, None)
     return join([
         para(graph_facts(graph), cls="tc-muted"),
+        para("Modules shaded by the compile time sampled on them (darker: more; hover a module for its seconds; "
+             "cap.compile_time_table(by='module')). In the live explorer: the viewer's “compile time” box.",
+             cls="tc-muted") if heat and drawing else None,
         note(graph.not_parsed, kind="warn") if graph.not_parsed else None,
         op_summary(graph.nodes),
         note(collapsed, kind="info") if collapsed else None,

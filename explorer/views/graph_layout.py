@@ -122,9 +122,10 @@ def _type_text(node) -> str | None:
 class GraphTree:
     """The collapsible tree of one FX graph (and its higher-order ops' bodies)."""
 
-    def __init__(self, graph, kernels: dict[str, list[str]] | None = None):
+    def __init__(self, graph, kernels: dict[str, list[str]] | None = None, heat: dict[str, float] | None = None):
         self.items: dict[str, Item] = {"root": Item("root", "root", [], None)}
         self.kernels = kernels or {}
+        self.heat = heat or {}  # module path → compile seconds spent on it (sampled: compiler.stages.compile_time)
         self.leaf_of: dict[str, str] = {}  # FX node name (prefixed in subgraphs) → leaf item id
         self.position: dict[str, int] = {}  # leaf item id → program order
         self.module_path: dict[str, str | None] = {}  # leaf item id → its module path (own or inferred)
@@ -391,14 +392,33 @@ class GraphTree:
         scene_edges = []
         for edge, (a, b, count) in zip(laid.get("edges", []), edge_list):
             scene_edges.append({"from": a, "to": b, "count": count, "d": _edge_path(edge.get("pos", ""), flip)})
-        return {"width": round(x1 - x0, 1), "height": round(y1 - y0, 1), "boxes": scene_boxes,
-                "clusters": scene_clusters, "edges": scene_edges}
+        for entry in scene_clusters:
+            seconds = self.compile_seconds(self.items[entry["id"]])
+            if seconds:
+                entry["compile_s"] = seconds
+        scene = {"width": round(x1 - x0, 1), "height": round(y1 - y0, 1), "boxes": scene_boxes,
+                 "clusters": scene_clusters, "edges": scene_edges}
+        if self.heat:
+            # shading compares the closed modules (boxes); an open module (cluster) holds them all, so it is not shaded
+            scene["compile_s_max"] = max((e.get("compile_s", 0.0) for e in scene_boxes), default=0.0)
+        return scene
+
+    def compile_seconds(self, item: Item) -> float | None:
+        """Compile seconds sampled on a module group's module and those inside it (None: no heat data, or a node)."""
+        path = getattr(item, "path", None)
+        if not self.heat or not path or not item.children:
+            return None
+        total = sum(s for p, s in self.heat.items() if p == path or p.startswith(path + "."))
+        return round(total, 4) if total else None
 
     def _box_entry(self, item: Item, x, y, w, h) -> dict:
         entry = {"id": item.id, "kind": item.kind, "label": item.label, "x": round(x, 1), "y": round(y, 1),
                  "w": round(w, 1), "h": round(h, 1), "group": bool(item.children), "size": item.size}
         if item.node is not None:
             entry["info"] = self.node_info(item)
+        seconds = self.compile_seconds(item)
+        if seconds:
+            entry["compile_s"] = seconds
         return entry
 
     def node_info(self, item: Item) -> dict:
@@ -478,24 +498,33 @@ def run_dot(source: str) -> dict:
 
 # --- static SVG (no kernel: nbconvert, saved notebooks) ------------------------------------------
 
-def scene_svg(scene: dict) -> Html:
-    """The scene as an ``<svg>`` scaled to fit its box (every text escaped)."""
+def scene_svg(scene: dict, heat: bool = False) -> Html:
+    """The scene as an ``<svg>`` scaled to fit its box (every text escaped); ``heat``: modules shaded by the
+    compile seconds sampled on them (``GraphTree(heat=...)``)."""
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="tc-gv-svg" viewBox="-4 -4 {scene["width"] + 8} '
              f'{scene["height"] + 8}" width="{scene["width"] + 8}" height="{scene["height"] + 8}" preserveAspectRatio="xMidYMin meet" '
              f'role="img"><defs><marker id="tc-gv-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
              f'markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" class="tc-gv-arrowhead"/></marker></defs>']
+    top = scene.get("compile_s_max") if heat else None
+
+    def shade(entry) -> str:  # a module's sampled compile seconds, as the interactive viewer shades them
+        if not top or not entry.get("compile_s"):
+            return ""
+        return f' style="fill: rgba(234, 88, 12, {0.12 + 0.6 * entry["compile_s"] / top:.3f})"'
+
     for c in sorted(scene["clusters"], key=lambda c: c["depth"]):
         parts.append(f'<g class="tc-gv-cluster"><rect x="{c["x"]}" y="{c["y"]}" width="{c["w"]}" height="{c["h"]}" '
                      f'rx="6"/><text x="{c["x"] + 8}" y="{c["y"] + 16}">{esc(c["label"])}</text></g>')
     for e in scene["edges"]:
         parts.append(f'<path class="tc-gv-edge" d="{esc(e["d"])}" marker-end="url(#tc-gv-arrow)"/>')
     for b in scene["boxes"]:
-        title = "\n".join(f"{k}: {v}" for k, v in (b.get("info") or {}).items())
+        title = "\n".join(f"{k}: {v}" for k, v in (b.get("info") or {}).items()) + (
+            f"{' · '.join(b['label'])}: {b['compile_s']:.2f} s compile time (sampled)" if top and b.get("compile_s") else "")
         lines = "".join(f'<text x="{b["x"] + b["w"] / 2:.1f}" y="{b["y"] + PAD_Y + (i + 0.75) * LINE_PX:.1f}" '
                         f'text-anchor="middle" class="{"tc-gv-sub" if i else "tc-gv-head"}">{esc(line)}</text>'
                         for i, line in enumerate(b["label"]))
         parts.append(f'<g class="tc-gv-box tc-gv-{esc(b["kind"])}"><title>{esc(title or " ".join(b["label"]))}</title>'
-                     f'<rect x="{b["x"]}" y="{b["y"]}" width="{b["w"]}" height="{b["h"]}" rx="5"/>{lines}</g>')
+                     f'<rect x="{b["x"]}" y="{b["y"]}" width="{b["w"]}" height="{b["h"]}" rx="5"{shade(b)}/>{lines}</g>')
     parts.append("</svg>")
     return Html("".join(parts))
 

@@ -22,10 +22,11 @@ def module_of(node) -> str | None:
     return node.module or node.module_guess
 
 
-def render_graph_svg(graph, tree: GraphTree | None = None) -> tuple[Html, str | None]:
-    """The drawn graph in its opening state, and a sentence saying what is collapsed (None when nothing is)."""
+def render_graph_svg(graph, tree: GraphTree | None = None, heat: dict[str, float] | None = None) -> tuple[Html, str | None]:
+    """The drawn graph in its opening state, and a sentence saying what is collapsed (None when nothing is);
+    ``heat`` (module path → compile seconds): modules shaded by them."""
     try:
-        tree = tree or GraphTree(graph)
+        tree = tree or GraphTree(graph, heat=heat)
         expanded = tree.initial_expanded()
         scene = tree.scene(expanded)
     except Exception as exc:  # noqa: BLE001 — no dot binary, or dot failed: say so, keep the view
@@ -41,5 +42,5 @@ def render_graph_svg(graph, tree: GraphTree | None = None) -> tuple[Html, str | 
     toggle = f"tc-gv-zoom-{next(_ids)}"
     body = tag("div", Html(f'<input type="checkbox" id="{toggle}" class="tc-gv-zoom">'),
                tag("label", " actual size (scroll to pan)", **{"for": toggle}),
-               tag("div", scene_svg(scene), cls="tc-gv-frame"), cls="tc-gv tc-gv-static")
+               tag("div", scene_svg(scene, heat=bool(heat)), cls="tc-gv-frame"), cls="tc-gv tc-gv-static")
     return body, how

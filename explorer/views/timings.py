@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..html import columns, heading, join, key_values, note, para, seconds, shorten, table, tag, unavailable
 from .breaks import file_place
 from .roofline import line_roofline_section
+from .caches import cache_runs_section, caches_section
 from .source import line_time_table
 
 LABEL_WIDTH, BAR_WIDTH, VALUE_WIDTH, ROW = 250, 330, 200, 22
@@ -168,4 +169,5 @@ def render_timings(capture, compile) -> str:
     by_line = line_time_table(capture, compile)
     runtime = runtime_section(capture)
     return join([compile_time_section(compile), perfetto_link(capture), compile_time_by_line(compile),
+                 caches_section(compile), cache_runs_section(capture),
                  columns(runtime, by_line) if by_line else runtime, line_roofline_section(capture, compile)])
