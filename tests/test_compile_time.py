@@ -29,7 +29,7 @@ def _line_of(fn, text: str) -> int:
 
 def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     before = torch_state.snapshot()
-    with compiler.capture() as cap:
+    with compiler.capture(sample_compile=True) as cap:
         torch.compile(costly, backend="eager")(torch.randn(4))
     torch_state.assert_restored(before)  # callbacks removed, and no sampler thread left
     assert not [t for t in threading.enumerate() if t.name.startswith("tcompile")]
@@ -80,7 +80,7 @@ class Model(torch.nn.Module):
 
 
 def test_aot_autograd_time_goes_to_lines_and_modules():
-    with compiler.capture() as cap:
+    with compiler.capture(sample_compile=True) as cap:
         torch.compile(Model(), backend="aot_eager")(torch.randn(2, 8, requires_grad=True)).sum().backward()
     table = cap.compile_time_table()
     assert {"Dynamo tracing", "AOTAutograd"} <= set(table.phase)
@@ -96,7 +96,7 @@ def test_aot_autograd_time_goes_to_lines_and_modules():
 def test_an_error_in_the_block_removes_the_sampler():
     before = torch_state.snapshot()
     with pytest.raises(RuntimeError):
-        with compiler.capture():
+        with compiler.capture(sample_compile=True):
             torch.compile(costly, backend="eager")(torch.randn(4))
             raise RuntimeError("user error after the compile")
     torch_state.assert_restored(before)
@@ -114,7 +114,7 @@ def test_sampling_off_leaves_the_table_empty():
 def test_source_and_timings_views_show_compile_time_by_line():
     from explorer.views import render_view
 
-    with compiler.capture() as cap:
+    with compiler.capture(sample_compile=True) as cap:
         torch.compile(costly, backend="eager")(torch.randn(4))
     compile = cap.compiles[0]
     source = str(render_view("source", cap, compile))
@@ -127,7 +127,7 @@ def test_source_and_timings_views_show_compile_time_by_line():
 
 
 def test_module_table_sums_submodules_at_a_depth():
-    with compiler.capture() as cap:
+    with compiler.capture(sample_compile=True) as cap:
         torch.compile(Model(), backend="aot_eager")(torch.randn(2, 8))
     flat = cap.compile_time_table(by="module")
     cut = cap.compile_time_table(by="module", depth=2)
@@ -140,7 +140,7 @@ def test_inductor_phases_and_slow_sampling_while_waiting_for_the_compiler():
         y = x.sin() * 2
         return y.cos() + x
 
-    with compiler.capture(fresh=True) as cap:  # caches off: Inductor lowers, generates and compiles C++
+    with compiler.capture(fresh=True, sample_compile=True) as cap:  # caches off: Inductor lowers, generates and compiles C++
         torch.compile(pointwise)(torch.randn(256))
     table = cap.compile_time_table()
     assert {"Dynamo tracing", "AOTAutograd"} <= set(table.phase)
@@ -150,3 +150,24 @@ def test_inductor_phases_and_slow_sampling_while_waiting_for_the_compiler():
     if waiting.samples.sum() >= 5:  # every 50 ms while torch only waits, not every 5 ms
         assert waiting.seconds.sum() / waiting.samples.sum() > 0.03
     assert table.seconds.sum() == pytest.approx(cap.compiles[0].compile_seconds, rel=0.15)
+
+
+def test_default_sampling_follows_the_python_version_and_says_why_when_off():
+    """On 3.11 sampling another thread's frames can crash CPython: off unless asked, and Timings says so."""
+    import sys
+
+    from compiler.capturing import compile_sampler
+    from explorer.views.timings import render_timings
+
+    threads_before = threading.active_count()
+    torch._dynamo.reset()
+    with compiler.capture() as cap:
+        torch.compile(lambda x: x.cos() + 1, backend="eager")(torch.randn(8))
+    assert threading.active_count() == threads_before
+    on = sys.version_info >= (3, 12)
+    assert compile_sampler.SAFE_BY_DEFAULT is on
+    assert ("compile_sampling" in cap.options) is on
+    if not on:
+        assert not cap.compiles[0].timings.by_line
+        assert "gh-111363" in cap.options["compile_sampling_off"]
+        assert "sample_compile=True" in str(render_timings(cap, cap.compiles[0]))

@@ -27,7 +27,7 @@ class Net(torch.nn.Module):
     def forward(self, x):
         return self.head(self.slow(x))
 
-with torch.no_grad(), compiler.capture() as cap:
+with torch.no_grad(), compiler.capture(sample_compile=True) as cap:
     torch.compile(Net().eval(), backend="aot_eager")(torch.randn(4, 16))
 print("modules sampled:", sorted({r.module for r in cap.compiles[0].timings.by_line if r.module}))
 """

@@ -34,6 +34,14 @@ import time
 from typing import NamedTuple
 
 DEFAULT_INTERVAL_S = 0.005
+# On CPython 3.11, walking another running thread's frames (sys._current_frames(), f_back, f_locals) can crash
+# the interpreter when the GIL changes hands mid-walk: CPython gh-111363 (3.11.5, open), the same segfaults in
+# Sentry's and Datadog's sampling profilers; here too, twice under load 14 (a GPT-2 capture's compiles). So
+# captures sample only where asked to on 3.11 (``capture(sample_compile=True)``) and by default from 3.12 on.
+SAFE_BY_DEFAULT = sys.version_info >= (3, 12)
+OFF_BY_DEFAULT = (f"compile time by line is off by default on Python {sys.version_info.major}.{sys.version_info.minor}: "
+                  "sampling the compiling thread's frames from another thread can crash CPython 3.11 (gh-111363); "
+                  "capture(sample_compile=True) turns it on")
 # While the compiling thread only waits (for g++ or the compile workers) a sample every 50 ms is as good as
 # every 5 ms — those seconds go to no line either way — and costs a tenth: a cold compile waits for g++ for
 # most of its time, where 5 ms sampling took 184 ms of CPU from the compile's 2 cores (MLP, fresh process).

@@ -11,6 +11,7 @@ import traceback
 
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
+from compiler.capturing import compile_sampler
 from compiler.capturing.compile_sampler import CompileSampler
 from compiler.stages.bytecode import attach_decompiling, transformation
 from compiler.capturing.environment import environment, recompile_limits, warn_if_untested_torch
@@ -112,7 +113,7 @@ class Recorder:
     once."""
 
     def __init__(self, *, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-                 options: dict | None = None, live: LiveState | None = None, sample_compile: bool = True):
+                 options: dict | None = None, live: LiveState | None = None, sample_compile: bool | None = None):
         import torch
         import torch._inductor.config as inductor_config
 
@@ -123,6 +124,10 @@ class Recorder:
         self.bytecode = _BytecodeRecorder(self.live, self.collector)
         self.autotune = AutotuneRecorder(self.collector)
         # compile time by line of user code (compiler.capturing.compile_sampler); None: not sampled
+        self.sampling_off = compile_sampler.OFF_BY_DEFAULT if sample_compile is None and not compile_sampler.SAFE_BY_DEFAULT \
+            else None
+        if sample_compile is None:
+            sample_compile = compile_sampler.SAFE_BY_DEFAULT
         self.sampler = CompileSampler(lambda compile_id: receives(self.collector, compile_id)) if sample_compile else None
         self.options = {**(options or {}), "fresh": fresh,
                         "caches_enabled": (not fresh) and bool(inductor_config.fx_graph_cache),
@@ -183,6 +188,8 @@ class Recorder:
             samples = (self.sampler.samples, self.sampler.method()) if self.sampler is not None else None
             if samples is not None:
                 self.options["compile_sampling"] = samples[1]  # interval, samples, the sampler's own busy_s
+            elif self.sampling_off:
+                self.options["compile_sampling_off"] = self.sampling_off
             data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
                             {**environment(), "recompile_limits": self.recompile_limits}, self.error, self.counters, self.autotune.results, measurements,
                             compile_samples=samples)
@@ -209,7 +216,7 @@ def new_capture(saved: CaptureData, live: LiveState | None, into: Capture | None
 
 @contextlib.contextmanager
 def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
-            options: dict | None = None, job_dir=None, sample_compile: bool = True):
+            options: dict | None = None, job_dir=None, sample_compile: bool | None = None):
     """Capture every torch.compile stage while the block runs.
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
@@ -218,7 +225,8 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
-    ``sample_compile=False``: no compile time by line (``compiler.capturing.compile_sampler``).
+    ``sample_compile``: compile time by line (``compiler.capturing.compile_sampler``); None (the default): on
+    from Python 3.12, off on 3.11, where sampling another thread's frames can crash CPython.
     """
     recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
                         options=options, sample_compile=sample_compile)

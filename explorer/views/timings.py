@@ -67,11 +67,12 @@ def compile_time_section(compile):
     ])
 
 
-def compile_time_by_line(compile, limit: int = 15):
+def compile_time_by_line(compile, capture=None, limit: int = 15):
     """Where this compile's time went, by line of the user's code and phase (sampled), largest first."""
     stage = compile.timings
     if not stage.available or not stage.by_line:
-        return None
+        off = capture is not None and capture.options.get("compile_sampling_off")
+        return para(str(off), cls="tc-muted") if stage.available and off else None
     rows = stage.by_line[:limit]
     # lines from several files: each is file:line (the path in its tooltip); numbers first, so they fit
     body = [[file_place(r.file, r.line) if r.file and r.line is not None else "–",
@@ -168,6 +169,6 @@ def runtime_section(capture):
 def render_timings(capture, compile) -> str:
     by_line = line_time_table(capture, compile)
     runtime = runtime_section(capture)
-    return join([compile_time_section(compile), perfetto_link(capture), compile_time_by_line(compile),
+    return join([compile_time_section(compile), perfetto_link(capture), compile_time_by_line(compile, capture),
                  caches_section(compile), cache_runs_section(capture),
                  columns(runtime, by_line) if by_line else runtime, line_roofline_section(capture, compile)])
