@@ -29,8 +29,8 @@ from compiler.stages.provenance import add_costs, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import (FORMAT, VERSION, Bytecode, CaptureFormatError, Guards, Recompile, Shapes, Source,
-                                    Summary, Timings, paused_gc)
+from compiler.stages.schema import (FORMAT, VERSION, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Guards, Recompile,
+                                    RecompileLimit, Shapes, SkippedFrame, Source, Summary, Timings, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -140,29 +140,48 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
              if c["compile_id"] not in not_breaks]
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
-    from compiler.stages.cudagraphs import cudagraphs_stage
-
-    cudagraphs = cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
-                                  options.get("calls_under_capture"))
-    if not cudagraphs.get("available") and absent.get("cudagraphs"):
-        cudagraphs = unavailable(absent["cudagraphs"])
-    elif cudagraphs.get("available") and measurements.get("cudagraph_memory"):
-        cudagraphs["memory"] = measurements["cudagraph_memory"]  # measured after the compile: one input of this build
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
-        "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
-        "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
-        "cudagraphs": cudagraphs,
+        "breaks": _typed(Breaks, {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
+                         "breaks"),
+        "skipped_frames": [_typed(SkippedFrame, item, f"skipped_frames[{i}]") for i, item
+                           in enumerate(skipped_mod.with_share(skipped, measurements.get("frame_times")))],
+        "cudagraphs": _cudagraphs(loose + records_of(by_compile), counters, options, environment, absent,
+                                  measurements),
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
-    data["recompile_limits"] = limit_hits(compiles, environment.get("recompile_limits") or {})
+    data["recompile_limits"] = [_typed(RecompileLimit, hit, f"recompile_limits[{i}]") for i, hit
+                                in enumerate(limit_hits(compiles, environment.get("recompile_limits") or {}))]
     _add_measurements(data, measurements)
     if no_compile_id is not None:
         _add_no_compile_id(data, no_compile_id, records, strings, options, events, absent, extra_of)
     data["summary"] = summarize(data)
     return data
+
+
+def _typed(cls, value, where: str):
+    """A capture-wide stage (graph breaks, skipped frames, recompile limits, CUDA graphs) as its declared
+    type, every field checked as it is built. Its values come from records already checked field by field
+    (``report``), so a mismatch is tcompile's: one line naming the stage and the field."""
+    try:
+        return cls.from_data(value, where)
+    except CaptureFormatError as exc:
+        raise TraceError(f"what the records hold does not form a capture ({exc})") from None
+
+
+def _cudagraphs(records, counters, options, environment, absent: dict, measurements: dict):
+    """The CUDA-graphs stage (``compiler.stages.cudagraphs``), typed: a source that cannot hold it says
+    why (``absent``), and the CUDA-graph memory measured after the compile is one input of this build."""
+    from compiler.stages.cudagraphs import cudagraphs_stage
+
+    stage = cudagraphs_stage(records, counters, options, environment, options.get("calls_under_capture"))
+    if not stage["available"] and absent.get("cudagraphs"):
+        stage = unavailable(absent["cudagraphs"])
+    elif stage["available"] and measurements.get("cudagraph_memory"):
+        stage["memory"] = measurements["cudagraph_memory"]
+    return _typed(CudaGraphs, stage, "cudagraphs")
 
 
 def _add_no_compile_id(data: dict, reader: NoCompileId, records, strings, options, events, absent,
@@ -643,8 +662,8 @@ def summarize(data: dict) -> Summary:
         frames=len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
         compiles=len(compiles),
         graphs=sum(_has_graph(c) for c in compiles),
-        graph_breaks=data["breaks"]["total"],
-        unique_graph_breaks=len(data["breaks"]["items"]),
+        graph_breaks=data["breaks"].total,
+        unique_graph_breaks=len(data["breaks"].items),
         recompiles=sum(c["recompile"].available for c in compiles),
         guards=sum(c["guards"].count for c in compiles if c["guards"].available),
         kernels=sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"]) for c in compiles),
