@@ -29,8 +29,10 @@ from compiler.stages.provenance import add_costs, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import (FORMAT, VERSION, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Guards, Recompile,
-                                    RecompileLimit, Shapes, SkippedFrame, Source, Summary, Timings, paused_gc)
+from compiler.stages.data import Data, _fields
+from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Graph,
+                                    Guards, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary, Timings,
+                                    paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -333,7 +335,22 @@ class StageBuilder:
 
 
 def _provenance(c: CompileInput) -> dict:
-    return provenance_stage({**c.built, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+    return provenance_stage({**c.built, "graph": _plain(c.built["graph"]), "aot": _plain(c.built["aot"]),
+                             "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+
+
+def _plain(stage):
+    """A typed stage as the plain data read by the builders that still take data (provenance; the Inductor
+    runs, whose pre-grad graph is the Dynamo graph's nodes): every saved field, nothing left out
+    (``Graph.to_data`` leaves out what parsing the code again gives back)."""
+    if isinstance(stage, Data):
+        return {**{key: _plain(getattr(stage, name)) for name, key, _, _ in _fields(type(stage))},
+                **stage.__dict__.get("_unknown", {})}
+    if isinstance(stage, list):
+        return [_plain(item) for item in stage]
+    if isinstance(stage, dict):
+        return {key: _plain(value) for key, value in stage.items()}
+    return stage
 
 
 def _ir_texts(inductor: dict) -> list[str]:
@@ -358,17 +375,17 @@ STAGE_BUILDERS = (
         c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")}),
         needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
-                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True),
+                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True, type=Graph),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
         c.last_payload("dynamo_cpp_guards_str"), c.built["source"].filename, c.metrics,
         _source_lines(c.built["source"])), needs_frame=True, type=Guards),
     StageBuilder("recompile", ("artifact:recompile_reasons",),
                  lambda c: recompile_stage(c.last_payload("artifact:recompile_reasons"), c.metrics), needs_frame=True,
                  type=Recompile),
-    StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
+    StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note), type=AotGraphs),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
-                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"), c.tracking)),
+                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, _plain(c.built["graph"]), c.tracking)),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
@@ -650,8 +667,8 @@ def _tracking_texts(run: dict) -> dict | None:
 def _has_graph(compile: dict) -> bool:
     """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
     if compile.get("origin") == "aot_inductor":
-        return bool(compile["aot"].get("available") or compile["inductor"].get("available"))
-    return compile["graph"].get("available", False)
+        return bool(compile["aot"].available or compile["inductor"].get("available"))
+    return compile["graph"].available
 
 
 def summarize(data: dict) -> Summary:
