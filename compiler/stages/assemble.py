@@ -3,9 +3,12 @@ kind nobody knows is kept (trimmed) and counted, never fatal.
 
 Each builder of ``STAGE_BUILDERS`` that names its ``type`` yields that declared stage type
 (``compiler.stages.schema``), every field checked as it is built (``_declared``): source, bytecode,
-guards, recompile, timings, shapes. The graph, AOT, Inductor, kernels and provenance stages are still
-plain data until ``CaptureData.from_data`` (provenance and the GPU costs read their nodes and kernels as
-dicts). What a source cannot hold (``absent``) and the compile of records with no compile id
+graph, guards, recompile, AOT, timings, shapes; each Inductor run's scheduler IR is typed as it is
+built (``_ir``), and so are the capture-wide stages (breaks, skipped frames, recompile limits, CUDA
+graphs: ``_typed``). The Inductor runs (their graphs and code), kernels, provenance and amortization
+are still plain data until ``CaptureData.from_data``: provenance and the GPU costs read their nodes and
+kernels as dicts, and get a plain view (``_plain``) of the typed stages they read. What a source cannot
+hold (``absent``) and the compile of records with no compile id
 (``NoCompileId``) are part of this one build: nothing is edited after it."""
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
 from compiler.stages.data import Data, _fields
 from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Graph,
-                                    Guards, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary, Timings,
-                                    paused_gc)
+                                    Guards, InductorIR, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
+                                    Timings, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -335,8 +338,11 @@ class StageBuilder:
 
 
 def _provenance(c: CompileInput) -> dict:
+    inductor = c.built["inductor"]
+    if inductor.get("available"):  # the runs as they are (provenance reads their code's kernels), the IR as data
+        inductor = {**inductor, "runs": [{**run, "ir": _plain(run["ir"])} for run in inductor["runs"]]}
     return provenance_stage({**c.built, "graph": _plain(c.built["graph"]), "aot": _plain(c.built["aot"]),
-                             "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+                             "inductor": inductor, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
 
 
 def _plain(stage):
@@ -354,7 +360,7 @@ def _plain(stage):
 
 
 def _ir_texts(inductor: dict) -> list[str]:
-    return [run["ir"]["pre_fusion"]["text"] for run in inductor.get("runs", []) if run["ir"].get("available")]
+    return [run["ir"].pre_fusion.text for run in inductor.get("runs", []) if run["ir"].available]
 
 
 NO_GRAPH = ("Dynamo produced no FX graph for this frame (no tensor operations were traced, or tracing failed "
@@ -429,8 +435,8 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
         return Bytecode(available=False, reason=absent["bytecode"])
     if stage == "inductor" and absent.get("ir") and built.get("available"):
         for run in built["runs"]:
-            if not run["ir"].get("available"):
-                run["ir"] = unavailable(absent["ir"])
+            if not run["ir"].available:
+                run["ir"] = InductorIR(available=False, reason=absent["ir"])
     return built
 
 
@@ -630,7 +636,7 @@ def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
         f"part of the {within} compile's post-grad graph")
     return {"role": f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
             "pre_grad": unavailable(f"part of the {within} compile's pre-grad graph"), "post_grad": post,
-            "ir": ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note),
+            "ir": _ir(ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)),
             "code": unavailable(f"generated inside the {within} compile's code")}
 
 
@@ -652,8 +658,17 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
     built = {"role": role,
              "pre_grad": pre_grad_stage,
              "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
-             "ir": ir, "code": code}
+             "ir": _ir(ir), "code": code}  # typed once its fusion rows know their kernels
     return built
+
+
+def _ir(ir: dict) -> InductorIR:
+    """One Inductor run's scheduler IR (``compiler.stages.inductor_ir``) as its declared type, every field
+    checked; a value that does not fit leaves the IR out, with the reason (as ``_declared``)."""
+    try:
+        return InductorIR.from_data(ir, "ir")
+    except CaptureFormatError as exc:
+        return InductorIR(available=False, reason=_parse_failed(exc))
 
 
 def _tracking_texts(run: dict) -> dict | None:
