@@ -103,9 +103,7 @@ def kernel_links(run, graph_nodes: list | None = None) -> dict[str, list[str]]:
     before its call in ``call()`` (extern kernels on CPU). C++ kernels on CPU carry no such comment:
     for those, the n-th node of an op goes with the n-th kernel named after that op (marked "guessed").
     Best effort: Inductor records the exact mapping only with provenance tracking on."""
-    code = getattr(run, "code", None) or {}
-    kernels = (code.get("kernels") if isinstance(code, dict) else code.kernels) or []
-    module = (code.get("module") if isinstance(code, dict) else code.module) or ""
+    kernels, module = run.code.kernels, run.code.module or ""
     links: dict[str, list[str]] = {}
 
     def link(names, kernel):
@@ -114,13 +112,10 @@ def kernel_links(run, graph_nodes: list | None = None) -> dict[str, list[str]]:
             if kernel not in links[name.strip()]:
                 links[name.strip()].append(kernel)
 
-    def get(k, key):
-        return k.get(key) if isinstance(k, dict) else getattr(k, key, None)
-
     for kernel in kernels:
-        name = get(kernel, "name")
-        link(get(kernel, "source_nodes") or [], name)
-        for match in _MAPPING.finditer(get(kernel, "comments") or ""):
+        name = kernel.name
+        link(kernel.source_nodes, name)
+        for match in _MAPPING.finditer(kernel.comments or ""):
             link([match["source"], *match["targets"].split(",")], name)
     call = module[module.find("def call("):] if "def call(" in module else ""
     pending: list[str] = []
@@ -138,22 +133,22 @@ def kernel_links(run, graph_nodes: list | None = None) -> dict[str, list[str]]:
             link(pending, called["fn"])
             pending = []
     if graph_nodes:
-        _guess_by_op(links, kernels, graph_nodes, get)
+        _guess_by_op(links, kernels, graph_nodes)
     return links
 
 
-def _guess_by_op(links: dict, kernels: list, nodes: list, get) -> None:
+def _guess_by_op(links: dict, kernels: list, nodes: list) -> None:
     by_op: dict[str, list[str]] = {}
     for kernel in kernels:
-        if get(kernel, "language") == "extern":
+        if kernel.language == "extern":
             continue
-        for op in dict.fromkeys(_op_key(o) for o in get(kernel, "ops_from_name") or []):
+        for op in dict.fromkeys(_op_key(o) for o in kernel.ops_from_name):
             if op:
-                by_op.setdefault(op, []).append(get(kernel, "name"))
+                by_op.setdefault(op, []).append(kernel.name)
     seen: dict[str, int] = {}
     for node in nodes:
-        name = get(node, "name")
-        op = _op_key(get(node, "target")) if get(node, "op") not in ("placeholder", "output", "alias") else None
+        name = node.name
+        op = _op_key(node.target) if node.op not in ("placeholder", "output", "alias") else None
         if not op or op not in by_op:
             continue
         index = seen.get(op, 0)

@@ -10,7 +10,7 @@ import torch
 import compiler
 from compiler.stages.assemble import STAGE_BUILDERS, assemble
 from compiler.stages.data import Stage
-from compiler.stages.schema import STAGES, CaptureData
+from compiler.stages.schema import STAGES, Breaks, CaptureData, CudaGraphs, InductorIR, SkippedFrame
 from tlparse_fixtures import INPUTS, needs_inputs
 
 
@@ -32,11 +32,37 @@ def test_builders_that_declare_a_type_yield_it(recompiled):
     live = recompiled.live
     data = assemble(live.records, {}, {}, {"backend": "eager"}, {}, None, {})
     typed = [b for b in STAGE_BUILDERS if b.type is not None]
-    assert {b.stage for b in typed} >= {"source", "bytecode", "guards", "recompile", "timings", "shapes"}
+    assert {b.stage for b in typed} >= {"source", "bytecode", "graph", "guards", "recompile", "aot", "timings", "shapes"}
     for c in data["compiles"]:
         for builder in typed:
             assert type(c[builder.stage]) is builder.type, (c["compile_id"], builder.stage)
     assert type(data["summary"]).__name__ == "Summary"
+
+
+def breaks_once(x):
+    y = torch.cos(x) + 1
+    print("a graph break")
+    return y.relu()
+
+
+def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built():
+    torch._dynamo.reset()
+    with compiler.capture(fresh=True) as cap:
+        torch.compile(breaks_once)(torch.ones(4))
+    data = assemble(cap.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
+    assert type(data["breaks"]) is Breaks and data["breaks"].total == 1 == data["summary"].graph_breaks
+    assert type(data["cudagraphs"]) is CudaGraphs and not data["cudagraphs"].available
+    assert all(type(item) is SkippedFrame for item in data["skipped_frames"])
+    runs = [run for c in data["compiles"] for run in c["inductor"]["runs"]]
+    assert runs and all(type(run["ir"]) is InductorIR and run["ir"].available for run in runs)
+    # the fusion rows know their kernels when the IR is typed (kernels.kernel_of_nodes ran before, not after)
+    kernels = {k["name"] for run in runs for k in run["code"]["kernels"]}
+    assert all(row.kernel in kernels for run in runs for row in run["ir"].fusion if row.kernel)
+    assert any(row.kernel for run in runs for row in run["ir"].fusion)
+    # provenance, which still reads graph nodes as data, sees the same nodes as the typed graph
+    for c in data["compiles"]:
+        dynamo = [n["name"] for n in c["provenance"]["nodes"] if n["level"] == "dynamo"]
+        assert dynamo == [n.name for n in c["graph"].nodes if n.op not in ("placeholder", "output", "alias")]
 
 
 def test_recompiles_are_held_once_in_the_compiles(recompiled):

@@ -3,9 +3,12 @@ kind nobody knows is kept (trimmed) and counted, never fatal.
 
 Each builder of ``STAGE_BUILDERS`` that names its ``type`` yields that declared stage type
 (``compiler.stages.schema``), every field checked as it is built (``_declared``): source, bytecode,
-guards, recompile, timings, shapes. The graph, AOT, Inductor, kernels and provenance stages are still
-plain data until ``CaptureData.from_data`` (provenance and the GPU costs read their nodes and kernels as
-dicts). What a source cannot hold (``absent``) and the compile of records with no compile id
+graph, guards, recompile, AOT, timings, shapes; each Inductor run's scheduler IR is typed as it is
+built (``_ir``), and so are the capture-wide stages (breaks, skipped frames, recompile limits, CUDA
+graphs: ``_typed``). The Inductor runs (their graphs and code), kernels, provenance and amortization
+are still plain data until ``CaptureData.from_data``: provenance and the GPU costs read their nodes and
+kernels as dicts, and get a plain view (``_plain``) of the typed stages they read. What a source cannot
+hold (``absent``) and the compile of records with no compile id
 (``NoCompileId``) are part of this one build: nothing is edited after it."""
 from __future__ import annotations
 
@@ -30,8 +33,10 @@ from compiler.stages.provenance import add_costs, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import (FORMAT, VERSION, Bytecode, CaptureFormatError, Guards, Recompile, Shapes, Source,
-                                    Summary, Timings, paused_gc)
+from compiler.stages.data import Data, _fields
+from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Graph,
+                                    Guards, InductorIR, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
+                                    Timings, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -147,29 +152,48 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     for c in compiles:
         c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
         caches_mod.note_autotune(c["caches"], c["autotune"])
-    from compiler.stages.cudagraphs import cudagraphs_stage
-
-    cudagraphs = cudagraphs_stage(loose + records_of(by_compile), counters, options, environment,
-                                  options.get("calls_under_capture"))
-    if not cudagraphs.get("available") and absent.get("cudagraphs"):
-        cudagraphs = unavailable(absent["cudagraphs"])
-    elif cudagraphs.get("available") and measurements.get("cudagraph_memory"):
-        cudagraphs["memory"] = measurements["cudagraph_memory"]  # measured after the compile: one input of this build
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
-        "breaks": {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
-        "skipped_frames": skipped_mod.with_share(skipped, measurements.get("frame_times")),
-        "cudagraphs": cudagraphs,
+        "breaks": _typed(Breaks, {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
+                         "breaks"),
+        "skipped_frames": [_typed(SkippedFrame, item, f"skipped_frames[{i}]") for i, item
+                           in enumerate(skipped_mod.with_share(skipped, measurements.get("frame_times")))],
+        "cudagraphs": _cudagraphs(loose + records_of(by_compile), counters, options, environment, absent,
+                                  measurements),
         "counters": counters, "error": error,
         "unknown_records": dict(unknown), "extra_records": extra,
     }
-    data["recompile_limits"] = limit_hits(compiles, environment.get("recompile_limits") or {})
+    data["recompile_limits"] = [_typed(RecompileLimit, hit, f"recompile_limits[{i}]") for i, hit
+                                in enumerate(limit_hits(compiles, environment.get("recompile_limits") or {}))]
     _add_measurements(data, measurements)
     if no_compile_id is not None:
         _add_no_compile_id(data, no_compile_id, records, strings, options, events, absent, extra_of)
     data["summary"] = summarize(data)
     return data
+
+
+def _typed(cls, value, where: str):
+    """A capture-wide stage (graph breaks, skipped frames, recompile limits, CUDA graphs) as its declared
+    type, every field checked as it is built. Its values come from records already checked field by field
+    (``report``), so a mismatch is tcompile's: one line naming the stage and the field."""
+    try:
+        return cls.from_data(value, where)
+    except CaptureFormatError as exc:
+        raise TraceError(f"what the records hold does not form a capture ({exc})") from None
+
+
+def _cudagraphs(records, counters, options, environment, absent: dict, measurements: dict):
+    """The CUDA-graphs stage (``compiler.stages.cudagraphs``), typed: a source that cannot hold it says
+    why (``absent``), and the CUDA-graph memory measured after the compile is one input of this build."""
+    from compiler.stages.cudagraphs import cudagraphs_stage
+
+    stage = cudagraphs_stage(records, counters, options, environment, options.get("calls_under_capture"))
+    if not stage["available"] and absent.get("cudagraphs"):
+        stage = unavailable(absent["cudagraphs"])
+    elif stage["available"] and measurements.get("cudagraph_memory"):
+        stage["memory"] = measurements["cudagraph_memory"]
+    return _typed(CudaGraphs, stage, "cudagraphs")
 
 
 def _add_no_compile_id(data: dict, reader: NoCompileId, records, strings, options, events, absent,
@@ -322,11 +346,29 @@ class StageBuilder:
 
 
 def _provenance(c: CompileInput) -> dict:
-    return provenance_stage({**c.built, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+    inductor = c.built["inductor"]
+    if inductor.get("available"):  # the runs as they are (provenance reads their code's kernels), the IR as data
+        inductor = {**inductor, "runs": [{**run, "ir": _plain(run["ir"])} for run in inductor["runs"]]}
+    return provenance_stage({**c.built, "graph": _plain(c.built["graph"]), "aot": _plain(c.built["aot"]),
+                             "inductor": inductor, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+
+
+def _plain(stage):
+    """A typed stage as the plain data read by the builders that still take data (provenance; the Inductor
+    runs, whose pre-grad graph is the Dynamo graph's nodes): every saved field, nothing left out
+    (``Graph.to_data`` leaves out what parsing the code again gives back)."""
+    if isinstance(stage, Data):
+        return {**{key: _plain(getattr(stage, name)) for name, key, _, _ in _fields(type(stage))},
+                **stage.__dict__.get("_unknown", {})}
+    if isinstance(stage, list):
+        return [_plain(item) for item in stage]
+    if isinstance(stage, dict):
+        return {key: _plain(value) for key, value in stage.items()}
+    return stage
 
 
 def _ir_texts(inductor: dict) -> list[str]:
-    return [run["ir"]["pre_fusion"]["text"] for run in inductor.get("runs", []) if run["ir"].get("available")]
+    return [run["ir"].pre_fusion.text for run in inductor.get("runs", []) if run["ir"].available]
 
 
 NO_GRAPH = ("Dynamo produced no FX graph for this frame (no tensor operations were traced, or tracing failed "
@@ -347,19 +389,19 @@ STAGE_BUILDERS = (
         c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")}),
         needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
-                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True),
+                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True, type=Graph),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
         c.last_payload("dynamo_cpp_guards_str"), c.built["source"].filename, c.metrics,
         _source_lines(c.built["source"])), needs_frame=True, type=Guards),
     StageBuilder("recompile", ("artifact:recompile_reasons",),
                  lambda c: recompile_stage(c.last_payload("artifact:recompile_reasons"), c.metrics), needs_frame=True,
                  type=Recompile),
-    StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note)),
+    StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note), type=AotGraphs),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
     StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
         c.records, c.events, c.instants, c.options, c.backend, report=c.report)),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS,
-                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, c.built.get("graph"), c.tracking)),
+                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, _plain(c.built["graph"]), c.tracking)),
     StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
@@ -403,8 +445,8 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
         return Bytecode(available=False, reason=absent["bytecode"])
     if stage == "inductor" and absent.get("ir") and built.get("available"):
         for run in built["runs"]:
-            if not run["ir"].get("available"):
-                run["ir"] = unavailable(absent["ir"])
+            if not run["ir"].available:
+                run["ir"] = InductorIR(available=False, reason=absent["ir"])
     return built
 
 
@@ -605,7 +647,7 @@ def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
         f"part of the {within} compile's post-grad graph")
     return {"role": f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
             "pre_grad": unavailable(f"part of the {within} compile's pre-grad graph"), "post_grad": post,
-            "ir": ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note),
+            "ir": _ir(ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)),
             "code": unavailable(f"generated inside the {within} compile's code")}
 
 
@@ -627,8 +669,17 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
     built = {"role": role,
              "pre_grad": pre_grad_stage,
              "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
-             "ir": ir, "code": code}
+             "ir": _ir(ir), "code": code}  # typed once its fusion rows know their kernels
     return built
+
+
+def _ir(ir: dict) -> InductorIR:
+    """One Inductor run's scheduler IR (``compiler.stages.inductor_ir``) as its declared type, every field
+    checked; a value that does not fit leaves the IR out, with the reason (as ``_declared``)."""
+    try:
+        return InductorIR.from_data(ir, "ir")
+    except CaptureFormatError as exc:
+        return InductorIR(available=False, reason=_parse_failed(exc))
 
 
 def _tracking_texts(run: dict) -> dict | None:
@@ -642,8 +693,8 @@ def _tracking_texts(run: dict) -> dict | None:
 def _has_graph(compile: dict) -> bool:
     """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
     if compile.get("origin") == "aot_inductor":
-        return bool(compile["aot"].get("available") or compile["inductor"].get("available"))
-    return compile["graph"].get("available", False)
+        return bool(compile["aot"].available or compile["inductor"].get("available"))
+    return compile["graph"].available
 
 
 def summarize(data: dict) -> Summary:
@@ -654,8 +705,8 @@ def summarize(data: dict) -> Summary:
         frames=len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
         compiles=len(compiles),
         graphs=sum(_has_graph(c) for c in compiles),
-        graph_breaks=data["breaks"]["total"],
-        unique_graph_breaks=len(data["breaks"]["items"]),
+        graph_breaks=data["breaks"].total,
+        unique_graph_breaks=len(data["breaks"].items),
         recompiles=sum(c["recompile"].available for c in compiles),
         guards=sum(c["guards"].count for c in compiles if c["guards"].available),
         kernels=sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"]) for c in compiles),

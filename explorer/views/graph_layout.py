@@ -31,20 +31,8 @@ DOT_TIMEOUT_S = 30
 
 
 def nodes_and_edges(graph) -> tuple[list, list]:
-    """The one place that reads graph data (``compiler.stages.schema.Graph`` or a loaded dict)."""
-    if isinstance(graph, dict):
-        return graph.get("nodes") or [], graph.get("edges") or []
-    return list(graph.nodes or []), list(graph.edges or [])
-
-
-def subgraphs_of(graph) -> dict:
-    if isinstance(graph, dict):
-        return graph.get("subgraphs") or {}
-    return getattr(graph, "subgraphs", None) or {}
-
-
-def field_of(node, key: str):
-    return node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+    """A ``compiler.stages.schema.Graph``'s nodes and edges, as lists this module may reorder."""
+    return list(graph.nodes), list(graph.edges)
 
 
 @dataclass
@@ -78,7 +66,7 @@ def module_paths(nodes: list) -> dict[str, str | None]:
     the nearest attributed nodes before and after it in program order (FX nodes are in execution
     order), so e.g. a softmax between ``h.3.attn.c_attn`` and ``h.3.attn.c_proj`` sits in ``h.3.attn``
     and a residual add between two layers in ``h``. Best effort, like ``module_guess`` itself."""
-    own = [field_of(n, "module") or field_of(n, "module_guess") for n in nodes]
+    own = [n.module or n.module_guess for n in nodes]
     before, after, last = [], [None] * len(nodes), None
     for path in own:
         before.append(last)
@@ -90,9 +78,9 @@ def module_paths(nodes: list) -> dict[str, str | None]:
     out = {}
     for index, node in enumerate(nodes):
         path = own[index]
-        if not path and field_of(node, "op") not in ("placeholder", "output"):
+        if not path and node.op not in ("placeholder", "output"):
             path = _common_prefix([before[index], after[index]]) if before[index] and after[index] else None
-        out[field_of(node, "name")] = path
+        out[node.name] = path
     return out
 
 
@@ -100,23 +88,23 @@ _PARAMETER = re.compile(r"_(?:parameters|buffers)_(?P<leaf>\w+?)_$")
 
 
 def leaf_label(node) -> list[str]:
-    op, name = field_of(node, "op"), field_of(node, "name")
+    op, name = node.op, node.name
     kind_type = _type_text(node)
     if op == "placeholder":
-        parameter = _PARAMETER.search(name) if field_of(node, "module") else None
+        parameter = _PARAMETER.search(name) if node.module else None
         head = parameter["leaf"] if parameter else name
     elif op == "output":
         head = "output"
     else:
-        head = f"{name} = {op_label(field_of(node, 'target'))}"
+        head = f"{name} = {op_label(node.target)}"
     return [shorten(s, LABEL_CHARS) for s in (head, kind_type) if s]
 
 
 def _type_text(node) -> str | None:
     """``float32[4, 16]``, or the symbolic type (``Sym(s77)``)."""
-    if field_of(node, "dtype"):
-        return f"{field_of(node, 'dtype')}[{', '.join(field_of(node, 'shape') or [])}]"
-    return field_of(node, "type")
+    if node.dtype:
+        return f"{node.dtype}[{', '.join(node.shape or [])}]"
+    return node.type
 
 
 class GraphTree:
@@ -140,8 +128,8 @@ class GraphTree:
 
     def _add_graph(self, graph, parent: str, prefix: str) -> None:
         nodes, edges = nodes_and_edges(graph)
-        aliases = {field_of(n, "name"): field_of(n, "target") for n in nodes if field_of(n, "op") == "alias"}
-        nodes = [n for n in nodes if field_of(n, "op") != "alias"]
+        aliases = {n.name: n.target for n in nodes if n.op == "alias"}
+        nodes = [n for n in nodes if n.op != "alias"]
 
         def root(name):
             seen = set()
@@ -152,12 +140,12 @@ class GraphTree:
 
         edges = list(dict.fromkeys((root(a), root(b)) for a, b in edges))
         paths = module_paths(nodes)
-        subgraphs = subgraphs_of(graph)
+        subgraphs = graph.subgraphs
         for node in nodes:
-            name = field_of(node, "name")
+            name = node.name
             group = self._module_group(paths.get(name), parent, prefix)
             self.module_path[f"n:{prefix}{name}"] = paths.get(name)
-            leaf = Item(f"n:{prefix}{name}", field_of(node, "op") or "?", leaf_label(node), group, node=node)
+            leaf = Item(f"n:{prefix}{name}", node.op or "?", leaf_label(node), group, node=node)
             self._attach(leaf)
             self.leaf_of[prefix + name] = leaf.id
             self.position[leaf.id] = len(self.position)
@@ -166,14 +154,14 @@ class GraphTree:
                 sub_id = f"s:{prefix}{name}"
                 self._attach(Item(sub_id, "subgraph", [f"{name}: {body}", "subgraph"], group))
                 self._add_graph(subgraphs[body], sub_id, f"{prefix}{body}/")
-        names = {field_of(n, "name") for n in nodes}
+        names = {n.name for n in nodes}
         self.edges += [(prefix + a, prefix + b) for a, b in edges if a in names and b in names and a != b]
 
     @staticmethod
     def _subgraph_name(node, subgraphs: dict) -> str | None:
         if not subgraphs:
             return None
-        name, target = field_of(node, "name"), str(field_of(node, "target") or "")
+        name, target = node.name, str(node.target or "")
         for body in subgraphs:
             if name == body or target in (body, f"self.{body}"):
                 return body
@@ -259,7 +247,7 @@ class GraphTree:
         item.size += sum(self._count(c) for c in item.children)
         if item.kind == "run":
             first, last = self._first_leaf(item), self._last_leaf(item)
-            item.label = [f"{field_of(first.node, 'name')} … {field_of(last.node, 'name')}" if first and last
+            item.label = [f"{first.node.name} … {last.node.name}" if first and last
                           else "nodes", plural(item.size, "node")]
         elif item.kind == "module":
             item.label = [item.path, plural(item.size, "node")]
@@ -424,12 +412,12 @@ class GraphTree:
     def node_info(self, item: Item) -> dict:
         node = item.node
         name = item.id[2:]
-        info = {"name": field_of(node, "name"), "op": field_of(node, "op"), "target": field_of(node, "target"),
+        info = {"name": node.name, "op": node.op, "target": node.target,
                 "type": _type_text(node),
-                "module": field_of(node, "module") or self.module_path.get(item.id),
-                "module_guessed": not field_of(node, "module"),
-                "file": field_of(node, "file"), "line": field_of(node, "line"),
-                "function": field_of(node, "function"), "code": field_of(node, "code"),
+                "module": node.module or self.module_path.get(item.id),
+                "module_guessed": not node.module,
+                "file": node.file, "line": node.line,
+                "function": node.function, "code": node.code,
                 "kernels": self.kernels.get(name, [])}
         return {k: str(v) if k == "target" and v is not None else v for k, v in info.items()
                 if v not in (None, [], "")}
@@ -445,7 +433,7 @@ class GraphTree:
         hits: Counter = Counter()
         for leaf_id in self.leaf_of.values():
             node = self.items[leaf_id].node
-            text = f"{field_of(node, 'name')} {field_of(node, 'target') or ''} {field_of(node, 'code') or ''}"
+            text = f"{node.name} {node.target or ''} {node.code or ''}"
             if query in text.lower():
                 hits[self.visible_of(leaf_id, key)] += 1
         return dict(hits)

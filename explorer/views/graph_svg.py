@@ -17,8 +17,6 @@ _ids = itertools.count()
 
 def module_of(node) -> str | None:
     """A node's ``nn.Module`` path as torch's names give it (``module``, else ``module_guess``)."""
-    if isinstance(node, dict):
-        return node.get("module") or node.get("module_guess")
     return node.module or node.module_guess
 
 
@@ -36,7 +34,7 @@ def render_graph_svg(graph, tree: GraphTree | None = None, heat: dict[str, float
     groups = [b for b in scene["boxes"] if b["group"]]
     how = None
     if groups:
-        how = (f"{plural(len([n for n in nodes if (n.get('op') if isinstance(n, dict) else n.op) != 'alias']), 'node')} "
+        how = (f"{plural(len([n for n in nodes if n.op != 'alias']), 'node')} "
                f"drawn as {plural(len(scene['boxes']), 'box', 'boxes')}: {plural(len(groups), 'group')} "
                "(modules, runs of ops) collapsed. In the live explorer, click one to open it.")
     toggle = f"tc-gv-zoom-{next(_ids)}"
