@@ -223,7 +223,8 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
     lowering and fusion, so IR stages would be missing). ``suppress_errors=True`` keeps an exception
     raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is filled
-    in when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
+    in from what was recorded by the time the block ends (with no measurements: ``compiler.run`` / ``explore``
+    time and profile); it is built on its first use, so the block's end costs the compile next to nothing.
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
     ``sample_compile=False``: no compile time by line (``compiler.capturing.compile_sampler``).
