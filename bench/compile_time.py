@@ -32,7 +32,7 @@ from .workloads import ALL
 REPO = Path(__file__).resolve().parent.parent
 VARIANTS = ("plain", "capture", "trace", "debug")
 ANCHOR_NAMES = {"plain": "plain torch.compile", "trace": "TORCH_TRACE", "debug": "TORCH_COMPILE_DEBUG=1"}
-TARGET = 1.05
+TARGET = 1.03  # issue 22: the capture at most 1.03× a plain cold compile (it was 1.05)
 
 
 def _child(args: list[str], cache_dir: Path, cwd: Path, extra_env: dict | None = None) -> dict:

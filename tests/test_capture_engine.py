@@ -447,3 +447,34 @@ def test_a_run_copies_the_arguments_once_and_never_touches_the_callers_tensors(m
     assert cap.runtime.available and cap.runtime.eager.samples == 3
     assert torch.equal(x, torch.ones(4))  # the captured call only; hundreds of timed calls never reached x
     assert copies == [1]
+
+
+def test_capture_is_built_on_first_use_once_and_the_artifact_loggers_are_off_again(monkeypatch):
+    """The block ends without assembling (issue 22: the parse is most of the capture's cost per compile);
+    the first read builds the capture once — also when threads read it together — with the same content."""
+    import threading
+
+    import compiler.capturing.session as session
+    from compiler.capturing.records import ARTIFACT_LOGGERS
+    from compiler.stages.capture import Capture
+
+    builds = []
+    original = session.Recorder.build
+    monkeypatch.setattr(session.Recorder, "build", lambda self, *a, **k: builds.append(1) or original(self, *a, **k))
+    ir_pre = logging.getLogger(ARTIFACT_LOGGERS["ir_pre_fusion"])
+    enabled_before = ir_pre.isEnabledFor(logging.INFO)
+    with compiler.capture() as cap:
+        assert ir_pre.isEnabledFor(logging.INFO)  # the IR logger is on inside (torch checks this)
+        torch.compile(with_print, backend="eager")(torch.ones(3))
+    assert ir_pre.isEnabledFor(logging.INFO) == enabled_before  # … and its cached answer is off again after
+    assert builds == [] and type(cap) is not Capture  # nothing parsed yet
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(cap.breaks.total)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builds == [1] and type(cap) is Capture
+    assert seen == [graph_break_total()] * 4 == [1] * 4
+    assert [r.kind for r in cap.live.records if r.kind == "dynamo_start"] == ["dynamo_start"] * len(cap.compiles)
+    assert cap.compiles[0].bytecode.available and cap.compiles[0].bytecode.original.instructions

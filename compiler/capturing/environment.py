@@ -1,6 +1,7 @@
 """What a capture was made with: versions, device, the compile options."""
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -56,13 +57,19 @@ def environment() -> dict:
         env.update(device="cuda", device_name=torch.cuda.get_device_name(0),
                    device_capability=".".join(map(str, torch.cuda.get_device_capability(0))))
     env.update(distributed())
+    env["triton"] = _triton_version()
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def _triton_version() -> str | None:
+    """Looked up once a process: a failed ``import triton`` searches all of ``sys.path`` every time."""
     try:
         import triton
 
-        env["triton"] = triton.__version__
+        return triton.__version__
     except ImportError:
-        env["triton"] = None
-    return env
+        return None
 
 
 def recompile_limits() -> dict:

@@ -248,6 +248,22 @@ def receives(collector: RecordCollector, compile_id: str | None) -> bool:
         return collector in _targets(compile_id, artifact=False)
 
 
+class _Unparsed(tuple):
+    """A structured record as it arrived — (metadata, payload, time) — parsed into a ``Record`` only when
+    the collector's ``records`` are read (at the build), not inside torch's compile."""
+
+    def parse(self) -> Record:
+        metadata, payload, when = self
+        return record_from_metadata(metadata, payload, when)
+
+
+def _routing_id(metadata: dict) -> str | None:
+    """The compile id ``record_from_metadata`` will give these metadata (ids that are not counts are
+    left out there, so they give None here)."""
+    frame, attempt = metadata.get("frame_id"), metadata.get("frame_compile_id")
+    return f"{frame}/{attempt}" if is_count(frame) and is_count(attempt) else None
+
+
 class _TraceHandler(logging.Handler):
     def __init__(self):
         super().__init__(logging.DEBUG)
@@ -259,9 +275,10 @@ class _TraceHandler(logging.Handler):
             for collector in _active:
                 collector.strings[index] = text
             return
-        entry = record_from_metadata(metadata, getattr(record, "payload", None))
-        for collector in _targets(entry.compile_id, artifact=False):
-            collector._add(entry)
+        compile_id = _routing_id(metadata)
+        entry = _Unparsed((metadata, getattr(record, "payload", None), time.time()))
+        for collector in _targets(compile_id, artifact=False):
+            collector._add(entry, compile_id)
 
 
 class _ArtifactHandler(logging.Handler):
@@ -282,7 +299,7 @@ class _ArtifactHandler(logging.Handler):
         entry = Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0, metadata=metadata,
                        payload=message)
         for collector in _targets(compile_id, artifact=True):
-            collector._add(entry)
+            collector._add(entry, compile_id)
 
 
 class _Held:
@@ -329,13 +346,30 @@ def _attach_group(group: str) -> None:
     else:
         targets = [(logging.getLogger(name), _ArtifactHandler(kind), True) for kind, name in ARTIFACT_LOGGERS.items()]
     undo = _installed[group] = []
+    levels = []
     for logger, handler, set_level in targets:
         undo.append((logger, handler, set_level, logger.level, logger.propagate))
         logger.addHandler(handler)
         if set_level:
             # Level DEBUG turns the artifact on; propagate False keeps it off the user's stderr.
-            logger.setLevel(logging.DEBUG)
+            levels.append((logger, logging.DEBUG))
             logger.propagate = False
+    _set_levels(levels)
+
+
+def _set_levels(levels: list[tuple[logging.Logger, int]]) -> None:
+    """``logger.setLevel(level)`` for each pair, without ``setLevel``'s clearing of every logger's
+    level cache in the process (~2,600 with torch's; that was most of what entering and leaving a
+    capture cost): only these loggers' own caches are cleared — torch's artifact loggers have no
+    child loggers whose cached answer could depend on them. A logging without the per-logger cache
+    gets ``setLevel``."""
+    for logger, level in levels:
+        cache = getattr(logger, "_cache", None)
+        if isinstance(cache, dict):
+            logger.level = level
+            cache.clear()
+        else:
+            logger.setLevel(level)
 
 
 def _detach_group(group: str) -> None:
@@ -345,11 +379,13 @@ def _detach_group(group: str) -> None:
         for logger, hold in _installed.pop(group):
             logger.removeFilter(hold)
         return
+    levels = []
     for logger, handler, set_level, level, propagate in reversed(_installed.pop(group)):
         logger.removeHandler(handler)
         if set_level and (logger.level, logger.propagate) == (logging.DEBUG, False):
-            logger.setLevel(level)
+            levels.append((logger, level))
             logger.propagate = propagate
+    _set_levels(levels)
 
 
 def _sync_handlers() -> None:
@@ -371,10 +407,11 @@ class RecordCollector:
     """
 
     def __init__(self, with_artifact_logs: bool = True):
-        self.records: list[Record] = []
+        self._entries: list[Record | _Unparsed] = []  # in arrival order; parsed when ``records`` is read
+        self._parsed = 0  # entries before this index are Records
         self.strings: dict[int, str] = {}
         self.with_artifact_logs = with_artifact_logs
-        self.listeners: list = []  # called with each structured record as it arrives
+        self.listeners: list = []  # called (with no argument) as each structured record arrives
         self.thread: int | None = None  # the thread that installed this collector
         self.compile_ids: set[str] = set()
         self.overlapping_captures = 0  # other collectors active at some point while this one was
@@ -419,13 +456,23 @@ class RecordCollector:
         for record in release:  # torch's handlers, as the logger would have called them (no filters)
             logging.getLogger(record.name).callHandlers(record)
 
-    def _add(self, record: Record) -> None:
-        if record.compile_id:
-            self.compile_ids.add(record.compile_id)
-        self.records.append(record)
-        if not record.kind.startswith("log:"):
+    @property
+    def records(self) -> list[Record]:
+        """Every record received, in arrival order (structured ones parsed on this first read)."""
+        entries = self._entries
+        for i in range(self._parsed, len(entries)):
+            if isinstance(entries[i], _Unparsed):
+                entries[i] = entries[i].parse()
+        self._parsed = len(entries)
+        return entries
+
+    def _add(self, entry: Record | _Unparsed, compile_id: str | None) -> None:
+        if compile_id:
+            self.compile_ids.add(compile_id)
+        self._entries.append(entry)
+        if isinstance(entry, _Unparsed):
             for listener in self.listeners:
-                listener(record)
+                listener()
 
     def filename(self, index) -> str | None:
         if isinstance(index, int):

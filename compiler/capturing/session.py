@@ -27,7 +27,7 @@ class _BytecodeRecorder:
     see compile ``0/0`` when each reset Dynamo."""
 
     def __init__(self, live: LiveState, collector: RecordCollector):
-        self.by_compile: dict[str, dict] = {}
+        self.pairs: dict[str, tuple] = {}  # compile id → (code, transformed code), listed at the build
         self.live = live
         self.collector = collector
         self.handle = None
@@ -39,10 +39,14 @@ class _BytecodeRecorder:
         compile_id = str(compile_id) if compile_id is not None else None
         if not receives(self.collector, compile_id):
             return None
-        key = compile_id or f"?/{len(self.by_compile)}"
-        self.by_compile[key] = transformation(code, new_code)
+        key = compile_id or f"?/{len(self.pairs)}"
+        self.pairs[key] = (code, new_code)  # code objects are immutable: listing them can wait for the build
         self.live.codes[key] = code
         return None  # observe only: torch keeps its own transformed code
+
+    def by_compile(self) -> dict[str, dict]:
+        """Each compile's transformation (``compiler.stages.bytecode.transformation``)."""
+        return {key: transformation(code, new_code) for key, (code, new_code) in self.pairs.items()}
 
     def install(self):
         from torch._dynamo.convert_frame import register_bytecode_hook
@@ -136,6 +140,7 @@ class Recorder:
         self.error: dict | None = None
         self.counters: dict = {}
         self.recompile_limits: dict = {}
+        self.environment: dict | None = None
         self._before: dict = {}
         self._stack: contextlib.ExitStack | None = None
 
@@ -174,7 +179,10 @@ class Recorder:
                 self.error["logged"] = "\n".join(self.collector.logged)[-8000:]
             self.counters = _counters_delta(self._before, _counters_snapshot())
             self.recompile_limits = recompile_limits()  # the limits this capture ran under
-            self.live.records = self.collector.records
+            try:  # read now: the build may come later (``capture``), when threads or devices may have changed
+                self.environment = {**environment(), "recompile_limits": self.recompile_limits}
+            except Exception:  # noqa: BLE001 — a tcompile bug must never break the user's code: the build retries
+                self.environment = None
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
 
     def build(self, measurements: dict | None = None, into: Capture | None = None) -> Capture:
@@ -182,6 +190,7 @@ class Recorder:
         (``assemble``'s ``measurements``). A failure here is a tcompile bug: it becomes the
         capture's error instead of reaching the user's code. ``into``: the ``Capture.pending`` a
         ``with capture()`` block holds, made now."""
+        self.live.records = self.collector.records
         if self.collector.overlapping_captures:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
@@ -190,11 +199,12 @@ class Recorder:
                 self.options["compile_sampling"] = samples[1]  # interval, samples, the sampler's own busy_s
             elif self.sampling_off:
                 self.options["compile_sampling_off"] = self.sampling_off
-            data = assemble(self.collector.records, self.collector.strings, self.bytecode.by_compile, self.options,
-                            {**environment(), "recompile_limits": self.recompile_limits}, self.error, self.counters, self.autotune.results, measurements,
-                            compile_samples=samples)
+            hooks = self.bytecode.by_compile()
+            data = assemble(self.collector.records, self.collector.strings, hooks, self.options,
+                            self.environment or {**environment(), "recompile_limits": self.recompile_limits},
+                            self.error, self.counters, self.autotune.results, measurements, compile_samples=samples)
             saved = CaptureData.from_data(data)
-            attach_decompiling(saved.compiles, self.bytecode.by_compile)
+            attach_decompiling(saved.compiles, hooks)
             return new_capture(saved, self.live, into)
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "
@@ -221,8 +231,9 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
 
     ``fresh=True`` disables Inductor's and AOTAutograd's caches for the block (a cache hit skips
     lowering and fusion, so IR stages would be missing). ``suppress_errors=True`` keeps an exception
-    raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is made
-    when the block ends (with no measurements: ``compiler.run`` / ``explore`` time and profile).
+    raised in the block in ``cap.error`` instead of re-raising it. The yielded Capture is filled
+    in from what was recorded by the time the block ends (with no measurements: ``compiler.run`` / ``explore``
+    time and profile); it is built on its first use, so the block's end costs the compile next to nothing.
     ``job_dir``: also save it there as ``tcompile_capture_rank_N.json`` (N: this process's rank
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
     ``sample_compile``: compile time by line (``compiler.capturing.compile_sampler``); None (the default): on
@@ -235,7 +246,7 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
         with recorder:
             yield result
     finally:
-        recorder.build(into=result)
+        result._defer(lambda: recorder.build(into=result))  # made on first use: the block ends without assembling
         if job_dir is not None:
             from compiler.readers.job import save_rank
 

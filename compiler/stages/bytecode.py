@@ -2,8 +2,8 @@
 returns None, so torch keeps its own transformed code), with the transformed code — and a resume
 function's own code — decompiled to Python by ``depyf`` when it is installed.
 
-The hook only lists the code objects (``transformation``); decompiling waits until the capture is
-assembled (``bytecode_stage``), so it adds nothing inside Dynamo's compile.
+The hook only keeps the two code objects; listing them (``transformation``) waits until the capture
+is assembled and decompiling until a listing's text is first read, so neither adds to Dynamo's compile.
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ what-if checks, which need the live guards.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,14 @@ class Capture(CaptureData, JsonFile):
         if object.__getattribute__(self, "__dict__").get("_pending"):
             raise AttributeError(f"{name}: this capture is made when its with block ends")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _defer(self, build) -> None:
+        """Fill this capture from ``build()`` (which returns the built Capture) on its first use instead
+        of now: ``with compiler.capture()`` ends without parsing the records (the parse is most of
+        the capture's cost per compile), and any attribute read — ``cap.compiles``, ``print(cap)``,
+        ``cap.save`` — builds it first, once."""
+        self.__dict__["_pending"] = _Pending(build)
+        self.__class__ = _Unbuilt
 
     def compile(self, compile_id: str) -> Compile:
         for c in self.compiles:
@@ -320,3 +329,37 @@ class Capture(CaptureData, JsonFile):
 def load(path) -> Capture:
     """Read a capture saved with ``Capture.save``; a malformed file raises ``CaptureFormatError``."""
     return Capture.load(path)
+
+
+class _Pending:
+    """The deferred build of one capture (``Capture._defer``): run once, under a lock, by the first
+    thread that reads the capture; a read from inside the build itself does not start it again."""
+
+    def __init__(self, build):
+        self.build = build
+        self.lock = threading.RLock()
+        self.busy = False
+
+    def run(self, capture: "_Unbuilt") -> None:
+        fields = object.__getattribute__(capture, "__dict__")
+        with self.lock:
+            if self.busy or fields.get("_pending") is not self:
+                return
+            self.busy = True
+            try:
+                self.build()  # fills ``capture`` (``Capture.of(..., into=capture)``): made once
+                capture.__class__ = Capture  # made: attribute reads are plain again
+            finally:
+                self.busy = False
+
+
+class _Unbuilt(Capture):
+    """A Capture whose build is pending (``Capture._defer``): the first attribute read builds it and
+    turns it into a plain Capture. Only captures made by ``compiler.capture()`` are ever of this class."""
+
+    def __getattribute__(self, name):
+        if name not in ("__class__", "__dict__"):
+            pending = object.__getattribute__(self, "__dict__").get("_pending")
+            if pending is not None:
+                pending.run(self)
+        return object.__getattribute__(self, name)
