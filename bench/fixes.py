@@ -101,5 +101,71 @@ def run(quick: bool, log=print):
                     proposed / BUDGET_S, "≤ 1 (≤ 50 ms)", high=1.0, detail=details["gpt2"]))
     rows.append(Row("proposing fixes: GPT-2, share of the whole capture (compile and calls)", seconds(proposed),
                     seconds(captured_s), proposed / captured_s, "(reference)"))
+    rows.append(experiment_cost(log, details))
     return rows, details
+
+
+def printing_mlp():
+    """A small MLP with a ``print`` between its layers: the reorderable_logging_functions fix's case."""
+    import torch
+
+    class PrintingMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)
+
+        def forward(self, x):
+            h = torch.relu(self.up(x))
+            print("hidden", h.shape)
+            return self.down(h)
+
+    torch.manual_seed(0)
+    return PrintingMLP().eval()
+
+
+def experiment_cost(log, details, repeat: int = 3) -> Row:
+    """One experiment (``cap.try_fix(fix, before="capture")``: the changed configuration compiled and called
+    under capture, the torch state put back) against a plain run of the same change by hand (the config
+    patched, Dynamo reset, the function compiled and called) — interleaved, medians. aot_eager: the
+    compile is Dynamo + AOTAutograd, no C++ compiler whose cache would favour whichever runs second."""
+    import contextlib
+    import io
+
+    import torch
+
+    from compiler.analyses.fix_experiments import capture_calls
+
+    model, x = printing_mlp(), torch.randn(8, 64)
+
+    def plain():
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(reorderable_logging_functions={print}), torch.no_grad():
+            torch.compile(model, backend="aot_eager")(x)
+        torch._dynamo.reset()
+
+    experiments, plains = [], []
+    with contextlib.redirect_stdout(io.StringIO()):
+        cap = capture_calls(model, [(x,)], backend="aot_eager")
+        fix = next(f for f in cap.fixes() if f.kind == "reorderable_logging_functions")
+        from torch._dynamo.utils import counters
+
+        for _ in range(repeat):
+            plain_before = counters["stats"]["unique_graphs"]
+            start = time.perf_counter()
+            plain()
+            plains.append(time.perf_counter() - start)
+            plain_graphs = counters["stats"]["unique_graphs"] - plain_before
+            graphs_before = counters["stats"]["unique_graphs"]
+            start = time.perf_counter()
+            cap.try_fix(fix, before="capture")
+            experiments.append(time.perf_counter() - start)
+            graphs = counters["stats"]["unique_graphs"] - graphs_before
+    log(f"fixes: experiment {[round(t, 3) for t in experiments]} s, plain {[round(t, 3) for t in plains]} s")
+    exp, ref = statistics.median(experiments), statistics.median(plains)
+    details["experiment_cost"] = {"experiment_s": experiments, "plain_s": plains, "status": fix.result.status,
+                                  "graphs_compiled_by_the_experiment": graphs, "graphs_compiled_by_hand": plain_graphs}
+    return Row("an experiment (reorderable_logging_functions on a printing MLP, aot_eager) vs the same change "
+               "compiled and called by hand", seconds(exp), seconds(ref), exp / ref,
+               f"≤ 1.2 (graphs compiled: {graphs}, by hand {plain_graphs})", high=1.2,
+               detail=details["experiment_cost"])
 
