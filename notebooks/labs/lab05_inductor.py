@@ -215,21 +215,20 @@ def cells():
         md("""
             ### Exercise 5.2 — switch fusion off
 
-            Find the Inductor option (see the table above) that stops the scheduler from fusing, and compile the
-            softmax with it. Then compare the IR after fusion and the C++ with the fused version.
+            Find the Inductor option (see the table above) that stops the scheduler from fusing, and compile
+            `scaled_softmax` with it (change only the options). Then compare the IR after fusion and the C++ with
+            the fused version. The checker reads the scheduler's fusion log of your compile.
             """),
-        exercise("""
+        code("""
             def scaled_softmax(x):
                 return torch.softmax(x * 2, dim=-1) + 1
-
+            """),
+        exercise("""
             ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={})
             check_fused(ex52, fused=False)
             """),
         solution_note(),
         solution("""
-            def scaled_softmax(x):
-                return torch.softmax(x * 2, dim=-1) + 1
-
             # a fused node may hold at most max_fusion_size nodes: 1 means no two nodes can be fused
             ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={"max_fusion_size": 1})
             check_fused(ex52, fused=False)
