@@ -346,8 +346,11 @@ def check_reuses_for_new_values(cap, reference) -> None:
     fn = cap.live.compiled_fn
     result = _what_if(cap, fn, new, {})
     if result.recompiles or result.accepted_by != cap.compiles[0].compile_id:
+        failed = next((c.failed_shape_guards or [c.failed_guard] for c in result.checks), [""])
+        guard = re.split(r"\s+#", str(failed[0]), maxsplit=1)[0].strip()  # without its "# code  # file:line"
         _fail(f"the same call with new values ({_describe_args(new, {})}) would "
-              + (f"recompile: {result.as_text()}" if result.recompiles else f"run compile {result.accepted_by}"),
+              + (f"recompile: {guard[:200]}" if result.recompiles
+                 else f"run compile {result.accepted_by}"),
               "a Python number is a constant in the graph, guarded by its value; the values of a tensor are "
               "data, not guarded")
     _pass(f"the same call with new values reuses compile {result.accepted_by}")
@@ -977,9 +980,13 @@ def check_stance_runs_eagerly(stance, fn, *args) -> None:
 
     import compiler
 
+    from compiler.reference import knobs
+
     what = "the stance"
     _no_answer(stance, what)
-    names = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile")
+    names = [row["name"] for row in knobs.stances()]
+    if stance not in names:  # checked here: torch raises only inside a compiled call, and leaks its config then
+        _fail(f"{what} {stance!r} is not a torch.compiler.set_stance name", f"the stances: {', '.join(names)}")
     code = fn.__code__.replace(co_name=fn.__code__.co_name)  # a new code object: a cache of its own
     copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     runs = []
@@ -994,12 +1001,19 @@ def check_stance_runs_eagerly(stance, fn, *args) -> None:
     compiled(*args)  # compiled once, before the stance: a cached compile
     runs.clear()
     calls = [args, [torch.cat([a, a]) if isinstance(a, torch.Tensor) else a for a in args]]
+    # a call that raises inside torch.compile can leave dynamic=False's config patch in place (eval_frame.py,
+    # make_set_enable_dynamic: automatic_dynamic_shapes=False, assume_static_by_default=True): put it back
+    patched = ("automatic_dynamic_shapes", "assume_static_by_default")
+    saved = {key: getattr(torch._dynamo.config, key) for key in patched}
     try:
         with compiler.capture() as cap, torch.compiler.set_stance(stance):
             results = [compiled(*call) for call in calls]
-    except Exception as exc:  # noqa: BLE001 — an unknown stance, or fail_on_recompile raising
+    except Exception as exc:  # noqa: BLE001 — fail_on_recompile raising
         _fail(f"{what} {stance!r}: the calls raised {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
               f"the stances: {', '.join(names)}")
+    finally:
+        for key, value in saved.items():
+            setattr(torch._dynamo.config, key, value)
     if cap.compiles:
         _fail(f"under {stance!r} torch.compile still compiled ({_plural(len(cap.compiles), 'compile')} in "
               f"{len(calls)} calls)", "which stance ignores torch.compile altogether?")
