@@ -41,7 +41,7 @@ class Divergence:
     groups: list[list[int]]
     behaviours: list[str]  # what each group did, in the order of ``groups``
     explanation: str
-    severity: str = "warning"  # "error": can hang the job; "warning"; "info"
+    severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
 
     def as_text(self) -> str:
         lines = [f"[{self.kind}] {self.explanation}"]
