@@ -29,7 +29,8 @@ from labs.checks import CheckFailed  # noqa: E402
 LABS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT_S = 180
 CHECK_CALL = re.compile(r"^\s*(?:assert\s+)?check_\w+\(", re.M)
-KERNEL_PROBE = "import sys; print('tcompile-kernel-python:', sys.executable)"
+KERNEL_PROBE = ("import sys, compiler; print('tcompile-kernel-python:', sys.executable); "
+                "print('tcompile-kernel-compiler:', compiler.__file__)")
 
 
 # --- the labs -----------------------------------------------------------------------------------
@@ -81,9 +82,11 @@ def _execute(path: Path, tmp_path: Path):
                             resources={"metadata": {"path": str(path.parent)}})
     kernel_log = tmp_path / "kernel-stderr.txt"  # torch prints "Exception ignored" noise at kernel exit
     start = time.perf_counter()
+    # the kernel imports this checkout's compiler/explorer (not an editable install of another one)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     with open(kernel_log, "w") as log:
         try:
-            client.execute(stderr=log)
+            client.execute(stderr=log, env=env)
         except Exception as exc:  # a dead kernel or a timeout: say what the kernel printed
             raise AssertionError(f"{path.name}: {type(exc).__name__}: {exc}\nkernel stderr:\n"
                                  f"{kernel_log.read_text()[-3000:]}") from exc
@@ -97,6 +100,8 @@ def _execute(path: Path, tmp_path: Path):
     probe = _text_of(nb.cells.pop().outputs)
     assert f"tcompile-kernel-python: {sys.executable}" in probe, \
         f"the lab ran in another Python than this venv's ({sys.executable}): {probe!r}"
+    assert f"tcompile-kernel-compiler: {REPO / 'compiler' / '__init__.py'}" in probe, \
+        f"the lab imported another checkout's compiler than {REPO}: {probe!r}"
     return nb
 
 
