@@ -287,9 +287,11 @@ def cells():
             check_costliest_line(ex54, costliest)
             """),
         md("""
-            Which line wins depends on the sizes and the machine — that is why it is measured. In our runs on a
-            2-core CPU the softmax line did (40–50 % of the kernel time): an `exp` per element and several passes
-            over each row, while the matmul's O(n³) work runs in a tuned library GEMM (`extern_kernels.mm`).
+            Which line wins depends on the sizes, the machine and — when shares are close — noise; that is why
+            it is measured (re-run with a larger `repeat` when two shares are close). In three runs on a loaded
+            2-core CPU the softmax line won twice (40–50 % of the kernel time: an `exp` per element, several
+            passes over each row) and the `relu` line once (40 %); the matmul's O(n³) work, in a tuned library
+            GEMM (`extern_kernels.mm`), took 17–29 %.
             The shares come from timing each kernel call of the generated code after the capture (on a GPU, from
             the profiler); a loaded capture keeps them. (The inputs are not square on purpose: with every tensor
             of one shape, tcompile's kernel-to-line matching, which uses shapes, spreads each kernel over all the
