@@ -37,18 +37,44 @@ def render_ranks_table(job) -> Html:
 def render_job_overview(job) -> Html:
     """Divergences first (what can hang the job), then what was skipped, then the ranks table."""
     parts = [heading(f"Job: {plural(len(job.captures), 'rank')} from {job.path}", 3)]
-    if job.divergences:
-        parts.append(para(f"{plural(len(job.divergences), 'divergence')} across ranks — the ranks did not compile "
-                          "the same way:"))
-        parts += [render_divergence(d) for d in job.divergences]
-    else:
-        parts.append(note("The ranks compiled the same way: same compile ids, recompiles, graph breaks"
-                          + (", cache pattern" if len(job.captures) > 1 else "") + ".", kind="ok"))
+    parts += _comparison_summary(job)
     if job.problems:
         parts.append(details(f"{plural(len(job.problems), 'file problem')} (skipped or suspicious)",
                              tag("ul", *(tag("li", str(p)) for p in job.problems))))
     parts.append(render_ranks_table(job))
     return tag("div", *parts, cls="tcompile tc-view")
+
+
+def _comparison_summary(job) -> list[Html]:
+    """What the divergences say, in words that claim no more than is known: a rank that could not be read
+    (``unread_ranks``) is unknown, not different, and the other divergences compare only the ranks that loaded."""
+    unread = [d for d in job.divergences if d.kind == "unread_ranks"]
+    compared = [d for d in job.divergences if d.kind != "unread_ranks"]
+    from compiler.readers.job import ranks_text
+
+    loaded = ranks_text(job.ranks)
+    alike = "same compile ids, recompiles, graph breaks" + (", cache pattern" if len(job.captures) > 1 else "")
+    parts = []
+    if unread:
+        missing = unread[0].groups[-1]
+        parts.append(para(f"{ranks_text(missing).capitalize()} could not be read: whether "
+                          f"{'it' if len(missing) == 1 else 'they'} compiled like the others is unknown."))
+        parts += [render_divergence(d) for d in unread]
+    if compared:
+        among = f"among the ranks that loaded ({loaded})" if unread else "across ranks"
+        parts.append(para(f"{plural(len(compared), 'divergence')} {among} — "
+                          f"{'they' if unread else 'the ranks'} did not compile the same way:"))
+        parts += [render_divergence(d) for d in compared]
+    elif unread and len(job.captures) > 1:
+        parts.append(note(f"The ranks that loaded ({loaded}) compiled the same way: {alike}. The unread "
+                          f"{'rank is' if len(unread[0].groups[-1]) == 1 else 'ranks are'} not part of this "
+                          "comparison.", kind="info"))
+    elif unread:
+        parts.append(note(f"Only one rank loaded ({loaded}): there is no other rank to compare it with.",
+                          kind="info"))
+    else:
+        parts.append(note(f"The ranks compiled the same way: {alike}.", kind="ok"))
+    return parts
 
 
 MIN_RANK_BYTES = 20_000  # under this share of the limit, a rank's explorer is named, not rendered

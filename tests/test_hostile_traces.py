@@ -529,6 +529,46 @@ def test_a_rank_that_did_not_load_is_a_divergence_of_severity_error(real_trace, 
         real_trace, tmp_path / "whole")).divergences]  # the loaded ranks' own findings are unchanged
 
 
+def _overview_text(job) -> str:
+    import html
+    import re
+
+    from explorer.job_view import render_job_overview
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", str(render_job_overview(job)))).split())
+
+
+def test_the_job_overview_says_an_unread_rank_is_unknown_not_different(real_trace, tmp_path):
+    """An unread rank is not a rank that "did not compile the same way": the overview says what is known —
+    that rank is unknown, and the ranks that loaded are compared among themselves."""
+    from compiler.readers.job import Divergence
+
+    whole = quiet_load(job_of(real_trace, tmp_path / "whole"))
+    assert not whole.divergences  # two copies of one log: the loaded ranks agree
+    assert "The ranks compiled the same way" in _overview_text(whole)
+
+    folder = job_of(real_trace, tmp_path / "job")
+    bad_rank_binary(folder)
+    job = quiet_load(folder)
+    assert [d.kind for d in job.divergences] == ["unread_ranks"]
+    text = _overview_text(job)
+    assert "Rank 2 could not be read: whether it compiled like the others is unknown" in text
+    assert "The ranks that loaded (ranks 0, 1) compiled the same way" in text
+    assert "did not compile the same way" not in text and "The ranks compiled the same way" not in text
+
+    job.divergences.append(Divergence("recompiles", [[0], [1]], ["no recompiles", "recompiled 0/1"],
+                                      "rank 1 recompiled", severity="error"))
+    text = _overview_text(job)
+    assert "1 divergence among the ranks that loaded (ranks 0, 1) — they did not compile the same way" in text
+    assert "compiled the same way:" not in text.replace("did not compile the same way:", "")
+
+    single = tmp_path / "single"
+    job_of(real_trace, single, ranks=1)
+    bad_rank_binary(single)
+    text = _overview_text(quiet_load(single))
+    assert "Only one rank loaded (rank 0)" in text and "compiled the same way" not in text
+
+
 def test_a_file_without_a_rank_in_its_name_is_no_unread_rank(real_trace, tmp_path):
     folder = job_of(real_trace, tmp_path / "job")
     (folder / "another.log").write_bytes(b"\0" * 10)

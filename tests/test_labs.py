@@ -29,7 +29,8 @@ from labs.checks import CheckFailed  # noqa: E402
 LABS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT_S = 180
 CHECK_CALL = re.compile(r"^\s*(?:assert\s+)?check_\w+\(", re.M)
-KERNEL_PROBE = "import sys; print('tcompile-kernel-python:', sys.executable)"
+KERNEL_PROBE = ("import sys, compiler; print('tcompile-kernel-python:', sys.executable); "
+                "print('tcompile-kernel-compiler:', compiler.__file__)")
 
 
 # --- the labs -----------------------------------------------------------------------------------
@@ -81,9 +82,11 @@ def _execute(path: Path, tmp_path: Path):
                             resources={"metadata": {"path": str(path.parent)}})
     kernel_log = tmp_path / "kernel-stderr.txt"  # torch prints "Exception ignored" noise at kernel exit
     start = time.perf_counter()
+    # the kernel imports this checkout's compiler/explorer (not an editable install of another one)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     with open(kernel_log, "w") as log:
         try:
-            client.execute(stderr=log)
+            client.execute(stderr=log, env=env)
         except Exception as exc:  # a dead kernel or a timeout: say what the kernel printed
             raise AssertionError(f"{path.name}: {type(exc).__name__}: {exc}\nkernel stderr:\n"
                                  f"{kernel_log.read_text()[-3000:]}") from exc
@@ -97,6 +100,8 @@ def _execute(path: Path, tmp_path: Path):
     probe = _text_of(nb.cells.pop().outputs)
     assert f"tcompile-kernel-python: {sys.executable}" in probe, \
         f"the lab ran in another Python than this venv's ({sys.executable}): {probe!r}"
+    assert f"tcompile-kernel-compiler: {REPO / 'compiler' / '__init__.py'}" in probe, \
+        f"the lab imported another checkout's compiler than {REPO}: {probe!r}"
     return nb
 
 
@@ -780,7 +785,8 @@ def test_exercise_2_6_rejects_disable_and_accepts_a_polyfill():
     right = compiler.explore(act, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
     checks.check_compiled(right)
     checks.check_no_graph_breaks(right)
-    checks.check_allclose(right.live.compiled_fn(x, "tanh"), x * 2)
+    checks.check_matches_eager(right, lambda t, name: t * (names.index(name) + 1), x, "tanh")
+    fails(checks.check_matches_eager, right, lambda t, name: t * 3, x, "tanh")  # the index of 'sin'
 
 
 class _Scale(torch.nn.Module):  # lab 3's model
@@ -862,8 +868,12 @@ def test_exercise_3_7_accepts_only_force_eager():
     assert "cached before the stance still ran" in error.message  # no new compile, but the cached one runs
     for wrong in ("eager_then_compile", "fail_on_recompile"):  # fail_on_recompile raises on the new shape
         fails(checks.check_stance_runs_eagerly, wrong, _batch_sin, x)
-    fails(checks.check_stance_runs_eagerly, "no_such_stance", _batch_sin, x)
+    assert "not a torch.compiler.set_stance name" in fails(checks.check_stance_runs_eagerly, "no_such_stance",
+                                                           _batch_sin, x).message
     assert torch._dynamo.eval_frame._stance.stance == "default"  # every stance was put back
+    # and dynamic=False's config patch too (a call that raised inside torch.compile once left it in place, and
+    # automatic dynamic was off for every later compile of the process)
+    assert torch._dynamo.config.automatic_dynamic_shapes and torch._dynamo.config.assume_static_by_default
 
 
 def _mean_times_rows(x):
@@ -949,3 +959,284 @@ def test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load(tmp_path):
         job = compiler.load_trace(tmp_path)
     assert job.ranks == [0, 1]
     assert "unread_ranks" in fails(checks.check_ranks_compile_alike, job).message
+
+
+# --- the exercises that had no wrong-answer test yet (issue 24, deliver item 1) -------------------------
+
+def _scale_all_original(x, scales):  # lab 1's
+    for s in scales:
+        x = x * s
+    return x
+
+
+def test_exercise_1_2_rejects_the_float_list_a_guard_filter_and_a_hard_coded_result():
+    x = torch.randn(8, 4)
+
+    def explore(fn, scales, **kwargs):
+        torch._dynamo.reset()
+        return compiler.explore(fn, x, scales, backend="eager", timing=False, **kwargs)
+
+    def by_tensor(x, scales):
+        return x * scales.prod()
+
+    def hard_coded(x, scales):  # the starting values baked in: no guard on scales at all
+        return x * 6.0
+
+    checks.check_reuses_for_new_values(explore(by_tensor, torch.tensor([1.0, 2.0, 3.0])), _scale_all_original)
+    checks.check_reuses_for_new_values(explore(_scale_all_original, torch.tensor([1.0, 2.0, 3.0])),
+                                       _scale_all_original)
+    # any correct form: dynamic=True passes each float into the graph from the first compile
+    checks.check_reuses_for_new_values(explore(_scale_all_original, [1.0, 2.0, 3.0], dynamic=True),
+                                       _scale_all_original)
+    start = explore(_scale_all_original, [1.0, 2.0, 3.0])  # the starting code
+    assert "would recompile" in fails(checks.check_reuses_for_new_values, start, _scale_all_original).message
+    fails(checks.check_reuses_for_new_values, explore(_scale_all_original, (1.0, 2.0, 3.0)), _scale_all_original)
+    unsafe = explore(_scale_all_original, [1.0, 2.0, 3.0],
+                     options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
+    checks.check_no_recompile(unsafe, _scale_all_original, x, [1.5, 2.0, 3.0])  # the old check let it through
+    assert "TENSOR_MATCH" in fails(checks.check_reuses_for_new_values, unsafe, _scale_all_original).message
+    hard = explore(hard_coded, [1.0, 2.0, 3.0])
+    checks.check_no_recompile(hard, hard_coded, x, [1.5, 2.0, 3.0])  # the old check let it through
+    assert "differs" in fails(checks.check_reuses_for_new_values, hard, _scale_all_original).message
+    loaded = compiler.Capture.from_json(hard.to_json())
+    fails(checks.check_reuses_for_new_values, loaded, _scale_all_original)
+
+
+def _clip_reference(x):  # lab 2's
+    m = x.abs().max()
+    if m > 1:
+        x = x / m
+    return x * 2
+
+
+def _check_clip(cap, small, large):  # exercise 2.2's checks, as in its cell
+    checks.check_no_graph_breaks(cap)
+    checks.check_allclose(cap.live.compiled_fn(small), _clip_reference(small), "result for a small input")
+    checks.check_allclose(cap.live.compiled_fn(large), _clip_reference(large), "result for a large input")
+
+
+def test_exercise_2_2_rejects_dropping_the_branch_either_way():
+    small, large, x = torch.rand(8, 4) * 0.5, torch.randn(8, 4) * 10, torch.randn(8, 4)
+
+    def branchless(x):
+        m = x.abs().max()
+        return torch.where(m > 1, x / m, x) * 2
+
+    def never_divides(x):  # the if deleted: right for small inputs only
+        return x * 2
+
+    def always_divides(x):  # the if's body kept unconditionally: right for large inputs only
+        return x / x.abs().max() * 2
+
+    def explore(fn):
+        torch._dynamo.reset()
+        return compiler.explore(fn, x, backend="eager", timing=False)
+
+    _check_clip(explore(branchless), small, large)
+    assert "large input" in fails(_check_clip, explore(never_divides), small, large).message
+    assert "small input" in fails(_check_clip, explore(always_divides), small, large).message
+    fails(_check_clip, explore(_clip_reference), small, large)  # the starting code: a graph break
+
+
+def _report(x):  # lab 2's
+    hits = x.nonzero()
+    print("checked", x.shape[0], "rows")
+    return hits.float().mean() + x.sum()
+
+
+def test_exercise_2_5_rejects_predicting_that_one_fix_removes_every_break():
+    cap = compiler.explore(_report, torch.randn(8, 4), backend="eager", timing=False)
+    result = cap.fixes()[0].try_()
+    assert (result.before.graph_breaks, result.after.graph_breaks) == (2, 1)
+    checks.check_fix_prediction(result, 1)
+    error = fails(checks.check_fix_prediction, result, 0)  # "the fix removes the breaks": only those it lists
+    assert "2 → 1" in error.message and "only addresses" in error.hint
+    fails(checks.check_fix_prediction, result, 2)  # "nothing changes"
+    fails(checks.check_fix_prediction, result, None)
+
+
+def _score(batch):  # lab 3's
+    return (batch.sin() * 2).sum(dim=1)
+
+
+def test_exercise_3_4_rejects_predicting_the_recompiles_unchanged():
+    from compiler.analyses.fix_experiments import capture_calls
+
+    cap = capture_calls(_score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
+    result = cap.fixes()[0].try_()
+    assert (result.before.recompiles, result.after.recompiles) == (1, 0)
+    checks.check_fix_prediction(result, 0, "recompiles")
+    assert "1 → 0" in fails(checks.check_fix_prediction, result, 1, "recompiles").message  # unchanged
+    fails(checks.check_fix_prediction, result, 2, "recompiles")  # "one per new size" (3 sizes, 2 recompiles)
+    fails(checks.check_fix_prediction, result, None, "recompiles")
+
+
+def test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 1))
+    x = torch.randn(3, 4)
+
+    def step(t):
+        return model(t).sum()
+
+    def capture(backend="aot_eager", mode=None, backward=False, requires_grad=False):
+        torch._dynamo.reset()
+        inputs = x.clone().requires_grad_(requires_grad)
+        with compiler.capture() as cap:
+            with mode() if mode else torch.enable_grad():
+                loss = torch.compile(step, backend=backend)(inputs)
+            if backward:
+                loss.backward()
+        return cap
+
+    checks.check_training(capture(backward=True))  # the solution
+    checks.check_training(capture())  # the forward alone: AOTAutograd partitioned when it compiled
+    assert "inference" in fails(checks.check_training, capture(mode=torch.no_grad)).message  # the starting code
+    fails(checks.check_training, capture(mode=torch.no_grad, requires_grad=True))  # requires_grad under no_grad
+    fails(checks.check_training, capture(mode=torch.inference_mode))
+    assert "none" in fails(checks.check_training, capture(backend="eager", backward=True)).message
+
+
+def _scaled_softmax(x):  # lab 5's
+    return torch.softmax(x * 2, dim=-1) + 1
+
+
+def test_exercise_5_2_rejects_the_default_options_and_options_that_still_fuse():
+    x = torch.randn(64, 128)
+
+    def explore(**kwargs):
+        return compiler.explore(_scaled_softmax, x, fresh=True, timing=False, **kwargs)
+
+    checks.check_fused(explore(options={"max_fusion_size": 1}), fused=False)  # the solution
+    assert "fused" in fails(checks.check_fused, explore(options={}), fused=False).message  # the starting code
+    fails(checks.check_fused, explore(options={"epilogue_fusion": False}), fused=False)  # matmul epilogues only
+    fails(checks.check_fused, explore(options={"max_fusion_size": 2}), fused=False)  # pairs still fuse
+    assert "no Inductor kernels" in fails(checks.check_fused, explore(backend="eager"), fused=False).message
+
+
+def _costly(a, b):  # lab 5's
+    h = a.relu() + 1
+    p = h @ b
+    return p.softmax(-1)
+
+
+def test_exercise_5_4_rejects_every_line_but_the_costliest():
+    cap = compiler.explore(_costly, torch.randn(512, 384), torch.randn(384, 256), fresh=True, repeat=5)
+    # the lab's shapes: each line gets its own kernel (with square inputs the matching spreads them over every line)
+    assert [len(k) for k in cap.line_table()["kernels"]] == [1, 1, 1], cap.line_table()
+    table = cap.line_table()
+    costliest = int(table.loc[table["time_share"].idxmax(), "line"])
+    checks.check_costliest_line(cap, costliest)
+    others = [int(line) for line in table["line"] if int(line) != costliest]
+    assert len(others) >= 2, table
+    for line in others:  # e.g. the softmax line: the most generated code, not the most time
+        assert "another line costs more" in fails(checks.check_costliest_line, cap, line).message
+    first = _costly.__code__.co_firstlineno
+    assert "no kernel" in fails(checks.check_costliest_line, cap, first).message  # the def line
+    fails(checks.check_costliest_line, cap, costliest - first)  # counted from the def line, not the file
+    fails(checks.check_costliest_line, cap, "p = h @ b")
+    fails(checks.check_costliest_line, cap, ...)
+
+
+def test_exercise_6_1_accepts_only_the_capture_that_skipped_cuda_graphs():
+    accepted, rejected = [], {}
+    for path in sorted((REPO / "assets" / "gpu").glob("*.json")):
+        try:
+            checks.check_cudagraphs(compiler.load(path), used=False)
+            accepted.append(path.stem)
+        except CheckFailed as error:
+            rejected[path.stem] = error.message
+    assert accepted == ["cudagraphs_skipped_input_mutation"]
+    assert "not skipped" in rejected["reduce_overhead_small_model"]  # the starting code: used
+    assert "no CUDA-graph activity" in rejected["pointwise_chain"]  # never requested
+
+
+# --- every exercise has a wrong-answer test, and runs its solution's checks ------------------------------
+
+WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting a plausible wrong answer
+    "0.1": "test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture",
+    "0.2": "test_exercise_0_2_rejects_the_line_counted_without_the_magic_line",
+    "1.1": "test_exercise_1_1_rejects_counting_inputs_and_output",
+    "1.2": "test_exercise_1_2_rejects_the_float_list_a_guard_filter_and_a_hard_coded_result",
+    "1.3": "test_exercise_1_3_rejects_the_skip_all_guard_filter",
+    "1.4": "test_exercise_1_4_rejects_an_input_that_takes_the_traced_branch",
+    "1.5": "test_exercise_1_5_rejects_the_default_backend_list",
+    "1.6": "test_exercise_1_6_checks_the_rewritten_graph_and_its_results",
+    "2.1": "test_exercise_2_1_rejects_deleting_the_log_and_a_changed_result",
+    "2.2": "test_exercise_2_2_rejects_dropping_the_branch_either_way",
+    "2.3": "test_exercises_2_3_and_2_4_reject_a_changed_result",
+    "2.4": "test_exercises_2_3_and_2_4_reject_a_changed_result",
+    "2.5": "test_exercise_2_5_rejects_predicting_that_one_fix_removes_every_break",
+    "2.6": "test_exercise_2_6_rejects_disable_and_accepts_a_polyfill",
+    "3.1": "test_exercise_3_1_rejects_the_skip_all_guard_filter",
+    "3.2": "test_exercise_3_2_rejects_another_dtype",
+    "3.3": "test_exercise_3_3_rejects_a_module_guard_filter",
+    "3.4": "test_exercise_3_4_rejects_predicting_the_recompiles_unchanged",
+    "3.5": "test_exercise_3_5_rejects_the_compile_of_the_same_arguments",
+    "3.6": "test_exercise_3_6_rejects_no_filter_and_the_skip_all_filter",
+    "3.7": "test_exercise_3_7_accepts_only_force_eager",
+    "3.8": "test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check",
+    "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
+    "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
+    "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
+    "5.1": "test_exercise_5_1_rejects_the_row_count_and_one_load_per_reduction",
+    "5.2": "test_exercise_5_2_rejects_the_default_options_and_options_that_still_fuse",
+    "5.3": "test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture",
+    "5.4": "test_exercise_5_4_rejects_every_line_but_the_costliest",
+    "5.5": "test_exercise_5_5_rejects_a_claimed_cpu_change_and_the_wrong_kernel",
+    "6.1": "test_exercise_6_1_accepts_only_the_capture_that_skipped_cuda_graphs",
+    "6.2": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
+    "6.3": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
+    "7.1": "test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula",
+    "7.2": "test_exercise_7_2_rejects_the_skip_all_guard_filter",
+    "7.3": "test_exercise_7_3_rejects_another_row",
+    "8.1": "test_exercise_8_1_rejects_the_other_rank_and_the_first_compile",
+    "8.2": "test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load",
+}
+EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
+CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?(check_\w+\(.*?)\s*(?:#.*)?$", re.M)
+
+
+def _exercises():
+    """(exercise id, its exercise cell, its solution cell) for every exercise of every lab, from the sources."""
+    import nbformat
+
+    found = []
+    for path in LABS:
+        nb = nbformat.read(path, as_version=4)
+        current, cell_of = None, {}
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                current = (EXERCISE_HEADING.findall(cell.source) or [current])[-1]
+            elif "exercise" in _tags(cell):
+                assert current and current.startswith(str(int(path.name[:2])) + "."), \
+                    f"{path.name}: an exercise cell without its '### Exercise N.M' heading:\n{cell.source}"
+                assert current not in cell_of, f"{path.name}: two exercise cells under Exercise {current}"
+                cell_of[current] = [cell, None]
+            elif "solution" in _tags(cell):
+                assert current in cell_of and cell_of[current][1] is None, \
+                    f"{path.name}: a solution cell that follows no exercise cell (Exercise {current})"
+                cell_of[current][1] = cell
+        found += [(ex_id, ex, sol) for ex_id, (ex, sol) in cell_of.items()]
+    return found
+
+
+def test_every_exercise_has_a_wrong_answer_test():
+    """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
+    checker rejects at least one plausible wrong answer)."""
+    ids = [ex_id for ex_id, _, _ in _exercises()]
+    assert len(ids) == len(set(ids)) == 38, ids
+    assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
+        f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
+        f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
+    for ex_id, name in WRONG_ANSWER_TESTS.items():
+        assert callable(globals().get(name)), f"exercise {ex_id}: no test named {name}"
+
+
+def test_every_exercise_cell_runs_its_solutions_checks():
+    """The student's cell calls the checkers its solution calls, with the same arguments: an exercise is never
+    checked more weakly than its solution (issue 24: lab01:210 vs 218–220 and others)."""
+    for ex_id, exercise, solution in _exercises():
+        assert solution is not None, f"exercise {ex_id} has no solution cell"
+        assert CHECK_LINE.findall(exercise.source), f"exercise {ex_id} calls no checker"
+        assert CHECK_LINE.findall(exercise.source) == CHECK_LINE.findall(solution.source), \
+            f"exercise {ex_id}: the exercise and its solution call different checks"

@@ -113,7 +113,8 @@ class Frame:
 
 @dataclass
 class WhatIf:
-    """The no-run answer: the entry frame's cached compiles checked, newest first."""
+    """The no-run answer: the entry frame's cached compiles checked in Dynamo's cache order (most recently used
+    first: a hit moves its entry to the front, ``ExtraState::move_to_front``)."""
 
     accepted_by: str | None  # compile id whose guards all pass, or None: it would recompile
     checks: list[GuardCheck]

@@ -41,7 +41,7 @@ class Divergence:
     groups: list[list[int]]
     behaviours: list[str]  # what each group did, in the order of ``groups``
     explanation: str
-    severity: str = "warning"  # "error": can hang the job; "warning"; "info"
+    severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
 
     def as_text(self) -> str:
         lines = [f"[{self.kind}] {self.explanation}"]
@@ -414,7 +414,10 @@ def _diverging_compile_ids(captures) -> Divergence | None:
         "compile_ids", groups, behaviours,
         f"The ranks compiled different sets of graphs ({len(common)} compile ids are on every rank). A rank "
         "that compiles graphs the others do not usually saw different inputs (shapes, dtypes) or took "
-        "another code path; its collectives can then differ and the job can hang or slow down.",
+        "another code path. While it compiles, the other ranks wait at the next collective (skew; a long "
+        "compile can trip the collective timeout); only collectives inside the compiled graphs (functional "
+        "collectives, compiled autograd) can differ between ranks and hang the job — DDP's gradient "
+        "allreduces run from autograd hooks, outside the graph.",
         severity="error")
 
 

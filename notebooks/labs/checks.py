@@ -21,6 +21,7 @@ import re
 __all__ = [
     "CheckFailed", "check_allclose", "check_answer", "check_break_even", "check_close", "check_compiled",
     "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
+    "check_reuses_for_new_values",
     "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
     "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
     "check_saved_fraction", "check_ranks_compile_alike",
@@ -214,7 +215,14 @@ def _what_if(cap, fn, args, kwargs):
 def _describe_args(args, kwargs) -> str:
     def one(value):
         shape = getattr(value, "shape", None)
-        return f"tensor{list(shape)}" if shape is not None else repr(value)[:40]
+        if shape is not None:
+            return f"tensor{list(shape)}"
+        if isinstance(value, float):
+            return f"{value:.3g}"
+        if isinstance(value, (list, tuple)) and len(value) <= 6:
+            inner = ", ".join(one(v) for v in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+        return repr(value)[:40]
     return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
 
 
@@ -293,6 +301,13 @@ def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
     """``fn(*args)`` reuses the capture's compile (its guards pass), the guards on the tensor arguments were
     kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them."""
     check_no_recompile(cap, fn, *args, **kwargs)
+    _check_tensor_guards_kept(cap, fn, args)
+    if kwargs:
+        return None
+    check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def _check_tensor_guards_kept(cap, fn, args) -> None:
     guarded = {row.source for _, row in _guard_rows(cap) if row.kind == "TENSOR_MATCH"}
     for name, _ in _tensor_params(fn, args):
         if f"L['{name}']" not in guarded:
@@ -300,9 +315,49 @@ def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
                   "right or wrong",
                   "a guard filter that drops tensor guards makes reuse unsafe; make the size symbolic instead")
     _pass(f"the guards on {', '.join(n for n, _ in _tensor_params(fn, args)) or 'the inputs'} are kept")
-    if kwargs:
-        return None
-    check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def _new_values(value, generator):
+    """``value`` with other numbers in it: a float tensor redrawn (same shape and dtype), a Python float
+    changed, a list or tuple of them changed item by item; anything else kept."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return torch.randn(value.shape, generator=generator).to(value.dtype)
+    if isinstance(value, float):
+        return value + 0.25 + torch.rand((), generator=generator).item()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_new_values(item, generator) for item in value)
+    return value
+
+
+def check_reuses_for_new_values(cap, reference) -> None:
+    """The captured call again with new values — every float tensor redrawn, every Python float (also in a
+    list or tuple) changed — reuses the capture's first compile (its guards pass, and the guards on the tensor
+    arguments were kept), and the compiled function gives ``reference``'s result on them. ``reference`` is the
+    original function: how the values are passed (floats or a tensor of them) is the student's choice."""
+    import torch
+
+    _require_no_error(cap)
+    if not cap.is_live or cap.live.args is None:
+        _fail("this capture has no call to repeat (loaded from a file, or made with compiler.capture())",
+              "capture with compiler.explore(fn, *args) in this notebook")
+    new = _new_values(list(cap.live.args), torch.Generator().manual_seed(4321))
+    fn = cap.live.compiled_fn
+    result = _what_if(cap, fn, new, {})
+    if result.recompiles or result.accepted_by != cap.compiles[0].compile_id:
+        failed = next((c.failed_shape_guards or [c.failed_guard] for c in result.checks), [""])
+        guard = re.split(r"\s+#", str(failed[0]), maxsplit=1)[0].strip()  # without its "# code  # file:line"
+        _fail(f"the same call with new values ({_describe_args(new, {})}) would "
+              + (f"recompile: {guard[:200]}" if result.recompiles
+                 else f"run compile {result.accepted_by}"),
+              "a Python number is a constant in the graph, guarded by its value; the values of a tensor are "
+              "data, not guarded")
+    _pass(f"the same call with new values reuses compile {result.accepted_by}")
+    _check_tensor_guards_kept(cap, fn, new)
+    check_allclose(fn(*new), reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in new]),
+                   f"the reused compile on ({_describe_args(new, {})})",
+                   hint="the result must stay that of the original function, on the new values")
 
 
 def check_recompiling_input(cap, fn, tensor, *rest) -> None:
@@ -389,8 +444,9 @@ def check_training(cap) -> None:
     roles = _aot_roles(cap)
     if not {"forward", "backward"} <= roles:
         _fail(f"no forward/backward pair: AOTAutograd graphs found: {sorted(roles) or 'none'}",
-              "an input (or parameter) must require grad and grad mode must be on; call .backward() "
-              "inside the capture for the backward graph; use an AOTAutograd backend (aot_eager, inductor)")
+              "an input (or parameter) must require grad and grad mode must be on when the forward compiles "
+              "(AOTAutograd then partitions the joint graph into forward and backward); use an AOTAutograd "
+              "backend (aot_eager, inductor)")
     saved = saved_for_backward(cap)
     return _pass(f"training capture: forward + backward graphs, {_plural(len(saved), 'tensor')} saved for backward")
 
@@ -924,9 +980,13 @@ def check_stance_runs_eagerly(stance, fn, *args) -> None:
 
     import compiler
 
+    from compiler.reference import knobs
+
     what = "the stance"
     _no_answer(stance, what)
-    names = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile")
+    names = [row["name"] for row in knobs.stances()]
+    if stance not in names:  # checked here: torch raises only inside a compiled call, and leaks its config then
+        _fail(f"{what} {stance!r} is not a torch.compiler.set_stance name", f"the stances: {', '.join(names)}")
     code = fn.__code__.replace(co_name=fn.__code__.co_name)  # a new code object: a cache of its own
     copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     runs = []
@@ -941,12 +1001,19 @@ def check_stance_runs_eagerly(stance, fn, *args) -> None:
     compiled(*args)  # compiled once, before the stance: a cached compile
     runs.clear()
     calls = [args, [torch.cat([a, a]) if isinstance(a, torch.Tensor) else a for a in args]]
+    # a call that raises inside torch.compile can leave dynamic=False's config patch in place (eval_frame.py,
+    # make_set_enable_dynamic: automatic_dynamic_shapes=False, assume_static_by_default=True): put it back
+    patched = ("automatic_dynamic_shapes", "assume_static_by_default")
+    saved = {key: getattr(torch._dynamo.config, key) for key in patched}
     try:
         with compiler.capture() as cap, torch.compiler.set_stance(stance):
             results = [compiled(*call) for call in calls]
-    except Exception as exc:  # noqa: BLE001 — an unknown stance, or fail_on_recompile raising
+    except Exception as exc:  # noqa: BLE001 — fail_on_recompile raising
         _fail(f"{what} {stance!r}: the calls raised {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
               f"the stances: {', '.join(names)}")
+    finally:
+        for key, value in saved.items():
+            setattr(torch._dynamo.config, key, value)
     if cap.compiles:
         _fail(f"under {stance!r} torch.compile still compiled ({_plural(len(cap.compiles), 'compile')} in "
               f"{len(calls)} calls)", "which stance ignores torch.compile altogether?")

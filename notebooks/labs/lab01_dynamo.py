@@ -171,10 +171,19 @@ def cells():
             ### Exercise 1.2 — stop recompiling on new values
 
             `scale_all` multiplies by a list of Python floats. In the first compile every float in the list is
-            specialized, so a call with other values does not match its guards (the what-if check below runs the
-            guards without calling anything). Automatic dynamic, above, would only make a float symbolic after
-            it has changed once — at the cost of a recompile. Change the function — and how it is called — so that
-            new scale *values* reuse the **first** compile, with no recompile at all.
+            specialized (a constant in the graph, guarded by its value), so a call with other values recompiles.
+            Automatic dynamic, above, would make a float symbolic only after it has changed once — at the cost
+            of a recompile. Change the function — and how it is called — so that new scale *values* reuse the
+            **first** compile and give the result of `scale_all_original`. The checker repeats your call with new
+            values (`x` redrawn, every scale changed, passed the way you pass them: floats or a tensor), asks the
+            guards whether the first compile accepts it (what-if), checks that the guards on the tensors were
+            kept, and compares the reused compile's result with `scale_all_original`'s.
+            """),
+        code("""
+            def scale_all_original(x, scales):
+                for s in scales:
+                    x = x * s
+                return x
             """),
         exercise("""
             def scale_all(x, scales):
@@ -183,7 +192,7 @@ def cells():
                 return x
 
             ex12 = compiler.explore(scale_all, x, [1.0, 2.0, 3.0], backend="eager")
-            check_no_recompile(ex12, scale_all, x, [1.5, 2.0, 3.0])
+            check_reuses_for_new_values(ex12, scale_all_original)
             """),
         md("""
             <details><summary>Hint</summary>
@@ -196,10 +205,12 @@ def cells():
         solution("""
             def scale_all(x, scales):
                 # a tensor of scales: its values are data, not constants; only its shape is guarded
+                # (dynamic=True works too: from the first compile, each float enters the graph as a 0-d float64
+                # tensor input read with .item())
                 return x * scales.prod()
 
             ex12 = compiler.explore(scale_all, x, torch.tensor([1.0, 2.0, 3.0]), backend="eager")
-            check_no_recompile(ex12, scale_all, x, torch.tensor([1.5, 2.0, 3.0]))
+            check_reuses_for_new_values(ex12, scale_all_original)
             """),
         md("""
             ### Exercise 1.3 — symbolic from the first compile

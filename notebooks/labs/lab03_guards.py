@@ -91,7 +91,7 @@ def cells():
                 compiled(x, mode="tanh")
                 compiled(torch.randn(16, 4), mode="tanh")
             for r in rec.recompiles:
-                first = r.reasons[0]        # the newest earlier compile's failing guard
+                first = r.reasons[0]        # the failing guard of the entry tried first (the most recently used)
                 print(f"{r.compile_id} recompiled because {first.text!r} failed")
             """),
         md("""

@@ -174,7 +174,9 @@ def cells():
         solution("""
             torch._dynamo.reset()
             with compiler.capture() as ex41:
-                loss = torch.compile(step, backend="aot_eager")(x)   # grad mode on: parameters require grad
+                # grad mode on and parameters that require grad: AOTAutograd traces the joint graph and
+                # partitions it into forward and backward when the forward compiles
+                loss = torch.compile(step, backend="aot_eager")(x)
                 loss.backward()                                       # the backward runs inside the capture
             check_training(ex41)
             """),
