@@ -16,7 +16,7 @@ from pathlib import Path
 from compiler.capturing.records import Record
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
-                                    TraceWarning, _torch_version, read_records, shown_value, version_tuple)
+                                    TraceWarning, StoredRecords, _torch_version, read_records, shown_value, version_tuple)
 
 
 def _problems_to_warnings(info: TraceInfo) -> None:
@@ -72,17 +72,19 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
                     report=report)
     _add_aot_inductor(data, records, strings, options)
+    count = len(records)
+    del records  # the capture holds what the stages made of them; save_trace reads them again (StoredRecords)
     _trace_reasons(data)
     _report_unparsed_stages(data, info, strict)
     capture = _capture_of(data, info, strict)
-    if records and not data["compiles"]:
+    if count and not data["compiles"]:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
-            f"none of its {len(records)} records names a compile (frame_id and frame_compile_id), and none is an "
+            f"none of its {count} records names a compile (frame_id and frame_compile_id), and none is an "
             "AOTInductor compile: no compile can be shown"))
     if warn:
         _problems_to_warnings(info)
-    capture.trace, capture.trace_records, capture.trace_strings = info, records, strings
+    capture.trace, capture.trace_records, capture.trace_strings = info, StoredRecords(path, count), strings
     return capture
 
 
