@@ -86,10 +86,18 @@ class Capture(CaptureData, JsonFile):
         self.__post_init__()
 
     def compile(self, compile_id: str) -> Compile:
-        for c in self.compiles:
-            if c.compile_id == compile_id:
-                return c
-        raise KeyError(f"no compile {compile_id!r}; have {[c.compile_id for c in self.compiles]}")
+        index = self.__dict__.get("_by_id")  # (the list, its length, id → compile): rebuilt when either changed
+        if index is None or index[0] is not self.compiles or index[1] != len(self.compiles):
+            by_id: dict = {}
+            for c in self.compiles:
+                by_id.setdefault(c.compile_id, c)
+            index = self.__dict__["_by_id"] = (self.compiles, len(self.compiles), by_id)
+        found = index[2].get(compile_id)
+        if found is not None and found.compile_id == compile_id:
+            return found
+        have = [c.compile_id for c in self.compiles[:20]]
+        raise KeyError(f"no compile {compile_id!r}; have {have}" + (f" and {len(self.compiles) - 20} more"
+                                                                    if len(self.compiles) > 20 else ""))
 
     @property
     def guards_df(self):
