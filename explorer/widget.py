@@ -116,8 +116,8 @@ class Explorer(widgets.VBox):
             self.pages[index] = min(max(0, self.pages[index] + step), total - 1)
             label.value = f"page {self.pages[index] + 1} of {total}"
             back.disabled, forward.disabled = self.pages[index] == 0, self.pages[index] == total - 1
-            self._rendered.discard(index)
             if step:
+                self._rendered.discard(index)
                 self.show_tab(index)
 
         back.on_click(lambda _: go(-1))

@@ -149,7 +149,7 @@ def _read_payload(path: str, start: int, end: int, md5: str, line: int) -> str:
             raw = f.read(end - start)
     except OSError as exc:
         raise TraceError(f"{shown_path(path)}: cannot read the payload of line {line} again "
-                         f"({exc.strerror or exc}); load the trace again") from None
+                         f"({exc.strerror or exc}); load it again") from None
     data = payload_bytes(raw)
     if len(raw) != end - start or hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
         raise TraceError(f"{shown_path(path)}: changed since it was loaded (the payload of line {line} no longer "
