@@ -88,14 +88,30 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     return capture
 
 
+def _quiet(record, field, value, why) -> None:
+    return None
+
+
 UNREAD_METRICS = ("dynamo_config", "inductor_config")  # ~80 % of a compilation_metrics record; no stage reads them
 
 
 def _lean(records):
     """The records as read, less what no stage reads and would be held for every compile while the trace
-    assembles (``save_trace`` reads the file again, so it writes them back whole)."""
+    assembles (``save_trace`` reads the file again, so it writes them back whole): a chromium event keeps
+    only the fields its timings read (``fold_events``: name, ph, ts, args.compile_id) — half of a
+    trace's records are such events — and a compilation_metrics record not its configs."""
+    from compiler.stages.timings import chromium_event
+
     for record in records:
-        if record.kind == "compilation_metrics":
+        if record.kind == "chromium_event":
+            event = chromium_event(record, _quiet)
+            if event is not None:  # else kept whole: assemble reports it
+                slim = {key: event[key] for key in ("name", "ph", "ts") if key in event}
+                compile_id = (event.get("args") or {}).get("compile_id")
+                if compile_id is not None:
+                    slim["args"] = {"compile_id": compile_id}
+                record.metadata, record.payload = {"chromium_event": slim}, None
+        elif record.kind == "compilation_metrics":
             metrics = record.metadata.get("compilation_metrics")
             if isinstance(metrics, dict):
                 for key in UNREAD_METRICS:
