@@ -145,7 +145,8 @@ else:
     what = {"report_bytes": os.path.getsize(out), "said": done.stdout.strip()[-200:]}
 seconds = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF if out == "load" else resource.RUSAGE_CHILDREN)
-print(json.dumps({"seconds": seconds, "peak_rss_bytes": usage.ru_maxrss * 1024, **what}))
+print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_bytes": usage.ru_maxrss * 1024, **what}))
 """
 
 
@@ -180,12 +181,14 @@ def main(argv=None) -> int:
     if not args.no_load:
         result["load"] = measure(path, args.repo)
         print(f"load_trace: {result['load']['compiles']} compiles, peak RSS "
-              f"{megabytes(result['load']['peak_rss_bytes'])}, {seconds(result['load']['seconds'])}", flush=True)
+              f"{megabytes(result['load']['peak_rss_bytes'])}, {seconds(result['load']['seconds'])} "
+              f"({seconds(result['load']['cpu_seconds'])} CPU)", flush=True)
     if args.report:
         out = args.keep / f"report_{args.mb:g}MB_{args.repo.name}.html"
         result["report"] = measure(path, args.repo, out)
         print(f"report: {megabytes(result['report']['report_bytes'])}, peak RSS "
-              f"{megabytes(result['report']['peak_rss_bytes'])}, {seconds(result['report']['seconds'])}", flush=True)
+              f"{megabytes(result['report']['peak_rss_bytes'])}, {seconds(result['report']['seconds'])} "
+              f"({seconds(result['report']['cpu_seconds'])} CPU)", flush=True)
     print(json.dumps(result))
     return 0
 

@@ -196,9 +196,8 @@ def test_the_report_stays_under_its_budget_at_2000_compiles(seed, tmp_path):
 
     cap = replicated_capture(2_000, seed)
     page = report_page(cap)
-    assert len(page.encode()) <= REPORT_BYTES
-    assert re.search(r"… and [\d,]+ more compiles, not in this copy", page)
-    assert "the first 500 of 2,000 rows" in page
+    assert len(page.encode()) <= REPORT_BYTES  # was 36.7 MB for a 100 MB trace's 1,596 compiles
+    assert "left out of this saved copy" in page and "the first 500 of 2,000 rows" in page
 
 
 def test_a_report_of_many_problems_counts_the_rest(tmp_path):
