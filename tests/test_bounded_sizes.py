@@ -231,3 +231,23 @@ def test_a_big_trace_loads_in_memory_that_does_not_follow_its_size(tmp_path):
     print(f"peak RSS: 20 MB trace {peaks[20] / 1e6:.0f} MB, 80 MB trace {peaks[80] / 1e6:.0f} MB: "
           f"{per_byte:.2f} bytes per trace byte")
     assert per_byte <= 3.0
+
+
+@pytest.mark.browser
+def test_screenshot_of_a_page_of_graph_breaks(seed, artifact_dir):
+    """The second page of 51 graph-break places: one card, then the line saying which and where the rest is."""
+    from jupyterlab_harness import open_browser, render_html_screenshot, require_browser
+
+    from explorer.html import join, style_tag, view_frame
+    from explorer.views import render_view
+
+    require_browser()
+    cap = many_breaks(seed, 51)
+    html_view = join([style_tag(), view_frame(render_view("breaks", cap, None, page=1))])
+    with open_browser() as page:
+        page.set_content(html_view, wait_until="load")
+        assert page.locator(".tc-break-card").count() == 1
+        note = page.locator(".tc-page-note").inner_text()
+        assert "51–51 of 51 (page 2 of 2)" in note and "explorer widget" in note
+    for theme in ("light", "dark"):  # for people to look at
+        render_html_screenshot(html_view, artifact_dir / f"breaks_page_{theme}.png", theme=theme, width=1000)
