@@ -143,7 +143,7 @@ class Explorer(widgets.VBox):
         if piece.selectable:
             table_widget.observe(self._on_row_selected, names="selected_rows")
         if piece.count > WIDGET_ROWS:
-            table_widget = widgets.VBox([table_widget, widgets.HTML(view_frame(piece._cut_note(
+            table_widget = widgets.VBox([table_widget, widgets.HTML(view_frame(piece.cut_note(
                 WIDGET_ROWS, "the capture holds every one (cap.save; as DataFrames: explorer.dataframes(cap))")))])
         if not piece.collapsed:
             return table_widget

@@ -48,12 +48,12 @@ class DataTable:
     def html(self) -> Html:
         rows, marks = self.rows[:STATIC_ROWS], (self.marks or [])[:STATIC_ROWS]
         markup = join([table(self.headers, rows, marks or None, cls=f"tc-datatable {self.cls or ''}".strip()),
-                       self._cut_note(STATIC_ROWS, "the explorer widget pages through up to "
+                       self.cut_note(STATIC_ROWS, "the explorer widget pages through up to "
                                       f"{WIDGET_ROWS:,} of them; the capture holds every one (cap.save; "
                                       "as DataFrames: explorer.dataframes(cap))")])
         return details(self.title, markup, cls="tc-table-details") if self.collapsed else markup
 
-    def _cut_note(self, shown: int, where: str) -> Html:
+    def cut_note(self, shown: int, where: str) -> Html:
         if self.count <= shown:
             return Html("")
         return para(f"{self.title}: the first {shown:,} of {self.count:,} rows; {where}.",
