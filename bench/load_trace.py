@@ -145,8 +145,12 @@ else:
     what = {"report_bytes": os.path.getsize(out), "said": done.stdout.strip()[-200:]}
 seconds = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF if out == "load" else resource.RUSAGE_CHILDREN)
+peak = usage.ru_maxrss * 1024
+if out == "load":  # this process's own high-water mark: ru_maxrss keeps a bigger parent's across exec
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-                  "peak_rss_bytes": usage.ru_maxrss * 1024, **what}))
+                  "peak_rss_bytes": peak, **what}))
 """
 
 
