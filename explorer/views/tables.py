@@ -147,7 +147,9 @@ def split_view(markup: str, tables: list[DataTable]) -> list:
 @functools.lru_cache(maxsize=1)
 def datatables_script() -> Html:
     """itables' DataTables bundle (inlined: the page works offline) and a script that pages, sorts and
-    searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs."""
+    searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs.
+    A table in a folded section starts when the section is opened: a report holds hundreds of tables (573 for
+    a 100 MB log), and starting them all made the page wait seconds before it answered."""
     from itables.utils import find_package_file
 
     bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
@@ -158,11 +160,17 @@ const source = document.getElementById("tc-dt-bundle").textContent;
 const url = URL.createObjectURL(new Blob([source], {{type: "application/javascript"}}));
 const {{default: DataTable, set_or_remove_dark_class}} = await import(url);
 set_or_remove_dark_class();
-document.querySelectorAll(".tc-datatable > table").forEach(table => {{
+const start = table => {{
+  if (table.dataset.tcTable || table.closest("details:not([open])")) return;  // a folded one starts when opened
+  table.dataset.tcTable = "1";
   const rows = table.tBodies[0] ? table.tBodies[0].rows.length : 0;
   new DataTable(table, {{paging: rows > {PAGE_LENGTH}, pageLength: {PAGE_LENGTH}, autoWidth: false,
                         lengthMenu: [10, 25, 100, 500], order: []}});
-}});"""
+}};
+document.querySelectorAll(".tc-datatable > table").forEach(start);
+document.addEventListener("toggle", event => {{  // toggle does not bubble: heard while capturing
+  if (event.target.open) event.target.querySelectorAll(".tc-datatable > table").forEach(start);
+}}, true);"""
     return Html(f'<style>{css}</style>\n<script type="text/plain" id="tc-dt-bundle">{bundle}</script>\n'
                 f'<script type="module">{init}</script>')
 
