@@ -1,5 +1,17 @@
 """Figure — loading a 100 MB TORCH_TRACE log (``compiler.load_trace``): wall time and peak memory.
 
+Also a command for the big-trace budgets of issue 20 (a 500 MB trace loads in ≤ 1.5 GB peak RSS and
+≤ 30 s; the report of any trace ≤ 20 MB), run before → after on the same file:
+
+    python -m bench.load_trace --mb 100 [--repo /work/main] [--report] [--keep /tmp/tc-bench]
+
+makes (once, kept under ``--keep``) a trace of ``--mb`` MB by repeating a real recorded log
+(``tests/assets/traces/torch_2_14_1_break_recompile.log``: torch 2.14.1, a graph break and a recompile,
+4 compiles) with fresh frame ids and timestamps, then loads it in a fresh process with the tcompile of
+``--repo`` (default: this checkout) and prints peak RSS (the process's maximum resident set, torch
+imported included) and seconds; ``--report`` also runs ``python -m compiler report`` on it (peak RSS,
+seconds and the report's size).
+
 The log is made from real records: one ``compiler.capture()`` of a 64-layer MLP's training step
 compiled with ``backend="aot_eager"`` (Dynamo, joint, forward and backward graphs, guards,
 chromium events, compilation metrics), written with ``save_trace`` and repeated with fresh frame
@@ -10,6 +22,7 @@ imported torch and tcompile first (``import_s``, reported apart); the time is th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,6 +93,110 @@ def make_trace(path: Path, target_bytes: int) -> dict:
     return {"bytes": path.stat().st_size, "copies": copies, "records_per_copy": len(records)}
 
 
+SEED = Path(__file__).resolve().parent.parent / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
+_PREFIX = re.compile(r"^(?P<head>[VIWEC]\d{4} \d\d:\d\d:\d\d\.)(?P<micros>\d{6})(?P<rest> .*)$")
+_FRAME = re.compile(r'"frame_id": (\d+)')
+
+
+def replicate_trace(path: Path, target_bytes: int, seed: Path = SEED) -> dict:
+    """A TORCH_TRACE log of about ``target_bytes``: the records of ``seed`` (a real log) repeated, each
+    copy with its frame ids moved past the last copy's and its timestamps a microsecond later per copy
+    (so no copy repeats another line for line: the reader would skip it as a duplicate). The string
+    table and version records are written once; payloads are unchanged, so their md5s still hold."""
+    lines = seed.read_text(encoding="utf-8").splitlines()
+    frames = max((int(m[1]) for m in map(_FRAME.search, lines) if m), default=0) + 1
+    once = [i for i, line in enumerate(lines) if '{"str": [' in line]
+    written, copies = 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        for i in once:
+            f.write(lines[i] + "\n")
+        while written < target_bytes:
+            for i, line in enumerate(lines):
+                if i in once:
+                    continue
+                match = _PREFIX.match(line)
+                if match:
+                    micros = (int(match["micros"]) + copies) % 1_000_000
+                    line = _FRAME.sub(lambda m: f'"frame_id": {int(m[1]) + copies * frames}', match["head"]
+                                      + f"{micros:06d}" + match["rest"])
+                f.write(line + "\n")
+                written += len(line) + 1
+            copies += 1
+    return {"bytes": path.stat().st_size, "copies": copies, "seed": seed.name, "compiles_per_copy": None}
+
+
+MEASURE = r"""
+import json, os, resource, subprocess, sys, time, warnings
+path, repo, out = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, repo)
+t0 = time.perf_counter()
+if out == "load":
+    import compiler
+    from compiler.readers.trace import TraceWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        cap = compiler.load_trace(path)
+    what = {"compiles": len(cap.compiles)}
+else:
+    done = subprocess.run([sys.executable, "-m", "compiler", "report", path, "-o", out], cwd=repo,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stderr[-2000:])
+    what = {"report_bytes": os.path.getsize(out), "said": done.stdout.strip()[-200:]}
+seconds = time.perf_counter() - t0
+usage = resource.getrusage(resource.RUSAGE_SELF if out == "load" else resource.RUSAGE_CHILDREN)
+peak = usage.ru_maxrss * 1024
+if out == "load":  # this process's own high-water mark: ru_maxrss keeps a bigger parent's across exec
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_bytes": peak, **what}))
+"""
+
+
+def measure(path: Path, repo: Path, report: Path | None = None) -> dict:
+    """Load ``path`` (or write its report) with the tcompile of ``repo``, in a fresh process: its peak
+    RSS (torch and tcompile imported included) and wall seconds (imports included)."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(path), str(repo), str(report) if report else "load"],
+                         capture_output=True, text=True, timeout=1800, cwd=str(repo))
+    if out.returncode != 0:
+        raise RuntimeError(f"failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.load_trace", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--mb", type=float, default=100, help="the trace's size in MB (default 100)")
+    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
+                        help="the checkout whose tcompile loads it (default: this one)")
+    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "tc-bench",
+                        help="where the made trace is kept between runs")
+    parser.add_argument("--report", action="store_true", help="also time python -m compiler report on it")
+    parser.add_argument("--no-load", action="store_true", help="only the report")
+    args = parser.parse_args(argv)
+    args.keep.mkdir(parents=True, exist_ok=True)
+    path = args.keep / f"replicated_{args.mb:g}MB.log"
+    if not path.exists():
+        made = replicate_trace(path, int(args.mb * 1e6))
+        print(f"made {path}: {megabytes(made['bytes'])}, {made['copies']} copies of {made['seed']}", flush=True)
+    result = {"trace": str(path), "trace_bytes": path.stat().st_size, "repo": str(args.repo)}
+    if not args.no_load:
+        result["load"] = measure(path, args.repo)
+        print(f"load_trace: {result['load']['compiles']} compiles, peak RSS "
+              f"{megabytes(result['load']['peak_rss_bytes'])}, {seconds(result['load']['seconds'])} "
+              f"({seconds(result['load']['cpu_seconds'])} CPU)", flush=True)
+    if args.report:
+        out = args.keep / f"report_{args.mb:g}MB_{args.repo.name}.html"
+        result["report"] = measure(path, args.repo, out)
+        print(f"report: {megabytes(result['report']['report_bytes'])}, peak RSS "
+              f"{megabytes(result['report']['peak_rss_bytes'])}, {seconds(result['report']['seconds'])} "
+              f"({seconds(result['report']['cpu_seconds'])} CPU)", flush=True)
+    print(json.dumps(result))
+    return 0
+
+
 def run(quick: bool, log=print) -> tuple[list[Row], dict]:
     target = TARGET_BYTES[quick]
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,3 +218,7 @@ def run(quick: bool, log=print) -> tuple[list[Row], dict]:
             "1 GB budget", result["peak_bytes"] / BUDGET_BYTES, "≤ 1 (≤ 1 GB)", high=1.0),
     ]
     return rows, {**made, **result}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

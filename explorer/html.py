@@ -276,6 +276,33 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word if count == 1 else (words or word + 's')}"
 
 
+# --- lists that can be as long as a trace: every list view shows one page -------------------------
+
+LIST_PAGE = 50  # cards (graph breaks, skipped frames…) a view shows at once
+LIST_WHERE = ("page through them in the explorer widget; the saved capture (cap.save) and the capture object "
+              "(cap.breaks.items, cap.recompiles…) hold every one")
+
+
+def page_count(total: int, per_page: int = LIST_PAGE) -> int:
+    return max(1, -(-total // per_page))
+
+
+def one_page(items, page: int = 0, per_page: int = LIST_PAGE) -> tuple[list, int]:
+    """The items of page ``page`` (clamped to the pages there are) and that page's number."""
+    items = list(items) if not isinstance(items, (list, tuple)) else items
+    page = min(max(0, int(page or 0)), page_count(len(items), per_page) - 1)
+    return list(items[page * per_page:(page + 1) * per_page]), page
+
+
+def page_note(total: int, page: int, what: str, per_page: int = LIST_PAGE, where: str = LIST_WHERE) -> Html:
+    """The line under a page of a long list: which of how many it shows, and where the rest is."""
+    if total <= per_page:
+        return Html("")
+    first, last = page * per_page + 1, min(total, (page + 1) * per_page)
+    return para(f"Showing {what} {first:,}–{last:,} of {total:,} (page {page + 1} of {page_count(total, per_page)}); "
+                f"{where}.", cls="tc-muted tc-page-note")
+
+
 def shorten(text, limit: int = 120) -> str:
     text = "" if text is None else str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

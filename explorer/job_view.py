@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .html import Html, badge, details, esc, heading, join, note, para, plural, seconds, style_tag, table, tag
-from .page import FALLBACK_BYTES, REOPENED_CSS, render_static
+from .html import (LIST_PAGE, Html, badge, details, esc, heading, join, note, page_note, para, plural, seconds,
+                   style_tag, table, tag)
+from .page import FALLBACK_BYTES, REOPENED_CSS, render_static, summary_text
 from .views.tables import datatables_script
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
@@ -26,12 +27,16 @@ def render_divergence(divergence) -> Html:
 
 def render_ranks_table(job) -> Html:
     rows = []
-    for rank in job.ranks:
+    for rank in job.ranks[:RANK_ROWS]:
         cap = job.captures[rank]
         s = cap.summary
         rows.append([str(rank), Path(job.files[rank]).name, str(s.compiles), str(s.graph_breaks), str(s.recompiles),
                      seconds(s.compile_time_s), cap.environment.get("torch") or "?"])
-    return table(["rank", "file", "compiles", "graph breaks", "recompiles", "compile time", "torch"], rows)
+    return join([table(["rank", "file", "compiles", "graph breaks", "recompiles", "compile time", "torch"], rows),
+                 page_note(len(job.ranks), 0, "ranks", per_page=RANK_ROWS, where="job.captures holds every one")])
+
+
+RANK_ROWS = 500
 
 
 def render_job_overview(job) -> Html:
@@ -40,7 +45,7 @@ def render_job_overview(job) -> Html:
     parts += _comparison_summary(job)
     if job.problems:
         parts.append(details(f"{plural(len(job.problems), 'file problem')} (skipped or suspicious)",
-                             tag("ul", *(tag("li", str(p)) for p in job.problems))))
+                             _problem_list(job.problems, "job.problems")))
     parts.append(render_ranks_table(job))
     return tag("div", *parts, cls="tcompile tc-view")
 
@@ -64,7 +69,8 @@ def _comparison_summary(job) -> list[Html]:
         among = f"among the ranks that loaded ({loaded})" if unread else "across ranks"
         parts.append(para(f"{plural(len(compared), 'divergence')} {among} — "
                           f"{'they' if unread else 'the ranks'} did not compile the same way:"))
-        parts += [render_divergence(d) for d in compared]
+        parts += [render_divergence(d) for d in compared[:LIST_PAGE]]
+        parts.append(page_note(len(compared), 0, "divergences", where="job.divergences holds every one"))
     elif unread and len(job.captures) > 1:
         parts.append(note(f"The ranks that loaded ({loaded}) compiled the same way: {alike}. The unread "
                           f"{'rank is' if len(unread[0].groups[-1]) == 1 else 'ranks are'} not part of this "
@@ -80,31 +86,44 @@ def _comparison_summary(job) -> list[Html]:
 MIN_RANK_BYTES = 20_000  # under this share of the limit, a rank's explorer is named, not rendered
 
 
-def render_job(job, fallback: bool = False) -> str:
+def render_job(job, fallback: bool = False, limit: int | None = None) -> str:
     """The overview, then each rank's full explorer (static), as one HTML fragment. ``fallback=True``:
     the stand-in a rendered job widget hides (``explorer.page.REOPENED_CSS``), kept under
-    ``FALLBACK_BYTES`` — the ranks share what the overview leaves; what does not fit is named."""
+    ``FALLBACK_BYTES`` (or ``limit``) — the ranks share what the overview leaves; what does not fit is named."""
     style, overview = style_tag(), render_job_overview(job)
-    limit = None
-    if fallback:
+    total = FALLBACK_BYTES if fallback and limit is None else limit
+    if total is not None:
         used = len(str(style).encode()) + len(str(overview).encode()) + len(REOPENED_CSS) + 2_000
-        limit = (FALLBACK_BYTES - used) // max(1, len(job.ranks))
+        limit = (total - used) // max(1, len(job.ranks))
     ranks = []
     for rank in job.ranks:
         title = f"Rank {rank} — {Path(job.files[rank]).name}"
         if limit is not None and limit < MIN_RANK_BYTES:
-            body = note(f"Left out to keep this static copy under {FALLBACK_BYTES / 1e6:g} MB ({len(job.ranks)} "
+            body = note(f"Left out to keep this copy under {total / 1e6:g} MB ({len(job.ranks)} "
                         "ranks). The job widget (while the kernel runs) and the logs themselves, reopened with ",
                         tag("code", "%tcompile --load PATH"), ", hold every rank.", kind="muted")
         else:  # the page's stylesheet once, not once per rank
             body = Html(render_static(job.captures[rank], limit=limit).replace(str(style), "", 1))
         ranks.append(details(title, body, cls="tc-section"))
-    about = para(f"A static copy of the job, kept under {FALLBACK_BYTES / 1e6:g} MB: each rank's sections that do "
+    about = para(f"A static copy of the job, kept under {total / 1e6:g} MB: each rank's sections that do "
                  "not fit are named, not shown. The job widget (while the kernel runs) and ",
-                 tag("code", "%tcompile --load PATH"), " hold everything.", cls="tc-muted") if fallback else ""
+                 tag("code", "%tcompile --load PATH"), " hold everything.", cls="tc-muted") if total else ""
     html = str(tag("div", style, about, overview, heading("Every rank's explorer", 3), *ranks,
                    cls="tcompile tc-static tc-fallback" if fallback else "tcompile tc-static"))
     return REOPENED_CSS + html if fallback else html
+
+
+PROBLEMS_SHOWN = 200  # problems a page lists one by one; the rest are counted by kind
+
+
+def _problem_list(problems, where: str) -> Html:
+    from collections import Counter
+
+    shown = problems[:PROBLEMS_SHOWN]
+    rest = Counter(getattr(p, "kind", "problem") for p in problems[PROBLEMS_SHOWN:])
+    return join([tag("ul", *(tag("li", str(p)) for p in shown)),
+                 para(f"… and {len(problems) - len(shown):,} more (" + ", ".join(f"{k} ×{n:,}" for k, n in rest.items())
+                      + f"): {where} holds every one.", cls="tc-muted") if rest else None])
 
 
 def render_trace_problems(capture) -> Html:
@@ -112,7 +131,10 @@ def render_trace_problems(capture) -> Html:
     if info is None or not info.problems:
         return Html("")
     return details(f"{plural(len(info.problems), 'problem')} reading {Path(info.file).name}",
-                   tag("ul", *(tag("li", str(p)) for p in info.problems)))
+                   _problem_list(info.problems, "cap.trace.problems"))
+
+
+REPORT_BYTES = 10_000_000  # a report file stays under this, whatever it shows (its sections share what is left)
 
 
 PAGE = """<!DOCTYPE html>
@@ -129,13 +151,23 @@ def report_page(obj, title: str | None = None) -> str:
     or a Job; its big tables page, sort and search."""
     from compiler.readers.job import Job
 
+    script = datatables_script()  # big tables page, sort and search, offline
+    room = REPORT_BYTES - len(script.encode()) - len(PAGE) - 2_000
     if isinstance(obj, Job):
-        body = render_job(obj)
         title = title or f"tcompile job report — {obj.path}"
+        body = render_job(obj, limit=room - len(esc(title).encode()))
     else:
-        body = join([render_trace_problems(obj), Html(render_static(obj))])
         title = title or "tcompile report"
-    return PAGE.format(title=esc(title), body=body, tables=datatables_script())  # big tables page, offline
+        problems = render_trace_problems(obj)
+        body = join([problems, Html(render_static(obj, limit=room - len(problems.encode()) - len(esc(title).encode())))])
+    page = PAGE.format(title=esc(title), body=body, tables=script)
+    if len(page.encode()) > REPORT_BYTES:  # not expected (every part above is bounded): say so rather than exceed
+        text = obj.as_text() if isinstance(obj, Job) else summary_text(obj)
+        body = join([note(f"This report would exceed {REPORT_BYTES / 1e6:g} MB; only its summary is here. Load the "
+                          "input with %tcompile --load PATH (or compiler.load_trace) to explore it.", kind="warn"),
+                     tag("pre", text[:REPORT_BYTES // 4])])
+        page = PAGE.format(title=esc(title), body=body, tables="")
+    return page
 
 
 def write_report(obj, out) -> Path:

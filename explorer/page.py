@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from string import Template
 
-from .html import Html, details, esc, heading, join, note, para, plural, seconds, shorten, style_tag
+from .html import Html, details, esc, heading, join, note, para, plural, preformatted, seconds, shorten, style_tag
 from .views import VIEWS, render_view
 from .views.common import break_title, capture_title, compile_label
 from .views.error import render_error
@@ -109,28 +109,74 @@ def _rank(key: str) -> int:
 def render_static(capture, fallback: bool = False, limit: int | None = None) -> str:
     """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript).
     ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides, kept under
-    ``FALLBACK_BYTES`` (or ``limit``): sections that do not fit are named, not shown."""
+    ``FALLBACK_BYTES`` (or ``limit``): sections that do not fit are named, not shown.
+
+    Under a limit the page holds at most that many bytes, by construction: one section per compile
+    is listed only while those sections (each at least its title and the stubs of its views) take a
+    quarter of the limit — the others are counted in one line — and a page that still came out
+    larger (a capture-wide view of a huge capture) is replaced by its summary (``_summary_page``)."""
+    from compiler.stages.data import paused_gc
+
+    with paused_gc():  # rendering makes many small objects and no cycles (on a big capture GC took a third)
+        return _render_static(capture, fallback, limit)
+
+
+def _render_static(capture, fallback: bool, limit: int | None) -> str:
     if fallback and limit is None:
         limit = FALLBACK_BYTES
-    compiles = capture.compiles
     style = style_tag() + (Html(REOPENED_CSS) if fallback else "")
     error = render_error(capture, None)
+    compiles = capture.compiles
+    listed = compiles if limit is None else _listed(capture, limit // 4)
     # the page around the sections: its style, the error, one <details> per compile, the title and notes
-    frame = sum(len(details(compile_label(c), cls="tc-compile").encode()) + 2 for c in compiles)
+    frame = sum(len(details(compile_label(c), cls="tc-compile").encode()) + 2 for c in listed)
     budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + frame + 4_000)
     capture_views = [budget.add(v.key, v.title_for(capture), lambda v=v: render_view(v.key, capture, None),
                                 open=v.key == "overview") for v in VIEWS if v.scope == "capture"]
     per_compile = [[budget.add(v.key, v.title, lambda v=v, c=c: render_view(v.key, capture, c))
-                    for v in VIEWS if v.scope == "compile"] for c in compiles]
+                    for v in VIEWS if v.scope == "compile"] for c in listed]
     html = budget.decide()
     compile_sections = [details(compile_label(c), *(html[i] for i in indices), open=len(compiles) == 1,
-                                cls="tc-compile") for c, indices in zip(compiles, per_compile)]
-    return STATIC_PAGE.substitute(
+                                cls="tc-compile") for c, indices in zip(listed, per_compile)]
+    if len(listed) < len(compiles):
+        compile_sections.append(para(
+            f"… and {len(compiles) - len(listed):,} more compiles, not in this copy (kept under "
+            f"{limit / 1e6:g} MB); the Overview's table lists them. ", Html(KEEP), cls="tc-muted tc-left-out"))
+    page = STATIC_PAGE.substitute(
         fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
         about=budget.about() if limit is not None else "", error=error,
         capture_views=join([html[i] for i in capture_views], "\n"),
         compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3)
         + join(compile_sections, "\n") if compiles else "")
+    if limit is not None and len(page.encode()) > limit:
+        return _summary_page(capture, style, limit, fallback)
+    return page
+
+
+def _listed(capture, room: int) -> list:
+    """The compiles whose sections (title and one stub per view, at the least) fit in ``room`` bytes."""
+    stubs = sum(len(Budget(0)._stub_html(v.title, None).encode()) for v in VIEWS if v.scope == "compile")
+    listed, used = [], 0
+    for c in capture.compiles:
+        used += len(details(compile_label(c), cls="tc-compile").encode()) + 2 + stubs
+        if used > room:
+            break
+        listed.append(c)
+    return listed
+
+
+def _summary_page(capture, style: Html, limit: int, fallback: bool) -> str:
+    """The smallest static copy: the title, the counts and where everything is (what a capture too big
+    for ``limit`` even in outline gets)."""
+    text = shorten(summary_text(capture), max(1_000, limit // 2 - len(style.encode())))
+    return STATIC_PAGE.substitute(
+        fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
+        about=note(f"A static copy of the explorer, kept under {limit / 1e6:g} MB: this capture's views do not fit "
+                   "even in outline, so only its summary is here. ", Html(KEEP), kind="info"),
+        error="", capture_views=preformatted(text), compiles="")
+
+
+SUMMARY_EACH = 20  # graph breaks and recompiles the text summary names one by one
 
 
 def summary_text(capture) -> str:
@@ -145,11 +191,16 @@ def summary_text(capture) -> str:
     if runtime.available and runtime.speedup and runtime.eager and runtime.compiled:
         lines.append(f"  speedup {runtime.speedup:.2f}x (eager {seconds(runtime.eager.median_s)}, "
                      f"compiled {seconds(runtime.compiled.median_s)} median)")
-    for item in capture.breaks:
+    breaks = list(capture.breaks)
+    for item in breaks[:SUMMARY_EACH]:
         lines.append(f"  graph break at {item.file}:{item.line} (x{item.count}): {break_title(item)}")
-    for recompile in capture.recompiles:
+    if len(breaks) > SUMMARY_EACH:
+        lines.append(f"  … and {len(breaks) - SUMMARY_EACH:,} more places with graph breaks (cap.breaks)")
+    for recompile in capture.recompiles[:SUMMARY_EACH]:
         for reason in recompile.reasons[:1]:
             lines.append(f"  recompile {recompile.compile_id}: {reason.text}")
+    if len(capture.recompiles) > SUMMARY_EACH:
+        lines.append(f"  … and {len(capture.recompiles) - SUMMARY_EACH:,} more recompiles (cap.recompiles)")
     if capture.error:
         error = capture.error
         lines.append(f"  ERROR in {error.stage}: {error.type}: {shorten(error.message, 200)}")

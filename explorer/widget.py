@@ -15,7 +15,7 @@ from .html import collecting_cut_texts, style_tag, view_frame
 from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
-from .views.tables import collecting_tables, split_view
+from .views.tables import WIDGET_ROWS, collecting_tables, split_view
 from .views.error import render_error
 from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
 
@@ -51,11 +51,16 @@ class Explorer(widgets.VBox):
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
         self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
         self.fixes_panel = FixesPanel(capture, on_done=self._fixes_tried)
+        # a long list view (graph breaks) shows one page at a time, with a pager under it
+        self.pages = [0] * len(VIEWS)
+        self.pagers = [self._pager(i) if v.pages and v.pages(capture) > 1 else widgets.VBox()
+                       for i, v in enumerate(VIEWS)]
         tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
                         else widgets.VBox([self.fixes_panel, pane, rest, cut]) if view.key == "fixes"
                         else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
-                        else widgets.VBox([pane, rest, cut])
-                        for view, pane, rest, cut in zip(VIEWS, self.panes, self.pieces, self.cut_texts)]
+                        else widgets.VBox([pager, pane, rest, cut])
+                        for view, pane, rest, cut, pager in zip(VIEWS, self.panes, self.pieces, self.cut_texts,
+                                                                self.pagers)]
         self.tabs = widgets.Tab(children=tab_children, titles=[v.title_for(capture) for v in VIEWS])
         self.tabs.add_class("tc-tabs")
         self.selector = widgets.Dropdown(options=[(compile_label(c), i) for i, c in enumerate(self.compiles)],
@@ -88,6 +93,8 @@ class Explorer(widgets.VBox):
             return
         key = VIEWS[index].key
         options = {"drawing": False} if key == "graph" else {}  # the viewer draws it
+        if VIEWS[index].pages:
+            options["page"] = self.pages[index]
         with collecting_cut_texts() as cut, collecting_tables() as tables:
             markup = render_view(key, self.capture, self.compile, **options)
         pieces = split_view(markup, tables)
@@ -98,6 +105,27 @@ class Explorer(widgets.VBox):
         if key in INTERACTIVE:
             self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
+
+    def _pager(self, index: int) -> widgets.Widget:
+        """Previous / next page of a long list view."""
+        total = VIEWS[index].pages(self.capture)
+        label = widgets.HTML()
+        back, forward = widgets.Button(description="◀ previous"), widgets.Button(description="next ▶")
+
+        def go(step):
+            self.pages[index] = min(max(0, self.pages[index] + step), total - 1)
+            label.value = f"page {self.pages[index] + 1} of {total}"
+            back.disabled, forward.disabled = self.pages[index] == 0, self.pages[index] == total - 1
+            if step:
+                self._rendered.discard(index)
+                self.show_tab(index)
+
+        back.on_click(lambda _: go(-1))
+        forward.on_click(lambda _: go(1))
+        go(0)
+        pager = widgets.HBox([back, label, forward])
+        pager.add_class("tc-pager")
+        return pager
 
     def _fixes_tried(self) -> None:
         """Fixes were tried: redraw the tabs that show their results (Fixes, Overview, Graph breaks, Recompiles)."""
@@ -114,6 +142,9 @@ class Explorer(widgets.VBox):
         table_widget = piece.widget(selected=selected)
         if piece.selectable:
             table_widget.observe(self._on_row_selected, names="selected_rows")
+        if piece.count > WIDGET_ROWS:
+            table_widget = widgets.VBox([table_widget, widgets.HTML(view_frame(piece.cut_note(
+                WIDGET_ROWS, "the capture holds every one (cap.save; as DataFrames: explorer.dataframes(cap))")))])
         if not piece.collapsed:
             return table_widget
         folded = widgets.Accordion(children=[table_widget], titles=[piece.title], selected_index=None)

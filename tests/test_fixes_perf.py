@@ -173,7 +173,7 @@ def test_a_fix_s_goal_is_checked_on_load():
     data = {"format": "tcompile-capture", "version": [2, 0],
             "fixes": {"available": True, "items": [{"id": "f", "kind": "k", "title": "t", "goal": "speed"}]}}
     with pytest.raises(compiler.CaptureFormatError,
-                       match=r"fixes.items\[0\].goal: expected 'findings' or 'runtime' or 'guards', got 'speed'"):
+                       match=r"fixes.items\[0\].goal: expected 'findings' or 'runtime' or 'guards' or 'compile time', got 'speed'"):
         compiler.Capture.from_data(data)
 
 

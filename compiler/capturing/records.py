@@ -163,7 +163,7 @@ def _ignore(field: str, value, why: str) -> None:
 
 
 def record_from_metadata(metadata: dict, payload: str | None, when: float | None = None,
-                         report: Report | None = None) -> Record:
+                         report: Report | None = None, record_type: type = Record) -> Record:
     """The Record of one structured-trace envelope: the live handler and the TORCH_TRACE file reader
     (``compiler.trace``) both build records here. Each field tcompile reads is type-checked: a
     wrong one is reported (``report``) and left out of the record, never fatal."""
@@ -174,7 +174,7 @@ def record_from_metadata(metadata: dict, payload: str | None, when: float | None
     if kind == "compilation_metrics" and isinstance(metadata.get(kind), dict):
         metadata[kind] = check_metrics(metadata[kind], report)
         _fill_renamed_metrics(metadata[kind])
-    record = Record(kind=kind, compile_id=_compile_id_of(metadata),
+    record = record_type(kind=kind, compile_id=_compile_id_of(metadata),
                     attempt=metadata.get("attempt") or 0, metadata=metadata, payload=payload)
     if when is not None:
         record.time = when

@@ -15,8 +15,10 @@ file and line), never fatal — unless ``strict=True``.
 from __future__ import annotations
 
 import calendar
+import functools
 import hashlib
 import json
+import os
 import re
 import time
 from collections import Counter
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.readers.files import atomic_file, shown_path, shown_text, without_surrogates
-from compiler.capturing.records import is_count, record_from_metadata
+from compiler.capturing.records import Record, is_count, record_from_metadata
 
 # The torch versions whose logs this code was written and tested against (2.3 → 2.14); a log from a
 # newer or older torch still loads (unknown records are counted), with a one-line warning naming it.
@@ -122,19 +124,116 @@ def _glog_time(match, year: int, cache: dict) -> float:
     return base + int(h) * 3600 + int(m) * 60 + int(s) + int(match["micros"]) / 1e6
 
 
+class PayloadRef:
+    """Where a payload lies in its TORCH_TRACE file: the bytes of its lines (``start``:``end``), read
+    again on demand (``read``) and checked against the md5 they had when the file was first read, so
+    a loaded trace does not hold every graph, generated program and IR dump in memory."""
+
+    __slots__ = ("path", "start", "end", "md5", "line")
+
+    def __init__(self, path: str, start: int, end: int, md5: str, line: int):
+        self.path, self.start, self.end, self.md5, self.line = path, start, end, md5, line
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def read(self) -> str:
+        return _read_payload(self.path, self.start, self.end, self.md5, self.line)
+
+
+@functools.lru_cache(maxsize=16)  # a stage reads one payload a few times in a row
+def _read_payload(path: str, start: int, end: int, md5: str, line: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            raw = f.read(end - start)
+    except OSError as exc:
+        raise TraceError(f"{shown_path(path)}: cannot read the payload of line {line} again "
+                         f"({exc.strerror or exc}); load it again") from None
+    data = payload_bytes(raw)
+    if len(raw) != end - start or hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
+        raise TraceError(f"{shown_path(path)}: changed since it was loaded (the payload of line {line} no longer "
+                         "matches what was read); load it again")
+    return data.decode("utf-8", "replace")
+
+
+def payload_bytes(raw: bytes) -> bytes:
+    """The payload held by a run of payload lines: each tab-indented line without its tab, a blank line
+    as an empty one (an editor stripped its tab), joined by newlines; CRLF read as LF."""
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    parts = []
+    for line in raw.split(b"\n"):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        parts.append(line[1:] if line.startswith(b"\t") else b"")
+    return b"\n".join(parts)
+
+
+class TraceRecord(Record):
+    """A record read from a TORCH_TRACE file: a large payload stays in the file (a ``PayloadRef``) and
+    is read when ``payload`` is asked for."""
+
+    @property
+    def payload(self) -> str | None:
+        value = self.__dict__.get("_payload")
+        return value.read() if isinstance(value, PayloadRef) else value
+
+    @payload.setter
+    def payload(self, value) -> None:
+        self.__dict__["_payload"] = value
+
+    @property
+    def payload_size(self) -> int:
+        value = self.__dict__.get("_payload")
+        return 0 if value is None else len(value)
+
+
+class _Pending:
+    """A record whose payload lines are still being read: its md5 is computed as the lines come; the
+    lines themselves are kept only while the payload is small (``PAYLOAD_IN_MEMORY``)."""
+
+    __slots__ = ("metadata", "lineno", "when", "start", "end", "hash", "count", "pieces", "size")
+
+    def __init__(self, metadata, lineno, when, start):
+        self.metadata, self.lineno, self.when = metadata, lineno, when
+        self.start = self.end = start  # the payload's bytes in the file
+        self.hash = hashlib.md5(usedforsecurity=False)
+        self.count, self.size, self.pieces = 0, 0, []
+
+    def add(self, piece: bytes, end: int) -> None:
+        if self.count:
+            self.hash.update(b"\n")
+        self.hash.update(piece)
+        self.count += 1
+        self.size += len(piece) + 1
+        self.end = end
+        if self.pieces is not None:
+            self.pieces.append(piece)
+            if self.size > PAYLOAD_IN_MEMORY:
+                self.pieces = None
+
+
+PAYLOAD_IN_MEMORY = 4096  # bytes: a larger payload is read from the file when asked for (PayloadRef)
+
+
 def read_records(path, strict: bool = False, info: TraceInfo | None = None, strings: dict | None = None):
     """Yield the ``Record`` of each envelope in a TORCH_TRACE file, streaming; ``str`` envelopes go
-    into ``strings`` (id → text) instead. Problems are counted into ``info``."""
+    into ``strings`` (id → text) instead. Problems are counted into ``info``. A payload over
+    ``PAYLOAD_IN_MEMORY`` bytes stays in the file (``TraceRecord``, ``PayloadRef``); what the reader
+    keeps per line is one hash of each envelope (to find a log copied twice)."""
     path = Path(path)
     _check_readable(path)
+    absolute = os.path.abspath(path)
     info = info if info is not None else TraceInfo(file=shown_path(path))
     strings = strings if strings is not None else {}
     year = time.gmtime().tm_year
     day_cache: dict = {}
-    pending = None  # [metadata, envelope line number, payload lines, when]
+    pending: _Pending | None = None
     seen: dict[int, int] = {}  # hash of an envelope line (its time, thread and JSON) → its line number
     duplicates: list[tuple[int, int]] = []  # (line, the earlier line it repeats)
     skip_payload = repeated = False
+    blank_end = 0  # where the last blank line ends (a payload's trailing blank lines)
 
     def problem(kind, line, message, field=None):
         found = TraceProblem(info.file, line, kind, message, field)
@@ -147,77 +246,88 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
             problem("bad_field", line, f"{field} = {shown_value(value)}: {why}", field)
         return report
 
-    def md5(text):
-        return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-    def finish(entry, trailing_blanks=0):
-        metadata, lineno, payload_lines, when = entry
+    def finish(entry: _Pending, trailing_blanks=0):
+        metadata, lineno = entry.metadata, entry.lineno
         payload, failed = None, False
         expected = metadata.get("has_payload")
+        actual = entry.hash.hexdigest()
         if "has_payload" in metadata and not (isinstance(expected, str) and _MD5.match(expected)):
             failed = True  # kept, unchecked; save_trace writes it back unchecked, never with a fresh md5
-            payload = "\n".join(payload_lines) if payload_lines else None
+            payload = "" if entry.count else None
             problem("bad_field", lineno, f"has_payload = {shown_value(expected)}: not an md5 hex digest; the "
-                    f"{len(payload_lines)} payload lines are kept unchecked", "has_payload")
+                    f"{entry.count} payload lines are kept unchecked", "has_payload")
         elif expected is not None:
-            payload = "\n".join(payload_lines)
-            actual = md5(payload)
+            payload = ""
             if actual != expected and trailing_blanks:  # the payload ended in blank lines
-                with_blanks = "\n".join(payload_lines + [""] * trailing_blanks)
-                if md5(with_blanks) == expected:
-                    payload, actual = with_blanks, expected
+                with_blanks = entry.hash.copy()
+                with_blanks.update(b"\n" * (trailing_blanks if entry.count else trailing_blanks - 1))
+                if with_blanks.hexdigest() == expected:
+                    actual, entry.end = expected, blank_end
+                    if entry.pieces is not None:
+                        entry.pieces += [b""] * trailing_blanks
             if actual != expected:
                 failed = True
                 info.payload_mismatches += 1
                 problem("payload_mismatch", lineno,
                         f"payload md5 {actual} does not match has_payload {expected} "
-                        f"({len(payload_lines)} payload lines); the record is kept as read")
+                        f"({entry.count} payload lines); the record is kept as read")
+        if payload is not None:
+            if entry.pieces is not None:
+                payload = b"\n".join(entry.pieces).decode("utf-8", "replace")
+            else:
+                payload = PayloadRef(absolute, entry.start, entry.end, actual, lineno)
         info.records += 1
         info.kinds[_kind_name(metadata)] += 1
-        record = record_from_metadata(metadata, payload, when, reporter(lineno))
+        record = record_from_metadata(metadata, None, entry.when, reporter(lineno), record_type=TraceRecord)
+        record.payload = payload
         rank = record.metadata.get("rank")
         if is_count(rank) and rank not in info.ranks:
             info.ranks.append(rank)
         record.line, record.payload_failed = lineno, failed
         return record
 
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
-        lineno = blanks = 0
-        for lineno, line in enumerate(f, 1):
-            if "\ufffd" in line:  # cheap; decoding per line in Python cost a third more time
+    with open(path, "rb") as f:
+        lineno = blanks = position = 0
+        ends = True
+        for lineno, raw in enumerate(f, 1):
+            start, position = position, position + len(raw)
+            if not raw.isascii() and _not_text(raw):
                 problem("bad_text", lineno, "holds bytes that are not UTF-8 text, read as U+FFFD (or that character "
                         "itself)")
-            ends = line.endswith("\n")
-            line = line[:-1] if ends else line
-            if line.endswith("\r"):  # a log copied through Windows (CRLF); torch's md5 is over "\n"
-                line = line[:-1]
-            if line.startswith("\t"):
+            ends = raw.endswith(b"\n")
+            body = raw[:-1] if ends else raw
+            if body.endswith(b"\r"):  # a log copied through Windows (CRLF); torch's md5 is over "\n"
+                body = body[:-1]
+            if body.startswith(b"\t"):
                 if skip_payload:
                     continue
-                if pending is not None and "has_payload" in pending[0]:
-                    pending[2].extend([""] * blanks)  # blank payload lines whose tab an editor stripped
-                    pending[2].append(line[1:])
+                if pending is not None and "has_payload" in pending.metadata:
+                    for _ in range(blanks):  # blank payload lines whose tab an editor stripped
+                        pending.add(b"", start)
+                    pending.add(body[1:], position)
                     blanks = 0
                 else:
                     info.stray_lines += 1
                     problem("stray_line", lineno, "a payload line with no record that expects a payload; skipped")
                 continue
-            if not line.strip():
+            if not body.strip():
                 blanks += 1
+                blank_end = position
                 continue
             if pending is not None:
                 yield finish(pending, blanks)
                 pending = None
             blanks, skip_payload = 0, False
+            line = body.decode("utf-8", "replace")
             match = _GLOG.match(line)
-            start = line.find("{", match.end() if match else 0)
-            if not match or start < 0:
+            brace = line.find("{", match.end() if match else 0)
+            if not match or brace < 0:
                 info.stray_lines += 1
                 problem("stray_line", lineno, "not a structured-trace line (no glog prefix and JSON envelope); "
                         "skipped")
                 continue
             try:
-                metadata = json.loads(line[start:])
+                metadata = json.loads(line[brace:])
                 if not isinstance(metadata, dict):
                     raise ValueError("the envelope is not a JSON object")
             except (ValueError, RecursionError) as exc:
@@ -230,7 +340,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                     info.corrupted_lines += 1
                     problem("corrupted_json", lineno, f"corrupted JSON envelope ({why}); skipped")
                 continue
-            if _LONE_SURROGATE.search(line, start):
+            if ("\\ud" in line or "\\uD" in line) and _LONE_SURROGATE.search(line, brace):
                 metadata = without_surrogates(metadata)
                 problem("bad_text", lineno, "a string holds a lone surrogate (\\ud800…, not Unicode text); "
                         "shown as U+FFFD")
@@ -245,7 +355,8 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                     problem("bad_field", lineno, f"str = {shown_value(entry)}: not a string-table entry "
                             "[text, index]; skipped", "str")
                 continue
-            seen_before = seen.get(hash(line))
+            key = hash(line)
+            seen_before = seen.get(key)
             # torch itself may log one chromium event twice in a millisecond: a repeat of one counts only
             # in a second copy of the log (its string table or another record repeated)
             if seen_before is not None and (repeated or next(iter(metadata), None) != "chromium_event"):
@@ -255,10 +366,10 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                     problem("duplicate_records", lineno, f"the same record as line {seen_before}")
                 skip_payload = True
                 continue
-            seen.setdefault(hash(line), lineno)
-            pending = [metadata, lineno, [], _glog_time(match, year, day_cache)]
+            seen.setdefault(key, lineno)
+            pending = _Pending(metadata, lineno, _glog_time(match, year, day_cache), position)
         if pending is not None:
-            if not ends and "has_payload" in pending[0]:
+            if not ends and "has_payload" in pending.metadata:
                 info.truncated = True
             yield finish(pending, blanks)
         info.lines = lineno
@@ -268,6 +379,44 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                 f"{len(duplicates)} records repeat earlier ones exactly (same time, thread and content; first: the "
                 f"record of line {first}): the log holds the same records twice (concatenated or copied twice?); "
                 "the repeats are skipped" + (f" ({more} more after this one)" if more else ""))
+
+
+def _not_text(raw: bytes) -> bool:
+    """A line that is not UTF-8, or holds U+FFFD itself (what a lossy copy left)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return b"\xef\xbf\xbd" in raw
+
+
+class StoredRecords:
+    """The raw records of a loaded trace, read again from its file each time they are iterated
+    (``save_trace``), so a loaded capture does not hold them; the file must be as it was loaded."""
+
+    def __init__(self, path, count: int):
+        self.path = Path(path)
+        self.count = count
+        self.stamp = self._stamp()
+
+    def _stamp(self):
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_size, stat.st_mtime_ns
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __iter__(self):
+        if self._stamp() != self.stamp:
+            raise TraceError(f"{shown_path(self.path)}: changed or removed since it was loaded; its records are "
+                             "read from it again when asked for: load it again")
+        yield from read_records(self.path, info=TraceInfo(file=shown_path(self.path)), strings={})
 
 
 def _kind_name(metadata: dict) -> str:

@@ -17,7 +17,7 @@ from compiler.readers.aot_inductor import READER
 from compiler.stages.data import Stage
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
-                                    TraceWarning, _torch_version, read_records, shown_value, version_tuple)
+                                    TraceWarning, StoredRecords, _torch_version, read_records, shown_value, version_tuple)
 
 
 def _problems_to_warnings(info: TraceInfo) -> None:
@@ -40,7 +40,7 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     path = Path(path)
     info = TraceInfo(file=shown_path(path))
     strings: dict = {}
-    records = list(read_records(path, strict=strict, info=info, strings=strings))
+    records = list(_lean(read_records(path, strict=strict, info=info, strings=strings)))
     if not records and not strings:
         if path.stat().st_size == 0:
             raise TraceError(f"{info.file}: an empty file, not a TORCH_TRACE log")
@@ -72,16 +72,51 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     data = assemble(records, strings, {}, options, environment, None, {},
                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
                     report=report, absent=_absent(environment), no_compile_id=READER)
+    count = len(records)
+    del records  # the capture holds what the stages made of them; save_trace reads them again (StoredRecords)
     _report_unparsed_stages(data, info, strict)
-    capture = _capture_of(data, info, strict, trace=info, trace_records=records, trace_strings=strings)
-    if records and not data["compiles"]:
+    capture = _capture_of(data, info, strict, trace=info, trace_records=StoredRecords(path, count),
+                          trace_strings=strings)
+    if count and not data["compiles"]:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
-            f"none of its {len(records)} records names a compile (frame_id and frame_compile_id), and none is an "
+            f"none of its {count} records names a compile (frame_id and frame_compile_id), and none is an "
             "AOTInductor compile: no compile can be shown"))
     if warn:
         _problems_to_warnings(info)
     return capture
+
+
+def _quiet(record, field, value, why) -> None:
+    return None
+
+
+UNREAD_METRICS = ("dynamo_config", "inductor_config")  # ~80 % of a compilation_metrics record; no stage reads them
+
+
+def _lean(records):
+    """The records as read, less what no stage reads and would be held for every compile while the trace
+    assembles (``save_trace`` reads the file again, so it writes them back whole): a chromium event keeps
+    only the fields its timings read (``fold_events``: name, ph, ts, args.compile_id) — half of a
+    trace's records are such events — except an instant event (cache lookups, automatic dynamic: the caches
+    stage reads its args), and a compilation_metrics record not its configs."""
+    from compiler.stages.timings import chromium_event
+
+    for record in records:
+        if record.kind == "chromium_event":
+            event = chromium_event(record, _quiet)
+            if event is not None and event.get("ph") != "i":  # else kept whole: assemble reports a bad one
+                slim = {key: event[key] for key in ("name", "ph", "ts") if key in event}
+                compile_id = (event.get("args") or {}).get("compile_id")
+                if compile_id is not None:
+                    slim["args"] = {"compile_id": compile_id}
+                record.metadata, record.payload = {"chromium_event": slim}, None
+        elif record.kind == "compilation_metrics":
+            metrics = record.metadata.get("compilation_metrics")
+            if isinstance(metrics, dict):
+                for key in UNREAD_METRICS:
+                    metrics.pop(key, None)
+        yield record
 
 
 _STAGE_IN_ERROR = re.compile(r"^compiles\[(\d+)\]\.(\w+)")

@@ -110,10 +110,18 @@ class Capture(CaptureData, JsonFile):
         self.__class__ = _Unbuilt
 
     def compile(self, compile_id: str) -> Compile:
-        for c in self.compiles:
-            if c.compile_id == compile_id:
-                return c
-        raise KeyError(f"no compile {compile_id!r}; have {[c.compile_id for c in self.compiles]}")
+        index = self.__dict__.get("_by_id")  # (the list, its length, id → compile): rebuilt when either changed
+        if index is None or index[0] is not self.compiles or index[1] != len(self.compiles):
+            by_id: dict = {}
+            for c in self.compiles:
+                by_id.setdefault(c.compile_id, c)
+            index = self.__dict__["_by_id"] = (self.compiles, len(self.compiles), by_id)
+        found = index[2].get(compile_id)
+        if found is not None and found.compile_id == compile_id:
+            return found
+        have = [c.compile_id for c in self.compiles[:20]]
+        raise KeyError(f"no compile {compile_id!r}; have {have}" + (f" and {len(self.compiles) - 20} more"
+                                                                    if len(self.compiles) > 20 else ""))
 
     @property
     def guards_df(self):
@@ -341,9 +349,8 @@ class _Pending:
         self.busy = False
 
     def run(self, capture: "_Unbuilt") -> None:
-        fields = object.__getattribute__(capture, "__dict__")
-        with self.lock:
-            if self.busy or fields.get("_pending") is not self:
+        with self.lock:  # the fields read under the lock: a thread that waited finds the capture made
+            if self.busy or object.__getattribute__(capture, "__dict__").get("_pending") is not self:
                 return
             self.busy = True
             try:

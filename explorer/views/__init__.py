@@ -16,7 +16,7 @@ from compiler.stages.capture import STAGES, Capture
 
 from ..html import Html, details, join, note, preformatted, style_tag, tag, unavailable, view_frame
 from .aot import render_aot
-from .breaks import render_breaks
+from .breaks import pages as breaks_pages, render_breaks
 from .bytecode import render_bytecode
 from .code import render_code
 from .cudagraphs import render_cudagraphs
@@ -40,6 +40,7 @@ class View:
     scope: str  # "capture" or "compile"
     render: Callable
     count: Callable | None = None  # how many findings the tab title shows, e.g. "Graph breaks (2)"
+    pages: Callable | None = None  # how many pages a long list view has (it takes a ``page`` option)
 
     def title_for(self, capture) -> str:
         found = self.count(capture) if self.count else 0
@@ -59,7 +60,7 @@ VIEWS = (
     View("bytecode", "Bytecode", "compile", render_bytecode),
     View("graph", "FX graph", "compile", render_graph),
     View("guards", "Guards", "compile", render_guards),
-    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: _breaks_count(c.summary)),
+    View("breaks", "Graph breaks", "capture", render_breaks, lambda c: _breaks_count(c.summary), breaks_pages),
     View("recompiles", "Recompiles", "capture", render_recompiles, lambda c: c.summary.recompiles),
     View("fixes", "Fixes", "capture", render_fixes, lambda c: len(c.proposed_fixes or ())),
     View("aot", "AOT graphs", "compile", render_aot),

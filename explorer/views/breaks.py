@@ -7,8 +7,8 @@ from pathlib import Path
 
 from compiler.stages.breaks import cell_number
 
-from ..html import (Html, badge, code, details, heading, join, key_values, note, para, plural, preformatted, seconds,
-                    tag, unavailable)
+from ..html import (LIST_PAGE, Html, badge, code, details, heading, join, key_values, note, one_page, page_note, para, plural,
+                    preformatted, seconds, tag, unavailable)
 from compiler.stages.schema import BreakRegistry
 
 from .common import break_title
@@ -135,28 +135,42 @@ def skipped_frames(capture) -> list:
     return sorted(capture.skipped_frames, key=lambda s: -(s.share if s.share is not None else -1))
 
 
-def render_breaks(capture, compile) -> str:
+def pages(capture) -> int:
+    """How many pages the view has (``page``): of skipped frames or of graph breaks, whichever has more."""
+    from ..html import page_count
+
+    items = capture.breaks.items if capture.breaks.available else []
+    return max(page_count(len(items)), page_count(len(capture.skipped_frames)))
+
+
+def render_breaks(capture, compile, page: int = 0) -> str:
+    """The skipped frames and graph breaks, a page (``LIST_PAGE`` cards of each) at a time."""
     stage = capture.breaks
     if not stage.available:
         return unavailable("Graph breaks", stage.reason)
-    items = stage.items
+    all_items = stage.items
     selected = compile.compile_id if compile is not None else None
-    skipped = skipped_frames(capture)
+    all_skipped = skipped_frames(capture)
+    skipped, skipped_page = one_page(all_skipped, page)
     skipped_part = join([
-        para(f"{plural(len(skipped), 'frame')} skipped: Dynamo gave up on "
-             f"{'it' if len(skipped) == 1 else 'them'} and torch runs the whole frame eagerly, with no graph "
+        para(f"{plural(len(all_skipped), 'frame')} skipped: Dynamo gave up on "
+             f"{'it' if len(all_skipped) == 1 else 'them'} and torch runs the whole frame eagerly, with no graph "
              "(a graph break only ends a graph; a skipped frame has none). Worst first."),
-        *(skipped_card(item, selected) for item in skipped)]) if skipped else None
-    if not items:
+        *(skipped_card(item, selected) for item in skipped),
+        page_note(len(all_skipped), skipped_page, "skipped frames")]) if all_skipped else None
+    items, items_page = one_page(all_items, page)
+    offset = items_page * LIST_PAGE
+    if not all_items:
         return join([skipped_part, note("No graph breaks: Dynamo traced every compiled frame without stopping."
-                                        + (" (The skipped frames above were not compiled at all.)" if skipped else ""),
+                                        + (" (The skipped frames above were not compiled at all.)" if all_skipped else ""),
                                         kind="ok")])
     return join([
         skipped_part,
-        heading("Graph breaks") if skipped else None,
-        para(f"{plural(stage.total or len(items), 'graph break')} at {plural(len(items), 'place')}. "
+        heading("Graph breaks") if all_skipped else None,
+        para(f"{plural(stage.total or len(all_items), 'graph break')} at {plural(len(all_items), 'place')}. "
              "At each one Dynamo ends the graph, runs the line in plain Python, and resumes in a new "
              "frame (a resume function) with its own graph and guards.",
              " Cards of the selected compile are outlined." if selected else ""),
-        *(break_card(item, selected, fix_for_break(capture, index)) for index, item in enumerate(items)),
+        *(break_card(item, selected, fix_for_break(capture, offset + index)) for index, item in enumerate(items)),
+        page_note(len(all_items), items_page, "graph breaks (places)"),
     ])

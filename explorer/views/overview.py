@@ -6,7 +6,14 @@ from ..html import (Html, cards, code, details, heading, join, note, para, plura
 from .breaks import skipped_frames, skipped_sentence
 from .common import is_resume
 from .recompiles import guard_sentence, limit_sentence
-from .tables import data_table
+from .tables import WIDGET_ROWS, data_table
+
+
+FINDINGS_EACH = 10  # skipped frames, recompile-limit hits… named one by one; more are counted
+
+
+def _ids(ids: list[str], shown: int = 20) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
 
 
 def findings(capture) -> list[tuple[str, str | Html]]:
@@ -16,10 +23,16 @@ def findings(capture) -> list[tuple[str, str | Html]]:
     if capture.error:
         found.append(("error", f"{capture.error.type} in {capture.error.stage} "
                                "(the error box above says more)"))
-    for item in skipped_frames(capture):  # the costliest outcome: no graph at all
+    skipped_list = skipped_frames(capture)
+    for item in skipped_list[:FINDINGS_EACH]:  # the costliest outcome: no graph at all
         found.append(("error", join([skipped_sentence(item), " See Graph breaks."])))
-    for hit in capture.recompile_limits:
+    if len(skipped_list) > FINDINGS_EACH:
+        found.append(("error", f"… and {len(skipped_list) - FINDINGS_EACH:,} more skipped frames: see Graph breaks"))
+    for hit in capture.recompile_limits[:FINDINGS_EACH]:
         found.append(("error", join([limit_sentence(hit), " ", guard_sentence(hit), " See Recompiles."])))
+    if len(capture.recompile_limits) > FINDINGS_EACH:
+        found.append(("error", f"… and {len(capture.recompile_limits) - FINDINGS_EACH:,} more frames at the recompile "
+                               "limit: see Recompiles"))
     other_failures = s.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits)
     if other_failures > 0:
         found.append(("error", f"{plural(other_failures, 'compile')} failed (see the status column below)"))
@@ -32,11 +45,11 @@ def findings(capture) -> list[tuple[str, str | Html]]:
                               "compile for new inputs: see Recompiles"))
     skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
     if skipped:
-        found.append(("warn", f"Dynamo produced no graph for {', '.join(skipped)} (the frame runs eagerly)"))
+        found.append(("warn", f"Dynamo produced no graph for {_ids(skipped)} (the frame runs eagerly)"))
     aot = [c.compile_id for c in capture.compiles if c.origin == "aot_inductor"]
     if aot:
         found.append(("info", f"AOTInductor compiled an exported program outside any Dynamo frame: see "
-                              f"{', '.join(aot)} (its graphs, kernels and provenance)"))
+                              f"{_ids(aot)} (its graphs, kernels and provenance)"))
     if not found and capture.compiles:
         found.append(("ok", f"Compiled cleanly into {plural(s.graphs, 'graph')}: "
                             "no graph breaks, no recompiles"))
@@ -130,24 +143,35 @@ def summary_cards(capture) -> Html:
     ], titles=COUNTS)
 
 
-def _why(capture, compile) -> str:
+def _why(capture, compile, index: dict | None = None) -> str:
+    """Why ``compile`` happened; ``index`` (``_why_index``) makes it one look-up per compile."""
     if compile.origin == "aot_inductor":
         return "AOTInductor compiled an exported program (no Dynamo frame)"
     if is_resume(compile):
         return "resumes the function after a graph break"
-    recompile = next((r for r in capture.recompiles if r.compile_id == compile.compile_id), None)
-    if any(s.compile_id == compile.compile_id for s in capture.skipped_frames):
+    index = index or _why_index(capture)
+    recompile = index["recompiles"].get(compile.compile_id)
+    if compile.compile_id in index["skipped"]:
         return "skipped: Dynamo gave up on this frame, it runs eagerly (see Graph breaks)"
-    if any(h.compile_id == compile.compile_id for h in capture.recompile_limits):
+    if compile.compile_id in index["limits"]:
         return "refused: the frame reached the recompile limit (see Recompiles)"
     if recompile and recompile.reasons:
         return f"recompile: {recompile.reasons[0].text}"
     return "first compile of this frame"
 
 
+def _why_index(capture) -> dict:
+    recompiles = {}
+    for r in capture.recompiles:
+        recompiles.setdefault(r.compile_id, r)
+    return {"recompiles": recompiles, "skipped": {s.compile_id for s in capture.skipped_frames},
+            "limits": {h.compile_id for h in capture.recompile_limits}}
+
+
 def compiles_table(capture, selected) -> Html:
     rows, marks = [], []
-    for c in capture.compiles:
+    index = _why_index(capture)
+    for c in capture.compiles[:WIDGET_ROWS]:  # a table holds no more (explorer.views.tables)
         graph, guards, kernels = c.graph, c.guards, c.kernels
         if c.origin == "aot_inductor" and c.inductor.available and c.inductor.runs:
             graph = c.inductor.runs[0].pre_grad  # the exported program, as Inductor received it
@@ -156,10 +180,10 @@ def compiles_table(capture, selected) -> Html:
                      guards.count if guards.available else "–",
                      len([k for k in kernels.kernels if k.language != "extern"])
                      if kernels.available else "–",
-                     seconds(c.compile_seconds), tag("span", shorten(_why(capture, c), 110), cls="tc-prose")])
+                     seconds(c.compile_seconds), tag("span", shorten(_why(capture, c, index), 110), cls="tc-prose")])
         marks.append("tc-selected" if selected is not None and c.compile_id == selected.compile_id else None)
     return data_table("Compiles", ["compile", "function", "status", "ops", "guards", "kernels", "compile time", "why"],
-                      rows, marks, selectable=True)
+                      rows, marks, selectable=True, total=len(capture.compiles))
 
 
 def _status_badge(status) -> Html:

@@ -7,7 +7,7 @@ from compiler.stages.breaks import cell_number, traceback_frames
 from compiler.stages.recompiles import value_kind
 from compiler.stages.schema import RecompileReason
 
-from ..html import Html, badge, code, details, join, note, para, plural, shorten, tag
+from ..html import LIST_PAGE, Html, badge, code, details, join, note, page_note, para, plural, shorten, tag
 from .breaks import file_place, place
 from .tables import data_table
 
@@ -79,7 +79,9 @@ def limit_note(hit) -> Html:
 
 def render_recompiles(capture, compile) -> str:
     recompiles = capture.recompiles
-    limits = join([limit_note(hit) for hit in capture.recompile_limits])
+    hits = capture.recompile_limits
+    limits = join([*(limit_note(hit) for hit in hits[:LIST_PAGE]),
+                   page_note(len(hits), 0, "frames at the recompile limit")])
     if not recompiles:
         return join([limits, note("No recompiles: every later call was accepted by an existing compile's guards.",
                                   kind="ok")])

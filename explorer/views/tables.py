@@ -16,9 +16,11 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..html import Html, details, esc, table, tag, view_frame
+from ..html import Html, details, esc, join, para, table, tag, view_frame
 
 PAGE_LENGTH = 25
+STATIC_ROWS = 500  # rows a static table (saved copy, report) holds; the widget pages through more
+WIDGET_ROWS = 10_000  # rows an itables widget is sent (it holds them all in the browser)
 _FOUND: contextvars.ContextVar[list | None] = contextvars.ContextVar("tc_data_tables", default=None)
 _MARKER = re.compile(r'<div data-tc-table="(\d+)"></div>')
 _FRAME_OPEN = '<div class="tcompile tc-view">'
@@ -37,10 +39,25 @@ class DataTable:
     cls: str | None = None
     collapsed: bool = False
     selectable: bool = False
+    total: int | None = None  # the rows there are, when ``rows`` holds only the first of them
+
+    @property
+    def count(self) -> int:
+        return max(self.total or 0, len(self.rows))
 
     def html(self) -> Html:
-        markup = table(self.headers, self.rows, self.marks or None, cls=f"tc-datatable {self.cls or ''}".strip())
+        rows, marks = self.rows[:STATIC_ROWS], (self.marks or [])[:STATIC_ROWS]
+        markup = join([table(self.headers, rows, marks or None, cls=f"tc-datatable {self.cls or ''}".strip()),
+                       self.cut_note(STATIC_ROWS, "the explorer widget pages through up to "
+                                      f"{WIDGET_ROWS:,} of them; the capture holds every one (cap.save; "
+                                      "as DataFrames: explorer.dataframes(cap))")])
         return details(self.title, markup, cls="tc-table-details") if self.collapsed else markup
+
+    def cut_note(self, shown: int, where: str) -> Html:
+        if self.count <= shown:
+            return Html("")
+        return para(f"{self.title}: the first {shown:,} of {self.count:,} rows; {where}.",
+                    cls="tc-muted tc-page-note")
 
     def frame(self):
         """The table as a DataFrame of HTML cells (a row's mark rides in its first cell, for CSS)."""
@@ -54,7 +71,7 @@ class DataTable:
 
         marks = self.marks or [None] * len(self.rows)
         rows = [[cell(v, i, (m or "").removeprefix("tc-")) for i, v in enumerate(row)]
-                for row, m in zip(self.rows, marks)]
+                for row, m in zip(self.rows[:WIDGET_ROWS], marks)]
         return pd.DataFrame(rows, columns=self.headers)
 
     def widget(self, selected: int | None = None):
@@ -74,9 +91,11 @@ class DataTable:
 
 
 def data_table(title: str, headers, rows, marks=None, cls: str | None = None, collapsed: bool = False,
-               selectable: bool = False, drop_empty: bool = False) -> Html:
+                selectable: bool = False, drop_empty: bool = False, total: int | None = None) -> Html:
     """A view's big table: static HTML, or, inside ``collecting_tables()``, a marker for the widget.
-    ``drop_empty`` leaves out columns with no value in any row."""
+    ``drop_empty`` leaves out columns with no value in any row. A static table shows its first
+    ``STATIC_ROWS`` rows, the widget its first ``WIDGET_ROWS``; ``total``: how many rows there are when
+    the view passed only the first ``WIDGET_ROWS`` of them."""
     headers, rows = list(headers), [list(r) for r in rows]
     if drop_empty and rows:
         keep = [i for i in range(len(headers)) if any(row[i] not in ("", None) for row in rows)]
@@ -87,7 +106,7 @@ def data_table(title: str, headers, rows, marks=None, cls: str | None = None, co
         # the tab's cut texts, whose rest the widget loads on demand (explorer.full_text); escaped later,
         # when the itables widget is built, its mark would name nothing the tab holds
         rows = [[v if _is_number(v) else esc(v) for v in row] for row in rows]
-    item = DataTable(title, headers, rows, list(marks or []), cls, collapsed, selectable)
+    item = DataTable(title, headers, rows, list(marks or []), cls, collapsed, selectable, total)
     if found is None:
         return item.html()
     found.append(item)
@@ -128,7 +147,9 @@ def split_view(markup: str, tables: list[DataTable]) -> list:
 @functools.lru_cache(maxsize=1)
 def datatables_script() -> Html:
     """itables' DataTables bundle (inlined: the page works offline) and a script that pages, sorts and
-    searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs."""
+    searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs.
+    A table in a folded section starts when the section is opened: a report holds hundreds of tables (573 for
+    a 100 MB log), and starting them all made the page wait seconds before it answered."""
     from itables.utils import find_package_file
 
     bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
@@ -139,11 +160,17 @@ const source = document.getElementById("tc-dt-bundle").textContent;
 const url = URL.createObjectURL(new Blob([source], {{type: "application/javascript"}}));
 const {{default: DataTable, set_or_remove_dark_class}} = await import(url);
 set_or_remove_dark_class();
-document.querySelectorAll(".tc-datatable > table").forEach(table => {{
+const start = table => {{
+  if (table.dataset.tcTable || table.closest("details:not([open])")) return;  // a folded one starts when opened
+  table.dataset.tcTable = "1";
   const rows = table.tBodies[0] ? table.tBodies[0].rows.length : 0;
   new DataTable(table, {{paging: rows > {PAGE_LENGTH}, pageLength: {PAGE_LENGTH}, autoWidth: false,
                         lengthMenu: [10, 25, 100, 500], order: []}});
-}});"""
+}};
+document.querySelectorAll(".tc-datatable > table").forEach(start);
+document.addEventListener("toggle", event => {{  // toggle does not bubble: heard while capturing
+  if (event.target.open) event.target.querySelectorAll(".tc-datatable > table").forEach(start);
+}}, true);"""
     return Html(f'<style>{css}</style>\n<script type="text/plain" id="tc-dt-bundle">{bundle}</script>\n'
                 f'<script type="module">{init}</script>')
 
