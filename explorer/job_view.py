@@ -99,13 +99,13 @@ def render_job(job, fallback: bool = False, limit: int | None = None) -> str:
     for rank in job.ranks:
         title = f"Rank {rank} — {Path(job.files[rank]).name}"
         if limit is not None and limit < MIN_RANK_BYTES:
-            body = note(f"Left out to keep this copy under {total / 1e6:g} MB ({len(job.ranks)} "
+            body = note(f"Left out to keep this copy under {total / 1e6:.3g} MB ({len(job.ranks)} "
                         "ranks). The job widget (while the kernel runs) and the logs themselves, reopened with ",
                         tag("code", "%tcompile --load PATH"), ", hold every rank.", kind="muted")
         else:  # the page's stylesheet once, not once per rank
             body = Html(render_static(job.captures[rank], limit=limit).replace(str(style), "", 1))
         ranks.append(details(title, body, cls="tc-section"))
-    about = para(f"A static copy of the job, kept under {total / 1e6:g} MB: each rank's sections that do "
+    about = para(f"A static copy of the job, kept under {total / 1e6:.3g} MB: each rank's sections that do "
                  "not fit are named, not shown. The job widget (while the kernel runs) and ",
                  tag("code", "%tcompile --load PATH"), " hold everything.", cls="tc-muted") if total else ""
     html = str(tag("div", style, about, overview, heading("Every rank's explorer", 3), *ranks,

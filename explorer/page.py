@@ -98,7 +98,7 @@ class Budget:
             return para("A static copy of the explorer, readable without a kernel. ", Html(KEEP), cls="tc-muted")
         titles = list(dict.fromkeys(title for _, title in self.left_out))
         names = ", ".join(titles[:6]) + (" …" if len(titles) > 6 else "")
-        return note(f"A static copy of the explorer, kept under {self.limit / 1e6:g} MB: "
+        return note(f"A static copy of the explorer, kept under {self.limit / 1e6:.3g} MB: "
                     f"{plural(len(self.left_out), 'section')} left out ({names}). ", Html(KEEP), kind="info")
 
 
@@ -141,7 +141,7 @@ def _render_static(capture, fallback: bool, limit: int | None) -> str:
     if len(listed) < len(compiles):
         compile_sections.append(para(
             f"… and {len(compiles) - len(listed):,} more compiles, not in this copy (kept under "
-            f"{limit / 1e6:g} MB); the Overview's table lists them. ", Html(KEEP), cls="tc-muted tc-left-out"))
+            f"{limit / 1e6:.3g} MB); the Overview's table lists them. ", Html(KEEP), cls="tc-muted tc-left-out"))
     page = STATIC_PAGE.substitute(
         fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
         about=budget.about() if limit is not None else "", error=error,
@@ -171,7 +171,7 @@ def _summary_page(capture, style: Html, limit: int, fallback: bool) -> str:
     text = shorten(summary_text(capture), max(1_000, limit // 2 - len(style.encode())))
     return STATIC_PAGE.substitute(
         fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
-        about=note(f"A static copy of the explorer, kept under {limit / 1e6:g} MB: this capture's views do not fit "
+        about=note(f"A static copy of the explorer, kept under {limit / 1e6:.3g} MB: this capture's views do not fit "
                    "even in outline, so only its summary is here. ", Html(KEEP), kind="info"),
         error="", capture_views=preformatted(text), compiles="")
 
