@@ -445,3 +445,19 @@ def test_big_tables_are_data_tables_split_out_for_the_widget(module_cap):
     assert len(frame) == len(guards) and frame["kind"].tolist() == [r.kind for r in guards]
     hit = next(i for i, r in enumerate(guards) if r.user_line)
     assert frame.iloc[hit, 0].startswith('<span class="tc-row-hit"></span>')
+
+
+@pytest.mark.parametrize("path, user", [
+    ("/work/venv-214/lib/python3.11/site-packages/torch/_dynamo/symbolic_convert.py", False),
+    ("/opt/conda/lib/python3.10/site-packages/ipykernel_launcher.py", False),
+    ("C:\\Py\\Lib\\site-packages\\torch\\nn\\modules\\module.py", False),
+    ("/usr/lib/python3.11/runpy.py", False),
+    ("/x/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py", True),
+    ("/home/someone/model.py", True),
+])
+def test_frames_of_another_machine_are_told_apart(path, user):
+    """A trace recorded elsewhere names torch, Jupyter and the stdlib at that machine's paths: still not 'your code'
+    (a 2.14.1 trace's break listed 9 frames of torch/_dynamo as the user's)."""
+    from compiler.stages.breaks import is_user_frame
+
+    assert is_user_frame(path) is user

@@ -89,13 +89,24 @@ def _stdlib_dir() -> str:
     return str(Path(os.__file__).resolve().parent) + os.sep
 
 
+# Paths as another machine wrote them (a trace recorded elsewhere): an installed package, or the stdlib
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<name>[^/\\]+)")
+_ANY_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!(?:site|dist)-packages[/\\])")
+
+
 @functools.lru_cache(maxsize=4096)
 def is_user_frame(path: str | None) -> bool:
     """Is a frame in this file the model's code (the notebook's, a script's, a model library's), rather
-    than Python's runtime (stdlib: runpy, asyncio, …), Jupyter/IPython, the test runner, torch or tcompile?"""
+    than Python's runtime (stdlib: runpy, asyncio, …), Jupyter/IPython, the test runner, torch or tcompile?
+    Also for paths of another machine (a loaded trace): ``…/site-packages/torch/…``, ``…/lib/python3.11/runpy.py``."""
     if not path:
         return False
     if path.startswith("<frozen ") or path.startswith(_internal_dirs()):
+        return False
+    installed = _INSTALLED.search(path)
+    if installed and installed["name"].removesuffix(".py") in _MACHINERY:
+        return False
+    if not installed and _ANY_STDLIB.search(path):
         return False
     resolved = str(Path(path).resolve()) if os.path.isabs(path) else path
     in_stdlib = resolved.startswith(_stdlib_dir()) and not {"site-packages", "dist-packages"} & set(Path(resolved).parts)
