@@ -60,12 +60,21 @@ FALLBACK_STARTS = ("tcompile — ", "Comparing 2 configurations") + (("A static 
 WIDGET_TEXTS = ("Loading widget", "Error displaying widget")
 
 # Each output of the notebook: is it shown, which classes does its renderer have, what text does it start with.
-OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-child')].map(child => {
+# The text an output shows, also for a cell JupyterLab has not laid out (it skips cells out of view with
+# content-visibility, where innerText is empty): its text content without style sheets and scripts.
+OUTPUTS_JS = """() => {
+const visibleText = node => {
+    const copy = node.cloneNode(true);
+    copy.querySelectorAll('style, script').forEach(n => n.remove());
+    return copy.textContent.replace(/\\s+/g, ' ').trim();
+};
+return [...document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-child')].map(child => {
     const output = child.querySelector('.jp-OutputArea-output');
     return {shown: child.offsetParent !== null && getComputedStyle(child).display !== 'none',
-            mime: output.dataset.mimeType || null, text: output.innerText.trim().slice(0, 80),
+            mime: output.dataset.mimeType || null, text: visibleText(output).slice(0, 80),
             fallback: !!output.querySelector('.tc-fallback')};
-})"""
+});
+}"""
 
 
 class NoKernelServer(JupyterLabServer):
