@@ -88,7 +88,9 @@ COUNTS = {
     "compiles": "compile attempts: one per frame and variant (frame/compile ids), failed ones included",
     "graphs": "FX graphs Dynamo produced (a failed or skipped compile has none)",
     "graph breaks": "times Dynamo stopped tracing a frame, ran a line eagerly and resumed in a new frame "
-                    "(torch's counters['graph_break']); frames it skipped are counted apart",
+                    "(torch's counters['graph_break']), and the breaks it could not resume from (compiled up to the "
+                    "last resumable point, the rest of the function eager), which that counter leaves out; frames "
+                    "it skipped are counted apart",
     "skipped frames": "frames Dynamo gave up on: no graph, the whole frame runs eagerly on every call",
     "recompiles": "compiles of a frame that had compiled before, because its guards rejected new inputs "
                   "(a compile refused at the recompile limit included)",
@@ -111,7 +113,18 @@ def explain_note(capture) -> Html | None:
              "float Dynamo specialises here may stay a dynamic input, so it can count fewer recompiles and graphs."]
     if capture.skipped_frames:
         parts.append(" It has no count for skipped frames (they make no graph).")
+    unresumable = sum(item.count for item in capture.breaks.items if item.reason and item.reason.startswith(UNRESUMABLE))
+    if unresumable:
+        parts.append(f" {plural(unresumable, 'break')} of the {s.graph_breaks} could not be resumed from (Dynamo compiled "
+                     "up to the last resumable point and runs the rest of that function eagerly); torch's "
+                     f"counters['graph_break'] leaves {'it' if unresumable == 1 else 'them'} out and reads "
+                     f"{s.graph_breaks - unresumable}.")
     return para(join(parts), cls="tc-muted tc-explain-note")
+
+
+# How torch 2.14 words a graph break it cannot resume from (symbolic_convert.py, InstructionTranslatorBase.step):
+# logged as a graph break, but not added to counters["graph_break"]
+UNRESUMABLE = "Encountered graph break that we cannot resume from"
 
 
 def counts_legend() -> Html:
