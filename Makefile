@@ -1,6 +1,6 @@
 # tcompile: `make lab` starts JupyterLab on the labs, `make labs-student` writes their student edition, `make test` runs every test, `make test-fast` the
 # day-to-day subset (no browser, no slow marks), `make test-torch TORCH_SPEC=torch==2.14.1` that subset and
-# one lab on another torch, in a second venv (.venv-torch).
+# one lab on another torch, in a second venv (.venv-torch); TORCHVISION_SPEC=… adds torchvision (Mask R-CNN test).
 # They set up everything they need (.venv, .venv-torch) on a fresh machine.
 PY ?= python3
 VENV := .venv
@@ -44,6 +44,9 @@ test-fast: setup
 TORCH_VENV := .venv-torch
 TORCH_BIN := $(TORCH_VENV)/bin
 TORCH_LAB ?= 02_graph_breaks
+# A torchvision built for TORCH_SPEC (e.g. torchvision==0.29.1 for torch==2.14.1): tests/test_maskrcnn.py then
+# captures torchvision's Mask R-CNN (it skips without torchvision; PyPI has no CPU torchvision for the pinned CPU torch)
+TORCHVISION_SPEC ?=
 
 test-torch:
 	bash scripts/install_system_deps.sh
@@ -53,6 +56,7 @@ test-torch:
 		$(TORCH_BIN)/python -m pip install -q "$(TORCH_SPEC)" && \
 		echo "$(TORCH_SPEC)" > $(TORCH_VENV)/.torch-spec; fi
 	$(TORCH_BIN)/python -m pip install -q -e ".[test]"
+	$(if $(TORCHVISION_SPEC),$(TORCH_BIN)/python -m pip install -q "$(TORCHVISION_SPEC)")
 	$(TORCH_BIN)/python -c "import torch; print('test-torch: torch', torch.__version__)"
 	$(TORCH_BIN)/python -m pytest -q -m "not browser and not slow"
 	$(TORCH_BIN)/python -m pytest -q "tests/test_labs.py::test_lab_runs_top_to_bottom[$(TORCH_LAB)]"
