@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -554,13 +553,7 @@ def _cache_events(records, report) -> list[dict]:
     events = []
     for record in records:
         if record.kind in CACHE_ARTIFACTS:
-            try:
-                payload = json.loads(record.payload or "{}")
-            except (ValueError, RecursionError):
-                payload = None
-            if not isinstance(payload, dict):
-                report(record, f"{record.kind} payload", record.payload, "not a JSON object; read as {}")
-                payload = {}
+            payload = caches_mod.payload_object(record, report)
             events.append({"artifact": record.kind.split(":", 1)[1],
                            **{k: payload.get(k) for k in ("cache_state", "cache_status_detailed", "key",
                                                            "cache_bypass_reason", "reason") if payload.get(k)}})

@@ -52,7 +52,8 @@ def key_inputs(components) -> list[dict]:
     return rows
 
 
-def _payload(record, report) -> dict:
+def payload_object(record, report) -> dict:
+    """A record's JSON payload as a dict; anything else is reported and read as {}."""
     try:
         payload = json.loads(record.payload or "{}")
     except (ValueError, RecursionError):
@@ -76,7 +77,7 @@ def _logged(records, prefix: str, cache: str, report) -> list[dict]:
     for record in records:
         if not record.kind.startswith(f"artifact:{prefix}_"):
             continue
-        payload = _payload(record, report)
+        payload = payload_object(record, report)
         state = _text(payload.get("cache_state")) or record.kind.rsplit("_", 1)[-1]
         saved = (_seconds(payload.get("time_saved_ns"), 1e-9) if cache == FX
                  else _seconds(payload.get("time_saved_ms"), 1e-3))
