@@ -70,6 +70,7 @@ def test_slow_code_fixes_are_proposed_for_inductor_kernels_and_never_recommended
     assert kinds["max_autotune"].compile_kwargs == {"mode": "max-autotune"}
     assert kinds["coordinate_descent_tuning"].inductor_config == {"coordinate_descent_tuning": True}
     assert kinds["float32_matmul_precision"].matmul_precision == "high"  # fp32 matmuls on capability 9.0
+    assert kinds["float32_matmul_precision"].tolerance == {"relative_norm": 1e-2}  # TF32 rounds by design
     assert "freezing" not in kinds  # a training graph: freezing is for inference
     for kind in ("max_autotune", "coordinate_descent_tuning", "float32_matmul_precision"):
         assert kinds[kind].goal == RUNTIME and kinds[kind].status == NOT_TRIED
@@ -132,6 +133,27 @@ def test_matmul_precision_is_put_back_after_the_experiment():
     assert torch.get_float32_matmul_precision() == "highest"
     result = tried(fix)
     assert result.status == MEASURED and torch.get_float32_matmul_precision() == "highest"
+
+
+def test_a_rounding_fix_compares_outputs_by_its_stated_relative_norm():
+    from compiler.analyses.fix_experiments import outputs_match
+
+    eager = torch.randn(64, 64, dtype=torch.float64).float()
+    rounded = eager * (1 + 1e-3 * torch.randn(64, 64))  # TF32-sized rounding: assert_close's defaults refuse it
+    assert not outputs_match(rounded, eager)[0]
+    ok, note = outputs_match((rounded, 3), (eager, 3), {"relative_norm": 1e-2})
+    assert ok and note.startswith("largest relative error") and "within the fix's stated tolerance 0.01" in note
+    ok, note = outputs_match(eager * 1.1, eager, {"relative_norm": 1e-2})
+    assert not ok and "beyond" in note
+    assert not outputs_match(eager[:2], eager, {"relative_norm": 1e-2})[0]  # shapes differ
+    assert not outputs_match((eager, 3), (eager, 4), {"relative_norm": 1e-2})[0]
+    fix = Fix.from_data({"id": "f", "kind": "k", "title": "t", "tolerance": {"relative_norm": 0.01}})
+    assert Fix.from_data(fix.to_data()).tolerance == {"relative_norm": 0.01}
+    data = {"format": "tcompile-capture", "version": [2, 0],
+            "fixes": {"available": True, "items": [{"id": "f", "kind": "k", "title": "t", "tolerance": {"rtol": 1}}]}}
+    with pytest.raises(compiler.CaptureFormatError,
+                       match=r"fixes.items\[0\].tolerance: expected 'relative_norm', got 'rtol'"):
+        compiler.Capture.from_data(data)
 
 
 class Inference(torch.nn.Module):

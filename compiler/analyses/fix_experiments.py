@@ -149,9 +149,11 @@ def _named(name: str):
 class Change:
     """What an experiment applies: the fixes' changes merged (``_merged``)."""
 
-    def __init__(self, config=None, compile_kwargs=None, marks=(), inductor_config=None, matmul_precision=None):
+    def __init__(self, config=None, compile_kwargs=None, marks=(), inductor_config=None, matmul_precision=None,
+                 tolerance=None):
         self.config, self.compile_kwargs, self.marks = config or {}, compile_kwargs or {}, list(marks)
         self.inductor_config, self.matmul_precision = inductor_config or {}, matmul_precision
+        self.tolerance = tolerance or {}
 
 
 def _merged(fixes) -> Change:
@@ -176,6 +178,8 @@ def _merged(fixes) -> Change:
                 change.compile_kwargs[key] = value
         change.inductor_config.update(fix.inductor_config)
         change.matmul_precision = fix.matmul_precision or change.matmul_precision
+        for key, value in fix.tolerance.items():
+            change.tolerance[key] = max(change.tolerance.get(key, 0.0), value)
         change.marks += [m for m in fix.marks
                          if (m.argument, m.dim, m.static) not in {(n.argument, n.dim, n.static) for n in change.marks}]
     return change
@@ -332,10 +336,14 @@ def counter_summary(counters: dict) -> dict:
             "unimplemented": sum(counters.get("unimplemented", {}).values())}
 
 
-def outputs_match(actual, expected) -> tuple[bool, str]:
-    """Equal within the dtype's tolerance (``torch.testing.assert_close`` defaults, NaN equal to NaN)."""
+def outputs_match(actual, expected, tolerance: dict | None = None) -> tuple[bool, str]:
+    """Equal within the dtype's tolerance (``torch.testing.assert_close`` defaults, NaN equal to NaN), or,
+    for a change that rounds by design (``tolerance={"relative_norm": r}``, TF32), each tensor's
+    ‖actual − expected‖₂ / ‖expected‖₂ at most r, with shapes and dtypes equal."""
     import torch
 
+    if tolerance and "relative_norm" in tolerance:
+        return _relative_norm_match(actual, expected, tolerance["relative_norm"])
     try:
         torch.testing.assert_close(actual, expected, equal_nan=True)
     except AssertionError as exc:
@@ -346,6 +354,30 @@ def outputs_match(actual, expected) -> tuple[bool, str]:
         except Exception:  # noqa: BLE001
             return False, f"outputs could not be compared: {type(exc).__name__}: {exc}"
     return True, "torch.testing.assert_close at the dtype's default tolerance"
+
+
+def _relative_norm_match(actual, expected, limit: float) -> tuple[bool, str]:
+    import torch
+    import torch.utils._pytree as pytree
+
+    got, want = pytree.tree_leaves(actual), pytree.tree_leaves(expected)
+    if len(got) != len(want):
+        return False, f"{len(got)} outputs, eager gave {len(want)}"
+    worst = 0.0
+    for a, b in zip(got, want):
+        if not isinstance(b, torch.Tensor):
+            if a != b:
+                return False, f"a non-tensor output differs: {a!r} vs eager {b!r}"
+            continue
+        if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+            return False, "an output's shape or dtype differs from eager's"
+        a64, b64 = a.detach().double(), b.detach().double()
+        scale = b64.norm().item()
+        error = (a64 - b64).norm().item()
+        worst = max(worst, error / scale if scale else (0.0 if error == 0 else float("inf")))
+    verdict = "within" if worst <= limit else "beyond"
+    return worst <= limit, (f"largest relative error ‖after − eager‖₂/‖eager‖₂ = {worst:.2e}, {verdict} the fix's "
+                            f"stated tolerance {limit:g}")
 
 
 def eager_outputs(replay: Replay) -> list:
@@ -408,7 +440,7 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
                              "compiled for: what the filter gives up)")
         return result
     result.after = measure
-    result.outputs_equal, result.output_note = outputs_match(outputs, expected)
+    result.outputs_equal, result.output_note = outputs_match(outputs, expected, change.tolerance)
     result.status = MEASURED if result.outputs_equal else CHANGES_RESULTS
     return result
 

@@ -26,6 +26,7 @@ NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
 # (slow code, CUDA graphs), or fewer guards to check on each call (a guard filter)
 FINDINGS, RUNTIME, GUARDS, COMPILE_TIME = "findings", "runtime", "guards", "compile time"
 GOALS = (FINDINGS, RUNTIME, GUARDS, COMPILE_TIME)
+TOLERANCES = {"relative_norm"}  # the keys of Fix.tolerance
 FASTER = 0.95  # a runtime fix is recommended when the compiled run takes at most this share of the time before
 
 
@@ -121,7 +122,11 @@ class FixResult(Data):
         if self.before and self.after:
             head += f" — before: {self.before.as_text()} → after: {self.after.as_text()}"
         if self.outputs_equal is not None:
-            head += "; outputs equal eager" if self.outputs_equal else f"; outputs differ from eager ({self.output_note})"
+            if self.outputs_equal:
+                head += "; outputs equal eager" + (f" ({self.output_note})" if "relative error" in (self.output_note or "")
+                                                   else "")
+            else:
+                head += f"; outputs differ from eager ({self.output_note})"
         return head
 
 
@@ -146,6 +151,9 @@ class Fix(Data):
     inductor_config: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patch ("triton.x" names)
     compile_kwargs: dict[str, Any] = field(default_factory=dict)  # options["guard_filter_fn"]: a torch.compiler name
     matmul_precision: str | None = None  # torch.set_float32_matmul_precision during the experiment
+    # how the experiment compares outputs with eager where the change rounds by design (TF32): "relative_norm"
+    # ‖after − eager‖₂ / ‖eager‖₂ per tensor; empty: torch.testing.assert_close at the dtype's defaults
+    tolerance: dict[str, float] = field(default_factory=dict)
     goal: str = FINDINGS  # findings, runtime (slow code, CUDA graphs) or guards (a guard filter)
     gives_up: str | None = None  # what the change gives up (an unsafe guard filter: what goes unchecked)
     marks: list[DynamicMark] = field(default_factory=list)
@@ -158,6 +166,11 @@ class Fix(Data):
     result: FixResult | None = None
 
     def __post_init__(self):
+        unknown = set(self.tolerance) - TOLERANCES
+        if unknown:
+            exc = _Mismatch(" or ".join(map(repr, sorted(TOLERANCES))), sorted(unknown)[0])
+            exc.where.append(".tolerance")
+            raise exc
         if self.goal not in GOALS:  # the same check, and message with its JSON path, as Compile.origin's
             exc = _Mismatch(" or ".join(map(repr, GOALS)), self.goal)
             exc.where.append(".goal")
