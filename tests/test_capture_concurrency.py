@@ -198,6 +198,28 @@ def test_a_thread_capturing_without_artifact_logs_keeps_its_artifacts_to_itself(
     assert not full.records and not any(r.kind.startswith("log:") for r in plain.records)
 
 
+def test_a_collector_gets_only_the_artifact_logs_it_names_and_the_loggers_are_put_back():
+    before = logger_state()
+    some, none = RecordCollector(with_artifact_logs=["recompiles"]), RecordCollector(with_artifact_logs=False)
+    some.install()
+    none.install()
+    try:
+        ir = logging.getLogger(ARTIFACT_LOGGERS["ir_pre_fusion"])
+        assert not any(type(h).__name__ == "_ArtifactHandler" for h in ir.handlers)  # nobody asked: Inductor stays quiet
+        assert any(type(h).__name__ == "_ArtifactHandler"
+                   for h in logging.getLogger(ARTIFACT_LOGGERS["recompiles"]).handlers)
+        for kind, name in ARTIFACT_LOGGERS.items():  # as torch logs them: debug() on each artifact logger
+            logging.getLogger(name).debug("[0/1] a %s message", kind)
+    finally:
+        none.uninstall()
+        some.uninstall()
+    assert logger_state() == before
+    assert [r.kind for r in some.records if r.kind.startswith("log:")] == ["log:recompiles"]
+    assert not any(r.kind.startswith("log:") for r in none.records)
+    with pytest.raises(ValueError, match=r"unknown artifact logs \['ir'\]"):
+        RecordCollector(with_artifact_logs=["ir"])
+
+
 def sine_twice(x):
     return x.sin() * 2
 

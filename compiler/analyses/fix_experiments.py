@@ -262,6 +262,10 @@ def _matmul_precision(precision: str | None):
             torch.set_float32_matmul_precision(previous)
 
 
+# the artifact loggers an experiment listens to: recompile reasons and CUDA-graph skips, not the Inductor IR
+EXPERIMENT_ARTIFACT_LOGS = ("recompiles", "cudagraphs_trees", "cudagraphs_utils")
+
+
 def run_once(replay: Replay, change: Change | None = None, timing: bool = False):
     """Compile and call ``replay`` with the change, fresh Dynamo state, under capture → (FixMeasure,
     outputs, error text or None). Everything is put back on the way out (context managers)."""
@@ -274,10 +278,10 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
     kwargs = compile_options(replay.compile_kwargs, change.compile_kwargs)
     outputs = []
     live = LiveState()
-    # no compile-by-line sampling: an experiment compares counts and torch's own compile seconds, and the
-    # sampler's thread would only add its CPU time to the compile it measures
+    # no compile-by-line sampling and no Inductor IR: an experiment compares counts and torch's own compile
+    # seconds; the sampler's thread and Inductor's formatting of its IR would only add to the compile it measures
     recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}),
-                        sample_compile=False)
+                        sample_compile=False, artifact_logs=EXPERIMENT_ARTIFACT_LOGS)
     statics: dict = {}
     torch._dynamo.reset()
     try:

@@ -38,7 +38,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 CONTEXT_KEYS = ("frame_id", "frame_compile_id", "attempt", "rank", "compiled_autograd_id", "has_payload")
 
@@ -234,18 +234,20 @@ _active: tuple[RecordCollector, ...] = ()  # installed collectors, oldest first
 _installed: dict[str, list[tuple]] = {}  # group → (logger, handler, level set?, old level, old propagate)
 
 
-def _targets(compile_id: str | None, artifact: bool) -> list[RecordCollector]:
-    """The collectors that receive a record emitted on the current thread (see the module docstring)."""
+def _targets(compile_id: str | None, artifact: str | None) -> list[RecordCollector]:
+    """The collectors that receive a record emitted on the current thread (see the module docstring);
+    ``artifact``: the record comes from that artifact logger (``ARTIFACT_LOGGERS``), for the collectors
+    that asked for it."""
     thread = threading.get_ident()
     chosen = ([c for c in _active if c.thread == thread] or [c for c in _active if compile_id in c.compile_ids]
               or list(_active))
-    return [c for c in chosen if c.with_artifact_logs or not artifact]
+    return [c for c in chosen if artifact is None or artifact in c.artifact_kinds]
 
 
 def receives(collector: RecordCollector, compile_id: str | None) -> bool:
     """Whether ``collector`` gets what torch emits for ``compile_id`` on the current thread."""
     with _lock:
-        return collector in _targets(compile_id, artifact=False)
+        return collector in _targets(compile_id, artifact=None)
 
 
 class _Unparsed(tuple):
@@ -277,7 +279,7 @@ class _TraceHandler(logging.Handler):
             return
         compile_id = _routing_id(metadata)
         entry = _Unparsed((metadata, getattr(record, "payload", None), time.time()))
-        for collector in _targets(compile_id, artifact=False):
+        for collector in _targets(compile_id, artifact=None):
             collector._add(entry, compile_id)
 
 
@@ -298,7 +300,7 @@ class _ArtifactHandler(logging.Handler):
             metadata["graph"] = graph
         entry = Record(kind="log:" + self.kind, compile_id=compile_id, attempt=0, metadata=metadata,
                        payload=message)
-        for collector in _targets(compile_id, artifact=True):
+        for collector in _targets(compile_id, artifact=self.kind):
             collector._add(entry, compile_id)
 
 
@@ -343,8 +345,9 @@ def _attach_group(group: str) -> None:
         return
     if group == "trace":
         targets = [(trace_log, _TraceHandler(), False)]
-    else:
-        targets = [(logging.getLogger(name), _ArtifactHandler(kind), True) for kind, name in ARTIFACT_LOGGERS.items()]
+    else:  # "artifact:<kind>"
+        kind = group.partition(":")[2]
+        targets = [(logging.getLogger(ARTIFACT_LOGGERS[kind]), _ArtifactHandler(kind), True)]
     undo = _installed[group] = []
     levels = []
     for logger, handler, set_level in targets:
@@ -391,7 +394,7 @@ def _detach_group(group: str) -> None:
 def _sync_handlers() -> None:
     """Handlers installed exactly while some active collector needs them."""
     wanted = {"trace": bool(_active), "held": bool(_active),
-              "artifacts": any(c.with_artifact_logs for c in _active)}
+              **{f"artifact:{kind}": any(kind in c.artifact_kinds for c in _active) for kind in ARTIFACT_LOGGERS}}
     for group, want in wanted.items():
         if want and group not in _installed:
             _attach_group(group)
@@ -406,11 +409,17 @@ class RecordCollector:
     any order: the handlers on torch's loggers are shared and installed once (see the module docstring).
     """
 
-    def __init__(self, with_artifact_logs: bool = True):
+    def __init__(self, with_artifact_logs: bool | Iterable[str] = True):
         self._entries: list[Record | _Unparsed] = []  # in arrival order; parsed when ``records`` is read
         self._parsed = 0  # entries before this index are Records
         self.strings: dict[int, str] = {}
-        self.with_artifact_logs = with_artifact_logs
+        # the artifact loggers listened to: all (True), none (False) or those named (ARTIFACT_LOGGERS' kinds)
+        kinds = ARTIFACT_LOGGERS if with_artifact_logs is True else () if with_artifact_logs is False \
+            else with_artifact_logs
+        unknown = set(kinds) - set(ARTIFACT_LOGGERS)
+        if unknown:
+            raise ValueError(f"unknown artifact logs {sorted(unknown)}: the kinds are {sorted(ARTIFACT_LOGGERS)}")
+        self.artifact_kinds = frozenset(kinds)
         self.listeners: list = []  # called (with no argument) as each structured record arrives
         self.thread: int | None = None  # the thread that installed this collector
         self.compile_ids: set[str] = set()

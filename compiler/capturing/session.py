@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
+from collections.abc import Iterable
 
 from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
@@ -116,7 +117,7 @@ class Recorder:
     ``suppress_errors`` and it is an ``Exception``). ``build(measurements)`` then makes the Capture,
     once."""
 
-    def __init__(self, *, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
+    def __init__(self, *, fresh: bool = False, artifact_logs: bool | Iterable[str] = True, suppress_errors: bool = False,
                  options: dict | None = None, live: LiveState | None = None, sample_compile: bool | None = None):
         import torch
         import torch._inductor.config as inductor_config
@@ -225,7 +226,7 @@ def new_capture(saved: CaptureData, live: LiveState | None, into: Capture | None
 
 
 @contextlib.contextmanager
-def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors: bool = False,
+def capture(*, fresh: bool = False, artifact_logs: bool | Iterable[str] = True, suppress_errors: bool = False,
             options: dict | None = None, job_dir=None, sample_compile: bool | None = None):
     """Capture every torch.compile stage while the block runs.
 
@@ -238,6 +239,9 @@ def capture(*, fresh: bool = False, artifact_logs: bool = True, suppress_errors:
     under torchrun), so ``compiler.load_trace(job_dir)`` loads the whole job (``compiler.readers.job``).
     ``sample_compile``: compile time by line (``compiler.capturing.compile_sampler``); None (the default): on
     from Python 3.12, off on 3.11, where sampling another thread's frames can crash CPython.
+    ``artifact_logs``: torch's plain artifact loggers listened to (``compiler.capturing.records.ARTIFACT_LOGGERS``):
+    all (True), none, or the kinds named — without ``ir_pre_fusion``/``ir_post_fusion`` the Inductor IR stage is
+    missing and Inductor does not format its IR (a third of a warm capture's cost).
     """
     recorder = Recorder(fresh=fresh, artifact_logs=artifact_logs, suppress_errors=suppress_errors,
                         options=options, sample_compile=sample_compile)
