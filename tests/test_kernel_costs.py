@@ -176,6 +176,41 @@ def test_extern_flops_from_shapes():
     assert conv["flops"] == 2 * 32 * 128 * 28 * 28 * 64 * 3 * 3
 
 
+def test_library_kernels_are_timed_by_the_aten_op_that_launched_them_not_by_their_names():
+    """cuDNN runs a ResNet's 1×1 convolutions with kernels named like cuBLAS gemms (H100, torch 2.11:
+    sm90_xmma_gemm_…_cublas launched under aten::convolution): the profiler's correlation decides."""
+    from types import SimpleNamespace
+
+    from compiler.capturing.gpu import _launching_op
+    from compiler.stages.kernel_costs import extern_times
+
+    conv = SimpleNamespace(name="aten::convolution", cpu_parent=None)
+    cudnn = SimpleNamespace(name="aten::cudnn_convolution", cpu_parent=SimpleNamespace(
+        name="aten::_convolution", cpu_parent=conv))
+    assert _launching_op(cudnn) == "aten::convolution"
+    assert _launching_op(SimpleNamespace(name="cudaLaunchKernel", cpu_parent=None)) is None
+    gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_cublas"
+    profile = {"kernels": [
+        {"name": gemm, "gpu_time_us_per_call": 100.0, "launched_by": {"aten::convolution": 90.0, "aten::addmm": 10.0}},
+        {"name": "sm90_xmma_fprop_implicit_gemm_tf32f32_cudnn", "gpu_time_us_per_call": 50.0,
+         "launched_by": {"aten::convolution": 50.0}},
+        {"name": "triton_poi_fused_relu_0", "gpu_time_us_per_call": 5.0}]}
+    kernels = [{"name": "extern_kernels.convolution", "language": "extern", "cost": {"flops": 3e9, "dtype": "fp32"}},
+               {"name": "extern_kernels.addmm", "language": "extern", "cost": {"flops": 1e8, "dtype": "fp32"}},
+               {"name": "triton_poi_fused_relu_0", "language": "Triton"}]
+    extern_times(kernels, profile)
+    assert kernels[0]["gpu_time_us_per_call"] == pytest.approx(140.0)
+    assert kernels[1]["gpu_time_us_per_call"] == pytest.approx(10.0)
+    assert "launched by a convolution aten op" in kernels[0]["cost"]["time_method"]
+    assert kernels[0]["cost"]["dtype"] == "tf32"  # the library ran it on TF32 tensor cores
+    # a profile recorded before launched_by: the names decide, as before
+    for row in profile["kernels"]:
+        row.pop("launched_by", None)
+    extern_times(kernels, profile)
+    assert kernels[1]["gpu_time_us_per_call"] == pytest.approx(100.0)
+    assert "named like a matmul" in kernels[1]["cost"]["time_method"]
+
+
 def test_pointwise_flops_count_the_body():
     (k,) = load("pointwise_chain").compiles[0].kernels.kernels
     assert k.cost.flops == 6 * 4096 * 1024  # sin, cos, ×, +, relu, ×

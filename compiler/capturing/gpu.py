@@ -23,8 +23,16 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
     kernels: dict[str, dict] = {}
+    launched_by: dict[str, dict[str, float]] = {}  # kernel name → launching aten op → µs
     for event in prof.events():
-        if str(getattr(event, "device_type", "")).endswith("CPU") or _device_time(event) <= 0:
+        if str(getattr(event, "device_type", "")).endswith("CPU"):
+            op = _launching_op(event) if getattr(event, "kernels", None) else None
+            for kernel in getattr(event, "kernels", None) or ():
+                if op:
+                    ops = launched_by.setdefault(kernel.name, {})
+                    ops[op] = ops.get(op, 0.0) + kernel.duration
+            continue
+        if _device_time(event) <= 0:
             continue
         entry = kernels.setdefault(event.name, {"name": event.name, "gpu_time_us": 0.0, "calls": 0})
         entry["gpu_time_us"] += _device_time(event)
@@ -32,6 +40,8 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
     rows = sorted(kernels.values(), key=lambda k: -k["gpu_time_us"])
     for row in rows:
         row["gpu_time_us_per_call"] = row["gpu_time_us"] / iters
+        if row["name"] in launched_by:
+            row["launched_by"] = {op: us / iters for op, us in launched_by[row["name"]].items()}
     total_gpu_us = sum(r["gpu_time_us"] for r in rows) / iters
     peak = peak_bandwidth(torch.cuda.current_device())
     return {"available": True, "iters": iters, "kernels": rows, "gpu_time_us_per_call": total_gpu_us,
@@ -40,6 +50,18 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
             "peak_bytes_per_s": peak["bytes_per_s"], "peak_source": peak["source"],
             # live launcher details, matched to the capture's kernels by ``match_profile`` (not saved)
             "triton_kernels": triton_kernel_details([r["name"] for r in rows])}
+
+
+def _launching_op(event) -> str | None:
+    """The outermost aten op above a CPU event that launched kernels (``aten::convolution`` above
+    ``aten::cudnn_convolution``): which extern op a library kernel ran for, whatever its name says —
+    cuDNN runs 1×1 convolutions with kernels named like cuBLAS gemms."""
+    op = None
+    while event is not None:
+        if event.name.startswith("aten::"):
+            op = event.name
+        event = getattr(event, "cpu_parent", None)
+    return op
 
 
 def _device_time(event) -> float:

@@ -443,28 +443,50 @@ def extern_family(fn: str) -> str | None:
     return "convolution" if op == "convolution" else "matmul" if op in ("mm", "addmm", "bmm", "baddbmm") else None
 
 
+def op_family(op: str) -> str | None:
+    """The extern family of the aten op that launched a library kernel (``_launching_op``)."""
+    name = op.removeprefix("aten::")
+    if "scaled_dot_product" in name or name.endswith(("flash_attention", "efficient_attention")):
+        return "attention"
+    if "conv" in name:
+        return "convolution"
+    return "matmul" if name in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_addmm_activation") else None
+
+
 def extern_times(kernels: list[dict], profile: dict) -> None:
     """GPU time per call for extern kernels: the profiler's kernels that no generated kernel claimed, put in
-    families by their names (cuBLAS/CUTLASS gemms → mm/addmm/bmm, cuDNN fprop → convolution, flash/fmha →
-    attention) and split over that family's extern kernels by their FLOPs."""
+    families by the aten op that launched them (``launched_by``: aten::convolution → convolution, aten::mm /
+    addmm / bmm → matmul, scaled-dot-product ops → attention), or, in a profile without it, by their names
+    (cuBLAS/CUTLASS gemms → matmul, cuDNN fprop → convolution, flash/fmha → attention); each family's time is
+    split over its extern kernels by their FLOPs."""
     claimed = {k["name"] for k in kernels if k.get("language") != "extern"}
     rows = [r for r in profile.get("kernels", []) if not any(name in r["name"] for name in claimed)]
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, dict[str, float]] = {}  # family → kernel name → µs per call
+    by_op = any(r.get("launched_by") for r in rows)
     for row in rows:
-        family = library_family(row["name"])
-        if family:
-            groups.setdefault(family, []).append(row)
+        if by_op:
+            for op, us in (row.get("launched_by") or {}).items():
+                family = op_family(op)
+                if family:
+                    found = groups.setdefault(family, {})
+                    found[row["name"]] = found.get(row["name"], 0.0) + us
+        else:
+            family = library_family(row["name"])
+            if family:
+                found = groups.setdefault(family, {})
+                found[row["name"]] = found.get(row["name"], 0.0) + row["gpu_time_us_per_call"]
+    how = "launched by a {family} aten op" if by_op else "named like a {family}"
     externs = [k for k in kernels if k.get("language") == "extern" and k.get("cost")]
     for family, found in groups.items():
         members = [k for k in externs if extern_family(k["name"]) == family]
         flops = sum(k["cost"].get("flops") or 0 for k in members)
         for k in members:
             share = (k["cost"].get("flops") or 0) / flops if flops else 1 / len(members)
-            k["gpu_time_us_per_call"] = share * sum(r["gpu_time_us_per_call"] for r in found)
-            k["cost"]["time_method"] = (f"profiler kernels named like a {family} ({len(found)}: "
-                                        f"{', '.join(sorted({r['name'][:40] for r in found})[:3])}…)"
+            k["gpu_time_us_per_call"] = share * sum(found.values())
+            k["cost"]["time_method"] = (f"profiler kernels {how.format(family=family)} ({len(found)}: "
+                                        f"{', '.join(sorted(name[:40] for name in found)[:3])}…)"
                                         + (f", split over {len(members)} extern ops by FLOPs" if len(members) > 1 else ""))
-            if any("tf32" in r["name"].lower() for r in found) and k["cost"].get("dtype") == "fp32":
+            if any("tf32" in name.lower() for name in found) and k["cost"].get("dtype") == "fp32":
                 k["cost"]["dtype"] = "tf32"  # the library ran it on TF32 tensor cores
 
 

@@ -1381,6 +1381,14 @@ class ProfiledKernel(Data):
     gpu_time_us: float = 0.0
     calls: int = 0
     gpu_time_us_per_call: float = 0.0
+    # the aten op whose launch ran it (the profiler's correlation, outermost aten op) → µs per call
+    launched_by: dict[str, float] = field(default_factory=dict)
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        if not out["launched_by"]:  # profiles recorded before it: saved as they were
+            del out["launched_by"]
+        return out
 
 
 @dataclass(repr=False, eq=False)
