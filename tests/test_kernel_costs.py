@@ -176,6 +176,17 @@ def test_extern_flops_from_shapes():
     assert conv["flops"] == 2 * 32 * 128 * 28 * 28 * 64 * 3 * 3
 
 
+def test_a_line_whose_flops_ran_in_two_dtypes_is_read_against_each_dtype_s_own_peak():
+    from compiler.stages.kernel_costs import _mixed_compute_share
+
+    peaks = {"fp32": 67e12, "tf32": 495e12}
+    flops = {"tf32": 20e9, "fp32": 0.5e9}  # a TF32 convolution and its float32 batch norm on one line
+    cost = {"flops": 20.5e9}
+    _mixed_compute_share(cost, flops, 100e-6, peaks)  # 205 TFLOP/s: 306 % of fp32's peak, but not of theirs
+    assert cost["share"] == pytest.approx((20e9 / 495e12 + 0.5e9 / 67e12) / 100e-6)
+    assert cost["share"] < 1 and "tf32 98%, fp32 2%" in cost["verdict"] and "above peak" not in cost["verdict"]
+
+
 def test_library_kernels_are_timed_by_the_aten_op_that_launched_them_not_by_their_names():
     """cuDNN runs a ResNet's 1×1 convolutions with kernels named like cuBLAS gemms (H100, torch 2.11:
     sm90_xmma_gemm_…_cublas launched under aten::convolution): the profiler's correlation decides."""
@@ -225,7 +236,11 @@ def test_roofline_verdicts():
     assert cost["served_from"] == "L2" and cost.get("share") is None and "served from L2" in cost["verdict"]
     big = {"flops": 1e8, "bytes": 400e6, "dtype": "fp32"}
     roofline(big, 100e-6, peaks, 3.35e12)
-    assert big.get("share") is None and "too high" in big["verdict"]
+    assert big.get("share") is None and "too high" in big["verdict"] and "still in L2" in big["verdict"]
+    ideal = {"flops": 1e8, "bytes": 400e6, "dtype": "fp32", "bytes_method": "each operand and the output once "
+             "(ideal reuse, from their shapes)"}  # an extern op's bytes are the least it must move: never "too high"
+    roofline(ideal, 100e-6, peaks, 3.35e12)
+    assert "estimate is too high" not in ideal["verdict"] and "the least it must move" in ideal["verdict"]
     compute = {"flops": 60e9, "bytes": 10e6, "dtype": "fp32"}
     roofline(compute, 1e-3, peaks, 3.35e12)
     assert compute["bound"] == "compute" and compute["share"] == pytest.approx(60e12 / 67e12)

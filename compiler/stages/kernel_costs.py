@@ -362,9 +362,10 @@ def extern_costs(fn: str, module: str) -> dict:
     call = call_section(module) or module
     tensors = tensors_of(module)
     op = fn.rsplit(".", 1)[-1] if not fn.endswith(".default") else fn.rsplit(".", 2)[-2]
-    flops = moved = 0.0
+    flops = moved = largest = 0.0
     dtype, sites = None, 0
     for line in call.splitlines():
+        before = moved
         text = line.strip()
         if fn + "(" not in text:
             continue
@@ -413,11 +414,13 @@ def extern_costs(fn: str, module: str) -> dict:
         else:
             return {"reason": f"FLOPs of {op} not known to tcompile"}
         sites += 1
+        largest = max(largest, moved - before)
     if not sites:
         return {"reason": "no call of it read from the wrapper code"}
     formula = {"convolution": "2 × output elements × input channels per group × kernel window"}.get(
         op, "4·B·H·Lq·Lk·D (half when causal)" if _ATTENTION.search(fn) else "2·M·N·K")
-    return {"flops": flops, "bytes": int(moved), "dtype": dtype, "sites": sites,
+    # the calls run one after another: what must fit the L2 is the largest one's operands
+    return {"flops": flops, "bytes": int(moved), "dtype": dtype, "sites": sites, "working_set_bytes": int(largest),
             "flops_method": f"{formula}, from the operands' shapes in call() ({sites} call{'s' * (sites > 1)})",
             "bytes_method": "each operand and the output once (ideal reuse, from their shapes)"}
 
@@ -528,9 +531,14 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
             cost["verdict"] = (f"memory-bound, served from L2: {achieved / 1e12:.2f} TB/s effective "
                                f"(working set {working_set / 2**20:.1f} MiB ≤ {cost['l2_bytes'] / 2**20:.0f} MiB L2; "
                                f"above the {peak_bytes_per_s / 1e12:.2f} TB/s DRAM peak)")
+        elif "ideal reuse" in (cost.get("bytes_method") or ""):  # the least it must move: not an overestimate
+            cost["verdict"] = (f"memory-bound; bytes ÷ time ({achieved / 1e12:.2f} TB/s) is above the DRAM peak with a "
+                               "working set larger than L2: part of its operands were still in L2 from the kernels "
+                               "before it (its bytes are the least it must move), or its GPU time is too low")
         else:
-            cost["verdict"] = (f"memory-bound; bytes ÷ time ({achieved / 1e12:.2f} TB/s) beats the DRAM peak with a "
-                               f"working set larger than L2: the byte estimate is too high")
+            cost["verdict"] = (f"memory-bound; bytes ÷ time ({achieved / 1e12:.2f} TB/s) is above the DRAM peak with a "
+                               "working set larger than L2: part of its data was still in L2 from the kernels before "
+                               "it, or the byte estimate is too high")
     else:
         cost["bound"] = "compute"
         cost["share"] = cost["achieved_flops_per_s"] / peak_flops
@@ -597,12 +605,25 @@ def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -
         gpu["served_from"], gpu["l2_bytes"] = "L2", l2
     else:
         gpu["served_from"] = None
-        gpu["notes"] = [*(gpu.get("notes") or []), "bytes ÷ time beats the DRAM peak with a working set larger "
-                        "than L2: the byte estimate is too high"]
+        gpu["notes"] = [*(gpu.get("notes") or []), "bytes ÷ time is above the DRAM peak with a working set larger "
+                        "than L2: part of its data was still in L2 from the kernels before it, or the byte estimate "
+                        "is too high"]
 
 
 
 # --- the roofline per source line ----------------------------------------------------------------
+
+def _mixed_compute_share(cost: dict, flops_by_dtype: dict, seconds: float, peaks: dict) -> None:
+    """A line whose FLOPs ran in several dtypes (a TF32 convolution and its float32 batch norm): its share of
+    peak is the time those FLOPs take at each dtype's own peak over the time measured — never above 100 %
+    unless a kernel is."""
+    at_peak = sum(f / (peaks.get(d) or peaks["fp32"]) for d, f in flops_by_dtype.items() if f)
+    cost["share"] = at_peak / seconds
+    split = ", ".join(f"{d} {f / cost['flops']:.0%}" for d, f in sorted(flops_by_dtype.items(), key=lambda x: -x[1]) if f)
+    cost["verdict"] = f"compute-bound at {cost['share']:.0%} of peak FLOP/s for its dtypes (FLOPs: {split})"
+    if cost["share"] > 1:
+        cost["verdict"] += " — above peak: the FLOP count is too high"
+
 
 def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | None) -> list[dict]:
     """The roofline of each source line of one compile (typed ``Compile``): the FLOPs, bytes and GPU time of
@@ -634,7 +655,7 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
             row["flops"] += cost.flops * share
             row["bytes"] += cost.bytes * share
             dtype = cost.dtype or "fp32"
-            row["_dtypes"][dtype] = row["_dtypes"].get(dtype, 0.0) + cost.time_s * share
+            row["_dtypes"][dtype] = row["_dtypes"].get(dtype, 0.0) + cost.flops * share
             row["_working_set"] = max(row["_working_set"], cost.working_set_bytes or cost.bytes)
     code = {(r.file, r.line): r.code for r in compile.provenance.lines}
     out = []
@@ -645,11 +666,13 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
             row["verdict"] = "no kernel of this line has a GPU time, FLOPs and bytes"
             out.append(row)
             continue
-        # read against the roof of the dtype that took most of the line's time; its kernels run one after
+        # drawn against the roof of the dtype that did most of the line's FLOPs; its kernels run one after
         # another, so what must fit the L2 is the largest working set of one of them
         cost = {"flops": row["flops"], "bytes": row["bytes"], "dtype": max(dtypes, key=dtypes.get),
                 "working_set_bytes": working_set}
         roofline(cost, row["seconds"], peaks, peak_bytes_per_s)
+        if cost.get("bound") == "compute" and len([d for d, f in dtypes.items() if f]) > 1 and peaks:
+            _mixed_compute_share(cost, dtypes, row["seconds"], peaks)
         row.update({k: cost.get(k) for k in ("dtype", "intensity", "ridge", "achieved_flops_per_s",
                                              "achieved_bytes_per_s", "bound", "share", "served_from", "verdict",
                                              "peak_flops_per_s", "peak_bytes_per_s")})

@@ -189,7 +189,9 @@ def line_roofline_section(capture, compile, limit: int = 15):
         svg,
         para("One dot per line of your code, its area ∝ the GPU time of the kernels its work went to. Each kernel's "
              "FLOPs, bytes and time are split over its lines by the same shares as its time (provenance), summed per "
-             "line and read against the roof of the dtype that took most of the line's time.", cls="tc-muted"),
+             "line and drawn against the roof of the dtype that did most of the line's FLOPs; a line whose FLOPs ran in "
+             "several dtypes is compute-bound at the time they take at each dtype's own peak over its time.",
+             cls="tc-muted"),
         data_table("Roofline by source line", ["file:line", "code", "GPU time / call", "FLOPs / call",
                                                "bytes / call", "FLOP / byte", "verdict", "kernels costed"], body,
                    cls="tc-wrap-first"),
