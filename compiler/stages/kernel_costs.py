@@ -181,9 +181,12 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
     or ``{"reason"}`` where the kernel cannot be followed."""
     params = signature(source)
     types = {arg: kind for arg, kind in params if kind.startswith("*")}
-    numels = {m["var"]: int(m["value"]) for m in _NUMEL.finditer(source or "")}
     if not types:
         return {"reason": "no pointer arguments in the kernel's signature"}
+    branches = _combo_branches(source)
+    if branches:
+        return _combo_costs(branches, buffer_numels)
+    numels = {m["var"]: int(m["value"]) for m in _NUMEL.finditer(source or "")}
     if "tl.dot(" in source:
         return template_costs(source, types)
     if "tl.make_block_ptr" in source:
@@ -264,6 +267,45 @@ def triton_costs(source: str, buffer_numels: dict[str, int | None] | None = None
             "flops": flops,
             "flops_method": "arithmetic in the Triton kernel body (+ − × ÷, math calls, reduction steps) × the "
                             f"elements each line runs over ({domain_x:,} × {domain_r:,})"}
+
+
+_COMBO_BRANCH = re.compile(r"^(?P<indent> *)(if|elif) pid < num_xblocks_\d+:\s*$")
+
+
+def _combo_branches(source: str) -> list[str]:
+    """A combo (foreach) kernel — ``if pid < num_xblocks_0: … elif pid < num_xblocks_1: …``, one sub-kernel per
+    branch with its own ``xnumel`` — as one source per branch (the header, then the branch's body as the
+    kernel's); [] for any other kernel."""
+    start = source.find("@triton.jit")
+    body = _jit_body(source)
+    heads = [i for i, line in enumerate(body) if _COMBO_BRANCH.match(line)]
+    if start < 0 or len(heads) < 2:
+        return []
+    indent = len(_COMBO_BRANCH.match(body[heads[0]])["indent"])
+    out = []
+    for n, head in enumerate(heads):
+        end = heads[n + 1] if n + 1 < len(heads) else next(
+            (i for i in range(head + 1, len(body)) if body[i].strip() and len(body[i]) - len(body[i].lstrip()) <= indent),
+            len(body))
+        lines = [line[4:] if line.startswith(" " * (indent + 4)) else line.strip() for line in body[head + 1:end]]
+        out.append(source[:start] + "@triton.jit\ndef combo_branch():\n" + "\n".join(lines) + "\n")
+    return out
+
+
+def _combo_costs(branches: list[str], buffer_numels) -> dict:
+    """The costs of a combo kernel: each branch read as a kernel of its own, summed."""
+    parts = [triton_costs(branch, buffer_numels) for branch in branches]
+    failed = next((p for p in parts if "reason" in p), None)
+    if failed:
+        return {"reason": f"a combo kernel whose sub-kernel cannot be followed: {failed['reason']}"}
+    return {"bytes_read": sum(p["bytes_read"] for p in parts), "bytes_written": sum(p["bytes_written"] for p in parts),
+            "accesses": [a for p in parts for a in p["accesses"]],
+            "working_set_bytes": sum(p["working_set_bytes"] for p in parts),
+            "bytes_method": f"a combo (foreach) kernel of {len(parts)} sub-kernels, each read on its own: "
+                            + parts[0]["bytes_method"],
+            "flops": sum(p["flops"] for p in parts),
+            "flops_method": f"a combo (foreach) kernel of {len(parts)} sub-kernels, summed: arithmetic in each "
+                            "body × the elements it runs over"}
 
 
 _MNK = re.compile(r"^\s*(?P<dim>[MNK]) = (?P<value>\d+)\s*$", re.M)
