@@ -3,7 +3,7 @@
 Run the captured call's script under ``ncu`` (``command``: ``--profile-from-start off``, so only the part
 between ``cudaProfilerStart``/``Stop`` is measured — ``python -m compiler gpu-profile SCRIPT`` does it all, see
 ``profile_script``) and read its CSV with ``read_csv``: per kernel name, launches, DRAM bytes read and written
-(``dram__bytes_read.sum``, ``dram__bytes_write.sum``), bytes written into L2 (``lts__t_sectors_op_write.sum`` × 32)
+(``dram__bytes_read.sum``, ``dram__bytes_write.sum``), bytes the SMs wrote into L2 (``lts__t_sectors_srcunit_tex_op_write.sum`` × 32)
 and duration. ncu flushes the caches before each kernel it replays, so its reads are cold-cache DRAM reads — what
 the estimate of ``compiler.stages.kernel_costs`` counts (each byte once). Its DRAM writes count only what leaves
 L2 while the kernel runs (output smaller than the L2 stays in it), so the estimate's writes are compared with the
@@ -17,7 +17,12 @@ import os
 import shutil
 import sys
 
-METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "lts__t_sectors_op_write.sum")
+# Bytes written into L2 by the SMs' stores: the sectors from the TEX unit. The sectors of every source
+# (lts__t_sectors_op_write, read in CSVs recorded with it) also count the copies between the H100's two L2
+# partitions: 1.5 × the bytes stored in every pointwise kernel of this round's H100 runs.
+L2_WRITES = "lts__t_sectors_srcunit_tex_op_write.sum"
+L2_WRITES_ALL_SOURCES = "lts__t_sectors_op_write.sum"
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", L2_WRITES)
 _KEYS = ("dram_bytes_read", "dram_bytes_written", "seconds", "l2_bytes_written")
 _UNITS = {"byte": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "second": 1, "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3,
           "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sector": 32}  # a sector is 32 bytes: sector counts become bytes
@@ -53,12 +58,16 @@ def read_csv(text: str) -> dict[str, dict]:
         return {}
     header, units, body = rows[0], rows[1], rows[2:]
     column = {name: i for i, name in enumerate(header)}
+    if L2_WRITES not in column and L2_WRITES_ALL_SOURCES in column:
+        column[L2_WRITES] = column[L2_WRITES_ALL_SOURCES]
     out: dict[str, dict] = {}
     for row in body:
         if len(row) != len(header) or not row[column["Kernel Name"]]:
             continue
         entry = out.setdefault(row[column["Kernel Name"]], {"launches": 0, **{
-            key: 0.0 if metric in column else None for metric, key in zip(METRICS, _KEYS)}})
+            key: 0.0 if metric in column else None for metric, key in zip(METRICS, _KEYS)},
+            "l2_metric": L2_WRITES if L2_WRITES in header else L2_WRITES_ALL_SOURCES if L2_WRITES_ALL_SOURCES in header
+            else None})
         entry["launches"] += 1
         for metric, key in zip(METRICS, _KEYS):
             if metric in column:
@@ -93,7 +102,7 @@ def attach(data: dict, measured: dict[str, dict], launches_per_call: float = 1.0
                                             f"read {row['dram_bytes_read'] / launches_per_call:,.0f} B, written "
                                             f"{row['dram_bytes_written'] / launches_per_call:,.0f} B (writes that "
                                             f"stay in L2 at the kernel's end are not counted)"
-                                            + (f"; written into L2 (lts__t_sectors_op_write.sum × 32 B): "
+                                            + (f"; written into L2 ({row.get('l2_metric')} × 32 B): "
                                                f"{l2 / launches_per_call:,.0f} B" if l2 is not None else ""))
             found += 1
     return found
