@@ -32,7 +32,7 @@ def tried(fix, **kwargs):
     return result
 
 
-def by_hand(fn, args, *, compile_kwargs=None, inductor_config=None, precision=None, static=()):
+def by_hand(fn, args, *, compile_kwargs=None, inductor_config=None, precision=None, static=(), calls=3):
     """The user's own run, the fix applied from its snippet → (dynamo counters, cudagraph skips, outputs)."""
     torch._dynamo.reset()
     counters.clear()
@@ -45,7 +45,7 @@ def by_hand(fn, args, *, compile_kwargs=None, inductor_config=None, precision=No
             torch.set_float32_matmul_precision(precision)
         with torch._inductor.config.patch(inductor_config or {}), contextlib.redirect_stdout(io.StringIO()):
             compiled = torch.compile(fn, **(compile_kwargs or {}))
-            outs = [compiled(*args) for _ in range(3)]  # CUDA graphs: warm-up, record, replay
+            outs = [compiled(*args) for _ in range(calls)]  # CUDA graphs: warm-up, record, replay
             torch.cuda.synchronize()
     finally:
         torch.set_float32_matmul_precision(previous)
@@ -69,8 +69,13 @@ def test_a_mutated_input_marked_static_is_cuda_graphed_as_by_hand():
     assert [(m.argument, m.static) for m in fix.marks] == [("buf", True)]
     result = tried(fix)
     assert result.status == MEASURED and result.outputs_equal, result.as_text()
-    _, skips_before, _ = by_hand(f_mutates, args, compile_kwargs={"mode": "reduce-overhead"})
-    after_counts, skips_after, outs = by_hand(f_mutates, args, compile_kwargs={"mode": "reduce-overhead"}, static=[0])
+    reasons = {when: m.__dict__["_capture"].cudagraphs.skip_reasons for when, m in
+               (("before", result.before), ("after", result.after))}
+    print("CUDA-graph skip reasons", reasons)
+    _, skips_before, _ = by_hand(f_mutates, args, compile_kwargs={"mode": "reduce-overhead"}, calls=result.calls)
+    after_counts, skips_after, outs = by_hand(f_mutates, args, compile_kwargs={"mode": "reduce-overhead"}, static=[0],
+                                              calls=result.calls)
+    print("by hand: skips", skips_before, "→", skips_after)
     assert result.before.cudagraph_skips == skips_before >= 1
     assert result.after.cudagraph_skips == skips_after == 0
     assert result.after.counters == after_counts

@@ -247,6 +247,15 @@ def _marked(fn, args, kwargs, marks, statics: dict | None = None):
     return tuple(args), kwargs
 
 
+def _kept(output):
+    """A copy of a call's tensors: with CUDA graphs (reduce-overhead, max-autotune) the next replay writes
+    its output into the same memory, so the outputs of every call are compared as they came."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    return pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, output)
+
+
 @contextlib.contextmanager
 def _matmul_precision(precision: str | None):
     """``torch.set_float32_matmul_precision`` for the run, the previous one put back after."""
@@ -292,7 +301,7 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
                 compiled = torch.compile(replay.fn, **kwargs)
                 for args, call_kwargs in replay.calls:
                     args, call_kwargs = _marked(replay.fn, args, call_kwargs, change.marks, statics)
-                    outputs.append(compiled(*args, **call_kwargs))
+                    outputs.append(_kept(compiled(*args, **call_kwargs)))
             cap = recorder.build()
             runtime = None
             if timing and cap.error is None:
