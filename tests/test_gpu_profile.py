@@ -180,13 +180,22 @@ GPU_SCRIPT = """\
 import torch, compiler
 
 def f(x, table, ids):
-    return (x.sin() * 2 + 1).relu() + table[ids].sum(1, keepdim=True)
+    return (x.sin() * 2 + 1).relu() + table[ids].sum(1)  # (4096, 1024): one gathered row per row of x
 
 x = torch.randn(4096, 1024, device="cuda")
 table, ids = torch.randn(50_000, 1024, device="cuda"), torch.randint(0, 50_000, (4096, 1), device="cuda")
 compiler.explore(f, x, table, ids, fresh=True)
 """
 
+
+def test_the_gpu_scripts_call_is_the_size_of_its_input():
+    """The GPU test's function on meta tensors (any machine): one output of x's shape. A keepdim gather sum had
+    broadcast it to (4096, 4096, 1024), 64 GiB, and the test ran out of memory on the H100."""
+    namespace: dict = {}
+    exec(GPU_SCRIPT.split("\nx = ")[0].replace("import torch, compiler", "import torch"), namespace)
+    x, table = torch.empty(4096, 1024, device="meta"), torch.empty(50_000, 1024, device="meta")
+    ids = torch.empty(4096, 1, dtype=torch.long, device="meta")
+    assert namespace["f"](x, table, ids).shape == x.shape
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available() or ncu.find_ncu() is None, reason="needs a CUDA GPU and ncu")
