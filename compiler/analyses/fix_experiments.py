@@ -293,10 +293,14 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
                         sample_compile=False, artifact_logs=EXPERIMENT_ARTIFACT_LOGS)
     statics: dict = {}
     torch._dynamo.reset()
+    # torch's AOTAutograd cache key leaves out mark_static_address (torch 2.11 and 2.13): a run with an input
+    # marked static hits the entry of the run without the mark, which was compiled for a changing address
+    # (its CUDA graphs skipped for the "mutated input" the mark is there to fix)
+    uncached = {"enable_autograd_cache": False} if any(m.static for m in change.marks) else {}
     try:
         with torch._dynamo.config.patch(**resolved_config(change.config)), \
                 torch._inductor.config.patch(change.inductor_config), _matmul_precision(change.matmul_precision), \
-                replay.grad_mode(), contextlib.redirect_stdout(io.StringIO()):
+                torch._functorch.config.patch(uncached), replay.grad_mode(), contextlib.redirect_stdout(io.StringIO()):
             with recorder:
                 compiled = torch.compile(replay.fn, **kwargs)
                 for args, call_kwargs in replay.calls:
