@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import compiler
 from compiler.stages.capture import Capture
@@ -41,6 +43,28 @@ def test_saved_without_what_loading_rebuilds_and_loaded_back_whole(path, tmp_pat
                 assert k.source.lstrip().startswith("import triton") or "@triton.jit" in k.source
                 assert k.gpu is not None  # the GPU's additions came back on each kernel
                 assert k.cost is not None or not (cap.gpu_profile and cap.gpu_profile.available)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a\n", "b\n", "c", "\n", "x y\r\n", "é\n", ""]), max_size=30),
+       st.lists(st.sampled_from(["a\n", "b\n", "c", "\n", "x y\r\n", "é\n", "new\n"]), max_size=30))
+def test_the_ir_after_fusion_saved_as_its_difference_comes_back_exactly(before, after):
+    from compiler.stages.schema import apply_line_diff, line_diff
+
+    old, new = "".join(before), "".join(after)
+    ops = line_diff(old, new)
+    if ops is not None:
+        assert apply_line_diff(old, ops) == new and json.loads(json.dumps(ops)) == ops
+
+
+def test_a_bad_ir_difference_is_a_one_line_error_naming_its_path():
+    data = json.loads((GPU_CAPTURES / "mlp_forward_backward.json").read_text())
+    ir = data["compiles"][0]["inductor"]["runs"][0]["ir"]
+    assert ir["post_fusion_diff"] and ir["post_fusion"]["text"] == ""  # saved as its difference from before fusion
+    ir["post_fusion_diff"][0] = [0, 10 ** 9]
+    with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.inductor\.runs\[0\]\.ir\.post_fusion_diff: "
+                                                          r"expected a text or \[start, end\] of the lines before fusion"):
+        Capture.from_data(data)
 
 
 def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():

@@ -534,6 +534,43 @@ class IrNode(Data):
     text: str | None = None
 
 
+DIFF_MAX_LINES = 40_000  # difflib's matching grows faster than linear: longer IR texts are saved whole
+
+
+def line_diff(old: str, new: str) -> list | None:
+    """``new`` as copies of ``old``'s lines (``[start, end]``) and the text in between, when that is at most
+    three quarters of ``new``'s size; None otherwise (``apply_line_diff`` gives ``new`` back exactly)."""
+    import difflib
+
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if not a or not b or max(len(a), len(b)) > DIFF_MAX_LINES:
+        return None
+    ops: list = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append([i1, i2])
+        elif j2 > j1:
+            ops.append("".join(b[j1:j2]))
+    if sum(len(op) if isinstance(op, str) else 12 for op in ops) > 0.75 * len(new):
+        return None
+    return ops
+
+
+def apply_line_diff(old: str, ops: list) -> str:
+    lines = old.splitlines(keepends=True)
+    out = []
+    for op in ops:
+        if isinstance(op, str):
+            out.append(op)
+        elif isinstance(op, list) and len(op) == 2 and all(type(i) is int for i in op) and 0 <= op[0] <= op[1] <= len(lines):
+            out.extend(lines[op[0]:op[1]])
+        else:
+            exc = _Mismatch("a text or [start, end] of the lines before fusion", op)
+            exc.where.append(".post_fusion_diff")
+            raise exc
+    return "".join(out)
+
+
 @dataclass(repr=False, eq=False)
 class IrText(Data):
     """Inductor's scheduler nodes as its IR log prints them."""
@@ -556,12 +593,31 @@ class FusionRow(Data):
 
 @dataclass(repr=False, eq=False)
 class InductorIR(Stage):
+    """Inductor's IR before and after fusion. A saved stage keeps the text after fusion as its difference
+    from the text before (``post_fusion_diff``: most fused nodes print the lines of the nodes they fuse),
+    rebuilt whole on load."""
+
     NAME: ClassVar[str] = "ir"
     pre_fusion: IrText | None = None
     post_fusion: IrText | None = None
     fusion: list[FusionRow] = field(default_factory=list)
     nodes_before: int = 0
     nodes_after: int = 0
+    post_fusion_diff: list[Any] | None = None  # set when saved without post_fusion.text (``line_diff``)
+
+    def __post_init__(self):
+        if self.post_fusion_diff is not None and self.pre_fusion is not None and self.post_fusion is not None:
+            self.post_fusion.text = apply_line_diff(self.pre_fusion.text, self.post_fusion_diff)
+            self.post_fusion_diff = None
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("post_fusion_diff")
+        if self.pre_fusion is not None and self.post_fusion is not None:
+            ops = line_diff(self.pre_fusion.text, self.post_fusion.text)
+            if ops is not None:
+                out["post_fusion"]["text"], out["post_fusion_diff"] = "", ops
+        return out
 
     def _text(self):
         return (self.post_fusion or IrText()).text
