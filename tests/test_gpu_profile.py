@@ -1,9 +1,9 @@
 """``python -m compiler gpu-profile SCRIPT``: the script's captured call measured by Nsight Compute (issue 26).
 
 On a CPU it fails in one line naming what is missing. Nsight Compute's CSV is read and put beside the
-estimates: ``tests/assets/ncu/gpt2_2layer_reconstructed.csv`` holds, in ncu's ``--csv --page raw`` layout, the
-DRAM bytes that ncu measured on the H100 for gpt2_2layer (as the shipped capture stores them; the launch
-and timing columns ncu also writes are left empty). The two runs of the script are checked on the CPU with a
+estimates: ``tests/assets/ncu/gpt2_2layer.csv`` is the CSV ncu wrote on the H100 (``--csv --page raw``) for the
+call of ``assets/gpu/gpt2_2layer.json``, both from one run of ``python -m scripts.verify_gpu_models measure OUT g
+gpt2_2layer`` (torch 2.11). The two runs of the script are checked on the CPU with a
 stand-in for ncu that runs the script as ncu does and writes such a CSV; the real ncu runs in
 ``scripts/verify_gpu_models.py`` on the GPU machine."""
 import json
@@ -20,7 +20,7 @@ from compiler.capturing import ncu
 from compiler.stages.data import plain_data
 
 REPO = Path(__file__).resolve().parent.parent
-CSV = REPO / "tests" / "assets" / "ncu" / "gpt2_2layer_reconstructed.csv"
+CSV = REPO / "tests" / "assets" / "ncu" / "gpt2_2layer.csv"
 GPT2 = REPO / "assets" / "gpu" / "gpt2_2layer.json"
 
 SCRIPT = """\
@@ -55,10 +55,12 @@ def test_on_a_cpu_gpu_profile_fails_in_one_line(tmp_path):
 
 def test_recorded_ncu_csv_is_read_per_kernel_and_launch():
     measured = ncu.read_csv(CSV.read_text())
-    assert len(measured) == 8 and sum(r["launches"] for r in measured.values()) == 9
+    assert len(measured) == 13 and sum(r["launches"] for r in measured.values()) == 20  # 8 Triton, 5 library kernels
     gelu = measured["triton_poi_fused_add_addmm_mul_pow_tanh_view_4"]  # two launches (one per layer), summed
-    assert gelu["launches"] == 2 and gelu["dram_bytes_read"] == 2 * 25_182_848
-    assert measured["triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"]["dram_bytes_written"] == 7_168
+    assert gelu["launches"] == 2 and gelu["dram_bytes_read"] == 50_371_840
+    assert gelu["l2_bytes_written"] == 50_331_648 and gelu["l2_metric"] == "lts__t_sectors_srcunit_tex_op_write.sum"
+    assert gelu["seconds"] == pytest.approx(32.736e-6)
+    assert measured["triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"]["dram_bytes_written"] == 5_120
 
 
 def test_recorded_ncu_bytes_attach_beside_the_estimates_and_agree_on_reads():
@@ -77,8 +79,11 @@ def test_recorded_ncu_bytes_attach_beside_the_estimates_and_agree_on_reads():
         if r["ncu_read"] > 1e6:
             assert r["read_ratio"] == pytest.approx(1, abs=0.05), r["kernel"]
     gelu = next(k for c in data["compiles"] for k in c["kernels"]["kernels"] if k["name"].endswith("tanh_view_4"))
-    assert gelu["gpu"]["measured_dram_bytes_read"] == 25_182_848  # per launch
-    assert gelu["cost"]["measured_dram_bytes"] == 2 * (25_182_848 + 2_570_496)  # per call: both launches
+    assert gelu["gpu"]["measured_dram_bytes_read"] == 25_185_920  # per launch
+    assert gelu["cost"]["measured_dram_bytes"] == 50_371_840 + 5_135_104  # per call: both launches
+    # the bytes the SMs stored into L2 are the bytes the estimate writes (H100: the sectors of every source
+    # count 1.5 × as many, the copies between its two L2 partitions)
+    assert gelu["gpu"]["measured_l2_bytes_written"] == pytest.approx(gelu["gpu"]["bytes_written"], rel=0.01)
 
 
 STAND_IN = """\
@@ -118,7 +123,7 @@ def test_two_runs_plain_then_under_ncu_and_the_capture_keeps_the_measurement(tmp
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert seen["mode"] == "measure" and seen["args"][:4] == ["--profile-from-start", "off", "--target-processes", "all"]
     assert seen["args"][-2:] == [sys.executable, str(script)] and ",".join(ncu.METRICS) in seen["args"]
-    assert done["kernels_measured"] == 8 and done["launches_measured"] == 9
+    assert done["kernels_measured"] == 13 and done["launches_measured"] == 20
     assert done["triton_matched"] == 0  # a CPU capture has C++ kernels: nothing to put the CSV's bytes on
     cap = compiler.load(out)
     assert cap.options["gpu_profile"]["metrics"] == list(ncu.METRICS) and cap.runtime.available  # the plain run's times
@@ -133,7 +138,7 @@ def test_an_ncu_without_the_l2_metric_is_asked_again_for_dram_bytes_only(tmp_pat
     script = tmp_path / "model.py"
     script.write_text(SCRIPT)
     done = ncu.profile_script(str(script), [], str(tmp_path / "measured.json"), timeout=600)
-    assert done["metrics"] == list(ncu.METRICS[:3]) and done["kernels_measured"] == 8
+    assert done["metrics"] == list(ncu.METRICS[:3]) and done["kernels_measured"] == 13
     assert "lts__" not in ",".join(json.loads((tmp_path / "seen.json").read_text())["args"])
 
 
@@ -173,7 +178,9 @@ def test_units_sectors_and_missing_readings():
     assert row["launches"] == 2 and row["dram_bytes_read"] == pytest.approx(1.5e6)
     assert row["seconds"] == pytest.approx(1010.5e-6) and row["l2_bytes_written"] == pytest.approx(32 * (2 + 1024) * 1e3)
     assert ncu.read_csv("==ERROR== the profiler could not connect") == {}
-    assert ncu.read_csv(CSV.read_text())["triton_poi_fused_add_addmm_mul_pow_tanh_view_4"]["l2_bytes_written"] is None
+    without_l2 = "\n".join(text.splitlines()[:2]).replace(',"lts__t_sectors_op_write.sum"', "") + \
+        '\n"","","Mbyte","Kbyte","usecond"\n"0","triton_poi_fused_add_0","1.50","512.00","10.50"'
+    assert ncu.read_csv(without_l2)["triton_poi_fused_add_0"]["l2_bytes_written"] is None
 
 
 GPU_SCRIPT = """\
