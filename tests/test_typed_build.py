@@ -1,5 +1,5 @@
-"""The capture is typed from the records on and made once (issue 21, item 3): every stage builder but the
-caches' declares a type and yields it (the Inductor runs, kernels and provenance included, with what was
+"""The capture is typed from the records on and made once (issue 21, item 3): every stage builder declares
+a type and yields it (the Inductor runs, kernels and provenance included, with what was
 measured after the compile built in), recompiles are held once, a ``with capture()`` block's capture is made once
 when the block ends, and what a trace cannot hold is said in the build, not patched in afterwards."""
 import json
@@ -12,7 +12,7 @@ import torch
 import compiler
 from compiler.stages.assemble import STAGE_BUILDERS, assemble
 from compiler.stages.data import Stage
-from compiler.stages.schema import (STAGES, Amortization, Breaks, CaptureData, CudaGraphs, GeneratedCode, Graph,
+from compiler.stages.schema import (STAGES, Amortization, Autotune, Breaks, CacheEntry, Caches, CaptureData, CudaGraphs, GeneratedCode, Graph,
                                     Inductor, InductorIR, InductorRun, Kernel, KernelProvenance, Kernels,
                                     LineProvenance, Provenance, ProvenanceNode, SkippedFrame)
 from tlparse_fixtures import INPUTS, needs_inputs
@@ -57,8 +57,8 @@ def broken():
     return cap
 
 
-def test_every_builder_but_the_caches_declares_its_type():
-    assert {b.stage for b in STAGE_BUILDERS if b.type is None} == {"caches"}
+def test_every_builder_declares_its_type():
+    assert [b.stage for b in STAGE_BUILDERS if b.type is None] == []
 
 
 def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built(broken):
@@ -96,6 +96,7 @@ def test_the_inductor_runs_kernels_provenance_and_amortization_are_typed_as_buil
         dynamo = [n.name for n in provenance.nodes if n.level == "dynamo"]
         assert dynamo == [n.name for n in c["graph"].nodes if n.op not in ("placeholder", "output", "alias")]
         assert type(c["amortization"]) is Amortization
+        assert type(c["caches"]) is Caches and all(type(e) is CacheEntry for e in c["caches"].entries)
 
 
 def test_measured_times_are_built_into_provenance_and_amortization(broken):
@@ -163,3 +164,19 @@ def test_what_a_trace_cannot_hold_is_said_as_it_is_built():
         assert c.bytecode.reason == UNAVAILABLE["bytecode"]
         assert all(run.ir.available or run.ir.reason == UNAVAILABLE["ir"] for run in c.inductor.runs)
         assert all(isinstance(getattr(c, stage), Stage) for stage in STAGES)
+
+
+def test_autotune_choices_are_built_into_the_caches_stage(broken):
+    """The autotune choices recorded beside the records are an input of the compile's build: its caches stage
+    says autotuning ran as it is built (not edited after), and the choices are typed."""
+    from compiler.stages.caches import AUTOTUNE
+
+    cid = broken.compiles[0].compile_id
+    choice = {"compile_id": cid, "op": "mm", "input_sizes": [[4, 4]], "choices": []}
+    plain = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
+    tuned = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {}, autotune=[choice])
+    state = {c["compile_id"]: c["caches"].state(AUTOTUNE) for c in plain["compiles"]}
+    assert state[cid] == "not used"
+    for c in tuned["compiles"]:
+        assert c["caches"].state(AUTOTUNE) == ("ran" if c["compile_id"] == cid else state[c["compile_id"]])
+        assert all(type(a) is Autotune for a in c["autotune"]) and len(c["autotune"]) == (c["compile_id"] == cid)

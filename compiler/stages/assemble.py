@@ -7,7 +7,7 @@ timings, shapes; the Inductor runs (their graphs, scheduler IR and generated cod
 GPU measured of them and their costs), and provenance (with each kernel's measured time spread over its lines)
 read the typed stages before them. The capture-wide stages (breaks, skipped frames, recompile limits, CUDA
 graphs: ``_typed``) and each compile's amortization (``compiler.stages.provenance.amortizations``) are typed
-as built too; the caches stage and a compile itself are still data until ``CaptureData.from_data``. What a
+as built too; a compile itself is still data (its typed stages by name) until ``CaptureData.from_data``. What a
 source cannot hold (``absent``) and the compile of records with no compile id (``NoCompileId``) are part of
 this one build."""
 from __future__ import annotations
@@ -32,9 +32,10 @@ from compiler.stages.provenance import amortizations, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Breaks, Bytecode, CaptureFormatError, CudaGraphs,
-                                    GeneratedCode, Graph, Guards, Inductor, InductorIR, InductorRun, Kernel, Kernels, Provenance,
-                                    Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary, Timings, kernels_of, paused_gc)
+from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks, Bytecode, Caches, CaptureFormatError,
+                                    CudaGraphs, GeneratedCode, Graph, Guards, Inductor, InductorIR, InductorRun, Kernel,
+                                    Kernels, Provenance, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
+                                    Timings, kernels_of, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -135,9 +136,12 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     samples = _samples_by_compile(timing_events, compile_samples)
+    autotune_of = defaultdict(list)  # the autotune choices recorded beside the records (compiler.capturing.autotune)
+    for choice in autotune or []:
+        autotune_of[choice["compile_id"]].append(choice)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
                               sources, report, absent, samples.get(cid), instants.get(cid, []), measurements,
-                              environment.get("device_name")) for cid in compile_ids]
+                              environment.get("device_name"), autotune_of.get(cid, [])) for cid in compile_ids]
     _resume_sources(compiles)
     _name_from_frame(compiles)
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
@@ -147,9 +151,6 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
                                                             if skipped_mod.is_recompile_limit(c)}
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")
              if c["compile_id"] not in not_breaks]
-    for c in compiles:
-        c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
-        caches_mod.note_autotune(c["caches"], c["autotune"])
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
@@ -321,6 +322,7 @@ class CompileInput:
     tracking: list = field(default_factory=list)  # per Inductor run, its tracking texts: inductor → provenance
     built: dict = field(default_factory=dict)
     instants: list = field(default_factory=list)  # its chromium instant events (cache lookups, automatic dynamic)
+    autotune: list = field(default_factory=list)  # the autotune choices recorded for this compile, as data
     # what was measured after the compile (``assemble``'s ``measurements``: the GPU profile, CPU kernel times)
     measurements: dict = field(default_factory=dict)
     device_name: str | None = None  # the GPU's, for its peaks (``compiler.stages.kernel_costs.device_peaks``)
@@ -401,8 +403,8 @@ STAGE_BUILDERS = (
                  type=Recompile),
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note), type=AotGraphs),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
-    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
-        c.records, c.events, c.instants, c.options, c.backend, report=c.report)),
+    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.note_autotune(caches_mod.caches_stage(
+        c.records, c.events, c.instants, c.options, c.backend, report=c.report), c.autotune), type=Caches),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS, lambda c: inductor_stage(
         c.records, c.backend, c.cache_note, c.built["graph"], c.tracking, c.absent.get("ir")), type=Inductor),
     StageBuilder("kernels", (), _kernels, type=Kernels),
@@ -452,13 +454,14 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
 
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
                   report=None, absent: dict | None = None, compile_samples: tuple | None = None,
-                  instants=None, measurements: dict | None = None, device_name: str | None = None) -> dict:
+                  instants=None, measurements: dict | None = None, device_name: str | None = None,
+                  autotune: list | None = None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
                           backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
                           compile_samples=compile_samples, instants=instants or [],
-                          measurements=measurements or {}, device_name=device_name)
+                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [])
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
@@ -468,6 +471,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events, sour
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
         **stages,
         "restart_reasons": metrics.get("restart_reasons") or [],
+        "autotune": [_typed(Autotune, choice, f"autotune[{i}]") for i, choice in enumerate(inputs.autotune)],
         "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
     }
