@@ -176,7 +176,7 @@ def huge_text_file(directory: Path, field: str, chars: int = HUGE_TEXT_CHARS) ->
     data = json.loads(compiler.explore(f, torch.randn(8, 4), timing=False).to_json())
     code = data["compiles"][0]["inductor"]["runs"][0]["code"]
     if code.pop("texts_from_module", False):  # saved without the kernels' texts (the module holds them): put back
-        from compiler.stages.kernels import kernel_texts
+        from compiler.stages.code_text import kernel_texts
 
         texts = kernel_texts(code["module"])
         for kernel in code["kernels"]:

@@ -55,7 +55,7 @@ def with_text(data: dict, path: tuple, text: str) -> Capture:
     for key in path[:-1]:
         node = node[key]
     if path[-1] == "source" and path[-2] == 0 and "source" not in node:  # saved without the kernels' texts:
-        from compiler.stages.kernels import kernel_texts                  # put them back, then replace one
+        from compiler.stages.code_text import kernel_texts                # put them back, then replace one
 
         code = data["compiles"][0]["inductor"]["runs"][0]["code"]
         texts = kernel_texts(code.pop("texts_from_module") and code["module"])

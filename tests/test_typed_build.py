@@ -1,7 +1,9 @@
-"""The capture is typed from the records on and made once (issue 21, item 3): the stage builders that
-declare a type yield it, recompiles are held once, a ``with capture()`` block's capture is made once
+"""The capture is typed from the records on and made once (issue 21, item 3): every stage builder declares
+a type and yields it (the Inductor runs, kernels and provenance included, with what was
+measured after the compile built in), recompiles are held once, a ``with capture()`` block's capture is made once
 when the block ends, and what a trace cannot hold is said in the build, not patched in afterwards."""
 import json
+import math
 import warnings
 
 import pytest
@@ -10,7 +12,9 @@ import torch
 import compiler
 from compiler.stages.assemble import STAGE_BUILDERS, assemble
 from compiler.stages.data import Stage
-from compiler.stages.schema import STAGES, Breaks, CaptureData, CudaGraphs, InductorIR, SkippedFrame
+from compiler.stages.schema import (STAGES, Amortization, Autotune, Breaks, CacheEntry, Caches, CaptureData, CudaGraphs, GeneratedCode, Graph,
+                                    Inductor, InductorIR, InductorRun, Kernel, KernelProvenance, Kernels,
+                                    LineProvenance, Provenance, ProvenanceNode, SkippedFrame)
 from tlparse_fixtures import INPUTS, needs_inputs
 
 
@@ -45,24 +49,77 @@ def breaks_once(x):
     return y.relu()
 
 
-def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built():
+@pytest.fixture(scope="module")
+def broken():
     torch._dynamo.reset()
     with compiler.capture(fresh=True) as cap:
         torch.compile(breaks_once)(torch.ones(4))
-    data = assemble(cap.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
+    return cap
+
+
+def test_every_builder_declares_its_type():
+    assert [b.stage for b in STAGE_BUILDERS if b.type is None] == []
+
+
+def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built(broken):
+    data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
     assert type(data["breaks"]) is Breaks and data["breaks"].total == 1 == data["summary"].graph_breaks
     assert type(data["cudagraphs"]) is CudaGraphs and not data["cudagraphs"].available
     assert all(type(item) is SkippedFrame for item in data["skipped_frames"])
-    runs = [run for c in data["compiles"] for run in c["inductor"]["runs"]]
-    assert runs and all(type(run["ir"]) is InductorIR and run["ir"].available for run in runs)
+    runs = [run for c in data["compiles"] for run in c["inductor"].runs]
+    assert runs and all(type(run.ir) is InductorIR and run.ir.available for run in runs)
     # the fusion rows know their kernels when the IR is typed (kernels.kernel_of_nodes ran before, not after)
-    kernels = {k["name"] for run in runs for k in run["code"]["kernels"]}
-    assert all(row.kernel in kernels for run in runs for row in run["ir"].fusion if row.kernel)
-    assert any(row.kernel for run in runs for row in run["ir"].fusion)
-    # provenance, which still reads graph nodes as data, sees the same nodes as the typed graph
+    kernels = {k.name for run in runs for k in run.code.kernels}
+    assert all(row.kernel in kernels for run in runs for row in run.ir.fusion if row.kernel)
+    assert any(row.kernel for run in runs for row in run.ir.fusion)
+
+
+def test_the_inductor_runs_kernels_provenance_and_amortization_are_typed_as_built(broken):
+    data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
     for c in data["compiles"]:
-        dynamo = [n["name"] for n in c["provenance"]["nodes"] if n["level"] == "dynamo"]
+        assert type(c["inductor"]) is Inductor and c["inductor"].available
+        for run in c["inductor"].runs:
+            assert type(run) is InductorRun and type(run.code) is GeneratedCode and run.code.available
+            assert type(run.pre_grad) is Graph and type(run.post_grad) is Graph and run.post_grad.available
+            assert all(type(k) is Kernel for k in run.code.kernels)
+        # the compile's kernels are its runs' kernels again, each a copy named by its run's role
+        assert type(c["kernels"]) is Kernels and c["kernels"].available
+        rows, own = c["kernels"].kernels, [k for run in c["inductor"].runs for k in run.code.kernels]
+        assert [k.name for k in rows] == [k.name for k in own] and rows
+        assert all(type(k) is Kernel and k is not o for k, o in zip(rows, own))
+        provenance = c["provenance"]
+        assert type(provenance) is Provenance and provenance.available
+        assert all(type(n) is ProvenanceNode for n in provenance.nodes)
+        assert all(type(k) is KernelProvenance for k in provenance.kernels) and provenance.kernels
+        assert all(type(row) is LineProvenance for row in provenance.lines) and provenance.lines
+        # the nodes provenance reads are the typed graph's nodes
+        dynamo = [n.name for n in provenance.nodes if n.level == "dynamo"]
         assert dynamo == [n.name for n in c["graph"].nodes if n.op not in ("placeholder", "output", "alias")]
+        assert type(c["amortization"]) is Amortization
+        assert type(c["caches"]) is Caches and all(type(e) is CacheEntry for e in c["caches"].entries)
+
+
+def test_measured_times_are_built_into_provenance_and_amortization(broken):
+    """What was measured after the compile is an input of the build: each kernel's CPU time is spread over
+    its lines as provenance is built, and the amortization weighs the saving per call against the compile."""
+    first = next(c for c in broken.compiles if c.kernels.available)
+    aot_id = first.inductor.runs[0].code.aot_id
+    names = [k.name for k in first.kernels.kernels]
+    kernel_times = {"available": True, "function_calls": 2, "method": "a test's times",
+                    "modules": {aot_id: {name: {"seconds": 0.2, "calls": 2} for name in names}},
+                    "compiles": {first.compile_id: 2}}
+    runtime = {"eager": {"median_s": 3.0}, "compiled": {"median_s": 1.0}}
+    data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {},
+                    measurements={"kernel_times": kernel_times, "runtime": runtime})
+    c = next(c for c in data["compiles"] if c["compile_id"] == first.compile_id)
+    provenance = c["provenance"]
+    assert provenance.time_source == "a test's times"
+    assert {k.name: k.seconds for k in provenance.kernels} == {name: pytest.approx(0.1) for name in names}
+    assert sum(row.time_share or 0 for row in provenance.lines) == pytest.approx(1.0)
+    amortization = c["amortization"]
+    assert type(amortization) is Amortization and amortization.saving_per_call_s == pytest.approx(2.0)
+    assert amortization.calls_per_function_call == 1.0
+    assert amortization.break_even_calls == math.ceil(amortization.compile_s / 2.0)
 
 
 def test_recompiles_are_held_once_in_the_compiles(recompiled):
@@ -107,3 +164,19 @@ def test_what_a_trace_cannot_hold_is_said_as_it_is_built():
         assert c.bytecode.reason == UNAVAILABLE["bytecode"]
         assert all(run.ir.available or run.ir.reason == UNAVAILABLE["ir"] for run in c.inductor.runs)
         assert all(isinstance(getattr(c, stage), Stage) for stage in STAGES)
+
+
+def test_autotune_choices_are_built_into_the_caches_stage(broken):
+    """The autotune choices recorded beside the records are an input of the compile's build: its caches stage
+    says autotuning ran as it is built (not edited after), and the choices are typed."""
+    from compiler.stages.caches import AUTOTUNE
+
+    cid = broken.compiles[0].compile_id
+    choice = {"compile_id": cid, "op": "mm", "input_sizes": [[4, 4]], "choices": []}
+    plain = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
+    tuned = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {}, autotune=[choice])
+    state = {c["compile_id"]: c["caches"].state(AUTOTUNE) for c in plain["compiles"]}
+    assert state[cid] == "not used"
+    for c in tuned["compiles"]:
+        assert c["caches"].state(AUTOTUNE) == ("ran" if c["compile_id"] == cid else state[c["compile_id"]])
+        assert all(type(a) is Autotune for a in c["autotune"]) and len(c["autotune"]) == (c["compile_id"] == cid)

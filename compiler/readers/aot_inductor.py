@@ -10,15 +10,16 @@ recompiles) say why they are absent.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
 
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, NoCompileId, _guarded,
-                                      aot_stage, build_stages, inductor_stage)
+                                      aot_stage, as_declared, build_stages, inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata
 from compiler.stages.base import unavailable
-from compiler.stages.provenance import add_compile_costs
+from compiler.stages.schema import Amortization, GeneratedCode, Inductor
 from compiler.stages.shapes import shapes_stage
 from compiler.stages.timings import fold_events, timings_stage
 
@@ -117,10 +118,10 @@ def _events(events: list[dict]) -> list[dict]:
 
 
 
-def _status(metrics: dict, code: dict) -> str:
+def _status(metrics: dict, code: GeneratedCode) -> str:
     if metrics.get("fail_type"):
         return "failed"
-    return "compiled" if code.get("available") else "incomplete"
+    return "compiled" if code.available else "incomplete"
 
 
 def aot_inductor_compile(records, strings: dict, options: dict, events: list[dict],
@@ -135,14 +136,15 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
     for record in loose:
         if _dump_name(record) and record.payload:
             dumps.setdefault(_dump_name(record), record.payload)
-    code = _guarded(aot_code_stage, dumps.get(WRAPPER), dumps.get(KERNEL_CODE))
+    code = as_declared(GeneratedCode, _guarded(aot_code_stage, dumps.get(WRAPPER), dumps.get(KERNEL_CODE)))
 
-    def aot_inductor_stage(c: CompileInput) -> dict:
+    def aot_inductor_stage(c: CompileInput) -> Inductor:
         """Inductor's stage as for a Dynamo compile, with the generated code AOTInductor wrote as its C++
         wrapper (one inference graph into one wrapper); the wrapper is one of the texts provenance reads."""
-        inductor = inductor_stage(c.records, "inductor", None, None, c.tracking)
-        for run in inductor.get("runs", []) if inductor.get("available") else []:
-            run["code"], run["role"] = code, "inference"
+        inductor = inductor_stage(c.records, "inductor", None, None, c.tracking, c.absent.get("ir"))
+        if inductor.available:
+            inductor = dataclasses.replace(inductor, runs=[dataclasses.replace(run, code=code, role="inference")
+                                                           for run in inductor.runs])
         if dumps.get(WRAPPER):
             c.tracking[:] = [dict(texts, **{WRAPPER: dumps[WRAPPER]}) if texts else texts for texts in c.tracking]
         return inductor
@@ -160,8 +162,7 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
         **stages, "restart_reasons": [], "autotune": [],
     }
-    add_compile_costs(data, None)  # nothing measured: the kernels' and lines' time fields, left empty
-    data["amortization"] = unavailable(NO_FRAME["amortization"])
+    data["amortization"] = Amortization(available=False, reason=NO_FRAME["amortization"])
     if metrics.get("fail_type"):
         data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
                          "file": metrics.get("fail_user_frame_filename"), "line": metrics.get("fail_user_frame_lineno")}

@@ -1,15 +1,15 @@
 """Records → Capture data. A table of record kinds says which stage each one feeds; a record of a
 kind nobody knows is kept (trimmed) and counted, never fatal.
 
-Each builder of ``STAGE_BUILDERS`` that names its ``type`` yields that declared stage type
-(``compiler.stages.schema``), every field checked as it is built (``_declared``): source, bytecode,
-graph, guards, recompile, AOT, timings, shapes; each Inductor run's scheduler IR is typed as it is
-built (``_ir``), and so are the capture-wide stages (breaks, skipped frames, recompile limits, CUDA
-graphs: ``_typed``). The Inductor runs (their graphs and code), kernels, provenance and amortization
-are still plain data until ``CaptureData.from_data``: provenance and the GPU costs read their nodes and
-kernels as dicts, and get a plain view (``_plain``) of the typed stages they read. What a source cannot
-hold (``absent``) and the compile of records with no compile id
-(``NoCompileId``) are part of this one build: nothing is edited after it."""
+Each builder of ``STAGE_BUILDERS`` yields its declared stage type (``compiler.stages.schema``), every field
+checked as it is built (``_declared``, ``as_declared``): source, bytecode, graph, guards, recompile, AOT,
+timings, shapes; the Inductor runs (their graphs, scheduler IR and generated code), the kernels (with what the
+GPU measured of them and their costs), and provenance (with each kernel's measured time spread over its lines)
+read the typed stages before them. The capture-wide stages (breaks, skipped frames, recompile limits, CUDA
+graphs: ``_typed``) and each compile's amortization (``compiler.stages.provenance.amortizations``) are typed
+as built too; a compile itself is still data (its typed stages by name) until ``CaptureData.from_data``. What a
+source cannot hold (``absent``) and the compile of records with no compile id (``NoCompileId``) are part of
+this one build."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,16 +26,16 @@ from compiler.stages.compile_time import by_line as compile_time_by_line, event_
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
-from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, kernels_stage, link_to_ir
+from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from compiler.stages.base import resume_origin, unavailable
-from compiler.stages.provenance import add_costs, provenance_stage
+from compiler.stages.provenance import amortizations, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.data import Data, _fields
-from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Breaks, Bytecode, CaptureFormatError, CudaGraphs, Graph,
-                                    Guards, InductorIR, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
-                                    Timings, paused_gc)
+from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks, Bytecode, Caches, CaptureFormatError,
+                                    CudaGraphs, GeneratedCode, Graph, Guards, Inductor, InductorIR, InductorRun, Kernel,
+                                    Kernels, Provenance, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
+                                    Timings, kernels_of, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
@@ -136,9 +136,12 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
     timing_events = fold_events(events)
     compile_ids = sorted(by_compile, key=_compile_sort_key)
     samples = _samples_by_compile(timing_events, compile_samples)
+    autotune_of = defaultdict(list)  # the autotune choices recorded beside the records (compiler.capturing.autotune)
+    for choice in autotune or []:
+        autotune_of[choice["compile_id"]].append(choice)
     compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
-                              sources, report, absent, samples.get(cid),
-                              instants.get(cid, [])) for cid in compile_ids]
+                              sources, report, absent, samples.get(cid), instants.get(cid, []), measurements,
+                              environment.get("device_name"), autotune_of.get(cid, [])) for cid in compile_ids]
     _resume_sources(compiles)
     _name_from_frame(compiles)
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
@@ -148,9 +151,6 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
                                                             if skipped_mod.is_recompile_limit(c)}
     items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")
              if c["compile_id"] not in not_breaks]
-    for c in compiles:
-        c["autotune"] = [a for a in autotune or [] if a["compile_id"] == c["compile_id"]]
-        caches_mod.note_autotune(c["caches"], c["autotune"])
     data = {
         "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
         "compiles": compiles,
@@ -234,20 +234,19 @@ def _timings(c: "CompileInput") -> dict:
 
 
 def _add_measurements(data: dict, measurements: dict) -> None:
-    from compiler.capturing.gpu import match_profile
-    from compiler.stages.kernel_costs import add_roofline
-
+    """What was measured after the compile, capture-wide; each compile's own share (its kernels' GPU times
+    and costs, its time per source line) was built into its stages (``_kernels``, ``_provenance``)."""
     data["runtime"] = measurements.get("runtime") or unavailable("not measured")
     data["first_call_s"] = measurements.get("first_call_s")
     if measurements.get("gpu_profile"):
         profile = measurements["gpu_profile"]
         data["gpu_profile"] = {k: v for k, v in profile.items() if k != "triton_kernels"}  # live objects' details
-        for c in data["compiles"]:
-            match_profile(c["kernels"].get("kernels", []), profile, profile.get("triton_kernels"))
-        add_roofline(data)  # FLOPs, bytes and roofline per kernel (compiler.stages.kernel_costs)
     if measurements.get("cudagraph_comparison"):
         data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
-    add_costs(data, measurements)  # kernel time per source line, and amortization (compiler.stages.provenance)
+    paid_off = amortizations(data["compiles"], data["runtime"], measurements.get("kernel_times"),
+                             data["options"].get("calls_under_capture"), data.get("gpu_profile"))
+    for c in data["compiles"]:
+        c["amortization"] = paid_off[c["compile_id"]]
 
 
 def _resume_sources(compiles: list[dict]) -> None:
@@ -323,6 +322,10 @@ class CompileInput:
     tracking: list = field(default_factory=list)  # per Inductor run, its tracking texts: inductor → provenance
     built: dict = field(default_factory=dict)
     instants: list = field(default_factory=list)  # its chromium instant events (cache lookups, automatic dynamic)
+    autotune: list = field(default_factory=list)  # the autotune choices recorded for this compile, as data
+    # what was measured after the compile (``assemble``'s ``measurements``: the GPU profile, CPU kernel times)
+    measurements: dict = field(default_factory=dict)
+    device_name: str | None = None  # the GPU's, for its peaks (``compiler.stages.kernel_costs.device_peaks``)
 
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
@@ -344,30 +347,33 @@ class StageBuilder:
     type: Any = None  # the declared stage type (compiler.stages.schema); None: still plain data until the Capture
 
 
-def _provenance(c: CompileInput) -> dict:
-    inductor = c.built["inductor"]
-    if inductor.get("available"):  # the runs as they are (provenance reads their code's kernels), the IR as data
-        inductor = {**inductor, "runs": [{**run, "ir": _plain(run["ir"])} for run in inductor["runs"]]}
-    return provenance_stage({**c.built, "graph": _plain(c.built["graph"]), "aot": _plain(c.built["aot"]),
-                             "inductor": inductor, "origin": c.origin}, c.tracking, c.absent.get("ir_note"))
+def _kernels(c: CompileInput) -> Kernels:
+    """The compile's kernels (``kernels_of`` its Inductor runs), with what the GPU profile measured of each
+    and their costs (``compiler.stages.kernel_costs``) where the GPU was profiled."""
+    kernels = kernels_of(c.built["inductor"])
+    profile = c.measurements.get("gpu_profile")
+    if not profile or not kernels.available:
+        return kernels
+    from compiler.capturing.gpu import match_profile
+    from compiler.stages.kernel_costs import device_peaks, kernel_costs
+
+    rows = [k.to_data() for k in kernels.kernels]  # the GPU code reads and fills kernel rows as data
+    match_profile(rows, profile, profile.get("triton_kernels"))
+    if profile.get("available"):
+        modules = {r.role: r.code.module for r in c.built["inductor"].runs if r.code.available}
+        kernel_costs(rows, modules, profile, device_peaks(c.device_name))
+    return dataclasses.replace(kernels, kernels=[Kernel.from_data(row, "kernels") for row in rows])
 
 
-def _plain(stage):
-    """A typed stage as the plain data read by the builders that still take data (provenance; the Inductor
-    runs, whose pre-grad graph is the Dynamo graph's nodes): every saved field, nothing left out
-    (``Graph.to_data`` leaves out what parsing the code again gives back)."""
-    if isinstance(stage, Data):
-        return {**{key: _plain(getattr(stage, name)) for name, key, _, _ in _fields(type(stage))},
-                **stage.__dict__.get("_unknown", {})}
-    if isinstance(stage, list):
-        return [_plain(item) for item in stage]
-    if isinstance(stage, dict):
-        return {key: _plain(value) for key, value in stage.items()}
-    return stage
+def _provenance(c: CompileInput) -> Provenance:
+    return provenance_stage(c.built["graph"], c.built["aot"], c.built["inductor"], c.built["source"],
+                            origin=c.origin, kernels=c.built["kernels"],
+                            kernel_times=c.measurements.get("kernel_times"), tracking=c.tracking,
+                            no_ir_note=c.absent.get("ir_note"))
 
 
-def _ir_texts(inductor: dict) -> list[str]:
-    return [run["ir"].pre_fusion.text for run in inductor.get("runs", []) if run["ir"].available]
+def _ir_texts(inductor: Inductor) -> list[str]:
+    return [run.ir.pre_fusion.text for run in inductor.runs if run.ir.available]
 
 
 NO_GRAPH = ("Dynamo produced no FX graph for this frame (no tensor operations were traced, or tracing failed "
@@ -397,12 +403,13 @@ STAGE_BUILDERS = (
                  type=Recompile),
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note), type=AotGraphs),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
-    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
-        c.records, c.events, c.instants, c.options, c.backend, report=c.report)),
-    StageBuilder("inductor", INDUCTOR_ARTIFACTS,
-                 lambda c: inductor_stage(c.records, c.backend, c.cache_note, _plain(c.built["graph"]), c.tracking)),
-    StageBuilder("kernels", (), lambda c: kernels_stage(c.built["inductor"])),
-    StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance),
+    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.note_autotune(caches_mod.caches_stage(
+        c.records, c.events, c.instants, c.options, c.backend, report=c.report), c.autotune), type=Caches),
+    StageBuilder("inductor", INDUCTOR_ARTIFACTS, lambda c: inductor_stage(
+        c.records, c.backend, c.cache_note, c.built["graph"], c.tracking, c.absent.get("ir")), type=Inductor),
+    StageBuilder("kernels", (), _kernels, type=Kernels),
+    StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance,
+                 type=Provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
         c.records, c.options, c.built["recompile"], c.built["guards"].rows, _ir_texts(c.built["inductor"])),
         type=Shapes),
@@ -442,21 +449,19 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
     stage = builder.stage
     if stage == "bytecode" and absent.get("bytecode") and not built.available:
         return Bytecode(available=False, reason=absent["bytecode"])
-    if stage == "inductor" and absent.get("ir") and built.get("available"):
-        for run in built["runs"]:
-            if not run["ir"].available:
-                run["ir"] = InductorIR(available=False, reason=absent["ir"])
     return built
 
 
 def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
                   report=None, absent: dict | None = None, compile_samples: tuple | None = None,
-                  instants=None) -> dict:
+                  instants=None, measurements: dict | None = None, device_name: str | None = None,
+                  autotune: list | None = None) -> dict:
     frame_id, _, frame_compile_id = compile_id.partition("/")
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
                           backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
-                          compile_samples=compile_samples, instants=instants or [])
+                          compile_samples=compile_samples, instants=instants or [],
+                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [])
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
@@ -466,6 +471,7 @@ def build_compile(compile_id, records, strings, hook_data, options, events, sour
         "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
         **stages,
         "restart_reasons": metrics.get("restart_reasons") or [],
+        "autotune": [_typed(Autotune, choice, f"autotune[{i}]") for i, choice in enumerate(inputs.autotune)],
         "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
                     if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
     }
@@ -577,11 +583,12 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
                        "or compilation stopped before it")
 
 
-def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: dict | None = None,
-                   tracking: list | None = None) -> dict:
+def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: Graph | None = None,
+                   tracking: list | None = None, no_ir: str | None = None) -> Inductor:
     """One entry per Inductor compile (inference, or forward and backward), each followed by one per
     higher-order-op body it scheduled (role ``subgraph true_graph_0``). ``tracking``: filled with each
-    run's provenance-tracking texts (None where untracked), for the provenance builder; not stored."""
+    run's provenance-tracking texts (None where untracked), for the provenance builder; not stored.
+    ``no_ir``: why a run has no scheduler IR, where the source cannot hold it (a trace; ``assemble``'s ``absent``)."""
     runs: list[dict] = []
     current: dict | None = None
     pre_grad: dict = {}
@@ -603,21 +610,22 @@ def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: 
         current.setdefault(key, record.payload)
     if not runs:
         if cache_note:
-            return unavailable(cache_note)
+            return Inductor(available=False, reason=cache_note)
         if backend not in ("inductor", "unknown"):
-            return unavailable(f"backend {backend!r} does not run Inductor")
-        return unavailable("Inductor did not run for this compile (another backend, or it failed earlier)")
+            return Inductor(available=False, reason=f"backend {backend!r} does not run Inductor")
+        return Inductor(available=False,
+                        reason="Inductor did not run for this compile (another backend, or it failed earlier)")
     built, texts = [], []
     for run in runs:
-        built.append(_inductor_run(run, cache_note, dynamo_graph))
+        built.append(_inductor_run(run, cache_note, dynamo_graph, no_ir))
         texts.append(_tracking_texts(run))
         parent = built[-1]
-        bodies = _in_graph_order(run.get("subgraphs", {}), parent["post_grad"].get("subgraphs") or {})
-        built += [_subgraph_run(name, body, parent, cache_note) for name, body in bodies]
+        bodies = _in_graph_order(run.get("subgraphs", {}), parent.post_grad.subgraphs)
+        built += [_subgraph_run(name, body, parent, cache_note, no_ir) for name, body in bodies]
         texts += [None] * len(bodies)
     if tracking is not None:
         tracking[:] = texts
-    return {"available": True, "cache": cache_note, "runs": built}
+    return Inductor(available=True, cache=cache_note, runs=built)
 
 
 def _in_graph_order(bodies: dict, in_graph: dict) -> list[tuple[str, dict]]:
@@ -631,20 +639,21 @@ def _in_graph_order(bodies: dict, in_graph: dict) -> list[tuple[str, dict]]:
     return sorted(logged, key=lambda item: (order.get(item[0], len(order)), logged.index(item)))
 
 
-def _subgraph_run(name: str, run: dict, parent: dict, cache_note) -> dict:
+def _subgraph_run(name: str, run: dict, parent: InductorRun, cache_note, no_ir: str | None) -> InductorRun:
     """A higher-order op's body (``torch.cond``'s branches, a loop body…) that Inductor lowered and
     scheduled inside its parent's compile — not another compile: its own IR, its post-grad graph
     from the parent's, its kernels in the parent's generated code."""
-    within = parent["role"] or "inference"
-    post = (parent["post_grad"].get("subgraphs") or {}).get(name) or unavailable(
-        f"part of the {within} compile's post-grad graph")
-    return {"role": f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
-            "pre_grad": unavailable(f"part of the {within} compile's pre-grad graph"), "post_grad": post,
-            "ir": _ir(ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)),
-            "code": unavailable(f"generated inside the {within} compile's code")}
+    within = parent.role or "inference"
+    post = parent.post_grad.subgraphs.get(name) or Graph(available=False,
+                                                          reason=f"part of the {within} compile's post-grad graph")
+    return InductorRun(role=f"subgraph {name}" + (f" ({within})" if within != "inference" else ""),
+                       pre_grad=Graph(available=False, reason=f"part of the {within} compile's pre-grad graph"),
+                       post_grad=post,
+                       ir=_ir(ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note), no_ir),
+                       code=GeneratedCode(available=False, reason=f"generated inside the {within} compile's code"))
 
 
-def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> dict:
+def _inductor_run(run: dict, cache_note, dynamo_graph: Graph | None = None, no_ir: str | None = None) -> InductorRun:
     code = code_stage(run.get("inductor_output_code"), cache_note or "Inductor produced no output code")
     ir = ir_stage(run.get("ir_pre_fusion"), run.get("ir_post_fusion"), cache_note)
     if code.get("available") and ir.get("available"):
@@ -655,24 +664,31 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: dict | None = None) -> di
     role = (code.get("aot_id") or "").split("_", 1)[-1] or None
     missing = "not logged for this Inductor compile"
     pre_grad = run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph")
-    if dynamo_graph and dynamo_graph.get("available") and same_code(pre_grad, dynamo_graph.get("code")):
-        pre_grad_stage = {**dynamo_graph, "code": pre_grad}  # the same nodes: parsed once
+    if dynamo_graph is not None and dynamo_graph.available and same_code(pre_grad, dynamo_graph.code):
+        pre_grad_stage = dataclasses.replace(dynamo_graph, code=pre_grad)  # the same nodes: parsed once
     else:
-        pre_grad_stage = graph_stage(pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)")
-    built = {"role": role,
-             "pre_grad": pre_grad_stage,
-             "post_grad": graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing),
-             "ir": _ir(ir), "code": code}  # typed once its fusion rows know their kernels
-    return built
+        pre_grad_stage = as_declared(Graph, graph_stage(
+            pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)"))
+    post_grad = graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing)
+    # typed once its fusion rows and kernels know each other (link_to_ir, kernel_of_nodes)
+    return InductorRun(role=role, pre_grad=pre_grad_stage, post_grad=as_declared(Graph, post_grad), ir=_ir(ir, no_ir),
+                       code=as_declared(GeneratedCode, code))
 
 
-def _ir(ir: dict) -> InductorIR:
-    """One Inductor run's scheduler IR (``compiler.stages.inductor_ir``) as its declared type, every field
-    checked; a value that does not fit leaves the IR out, with the reason (as ``_declared``)."""
+def _ir(ir: dict, no_ir: str | None = None) -> InductorIR:
+    """One Inductor run's scheduler IR (``compiler.stages.inductor_ir``) as its declared type; where the
+    source cannot hold IR (``no_ir``), a run without it says why."""
+    typed = as_declared(InductorIR, ir)
+    return InductorIR(available=False, reason=no_ir) if no_ir and not typed.available else typed
+
+
+def as_declared(cls, data: dict):
+    """A part of a stage as its declared type, every field checked; a value that does not fit leaves the
+    part out, with the reason (as ``_declared``)."""
     try:
-        return InductorIR.from_data(ir, "ir")
+        return cls.from_data(data, cls.NAME)
     except CaptureFormatError as exc:
-        return InductorIR(available=False, reason=_parse_failed(exc))
+        return cls(available=False, reason=_parse_failed(exc))
 
 
 def _tracking_texts(run: dict) -> dict | None:
@@ -686,7 +702,7 @@ def _tracking_texts(run: dict) -> dict | None:
 def _has_graph(compile: dict) -> bool:
     """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
     if compile.get("origin") == "aot_inductor":
-        return bool(compile["aot"].available or compile["inductor"].get("available"))
+        return bool(compile["aot"].available or compile["inductor"].available)
     return compile["graph"].available
 
 
@@ -702,7 +718,7 @@ def summarize(data: dict) -> Summary:
         unique_graph_breaks=len(data["breaks"].items),
         recompiles=sum(c["recompile"].available for c in compiles),
         guards=sum(c["guards"].count for c in compiles if c["guards"].available),
-        kernels=sum(len([k for k in c["kernels"].get("kernels", []) if k["language"] != "extern"]) for c in compiles),
+        kernels=sum(len([k for k in c["kernels"].kernels if k.language != "extern"]) for c in compiles),
         compile_time_s=round(sum(metrics_time), 4),
         failed_compiles=sum(c["status"] == "failed" for c in compiles),
         skipped_frames=len(data["skipped_frames"]),

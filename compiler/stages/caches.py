@@ -208,12 +208,13 @@ def caches_stage(records, events: list[dict], instants: list[dict], options: dic
     return {"available": True, "entries": entries}
 
 
-def note_autotune(caches: dict, autotune: list) -> None:
-    """The autotuning row, once the capture's autotune choices of this compile are known (they are
-    recorded beside the records: ``compiler.capturing.autotune``)."""
+def note_autotune(caches: dict, autotune: list) -> dict:
+    """``caches_stage``'s data with its autotuning row said from the capture's autotune choices of this
+    compile (recorded beside the records: ``compiler.capturing.autotune``); built in, before it is typed."""
     if not caches.get("available") or not autotune:
-        return
+        return caches
     for entry in caches["entries"]:
         if entry["cache"] == AUTOTUNE and entry["state"] == "not used":
             entry.update(state="ran", reason=None, detail=f"select_algorithm benchmarked {len(autotune)} choice "
                          "set(s); torch logs no autotune-cache hit or miss (see the Autotune choices)")
+    return caches

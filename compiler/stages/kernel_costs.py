@@ -598,18 +598,25 @@ def add_roofline(data: dict) -> None:
         return
     peaks = device_peaks((data.get("environment") or {}).get("device_name"))
     for c in data.get("compiles", []):
-        kernels = (c.get("kernels") or {}).get("kernels") or []
-        try:
-            _compile_roofline(c, kernels, profile, peaks)
-        except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
-            for k in kernels:
-                k["cost"] = {"reason": f"costs not computed ({type(exc).__name__}: {exc})"}
+        modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
+                   if (r.get("code") or {}).get("available")}
+        kernel_costs((c.get("kernels") or {}).get("kernels") or [], modules, profile, peaks)
 
 
-def _compile_roofline(c: dict, kernels: list[dict], profile: dict, peaks: dict | None) -> None:
+def kernel_costs(kernels: list[dict], modules: dict, profile: dict, peaks: dict | None) -> None:
+    """One compile's kernel rows (as data, the GPU profile matched to them; ``modules``: its generated
+    module by role): each kernel's cost, extern GPU times and the roofline. Built into a capture's Kernels
+    stage (``compiler.stages.assemble``); ``add_roofline`` redoes it on a saved capture's data. A failure
+    costs only the compile's costs, and says so on its kernels."""
+    try:
+        _compile_roofline(modules, kernels, profile, peaks)
+    except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
+        for k in kernels:
+            k["cost"] = {"reason": f"costs not computed ({type(exc).__name__}: {exc})"}
+
+
+def _compile_roofline(modules: dict, kernels: list[dict], profile: dict, peaks: dict | None) -> None:
     peak_bytes = profile.get("peak_bytes_per_s")
-    modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
-               if (r.get("code") or {}).get("available")}
     for k in kernels:
         measured = {key: k["cost"][key] for key in ("measured_dram_bytes", "measured_method")
                     if (k.get("cost") or {}).get(key) is not None}  # ncu's, kept when the costs are redone
@@ -675,7 +682,7 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
     FLOPs and bytes count; ``kernels_costed`` of ``kernels`` says how many. Sorted by time, largest first."""
     if not compile.provenance.available or not compile.kernels.available:
         return []
-    from compiler.stages.provenance import key_of
+    from compiler.stages.schema import key_of
 
     costs = {key_of(k.role, k.name): k.cost for k in compile.kernels.kernels}
     peaks = device_peaks(device_name)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 from compiler.stages.base import unavailable
+from compiler.stages.code_text import DEF as _DEF, body as _body, leading_comments as _leading_comments
 from compiler.stages.kernel_costs import call_section as _call_section, triton_costs
 
-_DEF = re.compile(r"^(?P<var>\w+) = async_compile\.(?P<how>\w+)\((?P<head>.*?)(?P<quote>r?''')", re.M)
 _AOT_ID = re.compile(r"^# AOT ID: \['(?P<id>[^']+)'\]", re.M)
 _COMMENT_FIELDS = {
     "kernel_path": re.compile(r"^# kernel path: (.*)$", re.M),
@@ -41,24 +41,6 @@ def _ops_from_name(name: str) -> list[str]:
     return [op for op in re.split(r"_(?=[a-z])", core) if op] if core != name else []
 
 
-def _leading_comments(code: str, start: int) -> str:
-    lines = code[:start].rstrip("\n").split("\n")
-    block = []
-    for line in reversed(lines):
-        if line.startswith("#") or not line.strip():
-            block.append(line)
-            if not line.strip() and len(block) > 2 and not block[-2].strip():
-                break
-        else:
-            break
-    return "\n".join(reversed(block)).strip()
-
-
-def _body(code: str, start: int) -> str:
-    """The kernel source between ``'''`` quotes, from ``start`` (just after the opening quotes)."""
-    return code[start:code.find("'''", start)]
-
-
 def parse_kernels(code: str) -> list[dict]:
     kernels = []
     call_section = _call_section(code)
@@ -81,12 +63,6 @@ def parse_kernels(code: str) -> list[dict]:
                         "comments": "", "kernel_path": None, "source_nodes": [], "aten_ops": [],
                         "ops_from_name": [fn.rsplit(".", 1)[-1]], "call_args": _call_args(call_section, fn)})
     return kernels
-
-
-def kernel_texts(code: str) -> dict[str, tuple[str, str]]:
-    """Each generated kernel's ``(source, comments)`` as ``parse_kernels`` cuts them from the module: what a saved
-    ``GeneratedCode`` leaves out of its kernels (the module holds them) and loading puts back."""
-    return {m["var"]: (_body(code, m.end()).strip("\n"), _leading_comments(code, m.start())) for m in _DEF.finditer(code)}
 
 
 def _split_list(text: str | None) -> list[str]:
@@ -282,41 +258,22 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
             "flops": costs["flops"], "flops_method": costs["flops_method"]}
 
 
-def kernels_stage(inductor: dict) -> dict:
-    """Every Inductor run's generated code of a compile as one Kernels stage (derived, never saved twice)."""
-    if not inductor.get("available"):
-        return unavailable(inductor.get("reason", "Inductor did not run"))
-    runs = [r for r in inductor["runs"] if r["code"].get("available")]
-    if not runs:
-        return unavailable(inductor.get("cache") or "Inductor produced no output code")
-    kernels = [dict(k, role=r["role"]) for r in runs for k in r["code"]["kernels"]]
-    module = "\n\n".join(f"# ===== {r['role'] or 'module'} =====\n{r['code']['module']}" if len(runs) > 1
-                         else r["code"]["module"] for r in runs)
-    return {"available": True, "module": module, "kernels": kernels,
-            "languages": sorted({lang for r in runs for lang in r["code"]["languages"]})}
-
-
 def recompute(data: dict) -> None:
     """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
     profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
     bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
     each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
-    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved."""
-    from types import SimpleNamespace
+    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved. The kernel
+    rows are redone as data (``compiler.stages.kernel_costs.add_roofline``), the map and the amortization from
+    the capture they make (``compiler.stages.provenance``), written back as data."""
+    import copy
 
+    from compiler.stages.data import plain_data
     from compiler.stages.kernel_costs import add_roofline
-    from compiler.stages.provenance import add_costs, provenance_stage
+    from compiler.stages.provenance import amortizations, apply_times, provenance_stage
+    from compiler.stages.schema import CaptureData
 
     for c in data.get("compiles", []):
-        provenance = c.get("provenance") or {}
-        if provenance.get("available") and (c.get("graph") or {}).get("nodes") and any(
-                k.get("line_weights") and not k.get("places") for k in provenance.get("kernels") or []):
-            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
-            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
-            source = c.get("source") or {}  # provenance reads the Source stage's attributes
-            c["provenance"] = provenance_stage({**c, "source": SimpleNamespace(
-                available=bool(source.get("available")), text=source.get("text"),
-                firstlineno=source.get("firstlineno"), filename=source.get("filename"))})
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
         rows = list((c.get("kernels") or {}).get("kernels") or [])
@@ -334,5 +291,24 @@ def recompute(data: dict) -> None:
             if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
                 gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
     add_roofline(data)
-    if (data.get("gpu_profile") or {}).get("available"):
-        add_costs(data, {})  # kernel time per source line (extern calls now have theirs) and the amortization
+    typed = CaptureData.from_data(data)
+    gpu = bool((data.get("gpu_profile") or {}).get("available"))
+    compiles = []
+    for c, saved in zip(typed.compiles, data.get("compiles", [])):
+        provenance = c.provenance
+        if provenance.available and c.graph.nodes and any(k.line_weights and not k.places for k in provenance.kernels):
+            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
+            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
+            provenance = provenance_stage(c.graph, c.aot, c.inductor, c.source, origin=c.origin, kernels=c.kernels)
+        elif gpu:  # kernel time per source line (extern calls now have theirs)
+            provenance = copy.deepcopy(provenance)
+            apply_times(provenance, c.kernels.kernels, None, {r.role: r.code.aot_id for r in c.inductor.runs})
+        if provenance is not c.provenance:
+            saved["provenance"] = plain_data(provenance)
+        compiles.append({"compile_id": c.compile_id, "origin": c.origin, "metrics": c.metrics, "timings": c.timings,
+                         "provenance": provenance, "inductor": c.inductor, "kernels": c.kernels})
+    if gpu:
+        paid_off = amortizations(compiles, data.get("runtime") or {}, None, typed.options.get("calls_under_capture"),
+                                 data.get("gpu_profile"))
+        for saved in data.get("compiles", []):
+            saved["amortization"] = plain_data(paid_off[saved["compile_id"]])

@@ -58,6 +58,9 @@ import sys
 import time
 from collections import defaultdict
 
+from compiler.stages.schema import (AotGraphs, Amortization, Graph, GraphNode, Inductor, InductorRun, InductorTracking,
+                                    IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, LineProvenance, Provenance,
+                                    ProvenanceNode, Source, key_of, node_kernels)
 from compiler.stages.timings import compile_seconds
 
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
@@ -71,159 +74,136 @@ VIEWISH = ("view", "reshape", "permute", "expand", "squeeze", "unsqueeze", "t", 
            "slice", "select", "as_strided", "_unsafe_view", "getitem")
 
 
-def key_of(role: str | None, name: str) -> str:
-    return f"{role}:{name}" if role else name
-
-
 # --- the map ------------------------------------------------------------------------------------
 
-def provenance_stage(compile_data: dict, tracking: list | None = None, no_ir_note: str | None = None) -> dict:
-    """The provenance map of one compile, from its assembled stages (no times yet: ``apply_times``).
+def provenance_stage(graph: Graph, aot: AotGraphs, inductor: Inductor, source: Source, *, origin: str = "dynamo",
+                     kernels: Kernels | None = None, kernel_times: dict | None = None, tracking: list | None = None,
+                     no_ir_note: str | None = None) -> Provenance:
+    """The provenance map of one compile, from its typed stages, with the measured time of each kernel
+    spread over its lines (``apply_times``: GPU times on ``kernels``' rows, CPU times in ``kernel_times``).
     ``tracking``: per Inductor run, the texts of a trace's provenance-tracking artifacts (or None).
     ``no_ir_note``: what a run with no scheduler IR says, where its source cannot hold IR (a trace)."""
-    graph, aot, inductor = compile_data["graph"], compile_data["aot"], compile_data["inductor"]
-    if not graph.get("available") and compile_data.get("origin") != "aot_inductor":  # AOTInductor: no Dynamo graph
-        return {"available": False, "reason": graph.get("reason") or "Dynamo produced no FX graph"}
+    if not graph.available and origin != "aot_inductor":  # AOTInductor: no Dynamo graph
+        return Provenance(available=False, reason=graph.reason or "Dynamo produced no FX graph")
     notes: list[str] = []
-    runs = inductor.get("runs", []) if inductor.get("available") else []
-    inductor_tracking = [inductor_tracking_of(t, run.get("role"), notes)
+    runs = inductor.runs if inductor.available else []
+    inductor_tracking = [InductorTracking.from_data(inductor_tracking_of(t, run.role, notes), "inductor_tracking")
                          for t, run in zip(tracking or [], runs) if t]
-    nodes: list[dict] = [_node("dynamo", None, n, _own_lines(n)) for n in _compute(graph.get("nodes") or [])]
-    aot_graphs = {role: g for role, g in (aot.get("graphs") or {}).items() if g.get("available") and role != "joint"}
+    nodes = [_node("dynamo", None, n.name, n.target, n.file, _own_lines(n)) for n in _compute(graph.nodes)]
+    aot_graphs = {role: g for role, g in aot.graphs.items() if g.available and role != "joint"}
     for role, g in aot_graphs.items():
-        nodes += [_node("aot", role, n, _own_lines(n)) for n in _compute(g["nodes"])]
-    kernels: list[dict] = []
-    by_role = {t["role"]: t for t in inductor_tracking}
+        nodes += [_node("aot", role, n.name, n.target, n.file, _own_lines(n)) for n in _compute(g.nodes)]
+    found: list[KernelProvenance] = []
+    by_role = {t.role: t for t in inductor_tracking}
     for run in runs:
-        kernels += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.get("role")), no_ir_note)
-    if not inductor.get("available"):
-        notes.append(f"no kernels: {inductor.get('reason')}")
-    comment_code = {(n.get("file"), n["line"]): n.get("code") for g in [graph, *aot_graphs.values()]
-                    for n in g.get("nodes") or [] if n.get("line")}
-    lines = _lines(nodes, kernels, compile_data["source"], comment_code)
-    for n, found in zip(nodes, node_kernels(nodes, kernels, lines)):
-        n["kernels"] = found
+        found += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.role), no_ir_note)
+    if not inductor.available:
+        notes.append(f"no kernels: {inductor.reason}")
+    comment_code = {(n.file, n.line): n.code for g in [graph, *aot_graphs.values()] for n in g.nodes if n.line}
+    lines = _lines(nodes, found, source, comment_code)
+    for n, kernels_of_node in zip(nodes, node_kernels(nodes, found, lines)):
+        n.kernels = kernels_of_node
     method = ("metadata: FX '# File' comments, AOT/post-grad node names, Inductor IR buffers and kernel "
               "call arguments")
     if inductor_tracking:
         method = "Inductor's provenance tracking (read from the trace), then " + method
-    return {"available": True, "method": method, "lines": lines, "kernels": kernels, "nodes": nodes,
-            "inductor_tracking": inductor_tracking, "notes": notes}
+    provenance = Provenance(available=True, method=method, lines=lines, kernels=found, nodes=nodes,
+                            inductor_tracking=inductor_tracking, notes=notes)
+    try:
+        aot_ids = {r.role: r.code.aot_id for r in runs}
+        apply_times(provenance, kernels.kernels if kernels is not None else [], kernel_times, aot_ids)
+    except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
+        notes.append(f"times not applied ({type(exc).__name__}: {exc})")
+    return provenance
 
 
-def node_kernels(nodes: list[dict], kernels: list[dict], lines: list[dict]) -> list[list[str]]:
-    """The kernels of each node (the other direction of the map, so never saved: ``Provenance`` rebuilds it
-    on load): post-grad and IR nodes from the kernels that name them, Dynamo and AOT nodes through their
-    lines, in their own file."""
-    found: list[list[str]] = [[] for _ in nodes]
-    by_level_key = {(n["level"], key_of(n["role"], n["name"])): i for i, n in enumerate(nodes)}
-    for k in kernels:
-        for level, names in (("post_grad", k["post_grad_nodes"]), ("ir_pre_fusion", k["ir_nodes"]),
-                             ("ir_post_fusion", k["fused_nodes"])):
-            for name in names:
-                i = by_level_key.get((level, key_of(k["role"], name)))
-                if i is not None and k["key"] not in found[i]:
-                    found[i].append(k["key"])
-    kernels_of_line: dict[tuple, set] = defaultdict(set)  # by (file, line): line 13 of one file is not another's
-    for row in lines:
-        kernels_of_line[(row["file"], row["line"])].update(row["kernels"])
-        kernels_of_line[(None, row["line"])].update(row["kernels"])  # for a node torch gave no file
-    for i, n in enumerate(nodes):
-        if n["level"] in ("dynamo", "aot"):
-            found[i] = sorted(set().union(*(kernels_of_line.get((n.get("file"), line), ()) for line in n["lines"])))
-    return found
+def _compute(graph_nodes: list[GraphNode]) -> list[GraphNode]:
+    return [n for n in graph_nodes if n.op not in ("placeholder", "output", "alias")]
 
 
-def _compute(graph_nodes: list[dict]) -> list[dict]:
-    return [n for n in graph_nodes if n.get("op") not in ("placeholder", "output", "alias")]
+def _own_lines(node: GraphNode) -> list[int]:
+    return [node.line] if node.line else []
 
 
-def _own_lines(node: dict) -> list[int]:
-    return [node["line"]] if node.get("line") else []
+def _node(level, role, name, target, file, lines, post_grad_nodes=()) -> ProvenanceNode:
+    return ProvenanceNode(level=level, role=role, name=name, target=target, lines=sorted(set(lines)), file=file,
+                          kernels=[], post_grad_nodes=list(post_grad_nodes))
 
 
-def _node(level, role, node, lines) -> dict:
-    return {"level": level, "role": role, "name": node["name"], "target": node.get("target"),
-            "lines": sorted(set(lines)), "file": node.get("file"), "kernels": [], "post_grad_nodes": []}
+def _add(entry, attribute: str, value) -> None:
+    if entry is not None and value not in getattr(entry, attribute):
+        getattr(entry, attribute).append(value)
 
 
-def _add(entry: dict | None, key: str, value) -> None:
-    if entry is not None and value not in entry[key]:
-        entry[key].append(value)
-
-
-def _run_provenance(run: dict, aot_graphs: dict, nodes: list[dict], notes: list[str],
-                    tracking: dict | None = None, no_ir_note: str | None = None) -> list[dict]:
-    role = run.get("role")
-    post = run.get("post_grad") or {}
-    if not post.get("available"):
-        notes.append(f"{role or 'inference'}: no post-grad graph ({post.get('reason')})")
+def _run_provenance(run: InductorRun, aot_graphs: dict[str, Graph], nodes: list[ProvenanceNode], notes: list[str],
+                    tracking: InductorTracking | None = None, no_ir_note: str | None = None) -> list[KernelProvenance]:
+    role = run.role
+    post = run.post_grad
+    if not post.available:
+        notes.append(f"{role or 'inference'}: no post-grad graph ({post.reason})")
         return []
-    post_nodes = post["nodes"]
-    aot_graph = aot_graphs.get(role) or aot_graphs.get("inference") or {}
-    post_places = _post_grad_places(post_nodes, aot_graph.get("nodes") or [])
+    post_nodes = post.nodes
+    aot_graph = aot_graphs.get(role) or aot_graphs.get("inference")
+    post_places = _post_grad_places(post_nodes, aot_graph.nodes if aot_graph else [])
     post_lines = {name: sorted({line for _, line in places}) for name, places in post_places.items()}
     if tracking:  # a post-grad node with no '# File' line of its own: the lines of its pre-grad nodes
-        pre = run.get("pre_grad") or {}
-        pre_lines = {n["name"]: n["line"] for n in pre.get("nodes", []) if n.get("line")}
-        pre_files = {n["name"]: n.get("file") for n in pre.get("nodes", [])}
-        own = {n["name"] for n in post_nodes if n.get("line")}
-        for name, pre_names in tracking["post_to_pre"].items():
+        pre_lines = {n.name: n.line for n in run.pre_grad.nodes if n.line}
+        pre_files = {n.name: n.file for n in run.pre_grad.nodes}
+        own = {n.name for n in post_nodes if n.line}
+        for name, pre_names in tracking.post_to_pre.items():
             lines = sorted({pre_lines[p] for p in pre_names if p in pre_lines})
             if name in post_lines and name not in own and lines:
                 post_lines[name] = lines
                 post_places[name] = sorted({(pre_files.get(p), pre_lines[p]) for p in pre_names if p in pre_lines},
                                            key=_place_order)
-    files = {n["name"]: n.get("file") for n in post_nodes}
-    nodes += [_node("post_grad", role, n, post_lines.get(n["name"], [])) for n in _compute(post_nodes)]
-    ir = run.get("ir") or {}
-    code = run.get("code") or {}
+    files = {n.name: n.file for n in post_nodes}
+    nodes += [_node("post_grad", role, n.name, n.target, n.file, post_lines.get(n.name, []))
+              for n in _compute(post_nodes)]
+    ir, code = run.ir, run.code
     ir_map: dict[str, list[str]] = {}
     fused: dict[str, list[str]] = {}
-    if ir.get("available"):
-        pre = ir["pre_fusion"]["nodes"]
-        ir_map = match_ir_nodes(pre, ir["pre_fusion"]["text"], post_nodes, code.get("module") or "")
+    if ir.available:
+        pre = ir.pre_fusion.nodes
+        ir_map = match_ir_nodes(pre, ir.pre_fusion.text, post_nodes, code.module or "")
         for n in pre:
-            entry = {"name": n["name"], "target": n.get("extern_kernel") or n.get("kind"), "file": None}
-            lines = [line for p in ir_map.get(n["name"], []) for line in post_lines.get(p, [])]
-            nodes.append({**_node("ir_pre_fusion", role, entry, lines), "post_grad_nodes": ir_map.get(n["name"], [])})
-        for row in ir.get("fusion", []):
-            fused[row["fused"]] = row["members"]
-            members = [p for m in row["members"] for p in ir_map.get(m, [])]
-            entry = {"name": row["fused"], "target": row.get("kind"), "file": None}
+            lines = [line for p in ir_map.get(n.name, []) for line in post_lines.get(p, [])]
+            nodes.append(_node("ir_pre_fusion", role, n.name, n.extern_kernel or n.kind, None, lines,
+                               ir_map.get(n.name, [])))
+        for row in ir.fusion:
+            fused[row.fused] = row.members
+            members = [p for m in row.members for p in ir_map.get(m, [])]
             lines = [line for p in members for line in post_lines.get(p, [])]
-            nodes.append({**_node("ir_post_fusion", role, entry, lines), "post_grad_nodes": list(dict.fromkeys(members))})
-    elif ir.get("reason"):
+            nodes.append(_node("ir_post_fusion", role, row.fused, row.kind, None, lines, dict.fromkeys(members)))
+    elif ir.reason:
         linked = "Inductor's provenance tracking" if tracking else "their comments only"
-        missing = no_ir_note or f"no scheduler IR ({ir['reason']})"
+        missing = no_ir_note or f"no scheduler IR ({ir.reason})"
         notes.append(f"{role or 'inference'}: {missing}; kernels linked by {linked}")
-    if not code.get("available"):
+    if not code.available:
         return []
-    post_ir = (ir.get("post_fusion") or {}).get("nodes", []) if ir.get("available") else []
-    kernel_ir = kernels_to_ir(code["kernels"], post_ir, code.get("module") or "")
+    post_ir = ir.post_fusion.nodes if ir.available and ir.post_fusion else []
+    kernel_ir = kernels_to_ir(code.kernels, post_ir, code.module or "")
     out = []
-    tracked = _kernel_to_post(tracking, {n["name"] for n in post_nodes}) if tracking else {}
-    for kernel in code["kernels"]:
-        fused_names = kernel_ir.get(kernel["name"], [])
+    tracked = _kernel_to_post(tracking, {n.name for n in post_nodes}) if tracking else {}
+    for kernel in code.kernels:
+        fused_names = kernel_ir.get(kernel.name, [])
         members = [m for f in fused_names for m in fused.get(f, [f])]
         post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
         how = "IR buffers" if post_names else None
-        if tracked.get(kernel["name"]):
-            post_names, how = tracked[kernel["name"]], "Inductor's provenance tracking (trace)"
+        if tracked.get(kernel.name):
+            post_names, how = tracked[kernel.name], "Inductor's provenance tracking (trace)"
         if not post_names:
-            post_names = _from_comments(kernel.get("comments") or "", post_nodes)
+            post_names = _from_comments(kernel.comments or "", post_nodes)
             how = "kernel comments" if post_names else None
         places = _weights(post_names, post_places, post_nodes)
         weights: dict[str, float] = defaultdict(float)
         for (_, line), weight in places.items():
             weights[str(line)] += weight
-        out.append({"key": key_of(role, kernel["name"]), "name": kernel["name"], "role": role,
-                    "language": kernel.get("language") or "", "lines": sorted(int(k) for k in weights),
-                    "line_weights": dict(weights),
-                    "places": [{"file": file, "line": line, "share": w} for (file, line), w in places.items()],
-                    "post_grad_nodes": post_names, "ir_nodes": members,
-                    "fused_nodes": fused_names, "how": how,
-                    "file": next((files[p] for p in post_names if files.get(p)), None)})
+        out.append(KernelProvenance(
+            key=key_of(role, kernel.name), name=kernel.name, role=role, language=kernel.language or "",
+            lines=sorted(int(k) for k in weights), line_weights=dict(weights),
+            places=[KernelPlace(file=file, line=line, share=w) for (file, line), w in places.items()],
+            post_grad_nodes=list(post_names), ir_nodes=members, fused_nodes=list(fused_names), how=how,
+            file=next((files[p] for p in post_names if files.get(p)), None)))
     return out
 
 
@@ -231,32 +211,32 @@ def _place_order(place: tuple) -> tuple:
     return (place[0] or "", place[1])
 
 
-def _post_grad_places(post_nodes: list[dict], aot_nodes: list[dict]) -> dict[str, list[tuple]]:
+def _post_grad_places(post_nodes: list[GraphNode], aot_nodes: list[GraphNode]) -> dict[str, list[tuple]]:
     """Each post-grad node's source lines as (file, line) pairs: its own ``# File`` line, plus — for a
     node a pattern pass created — the lines of the AOT nodes it replaced (each in its own file)."""
-    aot_names = {n["name"] for n in aot_nodes}
-    post_names = {n["name"] for n in post_nodes}
-    removed = [n for n in _compute(aot_nodes) if n["name"] not in post_names]
+    aot_names = {n.name for n in aot_nodes}
+    post_names = {n.name for n in post_nodes}
+    removed = [n for n in _compute(aot_nodes) if n.name not in post_names]
     out = {}
     for node in _compute(post_nodes):
-        lines = [(node.get("file"), line) for line in _own_lines(node)]
-        if aot_names and node["name"] not in aot_names and removed:
-            inputs, found = set(node.get("inputs", [])), set()
+        lines = [(node.file, line) for line in _own_lines(node)]
+        if aot_names and node.name not in aot_names and removed:
+            inputs, found = set(node.inputs), set()
             changed = True
             while changed:
                 changed = False
                 for r in removed:
-                    if r["name"] not in found and r.get("inputs") and set(r["inputs"]) <= inputs | found:
-                        found.add(r["name"])
+                    if r.name not in found and r.inputs and set(r.inputs) <= inputs | found:
+                        found.add(r.name)
                         changed = True
-            lines += [(r.get("file"), r["line"]) for r in removed if r["name"] in found and r.get("line")]
-        out[node["name"]] = sorted(set(lines), key=_place_order)
+            lines += [(r.file, r.line) for r in removed if r.name in found and r.line]
+        out[node.name] = sorted(set(lines), key=_place_order)
     return out
 
 
-def _weights(post_names: list[str], post_places: dict, post_nodes: list[dict]) -> dict[tuple, float]:
+def _weights(post_names: list[str], post_places: dict, post_nodes: list[GraphNode]) -> dict[tuple, float]:
     """Share of a kernel's work per (file, line): its post-grad nodes counted per line (views count less)."""
-    targets = {n["name"]: (n.get("target") or "") for n in post_nodes}
+    targets = {n.name: (n.target or "") for n in post_nodes}
     totals: dict[tuple, float] = defaultdict(float)
     for name in post_names:
         places = post_places.get(name) or []
@@ -268,9 +248,9 @@ def _weights(post_names: list[str], post_places: dict, post_nodes: list[dict]) -
     return {place: w / total for place, w in sorted(totals.items(), key=lambda i: _place_order(i[0]))} if total else {}
 
 
-def _from_comments(comments: str, post_nodes: list[dict]) -> list[str]:
+def _from_comments(comments: str, post_nodes: list[GraphNode]) -> list[str]:
     """Triton kernels: ``#   a => mul, sin`` (Source node to ATen node mapping) names post-grad nodes."""
-    names = {n["name"] for n in post_nodes}
+    names = {n.name for n in post_nodes}
     found = [name.strip() for m in _SOURCE_MAP.finditer(comments) for name in m["nodes"].split(",")]
     return list(dict.fromkeys(n for n in found if n in names))
 
@@ -360,10 +340,10 @@ def tracking_from_records(records, notes: list[str] | None = None) -> dict:
     return inductor_tracking_of(texts, None, notes if notes is not None else [])
 
 
-def _kernel_to_post(tracking: dict, post_names: set[str]) -> dict[str, list[str]]:
+def _kernel_to_post(tracking: InductorTracking, post_names: set[str]) -> dict[str, list[str]]:
     """Kernel name (debug handles dropped: one kernel, several launches) → its post-grad nodes."""
     out: dict[str, list[str]] = {}
-    for kernel, posts in tracking["kernel_to_post"].items():
+    for kernel, posts in tracking.kernel_to_post.items():
         entry = out.setdefault(_HANDLE.sub("", kernel), [])
         entry += [p for p in posts if p in post_names and p not in entry]
     return out
@@ -487,12 +467,12 @@ def _op_of(target: str | None) -> str:
     return parts[-1] if parts else ""
 
 
-def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], module: str) -> dict[str, list[str]]:
+def match_ir_nodes(pre_nodes: list[IrNode], ir_text: str, post_nodes: list[GraphNode], module: str) -> dict[str, list[str]]:
     """Scheduler node (before fusion) → the post-grad nodes it computes. Best effort (see module doc)."""
-    by_name = {n["name"]: n for n in post_nodes}
-    order = {n["name"]: i for i, n in enumerate(post_nodes)}
+    by_name = {n.name: n for n in post_nodes}
+    order = {n.name: i for i, n in enumerate(post_nodes)}
     descendants = _descendants(post_nodes)
-    anchor = {n["name"]: n["name"] for n in post_nodes if n.get("op") == "placeholder"}
+    anchor = {n.name: n.name for n in post_nodes if n.op == "placeholder"}
     anchor.update(_output_anchors(post_nodes, module))
     shapes = {m["buf"]: [d.strip() for d in m["size"].split(",") if d.strip()] for m in _LAYOUT.finditer(ir_text or "")}
     text_lines = (ir_text or "").splitlines()
@@ -500,18 +480,18 @@ def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], 
     result: dict[str, list[str]] = {}
     # Candidate sets as bit masks over the post-grad nodes' positions: the first candidate of a kind is
     # the lowest bit of an AND (a scan of every node per scheduler node grew with the graph squared)
-    bit = {n["name"]: 1 << order[n["name"]] for n in post_nodes}
-    computing = [n for n in post_nodes if n.get("op") not in ("placeholder", "output")]
+    bit = {n.name: 1 << order[n.name] for n in post_nodes}
+    computing = [n for n in post_nodes if n.op not in ("placeholder", "output")]
     by_op: dict[str, int] = defaultdict(int)
     by_shape: dict = defaultdict(int)
     for n in computing:
-        by_op[_op_of(n.get("target"))] |= bit[n["name"]]
-        by_shape[tuple(n["shape"]) if n.get("shape") is not None else None] |= bit[n["name"]]
-    computing_mask = sum(bit[n["name"]] for n in computing)
+        by_op[_op_of(n.target)] |= bit[n.name]
+        by_shape[tuple(n.shape) if n.shape is not None else None] |= bit[n.name]
+    computing_mask = sum(bit[n.name] for n in computing)
     claimed_mask = sum(bit.get(name, 0) for name in claimed)
     for node in pre_nodes:
-        reads = {anchor[r] for r in node.get("reads", []) if r in anchor}
-        writes = node.get("writes", [])
+        reads = {anchor[r] for r in node.reads if r in anchor}
+        writes = node.writes
         realized = anchor.get(writes[0]) if writes else None
         if realized is None:
             downstream = computing_mask  # the nodes that have every read among their ancestors
@@ -519,22 +499,22 @@ def match_ir_nodes(pre_nodes: list[dict], ir_text: str, post_nodes: list[dict], 
                 downstream &= descendants.get(r, 0)
             if writes and writes[0] in shapes:
                 downstream &= by_shape[None] | by_shape.get(tuple(shapes[writes[0]]), 0)
-            if node.get("extern_kernel"):  # of the op: the first not claimed yet, else the first
-                of_op = downstream & by_op.get(_op_of(node["extern_kernel"]), 0)
+            if node.extern_kernel:  # of the op: the first not claimed yet, else the first
+                of_op = downstream & by_op.get(_op_of(node.extern_kernel), 0)
                 kinds = (of_op & ~claimed_mask, of_op)
             else:  # the first storing the op, unclaimed before claimed, then any other
                 of_op = downstream & by_op.get(_stored_op(text_lines, node), 0)
                 kinds = (of_op & ~claimed_mask, of_op, downstream & ~claimed_mask, downstream)
             first = next((mask & -mask for mask in kinds if mask), 0)
-            realized = post_nodes[first.bit_length() - 1]["name"] if first else None
+            realized = post_nodes[first.bit_length() - 1].name if first else None
         if realized is None:
-            result[node["name"]] = []
+            result[node.name] = []
             continue
         for w in writes:
             anchor.setdefault(w, realized)
         claimed.add(realized)
         claimed_mask |= bit.get(realized, 0)
-        result[node["name"]] = _inlined(realized, reads, claimed, by_name, order)
+        result[node.name] = _inlined(realized, reads, claimed, by_name, order)
     return result
 
 
@@ -546,40 +526,40 @@ def _inlined(realized: str, reads: set[str], claimed: set[str], by_name: dict, o
     while stack:
         name = stack.pop()
         node = by_name.get(name)
-        if name in found or node is None or node.get("op") == "placeholder":
+        if name in found or node is None or node.op == "placeholder":
             continue
         if name != realized and (name in reads or name in claimed):
             continue
         found.append(name)
-        stack += node.get("inputs", [])
+        stack += node.inputs
     return sorted(found, key=order.__getitem__)
 
 
-def _descendants(post_nodes: list[dict]) -> dict[str, int]:
+def _descendants(post_nodes: list[GraphNode]) -> dict[str, int]:
     """Each node's descendants, as a bit mask over the nodes' positions (ints: one OR per edge, where sets
     of names grew with the graph squared)."""
-    order = {n["name"]: i for i, n in enumerate(post_nodes)}
+    order = {n.name: i for i, n in enumerate(post_nodes)}
     out: dict[str, int] = {}
     for node in reversed(post_nodes):  # topological order, backwards: consumers first
-        out.setdefault(node["name"], 0)
-        below = out[node["name"]] | (1 << order[node["name"]])
-        for i in set(node.get("inputs", [])):
+        out.setdefault(node.name, 0)
+        below = out[node.name] | (1 << order[node.name])
+        for i in set(node.inputs):
             out[i] = out.get(i, 0) | below
     return out
 
 
-def _output_anchors(post_nodes: list[dict], module: str) -> dict[str, str]:
+def _output_anchors(post_nodes: list[GraphNode], module: str) -> dict[str, str]:
     """Output buffers of the generated ``call`` ↔ the post-grad graph's outputs, by position."""
-    output = next((n for n in post_nodes if n.get("op") == "output"), None)
+    output = next((n for n in post_nodes if n.op == "output"), None)
     call = module[module.rfind("def call("):] if "def call(" in module else ""
     returned = re.search(r"^\s*return \((?P<names>[^)]*)\)", call, re.M)
     if output is None or returned is None:
         return {}
-    graph_out = [a.strip() for a in (output.get("args") or "").strip("()[] ").split(",") if a.strip()]
+    graph_out = [a.strip() for a in (output.args or "").strip("()[] ").split(",") if a.strip()]
     code_out = [a.strip() for a in returned["names"].split(",") if a.strip()]
     if len(graph_out) != len(code_out):
         return {}
-    names = {n["name"] for n in post_nodes}
+    names = {n.name for n in post_nodes}
     aliases = {m["new"]: m["old"] for m in _REUSE.finditer(call)}
     out = {}
     for buf, node in zip(code_out, graph_out):
@@ -590,9 +570,9 @@ def _output_anchors(post_nodes: list[dict], module: str) -> dict[str, str]:
     return out
 
 
-def _stored_op(text_lines: list[str], node: dict) -> str:
+def _stored_op(text_lines: list[str], node: IrNode) -> str:
     """The op whose value a scheduler node stores (``store('buf1', …, mul)`` → ``mul``)."""
-    first, last = (node.get("lines") or [0, -1])[:2]
+    first, last = (node.lines or [0, -1])[:2]
     body = "\n".join(text_lines[first:last + 1])
     store = _STORE.search(body)
     if not store:
@@ -605,66 +585,66 @@ def _stored_op(text_lines: list[str], node: dict) -> str:
     return _OP_ALIASES.get(op, op)
 
 
-def kernels_to_ir(kernels: list[dict], post_fusion: list[dict], module: str) -> dict[str, list[str]]:
+def kernels_to_ir(kernels: list[Kernel], post_fusion: list[IrNode], module: str) -> dict[str, list[str]]:
     """Kernel name → the scheduler nodes (after fusion) it runs: generated kernels by the buffers they
     are passed (then by reused buffers), extern calls by the op the IR names."""
-    out: dict[str, list[str]] = {k["name"]: [] for k in kernels}
-    computed = [n for n in post_fusion if "Extern" not in n.get("kind", "")]
+    out: dict[str, list[str]] = {k.name: [] for k in kernels}
+    computed = [n for n in post_fusion if "Extern" not in n.kind]
     for kernel in kernels:
-        if kernel.get("language") == "extern":
-            out[kernel["name"]] = [n["name"] for n in post_fusion if n.get("extern_kernel") == kernel["name"]
-                                   or _op_of(n.get("extern_kernel")) == _op_of(kernel["name"])]
+        if kernel.language == "extern":
+            out[kernel.name] = [n.name for n in post_fusion if n.extern_kernel == kernel.name
+                                or _op_of(n.extern_kernel) == _op_of(kernel.name)]
     call = module[module.find("def call("):] if "def call(" in module else module
-    generated = sorted((k for k in kernels if k.get("language") != "extern"),
-                       key=lambda k: call.find(f"{k['name']}(") % (len(call) + 1))
+    generated = sorted((k for k in kernels if k.language != "extern"),
+                       key=lambda k: call.find(f"{k.name}(") % (len(call) + 1))
     for node in computed:  # a buffer's writer is the first kernel called with it (later ones read it)
-        owner = next((k for k in generated if set(node.get("writes", [])) & set(k.get("call_args", []))), None)
+        owner = next((k for k in generated if set(node.writes) & set(k.call_args)), None)
         if owner:
-            out[owner["name"]].append(node["name"])
+            out[owner.name].append(node.name)
     claimed = {name for names in out.values() for name in names}
     aliases = defaultdict(set)
     for m in _REUSE.finditer(module):
         aliases[m["old"]].add(m["new"])
     for node in computed:
-        if node["name"] in claimed:
+        if node.name in claimed:
             continue
-        names = {a for w in node.get("writes", []) for a in aliases.get(w, ())}
-        owner = next((k for k in kernels if k.get("language") != "extern" and names & set(k.get("call_args", []))), None)
+        names = {a for w in node.writes for a in aliases.get(w, ())}
+        owner = next((k for k in kernels if k.language != "extern" and names & set(k.call_args)), None)
         if owner:
-            out[owner["name"]].append(node["name"])
+            out[owner.name].append(node.name)
     return out
 
 
-def _lines(nodes: list[dict], kernels: list[dict], source, comment_code: dict) -> list[dict]:
+def _lines(nodes: list[ProvenanceNode], kernels: list[KernelProvenance], source: Source,
+           comment_code: dict) -> list[LineProvenance]:
     """One row per (file, line) that produced work, ordered by file then line."""
-    rows: dict[tuple, dict] = {}
+    rows: dict[tuple, LineProvenance] = {}
     codes = _code_lines(source)
 
     def row(file, line):
         key = (file, line)
         if key not in rows:
-            rows[key] = {"line": line, "file": file, "code": codes.get((file, line)), "dynamo_nodes": [],
-                         "aot_nodes": [], "post_grad_nodes": [], "ir_nodes": [], "kernels": []}
+            rows[key] = LineProvenance(line=line, file=file, code=codes.get((file, line)))
         return rows[key]
 
     column = {"dynamo": "dynamo_nodes", "aot": "aot_nodes", "post_grad": "post_grad_nodes",
               "ir_pre_fusion": "ir_nodes"}
     files = {}
     for n in nodes:
-        if n["level"] in ("dynamo", "aot", "post_grad") and n.get("file"):
-            for line in n["lines"]:
-                files.setdefault(line, n["file"])
+        if n.level in ("dynamo", "aot", "post_grad") and n.file:
+            for line in n.lines:
+                files.setdefault(line, n.file)
     for n in nodes:
-        if n["level"] not in column:
+        if n.level not in column:
             continue
-        for line in n["lines"]:
-            entry = row(n.get("file") or files.get(line), line)
-            _add(entry, column[n["level"]], n["name"] if n["level"] == "dynamo" else key_of(n["role"], n["name"]))
+        for line in n.lines:
+            entry = row(n.file or files.get(line), line)
+            _add(entry, column[n.level], n.name if n.level == "dynamo" else key_of(n.role, n.name))
     for k in kernels:  # a kernel's lines can be in several files (the user's, torch.nn's): each line its own
-        for place in k["places"]:
-            _add(row(place["file"] or files.get(place["line"]) or k.get("file"), place["line"]), "kernels", k["key"])
+        for place in k.places:
+            _add(row(place.file or files.get(place.line) or k.file, place.line), "kernels", k.key)
     for entry in rows.values():
-        entry["code"] = entry["code"] or comment_code.get((entry["file"], entry["line"]))
+        entry.code = entry.code or comment_code.get((entry.file, entry.line))
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0] or "", k[1]))]
 
 
@@ -678,53 +658,54 @@ def _code_lines(source) -> dict:
 
 # --- cost per line ------------------------------------------------------------------------------
 
-def apply_times(provenance: dict, kernels: list[dict], kernel_times: dict | None, aot_ids: dict) -> None:
-    """Put measured time on each kernel and spread it over its lines.
+def apply_times(provenance: Provenance, kernels: list[Kernel], kernel_times: dict | None, aot_ids: dict) -> None:
+    """Put measured time on each kernel of a provenance map being built (``provenance_stage``) and spread
+    it over its lines.
 
     ``kernels`` are the compile's ``Kernels`` rows (GPU: ``gpu_time_us_per_call`` from the profiler);
     ``kernel_times`` is ``measure_kernel_times``' result (CPU); ``aot_ids`` maps each role to the AOT id
     of its generated module (how the measurement names modules)."""
-    if not provenance.get("available"):
+    if not provenance.available:
         return
     measured = {}
     source = None
     for k in kernels:
-        if k.get("gpu_time_us_per_call") is not None:
-            measured[key_of(k.get("role"), k["name"])] = (k["gpu_time_us_per_call"] * 1e-6, k.get("profiled_calls"))
+        if k.gpu_time_us_per_call is not None:
+            measured[key_of(k.role, k.name)] = (k.gpu_time_us_per_call * 1e-6, k.profiled_calls)
             source = "GPU profiler (torch.profiler, per-kernel device time)"
     if not measured and kernel_times and kernel_times.get("available"):
         calls = kernel_times.get("function_calls") or 1
-        for entry in provenance["kernels"]:
-            times = (kernel_times.get("modules") or {}).get(aot_ids.get(entry["role"]) or "", {})
-            if entry["name"] in times:
-                t = times[entry["name"]]
-                measured[entry["key"]] = (t["seconds"] / calls, t["calls"] / calls)
+        for entry in provenance.kernels:
+            times = (kernel_times.get("modules") or {}).get(aot_ids.get(entry.role) or "", {})
+            if entry.name in times:
+                t = times[entry.name]
+                measured[entry.key] = (t["seconds"] / calls, t["calls"] / calls)
         source = kernel_times.get("method")
     if not measured:
         return
     per_line: dict[tuple, float] = defaultdict(float)
     unattributed = 0.0
-    for entry in provenance["kernels"]:
-        if entry["key"] not in measured:
+    for entry in provenance.kernels:
+        if entry.key not in measured:
             continue
-        entry["seconds"], entry["calls"] = measured[entry["key"]]
-        if not entry["line_weights"]:
-            unattributed += entry["seconds"]
-        for place in entry.get("places") or [{"file": entry.get("file"), "line": int(line), "share": weight}
-                                             for line, weight in entry["line_weights"].items()]:
-            per_line[(place["file"], place["line"])] += entry["seconds"] * place["share"]
+        entry.seconds, entry.calls = measured[entry.key]
+        if not entry.line_weights:
+            unattributed += entry.seconds
+        for file, line, share in [(p.file, p.line, p.share) for p in entry.places] or [
+                (entry.file, int(line), weight) for line, weight in entry.line_weights.items()]:
+            per_line[(file, line)] += entry.seconds * share
     total = sum(per_line.values())
-    for row in provenance["lines"]:
-        seconds = per_line.get((row["file"], row["line"])) or sum(
-            v for (f, line), v in per_line.items() if line == row["line"] and f is None)
-        row["seconds"] = seconds
-        row["time_share"] = seconds / total if total else None
-    provenance["time_source"] = source
-    provenance["unattributed_seconds"] = unattributed
-    backward = [k for k in provenance["kernels"] if k["role"] == "backward"]
-    if backward and not any(k.get("seconds") for k in backward):
-        provenance["notes"].append("backward kernels without a time: the timed calls did not run backward "
-                                   "(call .backward() inside the function to time it)")
+    for row in provenance.lines:
+        seconds = per_line.get((row.file, row.line)) or sum(
+            v for (f, line), v in per_line.items() if line == row.line and f is None)
+        row.seconds = seconds
+        row.time_share = seconds / total if total else None
+    provenance.time_source = source
+    provenance.unattributed_seconds = unattributed
+    backward = [k for k in provenance.kernels if k.role == "backward"]
+    if backward and not any(k.seconds for k in backward):
+        provenance.notes.append("backward kernels without a time: the timed calls did not run backward "
+                                "(call .backward() inside the function to time it)")
 
 
 def measure_kernel_times(fn, args=(), kwargs=None, *, calls: int = 5, warmup: int = 2, live_codes=None) -> dict:
@@ -824,12 +805,21 @@ def _extern_name(fn, extern) -> str | None:
 
 # --- amortization -------------------------------------------------------------------------------
 
-def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture,
-                 gpu_profile: dict | None = None) -> None:
-    """Per compile: compile seconds ÷ measured saving per call → calls until compiling paid off, and
-    how many calls the cached compile served (CPU: ``kernel_times['compiles']``, entries into its
-    transformed bytecode per call of the function; GPU: ``gpu_calls_per_function_call``, its kernels'
-    launches in the profile)."""
+def amortizations(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture,
+                  gpu_profile: dict | None = None) -> dict[str, Amortization]:
+    """Per compile (being assembled: its typed stages by name), by compile id: compile seconds ÷ measured
+    saving per call → calls until compiling paid off, and how many calls the cached compile served (CPU:
+    ``kernel_times['compiles']``, entries into its transformed bytecode per call of the function; GPU:
+    ``gpu_calls_per_function_call``, its kernels' launches in the profile). A failure leaves every compile's
+    amortization out, with the reason."""
+    try:
+        return _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_profile)
+    except Exception as exc:  # noqa: BLE001
+        return {c["compile_id"]: Amortization(available=False, reason=f"not computed ({type(exc).__name__}: {exc})")
+                for c in compiles}
+
+
+def _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_profile) -> dict[str, Amortization]:
     eager, compiled = (runtime or {}).get("eager"), (runtime or {}).get("compiled")
     saving = eager["median_s"] - compiled["median_s"] if eager and compiled else None
     served = (kernel_times or {}).get("compiles") or {}
@@ -839,35 +829,36 @@ def amortization(compiles: list[dict], runtime: dict, kernel_times: dict | None,
         per_call, launched = gpu_calls_per_function_call(compiles, gpu_profile), True
         served = per_call
     used = {c["compile_id"] for c in compiles if per_call.get(c["compile_id"])}
-    kernel_seconds = {c["compile_id"]: sum(k.get("seconds") or 0 for k in c["provenance"].get("kernels", []))
-                      for c in compiles if c.get("provenance", {}).get("available")}
+    kernel_seconds = {c["compile_id"]: sum(k.seconds or 0 for k in c["provenance"].kernels)
+                      for c in compiles if c["provenance"].available}
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
+    counted = ("launches of the compile's kernels in the GPU profile ÷ their launches per call of its "
+               "generated code" if launched else
+               "entries into the compile's transformed bytecode, counted by the kernel-timing run's "
+               "sys.setprofile hook")
+    method = ("saving = eager − compiled median per call (compiler.capturing.runtime)"
+              + (", split over compiles by their measured kernel time" if len(used) > 1 else "")
+              + f"; calls served = {counted}" if served else "no timed calls: saving and calls served unknown")
+    out = {}
     for c in compiles:
-        metrics = c.get("metrics") or {}
-        compile_s = compile_seconds(c.get("origin"), metrics, c["timings"])
-        data = {"available": compile_s is not None, "compile_s": compile_s,
-                "calls_per_function_call": per_call.get(c["compile_id"]) if served else None}
-        if compile_s is None:
-            data["reason"] = "torch recorded no compile time for this compile"
-        share = None
+        compile_s = compile_seconds(c.get("origin"), c.get("metrics") or {}, c["timings"])
+        share = saving_per_call = break_even = None
         if saving is not None and c["compile_id"] in used:
             share = 1.0 if len(used) == 1 else (kernel_seconds.get(c["compile_id"], 0) / total_kernel
                                                 if total_kernel else 1.0 / len(used))
         if share is not None:
-            data["saving_per_call_s"] = saving * share
+            saving_per_call = saving * share
             if saving * share > 0 and compile_s is not None:
-                data["break_even_calls"] = math.ceil(compile_s / (saving * share))
-        if calls_under_capture and per_call.get(c["compile_id"]):
-            data["calls_under_capture"] = calls_under_capture * per_call[c["compile_id"]]
-        counted = ("launches of the compile's kernels in the GPU profile ÷ their launches per call of its "
-                   "generated code" if launched else
-                   "entries into the compile's transformed bytecode, counted by the kernel-timing run's "
-                   "sys.setprofile hook")
-        data["method"] = ("saving = eager − compiled median per call (compiler.capturing.runtime)"
-                          + (", split over compiles by their measured kernel time" if len(used) > 1 else "")
-                          + f"; calls served = {counted}" if served else
-                          "no timed calls: saving and calls served unknown")
-        c["amortization"] = data
+                break_even = math.ceil(compile_s / (saving * share))
+        out[c["compile_id"]] = Amortization(
+            available=compile_s is not None,
+            reason=None if compile_s is not None else "torch recorded no compile time for this compile",
+            compile_s=compile_s, saving_per_call_s=saving_per_call, break_even_calls=break_even,
+            calls_per_function_call=per_call.get(c["compile_id"]) if served else None,
+            calls_under_capture=(calls_under_capture * per_call[c["compile_id"]]
+                                 if calls_under_capture and per_call.get(c["compile_id"]) else None),
+            method=method)
+    return out
 
 
 def gpu_calls_per_function_call(compiles: list[dict], profile: dict) -> dict[str, float]:
@@ -878,41 +869,15 @@ def gpu_calls_per_function_call(compiles: list[dict], profile: dict) -> dict[str
     iters = profile.get("iters") or 1
     out = {}
     for c in compiles:
-        modules = {r.get("role"): r["code"].get("module") or "" for r in (c.get("inductor") or {}).get("runs", [])
-                   if (r.get("code") or {}).get("available")}
+        modules = {r.role: r.code.module or "" for r in c["inductor"].runs if r.code.available}
         ratios = []
-        for k in (c.get("kernels") or {}).get("kernels") or []:
-            sites = len(re.findall(rf"(?<![\w.]){re.escape(k['name'])}\.run\(", modules.get(k.get("role"), "")))
-            if k.get("language") == "Triton" and k.get("profiled_calls") and sites:
-                ratios.append(k["profiled_calls"] / iters / sites)
+        for k in c["kernels"].kernels:
+            sites = len(re.findall(rf"(?<![\w.]){re.escape(k.name)}\.run\(", modules.get(k.role, "")))
+            if k.language == "Triton" and k.profiled_calls and sites:
+                ratios.append(k.profiled_calls / iters / sites)
         if ratios:
             out[c["compile_id"]] = min(ratios)
     return out
-
-
-def add_costs(data: dict, measurements: dict) -> None:
-    """Capture data + what was measured after the compile (``measurements['kernel_times']`` on CPU, the
-    GPU profile already matched to kernels) → seconds and shares per kernel and line, and each
-    compile's amortization. Called once by ``assemble``."""
-    kernel_times = measurements.get("kernel_times")
-    for c in data["compiles"]:
-        add_compile_costs(c, kernel_times)
-    try:
-        amortization(data["compiles"], data.get("runtime") or {}, kernel_times,
-                     (data.get("options") or {}).get("calls_under_capture"), data.get("gpu_profile"))
-    except Exception as exc:  # noqa: BLE001
-        for c in data["compiles"]:
-            c["amortization"] = {"available": False, "reason": f"not computed ({type(exc).__name__}: {exc})"}
-
-
-def add_compile_costs(compile: dict, kernel_times: dict | None) -> None:
-    """``apply_times`` on one compile's data; a failure becomes a note on its provenance."""
-    provenance = compile.get("provenance") or {}
-    try:
-        aot_ids = {r.get("role"): r["code"].get("aot_id") for r in compile["inductor"].get("runs", [])}
-        apply_times(provenance, compile["kernels"].get("kernels", []), kernel_times, aot_ids)
-    except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
-        provenance.setdefault("notes", []).append(f"times not applied ({type(exc).__name__}: {exc})")
 
 
 def line_table(capture):

@@ -24,6 +24,7 @@ Each stage is an object the way ``jax.stages`` reads: declared attributes, ``ava
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from dataclasses import dataclass, field
@@ -55,23 +56,36 @@ def _parsed_graph(code: str) -> dict:
     return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
 
 
-def _kernels_data(inductor) -> dict:
-    """The Kernels stage (as data) that ``compiler.stages.kernels.kernels_stage`` makes of these Inductor runs."""
-    from compiler.stages.kernels import kernels_stage
+def kernels_of(inductor: Inductor) -> Kernels:
+    """The Kernels stage of a compile: every Inductor run's generated kernels, each named by its run's role,
+    and the runs' modules as one text (derived from the runs, never saved twice: ``Compile.to_data``)."""
+    if not inductor.available:
+        return Kernels(available=False, reason=inductor.reason)
+    runs = [r for r in inductor.runs if r.code.available]
+    if not runs:
+        return Kernels(available=False, reason=inductor.cache or "Inductor produced no output code")
+    module = "\n\n".join(f"# ===== {r.role or 'module'} =====\n{r.code.module}" if len(runs) > 1 else r.code.module
+                         for r in runs)
+    return Kernels(available=True, module=module, kernels=[_with_role(k, r.role) for r in runs for k in r.code.kernels],
+                   languages=sorted({lang for r in runs for lang in r.code.languages}))
 
-    runs = [{"role": run.role, "code": Data.to_data(run.code)} for run in inductor.runs]  # with the kernels' texts
-    return kernels_stage({"available": inductor.available, "reason": inductor.reason, "cache": inductor.cache,
-                          "runs": runs})
+
+def _with_role(kernel: Kernel, role: str | None) -> Kernel:
+    """A run's kernel as a row of the compile's Kernels stage: a copy (the GPU's measurements go on the row,
+    never on the run's own kernel), named by its run's role."""
+    row = copy.copy(kernel)
+    row.role = role
+    return row
 
 
 def _kernels_of(inductor, extras: list[dict] | None = None) -> Kernels:
     """The Kernels stage made of these Inductor runs, each kernel's ``extras`` (what was measured of it on
     the GPU: times, depth, costs) put back on it."""
-    data = _kernels_data(inductor)
-    for kernel, extra in zip(data.get("kernels") or [], extras or []):
-        kernel.update(extra)
     if not extras:
-        return Kernels.from_data(data)
+        return kernels_of(inductor)
+    data = kernels_of(inductor).to_data()
+    for kernel, extra in zip(data["kernels"], extras):
+        kernel.update(extra)
     try:
         return _converter(Kernels)(data)
     except _Mismatch as exc:  # only the extras can be wrong (the runs were checked): name them in the path
@@ -91,15 +105,33 @@ def _kernel_extras(derived: dict, saved: dict) -> list[dict] | None:
     return [{key: value for key, value in b.items() if a[key] != value} for a, b in zip(ours, theirs)]
 
 
-def _node_kernels(nodes, kernels, lines) -> list[list[str]]:
-    """``compiler.stages.provenance.node_kernels`` on typed provenance."""
-    from compiler.stages.provenance import node_kernels
+def key_of(role: str | None, name: str) -> str:
+    """A kernel's or node's key in provenance: ``role:name`` (names repeat between forward and backward)."""
+    return f"{role}:{name}" if role else name
 
-    return node_kernels([{"level": n.level, "role": n.role, "name": n.name, "file": n.file, "lines": n.lines}
-                         for n in nodes],
-                        [{"key": k.key, "role": k.role, "post_grad_nodes": k.post_grad_nodes, "ir_nodes": k.ir_nodes,
-                          "fused_nodes": k.fused_nodes} for k in kernels],
-                        [{"file": r.file, "line": r.line, "kernels": r.kernels} for r in lines])
+
+def node_kernels(nodes: list[ProvenanceNode], kernels: list[KernelProvenance],
+                 lines: list[LineProvenance]) -> list[list[str]]:
+    """The kernels of each provenance node (the other direction of the map, so never saved: ``Provenance``
+    rebuilds it on load): post-grad and IR nodes from the kernels that name them, Dynamo and AOT nodes
+    through their lines, in their own file."""
+    found: list[list[str]] = [[] for _ in nodes]
+    by_level_key = {(n.level, key_of(n.role, n.name)): i for i, n in enumerate(nodes)}
+    for k in kernels:
+        for level, names in (("post_grad", k.post_grad_nodes), ("ir_pre_fusion", k.ir_nodes),
+                             ("ir_post_fusion", k.fused_nodes)):
+            for name in names:
+                i = by_level_key.get((level, key_of(k.role, name)))
+                if i is not None and k.key not in found[i]:
+                    found[i].append(k.key)
+    kernels_of_line: dict[tuple, set] = {}  # by (file, line): line 13 of one file is not another's
+    for row in lines:
+        kernels_of_line.setdefault((row.file, row.line), set()).update(row.kernels)
+        kernels_of_line.setdefault((None, row.line), set()).update(row.kernels)  # for a node torch gave no file
+    for i, n in enumerate(nodes):
+        if n.level in ("dynamo", "aot"):
+            found[i] = sorted(set().union(*(kernels_of_line.get((n.file, line), ()) for line in n.lines)))
+    return found
 
 
 def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
@@ -734,7 +766,7 @@ class GeneratedCode(Stage):
 
     def __post_init__(self):
         if self.texts_from_module:
-            from compiler.stages.kernels import kernel_texts
+            from compiler.stages.code_text import kernel_texts
 
             texts = kernel_texts(self.module)
             for k in self.kernels:
@@ -744,7 +776,7 @@ class GeneratedCode(Stage):
 
     def to_data(self) -> dict:
         """Saved without each generated kernel's source and comments when they are the module's own text again."""
-        from compiler.stages.kernels import kernel_texts
+        from compiler.stages.code_text import kernel_texts
 
         out = super().to_data()
         out.pop("texts_from_module")
@@ -918,19 +950,17 @@ class Provenance(Stage):
 
     def __post_init__(self):
         if self.node_kernels_derived:
-            for node, found in zip(self.nodes, _node_kernels(self.nodes, self.kernels, self.lines)):
+            for node, found in zip(self.nodes, node_kernels(self.nodes, self.kernels, self.lines)):
                 node.kernels = found
             self.node_kernels_derived = False
 
     def to_data(self) -> dict:
         """The saved map leaves out each node's kernels when they are the other direction of the kernels'
-        and lines' own links (``compiler.stages.provenance.node_kernels``): a third of a big model's map."""
-        from compiler.stages.provenance import node_kernels
-
+        and lines' own links (``node_kernels``): a third of a big model's map."""
         out = super().to_data()
         out.pop("node_kernels_derived")
         nodes = out["nodes"]
-        if nodes and node_kernels(nodes, out["kernels"], out["lines"]) == [n["kernels"] for n in nodes]:
+        if nodes and node_kernels(self.nodes, self.kernels, self.lines) == [n["kernels"] for n in nodes]:
             for n in nodes:
                 del n["kernels"]
             out["node_kernels_derived"] = True
@@ -1294,7 +1324,7 @@ class Compile(Data):
         out.pop("kernels_from_inductor")
         out.pop("kernel_extras")
         if self.kernels.available:
-            extras = _kernel_extras(Kernels.from_data(_kernels_data(self.inductor)).to_data(), out["kernels"])
+            extras = _kernel_extras(kernels_of(self.inductor).to_data(), out["kernels"])
             if extras is not None:
                 del out["kernels"]
                 out["kernels_from_inductor"] = True
