@@ -251,8 +251,19 @@ def _without_graph_id(text: str) -> str:
 
 
 def graph_stage(text: str | None, reason_if_missing: str) -> dict:
+    """The Graph stage of a printed graph: its code, parsed into nodes on first read (``schema.Graph``), so
+    a trace of thousands of graphs holds their text, not their nodes, until a view asks."""
     if not text:
         return {"available": False, "reason": reason_if_missing}
+    from compiler.stages.schema import MAX_PARSED_CODE_CHARS
+
+    if len(text) > MAX_PARSED_CODE_CHARS:  # parsed now: a graph this big is saved with its nodes
+        return parsed_graph_stage(text)
+    return {"available": True, "code": text, "parsed_from_code": True}
+
+
+def parsed_graph_stage(text: str) -> dict:
+    """The Graph stage of a printed graph with its nodes, edges, op count and nested graphs parsed."""
     parsed = parse_readable(text)
     return {"available": True, "code": text, **parsed,
             "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])}

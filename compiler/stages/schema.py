@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
 from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _converter,  # noqa: F401
-                                   _dump, _Mismatch, _shown, _table, _text_table, check_document_header,
+                                   _dump, _fields, _Mismatch, _shown, _table, _text_table, check_document_header,
                                    paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
@@ -45,14 +44,9 @@ VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
 
 def _parsed_graph(code: str) -> dict:
     """``_PARSED_GRAPH`` of a graph, parsed from its code by ``compiler.stages.fx_graph``."""
-    from compiler.stages.fx_graph import graph_stage
+    from compiler.stages.fx_graph import parsed_graph_stage
 
-    parsing = _parsing()
-    parsing.add(code)
-    try:
-        parsed = Graph.from_data(graph_stage(code, ""))
-    finally:
-        parsing.discard(code)
+    parsed = Graph.from_data(parsed_graph_stage(code))
     return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
 
 
@@ -262,13 +256,29 @@ class GraphNode(Data):
 
 
 _PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.stages.fx_graph parses from a graph's code
-_PARSING = threading.local()  # per thread: codes being parsed (their Graph must not parse itself again)
 
 
-def _parsing() -> set[str]:
-    if not hasattr(_PARSING, "codes"):
-        _PARSING.codes = set()
-    return _PARSING.codes
+class _ParsedOnRead:
+    """A field of ``Graph`` that parsing its code gives: parsed on the first read of any of them (the code
+    of a graph built or loaded with ``parsed_from_code``), then kept."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, graph, owner=None):
+        if graph is None:
+            return self
+        values = graph.__dict__
+        if self.name not in values:
+            values.update(_parsed_graph(values["code"]) if values.get("code") else
+                          {k: f() for k, f in _PARSED_EMPTY.items()})
+        return values[self.name]
+
+    def __set__(self, graph, value):
+        graph.__dict__[self.name] = value
+
+
+_PARSED_EMPTY = {"nodes": list, "edges": list, "op_count": int, "subgraphs": dict}
 
 # Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
 # tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
@@ -292,14 +302,22 @@ class Graph(Stage):
     not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
 
     def __post_init__(self):
-        if self.parsed_from_code and self.code and not self.nodes and self.code not in _parsing():
+        values = self.__dict__
+        if self.parsed_from_code and self.code and not values.get("nodes"):
             if len(self.code) > MAX_PARSED_CODE_CHARS:
                 self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
                                    f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")
-            else:
-                self.__dict__.update(_parsed_graph(self.code))
+            else:  # parsed on first read (_ParsedOnRead)
+                for name in _PARSED_GRAPH:
+                    values.pop(name, None)
 
     def to_data(self) -> dict:
+        if "nodes" not in self.__dict__:  # never read: saved as it came, without parsing it now
+            out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))
+                   if name not in _PARSED_GRAPH and name != "parsed_from_code"}
+            out.update(self.__dict__.get("_unknown", {}))
+            out["parsed_from_code"] = True
+            return out
         out = super().to_data()
         out.pop("parsed_from_code")
         if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
@@ -320,6 +338,10 @@ class Graph(Stage):
     def table(self):
         """The nodes as a pandas DataFrame."""
         return _table(self.nodes)
+
+
+for _name in _PARSED_GRAPH:
+    setattr(Graph, _name, _ParsedOnRead(_name))
 
 
 @dataclass(repr=False, eq=False)
