@@ -67,6 +67,30 @@ def test_a_bad_ir_difference_is_a_one_line_error_naming_its_path():
         Capture.from_data(data)
 
 
+def test_provenance_nodes_name_their_file_by_index_and_leave_out_defaults():
+    saved = json.loads((GPU_CAPTURES / "gpt2_2layer.json").read_text())
+    provenance = saved["compiles"][0]["provenance"]
+    nodes, files, index = provenance["nodes"], provenance["node_files"], provenance["node_file_index"]
+    assert len(index) == len(nodes) and len(files) < 20 and all("file" not in n for n in nodes)
+    assert not any(v in (None, []) for n in nodes for v in n.values())  # defaults left out, filled in on load
+    cap = compiler.load(GPU_CAPTURES / "gpt2_2layer.json")
+    assert {n.file for n in cap.compiles[0].provenance.nodes} == set(files)
+    provenance["node_file_index"][0] = len(files)
+    with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.provenance\.node_file_index: expected one "
+                                                          r"index into node_files"):
+        Capture.from_data(saved)
+
+
+def test_the_ir_nodes_are_parsed_again_from_their_text_on_load():
+    saved = json.loads((GPU_CAPTURES / "mlp_forward_backward.json").read_text())
+    ir = saved["compiles"][0]["inductor"]["runs"][0]["ir"]
+    assert ir["pre_fusion"]["nodes_from_text"] and ir["pre_fusion"]["nodes"] == []
+    cap = compiler.load(GPU_CAPTURES / "mlp_forward_backward.json")
+    run = cap.compiles[0].inductor.runs[0]
+    assert run.ir.pre_fusion.nodes and run.ir.post_fusion.nodes and not run.ir.post_fusion.nodes_from_text
+    assert run.ir.nodes_before == len(run.ir.pre_fusion.nodes)
+
+
 def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():
     """gpt2_2layer was 2.02 MB with the module twice, every kernel twice and each node's kernels."""
     assert (GPU_CAPTURES / "gpt2_2layer.json").stat().st_size < 1.7e6

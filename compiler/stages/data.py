@@ -260,6 +260,14 @@ def _derived(cls) -> frozenset[str]:
 
 
 @functools.cache
+@functools.cache
+def _defaults(cls) -> dict:
+    """Each field's value when none is given (the default, or what its factory makes)."""
+    return {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+
+
 def _fields(cls) -> tuple[tuple[str, str, Any, bool], ...]:
     """(attribute, JSON key, type, required) for each saved field of ``cls``."""
     hints = typing.get_type_hints(cls)
@@ -285,8 +293,20 @@ class Data:
         except _Mismatch as exc:
             raise exc.error(path) from None
 
+    # rows saved by the thousand (graph, IR and provenance nodes) leave out each field at its default value,
+    # which loading fills in again
+    OMIT_DEFAULTS: ClassVar[bool] = False
+
     def to_data(self) -> dict:
-        out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
+        if self.OMIT_DEFAULTS:
+            defaults = _defaults(type(self))
+            out = {}
+            for name, key, _, _ in _fields(type(self)):
+                value = getattr(self, name)
+                if name not in defaults or value != defaults[name]:
+                    out[key] = _dump(value)
+        else:
+            out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))}
         out.update(self.__dict__.get("_unknown", {}))
         return out
 

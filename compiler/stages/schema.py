@@ -237,6 +237,7 @@ class Bytecode(Stage):
 
 @dataclass(repr=False, eq=False)
 class GraphNode(Data):
+    OMIT_DEFAULTS: ClassVar[bool] = True
     name: str = ""
     op: str = ""  # placeholder, call_function, call_method, call_module, get_attr, output, alias
     target: str | None = None
@@ -576,6 +577,7 @@ class RecompileLimit(Data):
 
 @dataclass(repr=False, eq=False)
 class IrNode(Data):
+    OMIT_DEFAULTS: ClassVar[bool] = True
     name: str = ""
     kind: str = ""
     ops: list[str] = field(default_factory=list)
@@ -627,17 +629,37 @@ def apply_line_diff(old: str, ops: list) -> str:
 
 @dataclass(repr=False, eq=False)
 class IrText(Data):
-    """Inductor's scheduler nodes as its IR log prints them."""
+    """Inductor's scheduler nodes as its IR log prints them. Saved without its nodes where parsing the text
+    gives them back (``nodes_from_text``)."""
 
     text: str = ""
     nodes: list[IrNode] = field(default_factory=list)
+    nodes_from_text: bool = False
+
+    def __post_init__(self):
+        if self.nodes_from_text and self.text:  # (after fusion: once InductorIR rebuilt the text)
+            self.nodes, self.nodes_from_text = _ir_nodes(self.text), False
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.pop("nodes_from_text")
+        if self.text and out["nodes"] and _dump(_ir_nodes(self.text)) == out["nodes"]:
+            out["nodes"], out["nodes_from_text"] = [], True
+        return out
 
     def as_text(self) -> str:
         return self.text
 
 
+def _ir_nodes(text: str) -> list[IrNode]:
+    from compiler.stages.inductor_ir import parse_ir
+
+    return [IrNode.from_data(node, "nodes") for node in parse_ir(text)]
+
+
 @dataclass(repr=False, eq=False)
 class FusionRow(Data):
+    OMIT_DEFAULTS: ClassVar[bool] = True
     fused: str = ""
     members: list[str] = field(default_factory=list)
     kind: str = ""
@@ -663,6 +685,7 @@ class InductorIR(Stage):
         if self.post_fusion_diff is not None and self.pre_fusion is not None and self.post_fusion is not None:
             self.post_fusion.text = apply_line_diff(self.pre_fusion.text, self.post_fusion_diff)
             self.post_fusion_diff = None
+            self.post_fusion.__post_init__()  # its nodes, parsed from the text just rebuilt
 
     def to_data(self) -> dict:
         out = super().to_data()
@@ -878,6 +901,7 @@ class Kernels(Stage):
 class ProvenanceNode(Data):
     """One node of one level (``dynamo``, ``aot``, ``post_grad``, ``ir_pre_fusion``, ``ir_post_fusion``)
     with the source lines it came from and the kernels it ended up in (``role:name`` keys)."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
 
     level: str = ""
     role: str | None = None  # inference, forward, backward (None for Dynamo's graph)
@@ -892,6 +916,7 @@ class ProvenanceNode(Data):
 @dataclass(repr=False, eq=False)
 class KernelPlace(Data):
     """One source line a kernel's work came from, in its own file, with its share of the kernel's work."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
 
     file: str | None = None
     line: int = 0
@@ -901,6 +926,7 @@ class KernelPlace(Data):
 @dataclass(repr=False, eq=False)
 class KernelProvenance(Data):
     """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
 
     key: str = ""  # "role:name" (kernel names repeat between forward and backward)
     name: str = ""
@@ -921,6 +947,7 @@ class KernelProvenance(Data):
 @dataclass(repr=False, eq=False)
 class LineProvenance(Data):
     """One source line that produced work: its nodes at every level, its kernels, its cost."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
 
     line: int = 0
     file: str | None = None
@@ -969,8 +996,21 @@ class Provenance(Stage):
     inductor_tracking: list[InductorTracking] = field(default_factory=list)  # from a trace, per run
     notes: list[str] = field(default_factory=list)
     node_kernels_derived: bool = False  # saved without each node's kernels: loading derives them again
+    # saved nodes name their file by its index in node_files (a few files, thousands of nodes)
+    node_files: list[str | None] | None = None
+    node_file_index: list[int] | None = None
 
     def __post_init__(self):
+        if self.node_files is not None:
+            index = self.node_file_index or []
+            if len(index) != len(self.nodes) or any(not 0 <= i < len(self.node_files) for i in index):
+                exc = _Mismatch(f"one index into node_files ({len(self.node_files)}) per node ({len(self.nodes)})",
+                                index[:3])
+                exc.where.append(".node_file_index")
+                raise exc
+            for node, i in zip(self.nodes, index):
+                node.file = self.node_files[i]
+            self.node_files = self.node_file_index = None
         if self.node_kernels_derived:
             for node, found in zip(self.nodes, node_kernels(self.nodes, self.kernels, self.lines)):
                 node.kernels = found
@@ -978,14 +1018,19 @@ class Provenance(Stage):
 
     def to_data(self) -> dict:
         """The saved map leaves out each node's kernels when they are the other direction of the kernels'
-        and lines' own links (``node_kernels``): a third of a big model's map."""
+        and lines' own links (``node_kernels``): a third of a big model's map. Each node's file is an index into
+        ``node_files`` (its fields at their defaults are left out: ``OMIT_DEFAULTS``)."""
         out = super().to_data()
-        out.pop("node_kernels_derived")
+        for key in ("node_kernels_derived", "node_files", "node_file_index"):
+            out.pop(key)
         nodes = out["nodes"]
-        if nodes and node_kernels(self.nodes, self.kernels, self.lines) == [n["kernels"] for n in nodes]:
+        if nodes and node_kernels(self.nodes, self.kernels, self.lines) == [n.get("kernels", []) for n in nodes]:
             for n in nodes:
-                del n["kernels"]
+                n.pop("kernels", None)
             out["node_kernels_derived"] = True
+        if nodes:
+            files = {file: i for i, file in enumerate(dict.fromkeys(n.get("file") for n in nodes))}
+            out["node_files"], out["node_file_index"] = list(files), [files[n.pop("file", None)] for n in nodes]
         return out
 
     def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
