@@ -91,6 +91,17 @@ def test_the_ir_nodes_are_parsed_again_from_their_text_on_load():
     assert run.ir.nodes_before == len(run.ir.pre_fusion.nodes)
 
 
+def test_format_3_is_written_and_2_still_read():
+    """3.0 writes what a 2.x reader would read wrong without a word (node files by index, the IR after fusion as
+    a difference): a 2.x reader refuses it, this one still reads 2.x files and writes them as 3.0."""
+    old = Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "compiles": []})
+    assert json.loads(old.to_json())["version"] == [3, 0]
+    assert json.loads(Capture.from_data({"format": "tcompile-capture", "version": [3, 4]}).to_json())["version"] == [3, 4]
+    with pytest.raises(compiler.CaptureFormatError, match=r"version 4\.0 is not supported by this tcompile "
+                                                          r"\(reads 3\.x and 2\.x\)"):
+        Capture.from_data({"format": "tcompile-capture", "version": [4, 0]})
+
+
 def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():
     """gpt2_2layer was 2.02 MB with the module twice, every kernel twice and each node's kernels."""
     assert (GPU_CAPTURES / "gpt2_2layer.json").stat().st_size < 1.7e6

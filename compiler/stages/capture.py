@@ -6,10 +6,10 @@ A Capture loaded from a file is built by the same ``from_data`` and offers the s
 what-if checks, which need the live guards.
 
     >>> import compiler
-    >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [2, 0]})
+    >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [3, 0]})
     >>> cap.summary.compiles, cap.breaks.total, cap.runtime.available
     (0, 0, False)
-    >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "compiles": [5]})
+    >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [3, 0], "compiles": [5]})
     Traceback (most recent call last):
     ...
     compiler.stages.data.CaptureFormatError: compiles[0]: expected an object, got 5

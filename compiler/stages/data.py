@@ -418,18 +418,19 @@ class JsonFile:
             return cls.from_json(text)
 
 
-def check_document_header(data, format: str, version: list[int], what: str) -> None:
+def check_document_header(data, format: str, version: list[int], what: str, older_majors: tuple = ()) -> None:
     """The one check of a saved document's ``format`` and ``version`` (captures, diffs, comparisons): a
-    reader accepts any minor version of its major."""
+    reader accepts any minor version of its major, and of the ``older_majors`` it still reads."""
     if not isinstance(data, dict) or data.get("format") != format:
         raise CaptureFormatError(f"not a tcompile {what}: missing \"format\": \"{format}\"")
     found = data.get("version")
     if not (isinstance(found, list) and len(found) == 2
             and all(isinstance(v, int) and not isinstance(v, bool) for v in found)):
         raise CaptureFormatError(f"version: expected [major, minor], got {_shown(found)}")
-    if found[0] != version[0]:
+    if found[0] != version[0] and found[0] not in older_majors:
+        reads = " and ".join(f"{major}.x" for major in (version[0], *older_majors))
         raise CaptureFormatError(f"{what} format version {found[0]}.{found[1]} is not supported "
-                                 f"by this tcompile (reads {version[0]}.x)")
+                                 f"by this tcompile (reads {reads})")
 
 
 def utf8_text(raw: bytes | str, what: str) -> str:

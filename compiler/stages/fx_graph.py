@@ -10,6 +10,10 @@ import functools
 import re
 import textwrap
 
+# Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
+# tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
+MAX_PARSED_CODE_CHARS = 16_000_000
+
 # torch's line comment above FX nodes (torch/fx/graph.py, ``append_stacktrace_summary``): ``# File: f:N in fn,
 # code: …``; from 2.14 a backward node (``meta["autograd_backward"]``) says ``# Backward of forward node: File: …``
 # — the forward line it differentiates, as 2.13 printed it without the prefix.
@@ -255,8 +259,6 @@ def graph_stage(text: str | None, reason_if_missing: str) -> dict:
     a trace of thousands of graphs holds their text, not their nodes, until a view asks."""
     if not text:
         return {"available": False, "reason": reason_if_missing}
-    from compiler.stages.schema import MAX_PARSED_CODE_CHARS
-
     if len(text) > MAX_PARSED_CODE_CHARS:  # parsed now: a graph this big is saved with its nodes
         return parsed_graph_stage(text)
     return {"available": True, "code": text, "parsed_from_code": True}

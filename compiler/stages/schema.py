@@ -31,12 +31,16 @@ from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
+from compiler.stages.fx_graph import MAX_PARSED_CODE_CHARS
 from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _converter,  # noqa: F401
                                    _dump, _fields, _Mismatch, _shown, _table, _text_table, check_document_header,
                                    paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
-VERSION = [2, 0]  # major, minor: a reader accepts any minor of its major
+VERSION = [3, 0]  # major, minor: a reader accepts any minor of its major
+# 3.0 saves what 2.x readers would read wrong without a word (provenance nodes' files by index, the IR after
+# fusion as a difference, rows without their default fields); 2.x files still load: each is read as it was
+OLDER_MAJORS = (2,)
 
 
 # --- reading and writing typed data -------------------------------------------------------------
@@ -281,9 +285,6 @@ class _ParsedOnRead:
 
 _PARSED_EMPTY = {"nodes": list, "edges": list, "op_count": int, "subgraphs": dict}
 
-# Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
-# tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
-MAX_PARSED_CODE_CHARS = 16_000_000
 
 
 @dataclass(repr=False, eq=False)
@@ -1637,6 +1638,14 @@ class CaptureData(Data, JsonFile):
         check_header(data)
         return super().from_data(data, path)
 
+    def to_data(self) -> dict:
+        """Written in this reader's format: its version (a newer minor of its major stays: its unknown fields
+        are written back as they came)."""
+        out = super().to_data()
+        same_major = isinstance(self.version, list) and len(self.version) == 2 and self.version[0] == VERSION[0]
+        out["version"] = [VERSION[0], max(VERSION[1], self.version[1])] if same_major else list(VERSION)
+        return out
+
 
 def recompiles_of(compiles: list[Compile]) -> list[Recompile]:
     """``CaptureData.recompiles``: the compiles whose ``recompile`` stage is available, each as that stage
@@ -1655,6 +1664,6 @@ def recompiles_of(compiles: list[Compile]) -> list[Recompile]:
 
 def check_header(data) -> None:
     """Reject anything that is not a capture of a version this reader knows (before reading fields)."""
-    check_document_header(data, FORMAT, VERSION, "capture")
+    check_document_header(data, FORMAT, VERSION, "capture", OLDER_MAJORS)
 
 
