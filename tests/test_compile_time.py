@@ -42,9 +42,11 @@ def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     loop_line, for_line = _line_of(costly, "x = x + i"), _line_of(costly, "for i in range")
     on_body = dynamo[dynamo.line == loop_line]
     assert len(on_body) == 1 and on_body.code.iloc[0] == "x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile"
-    # the unrolled loop — its body and its `for` line (FOR_ITER, once per iteration) — is most of the tracing
+    # the unrolled loop — its body and its `for` line (FOR_ITER, once per iteration) — is most of the tracing;
+    # the return line has the rest: Dynamo builds the 600-node graph's code and guards there (55–60 % against
+    # 40–45 % in loaded runs, so "most" is a majority, not a fixed share)
     on_loop = dynamo[dynamo.line.isin([loop_line, for_line])]
-    assert on_loop.seconds.sum() > 0.6 * dynamo.seconds.sum()
+    assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
     assert table.iloc[0].line in (loop_line, for_line)  # the costliest row
 
     # shares of one compile sum to 1; the sampled time covers torch's own compile time
