@@ -1,7 +1,7 @@
 """Generated code: Inductor's kernels, each with the ops it came from, and the wrapper module."""
 from __future__ import annotations
 
-from compiler.stages.kernel_costs import extern_family, library_family
+from compiler.stages.kernel_costs import extern_family, library_family, op_family
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
@@ -84,9 +84,11 @@ def _adds_up(capture, gpu_us: float | None):
         return None
     generated = [k.name for k in kernels if k.language != "extern"]
     families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
-    # extern calls took the library kernels of their family (compiler.stages.kernel_costs.extern_times)
+    # extern calls took the library kernels of their family (compiler.stages.kernel_costs.extern_times): the
+    # kernels their aten op launched, or, in a profile without launching ops, those named like the family
+    by_op = any(r.launched_by for r in capture.gpu_profile.kernels)
     rest = [r for r in capture.gpu_profile.kernels if not any(name in r.name for name in generated)
-            and library_family(r.name) not in families]
+            and not ({op_family(op) for op in r.launched_by} & families if by_op else library_family(r.name) in families)]
     return para(f"The compiled code's kernels (generated and extern) account for {_us(claimed)} of the {_us(gpu_us)} "
                 f"({min(claimed / gpu_us, 1):.0%})"
                 + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
