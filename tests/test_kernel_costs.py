@@ -434,3 +434,20 @@ def test_rooflines_drawn_in_chromium_light_and_dark(artifact_dir):
                     box = dots.nth(i).bounding_box()
                     assert plot["x"] <= box["x"] and box["x"] + box["width"] <= plot["x"] + plot["width"] + 1
                 screenshot(page, artifact_dir / f"roofline_{name}_{theme}.png", full_page=True)
+
+
+def test_the_gpu_time_accounted_for_counts_each_profiler_row_once():
+    """Inductor names kernels per graph, so two compiles can both have a ``triton_poi_fused_…_4``; the profiler
+    sums their launches in one row. The Generated code tab counts that row once and says why (a Mask R-CNN
+    capture of 64 compiles summed its kernel rows to 19.6 ms of a 21.3 ms profile; once per row: 9.3 ms)."""
+    import copy
+
+    from explorer.views.code import _adds_up
+
+    cap = load("gpt2_2layer")
+    profiled = cap.gpu_profile.gpu_time_us_per_call
+    once = str(_adds_up(cap, profiled))
+    cap.compiles.append(copy.deepcopy(cap.compiles[0]))  # a second compile with the same kernel names
+    twice = str(_adds_up(cap, profiled))
+    assert "(100%)" in once and "(100%)" in twice and "appear in several compiles" in twice
+    assert sum(k.gpu_time_us_per_call or 0 for c in cap.compiles for k in c.kernels.kernels) > 1.9 * profiled

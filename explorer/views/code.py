@@ -89,12 +89,21 @@ def _adds_up(capture, gpu_us: float | None):
     by_op = any(r.launched_by for r in capture.gpu_profile.kernels)
     rest = [r for r in capture.gpu_profile.kernels if not any(name in r.name for name in generated)
             and not ({op_family(op) for op in r.launched_by} & families if by_op else library_family(r.name) in families)]
-    return para(f"The compiled code's kernels (generated and extern) account for {_us(claimed)} of the {_us(gpu_us)} "
-                f"({min(claimed / gpu_us, 1):.0%})"
+    # each profiler row once: a kernel name in several compiles (Inductor names kernels per graph) is one row
+    accounted = max(0.0, gpu_us - sum(r.gpu_time_us_per_call for r in rest))
+    per_compile = [{k.name for k in c.kernels.kernels if k.language != "extern"}
+                   for c in capture.compiles if c.kernels.available]
+    repeated = sorted({n for i, names in enumerate(per_compile) for n in names
+                       if any(n in other for other in per_compile[i + 1:])})
+    return para(f"The compiled code's kernels (generated and extern) account for {_us(accounted)} of the {_us(gpu_us)} "
+                f"({accounted / gpu_us:.0%})"
                 + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
                    f"helpers): "
                    + ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in rest[:5])
-                   + (" …" if len(rest) > 5 else "") if rest and claimed < gpu_us else "") + ".", cls="tc-muted")
+                   + (" …" if len(rest) > 5 else "") if rest else "") + "."
+                + (f" {plural(len(repeated), 'kernel name')} ({', '.join(repeated[:3])}{' …' if len(repeated) > 3 else ''}) "
+                   "appear in several compiles: the profiler sums launches by name, so such a kernel's time in the "
+                   "tables below is that of every compile's kernel of the name." if repeated else ""), cls="tc-muted")
 
 
 def _time_ms(value: float | None) -> str:
