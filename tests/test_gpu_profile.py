@@ -91,7 +91,7 @@ import json, os, subprocess, sys
 args = sys.argv[1:]
 log = args[args.index("--log-file") + 1]
 if {refuse_l2} and "lts__" in args[args.index("--metrics") + 1]:  # as an ncu that does not know the metric
-    open(log, "w").write("==ERROR== Failed to find metric regex:^lts__t_sectors_op_write.sum$\\n")
+    open(log, "w").write("==ERROR== Failed to find metric regex:^lts__t_sectors_srcunit_tex_op_write.sum$\\n")
     sys.exit(1)
 app = args[args.index("raw") + 1:]
 done = subprocess.run(app)
