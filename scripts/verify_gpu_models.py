@@ -134,7 +134,10 @@ def model_row(name: str, raw: bytes, csv_text: str | None) -> tuple[dict, list[d
     saving = (runtime.eager.median_s - runtime.compiled.median_s) if runtime.available and runtime.eager else None
     compile_s = sum(c.amortization.compile_s or 0 for c in cap.compiles if c.amortization.available)
     per_compile = [c.amortization.break_even_calls for c in cap.compiles if c.amortization.available]
-    claimed = sum(k.gpu_time_us_per_call or 0 for k in kernels)
+    from compiler.stages.kernel_costs import gpu_time_accounted
+
+    accounted = gpu_time_accounted(cap)  # each profiler row once (kernel names repeat across compiles)
+    claimed = accounted[0] if accounted else 0.0
     profiled = cap.gpu_profile.gpu_time_us_per_call if cap.gpu_profile is not None else None
     try:
         from explorer.page import render_static

@@ -727,3 +727,27 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
                                              "peak_flops_per_s", "peak_bytes_per_s")})
         out.append(row)
     return sorted(out, key=lambda r: -(r["seconds"] or 0))
+
+
+def gpu_time_accounted(capture):
+    """(µs per call the compiles' kernels account for, the profiler's rows they do not, kernel names found in
+    several compiles) — each profiler row counted once: Inductor names kernels per graph and the profiler sums
+    launches by name, so a row can match kernels of several compiles, and each compile's extern calls take
+    their family's rows. None without a GPU profile or any timed kernel."""
+    profile = capture.gpu_profile
+    kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
+    if profile is None or not profile.gpu_time_us_per_call or not any(k.gpu_time_us_per_call for k in kernels):
+        return None
+    generated = [k.name for k in kernels if k.language != "extern"]
+    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
+    # extern calls took the library kernels of their family (extern_times): the kernels their aten op launched,
+    # or, in a profile without launching ops, those named like the family
+    by_op = any(r.launched_by for r in profile.kernels)
+    rest = [r for r in profile.kernels if not any(name in r.name for name in generated)
+            and not ({op_family(op) for op in r.launched_by} & families if by_op else library_family(r.name) in families)]
+    accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
+    per_compile = [{k.name for k in c.kernels.kernels if k.language != "extern"}
+                   for c in capture.compiles if c.kernels.available]
+    repeated = sorted({n for i, names in enumerate(per_compile) for n in names
+                       if any(n in other for other in per_compile[i + 1:])})
+    return accounted, rest, repeated

@@ -1,7 +1,7 @@
 """Generated code: Inductor's kernels, each with the ops it came from, and the wrapper module."""
 from __future__ import annotations
 
-from compiler.stages.kernel_costs import extern_family, library_family, op_family
+from compiler.stages.kernel_costs import gpu_time_accounted
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
@@ -76,25 +76,12 @@ def gpu_profile_section(capture):
 
 
 def _adds_up(capture, gpu_us: float | None):
-    """How much of the profiled GPU time the compiles' kernels (generated and extern) account for, and what
-    the rest is: kernels no compile launched (eager ops outside the graph, memsets, library helpers)."""
-    kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
-    claimed = sum(k.gpu_time_us_per_call or 0 for k in kernels)
-    if not gpu_us or not claimed:
+    """How much of the profiled GPU time the compiles' kernels account for, and what the rest is
+    (``compiler.stages.kernel_costs.gpu_time_accounted``)."""
+    found = gpu_time_accounted(capture)
+    if not gpu_us or found is None:
         return None
-    generated = [k.name for k in kernels if k.language != "extern"]
-    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
-    # extern calls took the library kernels of their family (compiler.stages.kernel_costs.extern_times): the
-    # kernels their aten op launched, or, in a profile without launching ops, those named like the family
-    by_op = any(r.launched_by for r in capture.gpu_profile.kernels)
-    rest = [r for r in capture.gpu_profile.kernels if not any(name in r.name for name in generated)
-            and not ({op_family(op) for op in r.launched_by} & families if by_op else library_family(r.name) in families)]
-    # each profiler row once: a kernel name in several compiles (Inductor names kernels per graph) is one row
-    accounted = max(0.0, gpu_us - sum(r.gpu_time_us_per_call for r in rest))
-    per_compile = [{k.name for k in c.kernels.kernels if k.language != "extern"}
-                   for c in capture.compiles if c.kernels.available]
-    repeated = sorted({n for i, names in enumerate(per_compile) for n in names
-                       if any(n in other for other in per_compile[i + 1:])})
+    accounted, rest, repeated = found
     return para(f"The compiled code's kernels (generated and extern) account for {_us(accounted)} of the {_us(gpu_us)} "
                 f"({accounted / gpu_us:.0%})"
                 + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
