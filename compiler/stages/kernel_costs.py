@@ -498,6 +498,20 @@ def op_family(op: str) -> str | None:
     return "matmul" if name in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_addmm_activation") else None
 
 
+def family_times(name: str, us_per_call: float, launched_by: dict | None, by_op: bool) -> dict[str, float]:
+    """A profiled library kernel's µs per call by extern family: by the aten ops that launched it (``by_op``: the
+    profile has launching ops), else by its name."""
+    if not by_op:
+        family = library_family(name)
+        return {family: us_per_call} if family else {}
+    out: dict[str, float] = {}
+    for op, us in (launched_by or {}).items():
+        family = op_family(op)
+        if family:
+            out[family] = out.get(family, 0.0) + us
+    return out
+
+
 def extern_times(kernels: list[dict], profile: dict) -> None:
     """GPU time per call for extern kernels: the profiler's kernels that no generated kernel claimed, put in
     families by the aten op that launched them (``launched_by``: aten::convolution → convolution, aten::mm /
@@ -509,17 +523,9 @@ def extern_times(kernels: list[dict], profile: dict) -> None:
     groups: dict[str, dict[str, float]] = {}  # family → kernel name → µs per call
     by_op = any(r.get("launched_by") for r in rows)
     for row in rows:
-        if by_op:
-            for op, us in (row.get("launched_by") or {}).items():
-                family = op_family(op)
-                if family:
-                    found = groups.setdefault(family, {})
-                    found[row["name"]] = found.get(row["name"], 0.0) + us
-        else:
-            family = library_family(row["name"])
-            if family:
-                found = groups.setdefault(family, {})
-                found[row["name"]] = found.get(row["name"], 0.0) + row["gpu_time_us_per_call"]
+        for family, us in family_times(row["name"], row["gpu_time_us_per_call"], row.get("launched_by"), by_op).items():
+            found = groups.setdefault(family, {})
+            found[row["name"]] = found.get(row["name"], 0.0) + us
     how = "launched by a {family} aten op" if by_op else "named like a {family}"
     externs = [k for k in kernels if k.get("language") == "extern" and k.get("cost")]
     for family, found in groups.items():
@@ -744,7 +750,7 @@ def gpu_time_accounted(capture):
     # or, in a profile without launching ops, those named like the family
     by_op = any(r.launched_by for r in profile.kernels)
     rest = [r for r in profile.kernels if not any(name in r.name for name in generated)
-            and not ({op_family(op) for op in r.launched_by} & families if by_op else library_family(r.name) in families)]
+            and not set(family_times(r.name, r.gpu_time_us_per_call, r.launched_by, by_op)) & families]
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
     per_compile = [{k.name for k in c.kernels.kernels if k.language != "extern"}
                    for c in capture.compiles if c.kernels.available]
