@@ -76,7 +76,20 @@ def cudagraph_output_overwritten():
     return f, (torch.randn(256, device="cuda"),), {"mode": "reduce-overhead", "_keep_first_output": True}, []
 
 
+def graph_break_repeated_kernel_names():
+    """Two compiled graphs around an eager matmul (a graph break): Inductor names each graph's fused kernel
+    alike (``triton_poi_fused_mul_sin_0``), and the profiler sums launches by name."""
+    eager_mm = torch._dynamo.disable(lambda a, b: a @ b)
+    w = torch.randn(1024, 1024, device="cuda")
+
+    def f(x):
+        y = eager_mm(x.sin() * 2, w)
+        return y.sin() * 2
+
+    return f, (torch.randn(4096, 1024, device="cuda"),), {}, []
+
+
 CASES = {fn.__name__: fn for fn in (pointwise_chain, softmax_layernorm, matmul_epilogue_max_autotune,
                                     mlp_forward_backward, reduce_overhead_small_model,
                                     cudagraphs_skipped_input_mutation, dynamic_shapes_rerecord,
-                                    cudagraph_output_overwritten)}
+                                    cudagraph_output_overwritten, graph_break_repeated_kernel_names)}

@@ -137,7 +137,7 @@ def model_row(name: str, raw: bytes, csv_text: str | None) -> tuple[dict, list[d
     from compiler.stages.kernel_costs import gpu_time_accounted
 
     accounted = gpu_time_accounted(cap)  # each profiler row once (kernel names repeat across compiles)
-    claimed = accounted[0] if accounted else 0.0
+    claimed = accounted.kernels_us if accounted else 0.0
     profiled = cap.gpu_profile.gpu_time_us_per_call if cap.gpu_profile is not None else None
     try:
         from explorer.page import render_static
@@ -158,6 +158,8 @@ def model_row(name: str, raw: bytes, csv_text: str | None) -> tuple[dict, list[d
            "speedup": runtime.speedup if runtime.available else None, "saving_s": saving, "compile_s": compile_s,
            "break_even_calls": compile_s / saving if saving and saving > 0 else None,
            "break_even_per_compile": per_compile, "kernel_time_share": claimed / profiled if profiled else None,
+           "in_graphs_share": (accounted.in_graphs_us / profiled
+                               if accounted and accounted.in_graphs_us is not None and profiled else None),
            "json_mb_before": size_before(cap) / 1e6, "json_mb_after": len(cap.to_json().encode()) / 1e6,
            "json_mb_file": len(raw) / 1e6, "static_mb": static / 1e6 if static else None,
            "csv": bool(csv_text)}
@@ -180,7 +182,8 @@ def table(paths: list[Path]) -> str:
             f"({f(row['max_before'], '.2f')}×) | {row['served_from_l2']} / {row['unexplained_after']} | "
             f"{row['ncu_within_25_reads']} of {row['ncu_measured']} ({row['ncu_within_25_total']}); "
             f"{row['ncu_big_within_25_reads']} of {row['ncu_big']} | "
-            f"{f(row['speedup'], '.2f')} | {f(row['break_even_calls'], ',.0f')} | {f(row['kernel_time_share'], '.3f')} | "
+            f"{f(row['speedup'], '.2f')} | {f(row['break_even_calls'], ',.0f')} | {f(row['kernel_time_share'], '.3f')}"
+            f"{'' if row['in_graphs_share'] is None else ' (in graphs ' + format(row['in_graphs_share'], '.3f') + ')'} | "
             f"{row['json_mb_before']:.2f} → {row['json_mb_after']:.2f} | {f(row['static_mb'], '.2f')} |")
         details.append(f"\n**{name}**" + (f" (error: {row['error']})" if row["error"] else "")
                        + "\n\n| kernel | µs / call | est. read MB | ncu DRAM read MB | read est ÷ ncu | est. written MB | "

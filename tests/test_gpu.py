@@ -177,3 +177,27 @@ def test_ir_from_the_compiled_kernel_in_memory_when_compiled_in_process_without_
         assert gpu.ir_source.startswith("the compiled kernel in memory"), (kernel.name, gpu.ir_source)
         assert set(gpu.ir) == {"ttir", "ttgir", "llir", "ptx"}
         assert f".entry {kernel.name}" in gpu.ir["ptx"] and gpu.registers > 0
+
+
+def test_kernels_named_alike_in_two_compiles_each_get_their_own_launches():
+    """Both graphs have a ``triton_poi_fused_mul_sin_0``; the profiler sums the two in one row. Split by the
+    compiled graph that launched them (``compiler.capturing.gpu.compile_profile``), each compile's kernel gets
+    its own launches, the kernels' times sum to the time launched inside the graphs, and the rest (the eager
+    matmul between them) is named."""
+    from compiler.stages.kernel_costs import gpu_time_accounted
+
+    _, _, cap = explore_case("graph_break_repeated_kernel_names")
+    compiles = [c for c in cap.compiles if c.kernels.available and c.kernels.kernels]
+    assert len(compiles) == 2
+    names = [{k.name for k in c.kernels.kernels if k.language == "Triton"} for c in compiles]
+    (shared,) = names[0] & names[1]
+    row = next(r for r in cap.gpu_profile.kernels if r.name == shared)
+    assert len(row.graphs) == 2 and row.calls == sum(s.calls for s in row.graphs.values())
+    times = [next(k.gpu_time_us_per_call for k in c.kernels.kernels if k.name == shared) for c in compiles]
+    assert sum(times) == pytest.approx(row.gpu_time_us_per_call, rel=1e-6)  # was 2 × the row, each taking all
+    found = gpu_time_accounted(cap)
+    assert found.by_graph and not found.repeated
+    assert found.kernels_us == pytest.approx(found.in_graphs_us, rel=0.05)
+    assert any("gemm" in r.name or "sgemm" in r.name or "xmma" in r.name for r in found.rest)
+    assert found.in_graphs_us + sum(r.gpu_time_us_per_call for r in found.rest) == pytest.approx(
+        cap.gpu_profile.gpu_time_us_per_call, rel=1e-6)

@@ -243,14 +243,14 @@ def test_library_kernels_are_timed_by_the_aten_op_that_launched_them_not_by_thei
     sm90_xmma_gemm_…_cublas launched under aten::convolution): the profiler's correlation decides."""
     from types import SimpleNamespace
 
-    from compiler.capturing.gpu import _launching_op
+    from compiler.capturing.gpu import _launch_context
     from compiler.stages.kernel_costs import extern_times
 
     conv = SimpleNamespace(name="aten::convolution", cpu_parent=None)
     cudnn = SimpleNamespace(name="aten::cudnn_convolution", cpu_parent=SimpleNamespace(
         name="aten::_convolution", cpu_parent=conv))
-    assert _launching_op(cudnn) == "aten::convolution"
-    assert _launching_op(SimpleNamespace(name="cudaLaunchKernel", cpu_parent=None)) is None
+    assert _launch_context(cudnn) == ("aten::convolution", None)
+    assert _launch_context(SimpleNamespace(name="cudaLaunchKernel", cpu_parent=None)) == (None, None)
     gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_cublas"
     profile = {"kernels": [
         {"name": gemm, "gpu_time_us_per_call": 100.0, "launched_by": {"aten::convolution": 90.0, "aten::addmm": 10.0}},
@@ -451,3 +451,39 @@ def test_the_gpu_time_accounted_for_counts_each_profiler_row_once():
     twice = str(_adds_up(cap, profiled))
     assert "(100%)" in once and "(100%)" in twice and "appear in several compiles" in twice
     assert sum(k.gpu_time_us_per_call or 0 for c in cap.compiles for k in c.kernels.kernels) > 1.9 * profiled
+
+
+def test_a_launch_inside_a_compiled_graph_names_the_compile_it_belongs_to():
+    """Inductor names kernels per graph, so a name cannot tell which compile launched a kernel: the profiler's
+    ranges can (``Torch-Compiled Region: <compile id>`` around a compiled frame, ``## Call CompiledFxGraph
+    <key> ##`` around its graph). Real ranges of a CPU profile: each compile's matmul (the aten op of an extern
+    call, as a GPU library kernel's launch would be) is found inside its own compile, and an eager matmul
+    at the graph break in none."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import compiler
+    from compiler.capturing.gpu import _launch_context, graphs_of_compile
+    from compiler.stages.caches import graph_keys
+
+    eager_mm = torch._dynamo.disable(lambda x, b: x @ b)
+
+    def f(a, b):
+        x = (a @ b).relu()
+        y = eager_mm(x, b)  # a graph break: run eagerly, between the two graphs
+        return (y @ b).sin()
+
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="inductor")
+    with compiler.capture() as cap:
+        compiled(a, b)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        compiled(a, b)
+    found = [_launch_context(e)[1] for e in prof.events() if e.name == "aten::mm"]
+    compiles = [c for c in cap.compiles if c.kernels.available]
+    assert len(compiles) == 2 and len(found) == 3
+    mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]
+    assert found[0] in mine[0] and found[0] not in mine[1]
+    assert found[1] is None  # the eager matmul at the break
+    assert found[2] in mine[1] and found[2] not in mine[0]

@@ -4,6 +4,7 @@ local-memory words per thread —, shared memory, launch config, achieved bandwi
 peak, the IR levels Triton kept), and the same function with and without CUDA graphs."""
 from __future__ import annotations
 
+import re
 import time
 
 
@@ -24,13 +25,23 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
         wall = time.perf_counter() - start
     kernels: dict[str, dict] = {}
     launched_by: dict[str, dict[str, float]] = {}  # kernel name → launching aten op → µs
+    graphs: dict[str, dict[str, dict]] = {}  # kernel name → FX graph cache key → its share
     for event in prof.events():
         if str(getattr(event, "device_type", "")).endswith("CPU"):
-            op = _launching_op(event) if getattr(event, "kernels", None) else None
-            for kernel in getattr(event, "kernels", None) or ():
+            if not getattr(event, "kernels", None):
+                continue
+            op, graph = _launch_context(event)
+            for kernel in event.kernels:
                 if op:
                     ops = launched_by.setdefault(kernel.name, {})
                     ops[op] = ops.get(op, 0.0) + kernel.duration
+                if graph is not None:
+                    share = graphs.setdefault(kernel.name, {}).setdefault(
+                        graph, {"gpu_time_us_per_call": 0.0, "calls": 0, "launched_by": {}})
+                    share["gpu_time_us_per_call"] += kernel.duration / iters
+                    share["calls"] += 1
+                    if op:
+                        share["launched_by"][op] = share["launched_by"].get(op, 0.0) + kernel.duration / iters
             continue
         if _device_time(event) <= 0:
             continue
@@ -42,6 +53,8 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
         row["gpu_time_us_per_call"] = row["gpu_time_us"] / iters
         if row["name"] in launched_by:
             row["launched_by"] = {op: us / iters for op, us in launched_by[row["name"]].items()}
+        if row["name"] in graphs:
+            row["graphs"] = graphs[row["name"]]
     total_gpu_us = sum(r["gpu_time_us"] for r in rows) / iters
     peak = peak_bandwidth(torch.cuda.current_device())
     return {"available": True, "iters": iters, "kernels": rows, "gpu_time_us_per_call": total_gpu_us,
@@ -52,16 +65,37 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
             "triton_kernels": triton_kernel_details([r["name"] for r in rows])}
 
 
-def _launching_op(event) -> str | None:
-    """The outermost aten op above a CPU event that launched kernels (``aten::convolution`` above
-    ``aten::cudnn_convolution``): which extern op a library kernel ran for, whatever its name says —
-    cuDNN runs 1×1 convolutions with kernels named like cuBLAS gemms."""
-    op = None
+GRAPH_RANGE = re.compile(r"## Call CompiledFxGraph (\S+) ##")
+FRAME_RANGE = re.compile(r"Torch-Compiled Region: (\S+)")
+
+
+def _launch_context(event) -> tuple[str | None, str | None]:
+    """Above a CPU event that launched kernels: the outermost aten op (``aten::convolution`` above
+    ``aten::cudnn_convolution``: which extern op a library kernel ran for, whatever its name says — cuDNN runs
+    1×1 convolutions with kernels named like cuBLAS gemms), and the compiled graph it ran in — ``compile <id>``
+    or ``graph <FX graph cache key>``, see ``graph_of`` — or None outside any compiled graph."""
+    op = graph = region = None
     while event is not None:
         if event.name.startswith("aten::"):
             op = event.name
+        elif graph is None and (found := GRAPH_RANGE.fullmatch(event.name)):
+            graph = found.group(1)
+        elif graph is not None and region is None and (found := FRAME_RANGE.fullmatch(event.name)):
+            region = found.group(1)
         event = getattr(event, "cpu_parent", None)
-    return op
+    return op, graph_of(graph, region)
+
+
+def graph_of(fx_key: str | None, compile_id: str | None) -> str | None:
+    """Which compile a launch inside a compiled graph's call belongs to, from the profiler's ranges: Inductor
+    wraps each call of a compiled graph in ``## Call CompiledFxGraph <FX graph cache key> ##`` (key ``None``
+    without the cache), and Dynamo runs each compiled frame in ``Torch-Compiled Region: <compile id>``. The
+    innermost frame range above the graph's names its compile (``compile 0/1``); a graph called outside any —
+    a backward, run by autograd — is named by its key (``graph <key>``). Kernel names cannot tell: Inductor
+    names kernels per graph, so several compiles have a ``triton_poi_fused_add_0``."""
+    if fx_key is None:
+        return None
+    return f"compile {compile_id}" if compile_id else f"graph {fx_key}"
 
 
 def _device_time(event) -> float:
@@ -70,6 +104,34 @@ def _device_time(event) -> float:
         if value:
             return float(value)
     return 0.0
+
+
+def graphs_of_compile(compile_id: str, fx_keys: set[str]) -> set[str]:
+    """The compiled graphs (``graph_of``) whose launches are one compile's: those run in its frame, and those
+    named by its FX graph cache keys (``compiler.stages.caches.graph_keys``)."""
+    return {f"compile {compile_id.split('_')[0]}"} | {f"graph {key}" for key in fx_keys}
+
+
+def compile_profile(profile: dict, mine: set[str]) -> dict:
+    """The part of a capture-wide GPU profile launched inside the calls of one compile's graphs (``mine``:
+    ``graphs_of_compile``), so that kernels named alike in several compiles each get their own launches. The
+    whole profile where it did not record graphs (profiles before it) or none of this compile's graphs ran in it."""
+    rows = profile.get("kernels") or []
+    if not any(where in (r.get("graphs") or {}) for r in rows for where in mine):
+        return profile
+    out = []
+    for row in rows:
+        shares = [share for where, share in (row.get("graphs") or {}).items() if where in mine]
+        if not shares:
+            continue
+        launched: dict[str, float] = {}
+        for share in shares:
+            for op, us in share["launched_by"].items():
+                launched[op] = launched.get(op, 0.0) + us
+        us = sum(share["gpu_time_us_per_call"] for share in shares)
+        out.append({"name": row["name"], "gpu_time_us_per_call": us, "gpu_time_us": us * (profile.get("iters") or 1),
+                    "calls": sum(share["calls"] for share in shares), "launched_by": launched})
+    return {**profile, "kernels": out, "graphs": sorted(mine)}
 
 
 def match_profile(kernels: list[dict], profile: dict, details: list[dict] | None = None) -> None:

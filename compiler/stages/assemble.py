@@ -326,6 +326,7 @@ class CompileInput:
     # what was measured after the compile (``assemble``'s ``measurements``: the GPU profile, CPU kernel times)
     measurements: dict = field(default_factory=dict)
     device_name: str | None = None  # the GPU's, for its peaks (``compiler.stages.kernel_costs.device_peaks``)
+    compile_id: str = ""
 
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
@@ -354,9 +355,10 @@ def _kernels(c: CompileInput) -> Kernels:
     profile = c.measurements.get("gpu_profile")
     if not profile or not kernels.available:
         return kernels
-    from compiler.capturing.gpu import match_profile
+    from compiler.capturing.gpu import compile_profile, graphs_of_compile, match_profile
     from compiler.stages.kernel_costs import device_peaks, kernel_costs
 
+    profile = compile_profile(profile, graphs_of_compile(c.compile_id, caches_mod.graph_keys(c.built["caches"])))
     rows = [k.to_data() for k in kernels.kernels]  # the GPU code reads and fills kernel rows as data
     match_profile(rows, profile, profile.get("triton_kernels"))
     if profile.get("available"):
@@ -461,7 +463,8 @@ def build_compile(compile_id, records, strings, hook_data, options, events, sour
     inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
                           backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
                           compile_samples=compile_samples, instants=instants or [],
-                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [])
+                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [],
+                          compile_id=compile_id)
     stages = build_stages(inputs)
     compile_data = {
         "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),

@@ -218,3 +218,10 @@ def note_autotune(caches: dict, autotune: list) -> dict:
             entry.update(state="ran", reason=None, detail=f"select_algorithm benchmarked {len(autotune)} choice "
                          "set(s); torch logs no autotune-cache hit or miss (see the Autotune choices)")
     return caches
+
+
+def graph_keys(caches) -> set[str]:
+    """The FX graph cache keys of a compile's graphs (a ``Caches`` stage): the key Inductor names each compiled
+    graph's profiler range with (``## Call CompiledFxGraph <key> ##``); ``"None"`` for a graph compiled without
+    the cache (bypassed, disabled, not logged)."""
+    return {e.key or "None" for e in caches.entries if e.cache == FX} or {"None"}

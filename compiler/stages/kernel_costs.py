@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from dataclasses import dataclass
 
 # --- the device --------------------------------------------------------------------------------
 
@@ -489,7 +490,7 @@ def extern_family(fn: str) -> str | None:
 
 
 def op_family(op: str) -> str | None:
-    """The extern family of the aten op that launched a library kernel (``_launching_op``)."""
+    """The extern family of the aten op that launched a library kernel (``compiler.capturing.gpu._launch_context``)."""
     name = op.removeprefix("aten::")
     if "scaled_dot_product" in name or name.endswith(("flash_attention", "efficient_attention")):
         return "attention"
@@ -510,6 +511,11 @@ def family_times(name: str, us_per_call: float, launched_by: dict | None, by_op:
         if family:
             out[family] = out.get(family, 0.0) + us
     return out
+
+
+def _where(profile: dict) -> str:
+    """Which launches a compile's profile holds (``compiler.capturing.gpu.compile_profile``)."""
+    return " inside this compile's graphs" if profile.get("graphs") else ""
 
 
 def extern_times(kernels: list[dict], profile: dict) -> None:
@@ -534,7 +540,7 @@ def extern_times(kernels: list[dict], profile: dict) -> None:
         for k in members:
             share = (k["cost"].get("flops") or 0) / flops if flops else 1 / len(members)
             k["gpu_time_us_per_call"] = share * sum(found.values())
-            k["cost"]["time_method"] = (f"profiler kernels {how.format(family=family)} ({len(found)}: "
+            k["cost"]["time_method"] = (f"profiler kernels {how.format(family=family)}{_where(profile)} ({len(found)}: "
                                         f"{', '.join(sorted(name[:40] for name in found)[:3])}…)"
                                         + (f", split over {len(members)} extern ops by FLOPs" if len(members) > 1 else ""))
             if any("tf32" in name.lower() for name in found) and k["cost"].get("dtype") == "fp32":
@@ -634,7 +640,7 @@ def _compile_roofline(modules: dict, kernels: list[dict], profile: dict, peaks: 
                          "bytes": g["bytes_per_call"] * launches if g.get("bytes_per_call") else None,
                          "bytes_method": g.get("bytes_method"), "dtype": g.get("flops_dtype") or "fp32",
                          "working_set_bytes": g.get("working_set_bytes"),
-                         "time_method": "GPU profiler (torch.profiler), this kernel's launches"}
+                         "time_method": "GPU profiler (torch.profiler), this kernel's launches" + _where(profile)}
         elif k.get("language") == "extern" and k.get("role") in modules:
             k["cost"] = extern_costs(k["name"], modules[k["role"]])
         if measured and k.get("cost"):
@@ -735,15 +741,50 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
     return sorted(out, key=lambda r: -(r["seconds"] or 0))
 
 
-def gpu_time_accounted(capture):
-    """(µs per call the compiles' kernels account for, the profiler's rows they do not, kernel names found in
-    several compiles) — each profiler row counted once: Inductor names kernels per graph and the profiler sums
-    launches by name, so a row can match kernels of several compiles, and each compile's extern calls take
-    their family's rows. None without a GPU profile or any timed kernel."""
+@dataclass(frozen=True)
+class GpuTimeAccount:
+    """How a capture's profiled GPU time per call divides (``gpu_time_accounted``).
+
+    ``kernels_us``: what the compiles' kernel rows account for, each profiler row (or, with ``by_graph``, each
+    row's launches inside one compiled graph) counted once; ``in_graphs_us``: launched inside the compiled
+    graphs' calls (``by_graph`` only, else None); ``rest``: the profiler's rows (their part outside the compiled
+    graphs with ``by_graph``) that no compile accounts for, costliest first; ``repeated``: kernel names found in
+    several compiles whose launches the profile could not tell apart."""
+
+    kernels_us: float
+    in_graphs_us: float | None
+    rest: list
+    repeated: list
+    by_graph: bool
+
+
+def gpu_time_accounted(capture) -> GpuTimeAccount | None:
+    """How much of the profiled GPU time per call the compiles' kernels account for, and what the rest is. None
+    without a GPU profile or any timed kernel.
+
+    A profile that recorded which compiled graph launched each kernel (Inductor's ``## Call CompiledFxGraph``
+    range; ``compiler.capturing.gpu.compile_profile``) gave each compile only its own launches: the rest is what
+    ran outside the graphs. In an older profile Inductor's per-graph kernel names can repeat across compiles and
+    the profiler sums launches by name, so each profiler row is counted once, and each compile's extern calls
+    took their family's rows."""
+    from compiler.stages.schema import ProfiledKernel
+
     profile = capture.gpu_profile
     kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
     if profile is None or not profile.gpu_time_us_per_call or not any(k.gpu_time_us_per_call for k in kernels):
         return None
+    if any(r.graphs for r in profile.kernels):
+        rest = []
+        for r in profile.kernels:
+            outside = r.gpu_time_us_per_call - sum(share.gpu_time_us_per_call for share in r.graphs.values())
+            if outside > 1e-6 * r.gpu_time_us_per_call:
+                rest.append(ProfiledKernel(name=r.name, gpu_time_us_per_call=outside,
+                                           calls=r.calls - sum(share.calls for share in r.graphs.values())))
+        return GpuTimeAccount(kernels_us=sum(k.gpu_time_us_per_call or 0 for k in kernels),
+                              in_graphs_us=profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest),
+                              rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
+                              repeated=_repeated([c for c in capture.compiles if c.kernels.available], profile),
+                              by_graph=True)
     generated = [k.name for k in kernels if k.language != "extern"]
     families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
     # extern calls took the library kernels of their family (extern_times): the kernels their aten op launched,
@@ -752,8 +793,28 @@ def gpu_time_accounted(capture):
     rest = [r for r in profile.kernels if not any(name in r.name for name in generated)
             and not set(family_times(r.name, r.gpu_time_us_per_call, r.launched_by, by_op)) & families]
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
-    per_compile = [{k.name for k in c.kernels.kernels if k.language != "extern"}
-                   for c in capture.compiles if c.kernels.available]
-    repeated = sorted({n for i, names in enumerate(per_compile) for n in names
-                       if any(n in other for other in per_compile[i + 1:])})
-    return accounted, rest, repeated
+    return GpuTimeAccount(kernels_us=accounted, in_graphs_us=None, rest=rest,
+                          repeated=_repeated([c for c in capture.compiles if c.kernels.available]),
+                          by_graph=False)
+
+
+def _repeated(compiles, profile=None) -> list[str]:
+    """Generated kernel names in several compiles whose launches the profile cannot tell apart: any two
+    compiles' by name, or, where the profile split launches by compiled graph (``profile``), two compiles that
+    both claim a graph's launches of the name (two backward graphs compiled without the FX graph cache)."""
+    from compiler.capturing.gpu import graphs_of_compile
+    from compiler.stages.caches import graph_keys
+
+    names = [{k.name for k in c.kernels.kernels if k.language != "extern"} for c in compiles]
+    if profile is None:
+        return sorted({n for i, found in enumerate(names) for n in found
+                       if any(n in other for other in names[i + 1:])})
+    mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]
+    repeated = set()
+    for row in profile.kernels:
+        for where in row.graphs:
+            claimants = [found for found, graphs in zip(names, mine)
+                         if where in graphs and any(n in row.name for n in found)]
+            if len(claimants) > 1:
+                repeated.update(n for found in claimants for n in found if n in row.name)
+    return sorted(repeated)

@@ -1530,6 +1530,15 @@ class CudaGraphComparison(Stage):
 
 
 @dataclass(repr=False, eq=False)
+class ProfiledGraphShare(Data):
+    """The part of a profiled kernel's launches made inside one compiled graph's call."""
+
+    gpu_time_us_per_call: float = 0.0
+    calls: int = 0  # launches over the profiled calls
+    launched_by: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
 class ProfiledKernel(Data):
     name: str = ""
     gpu_time_us: float = 0.0
@@ -1537,11 +1546,15 @@ class ProfiledKernel(Data):
     gpu_time_us_per_call: float = 0.0
     # the aten op whose launch ran it (the profiler's correlation, outermost aten op) → µs per call
     launched_by: dict[str, float] = field(default_factory=dict)
+    # the compiled graph whose call launched it (Inductor's FX graph cache key, from its
+    # ``## Call CompiledFxGraph <key> ##`` profiler range) → that part of its launches
+    graphs: dict[str, ProfiledGraphShare] = field(default_factory=dict)
 
     def to_data(self) -> dict:
         out = super().to_data()
-        if not out["launched_by"]:  # profiles recorded before it: saved as they were
-            del out["launched_by"]
+        for key in ("launched_by", "graphs"):
+            if not out[key]:  # profiles recorded before them: saved as they were
+                del out[key]
         return out
 
 

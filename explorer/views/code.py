@@ -81,16 +81,27 @@ def _adds_up(capture, gpu_us: float | None):
     found = gpu_time_accounted(capture)
     if not gpu_us or found is None:
         return None
-    accounted, rest, repeated = found
-    return para(f"The compiled code's kernels (generated and extern) account for {_us(accounted)} of the {_us(gpu_us)} "
-                f"({accounted / gpu_us:.0%})"
+    rest = ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in found.rest[:5]) + (
+        " …" if len(found.rest) > 5 else "")
+    if found.by_graph:
+        text = (f"Kernels launched inside the compiled graphs' calls take {_us(found.in_graphs_us)} of the "
+                f"{_us(gpu_us)} ({found.in_graphs_us / gpu_us:.0%}; the profiler's ranges of Inductor's compiled "
+                f"graphs tell each compile's launches apart); the compiles' kernel rows below sum to "
+                f"{_us(found.kernels_us)}"
+                + (" (the rest inside the graphs: memsets, copies, library helpers)"
+                   if found.kernels_us < 0.95 * found.in_graphs_us else "")
+                + (f". Launched outside them (eager work between the graphs): {rest}" if found.rest else "") + ".")
+    else:
+        text = (f"The compiled code's kernels (generated and extern) account for {_us(found.kernels_us)} of the "
+                f"{_us(gpu_us)} ({found.kernels_us / gpu_us:.0%})"
                 + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
-                   f"helpers): "
-                   + ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in rest[:5])
-                   + (" …" if len(rest) > 5 else "") if rest else "") + "."
-                + (f" {plural(len(repeated), 'kernel name')} ({', '.join(repeated[:3])}{' …' if len(repeated) > 3 else ''}) "
-                   "appear in several compiles: the profiler sums launches by name, so such a kernel's time in the "
-                   "tables below is that of every compile's kernel of the name." if repeated else ""), cls="tc-muted")
+                   f"helpers): {rest}" if found.rest else "") + ".")
+    repeated = found.repeated
+    if repeated:
+        text += (f" {plural(len(repeated), 'kernel name')} ({', '.join(repeated[:3])}{' …' if len(repeated) > 3 else ''}) "
+                 "appear in several compiles whose launches the profile cannot tell apart: such a kernel's time in "
+                 "the tables below is that of every compile's kernel of the name.")
+    return para(text, cls="tc-muted")
 
 
 def _time_ms(value: float | None) -> str:
