@@ -168,3 +168,31 @@ def test_bytes_per_launch_from_the_wrapper_code():
     assert (gelu.bytes_read, gelu.bytes_written) == (2 * 256 * 1024 * 4, 256 * 1024 * 4)
     (dynamic,) = _triton(load("dynamic_shapes_rerecord"))
     assert dynamic.gpu.bytes_per_call is None and "symbolic" in dynamic.gpu.bytes_reason
+
+
+def test_kernels_named_alike_in_two_compiles_are_timed_by_the_graph_that_launched_them():
+    """Recorded on the H100: two compiles around an eager matmul, each with a ``triton_poi_fused_mul_sin_0``,
+    which the profiler sums in one row. Each compile's kernel has its own launches (the row split by the
+    compiled graph that launched it), the kernel rows sum to what ran inside the graphs, and the eager matmul
+    is what ran outside them; redoing the costs on load gives the same times."""
+    from compiler.stages.data import plain_data
+    from compiler.stages.kernel_costs import gpu_time_accounted
+    from compiler.stages.kernels import recompute
+
+    cap = load("graph_break_repeated_kernel_names")
+    (row,) = [r for r in cap.gpu_profile.kernels if r.name == "triton_poi_fused_mul_sin_0"]
+    assert sorted(row.graphs) == ["compile 0/0", "compile 1/0"]
+    times = [k.gpu_time_us_per_call for c in cap.compiles for k in c.kernels.kernels if k.name == row.name]
+    assert len(times) == 2 and sum(times) == pytest.approx(row.gpu_time_us_per_call)
+    assert times == [pytest.approx(row.graphs[f"compile {i}/0"].gpu_time_us_per_call) for i in (0, 1)]
+    found = gpu_time_accounted(cap)
+    assert found.by_graph and not found.repeated and not found.unclaimed_in_graphs and not found.uncaptured_graphs
+    assert found.kernels_us == pytest.approx(found.in_graphs_us)
+    assert found.in_graphs_us + sum(r.gpu_time_us_per_call for r in found.rest) == pytest.approx(
+        cap.gpu_profile.gpu_time_us_per_call)
+    assert any("gemm" in r.name for r in found.rest)  # the eager matmul between the graphs
+    data = plain_data(cap)
+    recompute(data)
+    again = [k["gpu_time_us_per_call"] for c in data["compiles"] for k in c["kernels"]["kernels"]
+             if k["name"] == row.name]
+    assert again == pytest.approx(times)

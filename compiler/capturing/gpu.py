@@ -114,10 +114,11 @@ def graphs_of_compile(compile_id: str, fx_keys: set[str]) -> set[str]:
 
 def compile_profile(profile: dict, mine: set[str]) -> dict:
     """The part of a capture-wide GPU profile launched inside the calls of one compile's graphs (``mine``:
-    ``graphs_of_compile``), so that kernels named alike in several compiles each get their own launches. The
-    whole profile where it did not record graphs (profiles before it) or none of this compile's graphs ran in it."""
+    ``graphs_of_compile``), so that kernels named alike in several compiles each get their own launches; none
+    where its graphs did not run in the profiled call (another shape's compile). The whole profile where it did
+    not record graphs (profiles before it)."""
     rows = profile.get("kernels") or []
-    if not any(where in (r.get("graphs") or {}) for r in rows for where in mine):
+    if not any(r.get("graphs") for r in rows):
         return profile
     out = []
     for row in rows:
@@ -137,15 +138,41 @@ def compile_profile(profile: dict, mine: set[str]) -> dict:
 def match_profile(kernels: list[dict], profile: dict, details: list[dict] | None = None) -> None:
     """Attach measured GPU time to each generated kernel whose name the profiler saw, and each Triton
     kernel's GPU depth (``attach_gpu_details``; ``details``: ``triton_kernel_details``)."""
-    by_name = {row["name"]: row for row in profile.get("kernels", [])}
     peak = {"bytes_per_s": profile.get("peak_bytes_per_s")}
-    for kernel in kernels:
-        row = by_name.get(kernel["name"]) or next(
-            (r for n, r in by_name.items() if kernel["name"] in n), None)
+    for kernel, row in _profiled_rows(kernels, profile):
         if row:
             kernel["gpu_time_us_per_call"] = row["gpu_time_us_per_call"]
             kernel["profiled_calls"] = row["calls"]
         attach_gpu_details(kernel, row, details or [], peak)
+
+
+def rematch_times(kernels: list[dict], profile: dict) -> None:
+    """A saved compile's generated kernels timed again from ``profile`` (``compile_profile``: its own
+    launches): GPU time per call, launches, time per launch and achieved bandwidth; none where it has none.
+    Extern kernels' times are left out, for ``compiler.stages.kernel_costs.extern_times`` to give again."""
+    for kernel in kernels:
+        if kernel.get("language") == "extern":
+            kernel.pop("gpu_time_us_per_call", None)
+    for kernel, row in _profiled_rows([k for k in kernels if k.get("language") != "extern"], profile):
+        gpu = kernel.get("gpu")
+        if row and row.get("calls"):
+            kernel["gpu_time_us_per_call"], kernel["profiled_calls"] = row["gpu_time_us_per_call"], row["calls"]
+            if gpu is not None:
+                gpu["time_us_per_launch"] = row["gpu_time_us"] / row["calls"]
+                if gpu.get("bytes_per_call") and gpu["time_us_per_launch"] > 0:
+                    gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
+            continue
+        kernel.pop("gpu_time_us_per_call", None)
+        kernel.pop("profiled_calls", None)
+        for key in ("time_us_per_launch", "achieved_bytes_per_s", "bandwidth_share", "served_from"):
+            (gpu or {}).pop(key, None)
+
+
+def _profiled_rows(kernels: list[dict], profile: dict):
+    """Each kernel with the profiler's row of its name (or the row whose name holds it), or None."""
+    by_name = {row["name"]: row for row in profile.get("kernels", [])}
+    for kernel in kernels:
+        yield kernel, by_name.get(kernel["name"]) or next((r for n, r in by_name.items() if kernel["name"] in n), None)
 
 
 def cudagraph_memory() -> dict:

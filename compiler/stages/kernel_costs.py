@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import dataclasses
 from dataclasses import dataclass
 
 # --- the device --------------------------------------------------------------------------------
@@ -608,11 +609,20 @@ def add_roofline(data: dict) -> None:
     profile = data.get("gpu_profile") or {}
     if not profile.get("available"):
         return
+    from compiler.capturing.gpu import compile_profile, graphs_of_compile, rematch_times
+    from compiler.stages.caches import graph_keys
+    from compiler.stages.schema import Caches
+
     peaks = device_peaks((data.get("environment") or {}).get("device_name"))
     for c in data.get("compiles", []):
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
-        kernel_costs((c.get("kernels") or {}).get("kernels") or [], modules, profile, peaks)
+        rows = (c.get("kernels") or {}).get("kernels") or []
+        keys = graph_keys(Caches.from_data(c.get("caches") or {}, "caches"))
+        own = compile_profile(profile, graphs_of_compile(c["compile_id"], keys))
+        if own is not profile:  # a profile split by compiled graph: each compile's own launches
+            rematch_times(rows, own)
+        kernel_costs(rows, modules, own, peaks)
 
 
 def kernel_costs(kernels: list[dict], modules: dict, profile: dict, peaks: dict | None) -> None:
@@ -756,6 +766,10 @@ class GpuTimeAccount:
     rest: list
     repeated: list
     by_graph: bool
+    unclaimed_in_graphs: list = ()  # (by_graph) rows launched inside the graphs that no kernel row claims
+    # (by_graph) graphs that ran in the profiled calls but are no compile of the capture (compiled after it,
+    # e.g. a recompile during the profiler's warm-up calls) → µs per call launched inside them
+    uncaptured_graphs: dict = dataclasses.field(default_factory=dict)
 
 
 def gpu_time_accounted(capture) -> GpuTimeAccount | None:
@@ -780,22 +794,68 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
             if outside > 1e-6 * r.gpu_time_us_per_call:
                 rest.append(ProfiledKernel(name=r.name, gpu_time_us_per_call=outside,
                                            calls=r.calls - sum(share.calls for share in r.graphs.values())))
+        compiles = [c for c in capture.compiles if c.kernels.available]
         return GpuTimeAccount(kernels_us=sum(k.gpu_time_us_per_call or 0 for k in kernels),
                               in_graphs_us=profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest),
                               rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
-                              repeated=_repeated([c for c in capture.compiles if c.kernels.available], profile),
-                              by_graph=True)
-    generated = [k.name for k in kernels if k.language != "extern"]
-    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
-    # extern calls took the library kernels of their family (extern_times): the kernels their aten op launched,
-    # or, in a profile without launching ops, those named like the family
-    by_op = any(r.launched_by for r in profile.kernels)
-    rest = [r for r in profile.kernels if not any(name in r.name for name in generated)
-            and not set(family_times(r.name, r.gpu_time_us_per_call, r.launched_by, by_op)) & families]
+                              repeated=_repeated(compiles, profile), by_graph=True,
+                              unclaimed_in_graphs=_unclaimed_in_graphs(profile, compiles),
+                              uncaptured_graphs=_uncaptured_graphs(profile, compiles))
+    rest = _unclaimed(profile.kernels, kernels)
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
     return GpuTimeAccount(kernels_us=accounted, in_graphs_us=None, rest=rest,
                           repeated=_repeated([c for c in capture.compiles if c.kernels.available]),
                           by_graph=False)
+
+
+def _unclaimed(rows: list, kernels: list) -> list:
+    """The profiler's rows no kernel row claims: not named like a generated kernel, and not of an extern family
+    the kernels took time from (``extern_times``: the kernels their aten op launched, or, in a profile without
+    launching ops, those named like the family); costliest first."""
+    generated = [k.name for k in kernels if k.language != "extern"]
+    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
+    by_op = any(r.launched_by for r in rows)
+    return sorted((r for r in rows if not any(name in r.name for name in generated)
+                   and not set(family_times(r.name, r.gpu_time_us_per_call, r.launched_by, by_op)) & families),
+                  key=lambda r: -r.gpu_time_us_per_call)
+
+
+def _unclaimed_in_graphs(profile, compiles) -> list:
+    """The launches inside compiled graphs that no kernel row of the compile they ran for claims (``_unclaimed``
+    on each compile's own launches, ``compiler.capturing.gpu.compile_profile``), with those inside graphs of no
+    compile here; by kernel name, costliest first."""
+    from compiler.capturing.gpu import compile_profile, graphs_of_compile
+    from compiler.stages.caches import graph_keys
+    from compiler.stages.schema import ProfiledKernel
+
+    data = profile.to_data()
+    found: dict[str, float] = {}
+    seen: set[str] = set()
+    for c in compiles:
+        mine = graphs_of_compile(c.compile_id, graph_keys(c.caches))
+        seen |= mine
+        own = [ProfiledKernel.from_data(r, "kernel") for r in compile_profile(data, mine)["kernels"]]
+        for r in _unclaimed(own, c.kernels.kernels):
+            found[r.name] = found.get(r.name, 0.0) + r.gpu_time_us_per_call
+    for r in profile.kernels:
+        for where, share in r.graphs.items():
+            if where not in seen:
+                found[r.name] = found.get(r.name, 0.0) + share.gpu_time_us_per_call
+    return sorted((ProfiledKernel(name=name, gpu_time_us_per_call=us) for name, us in found.items()),
+                  key=lambda r: -r.gpu_time_us_per_call)
+
+
+def _uncaptured_graphs(profile, compiles) -> dict[str, float]:
+    from compiler.capturing.gpu import graphs_of_compile
+    from compiler.stages.caches import graph_keys
+
+    seen = set().union(*(graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles))
+    out: dict[str, float] = {}
+    for r in profile.kernels:
+        for where, share in r.graphs.items():
+            if where not in seen:
+                out[where] = out.get(where, 0.0) + share.gpu_time_us_per_call
+    return out
 
 
 def _repeated(compiles, profile=None) -> list[str]:

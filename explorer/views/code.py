@@ -81,15 +81,17 @@ def _adds_up(capture, gpu_us: float | None):
     found = gpu_time_accounted(capture)
     if not gpu_us or found is None:
         return None
-    rest = ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in found.rest[:5]) + (
-        " …" if len(found.rest) > 5 else "")
+    rest = _rows(found.rest)
     if found.by_graph:
         text = (f"Kernels launched inside the compiled graphs' calls take {_us(found.in_graphs_us)} of the "
                 f"{_us(gpu_us)} ({found.in_graphs_us / gpu_us:.0%}; the profiler's ranges of Inductor's compiled "
                 f"graphs tell each compile's launches apart); the compiles' kernel rows below sum to "
                 f"{_us(found.kernels_us)}"
-                + (" (the rest inside the graphs: memsets, copies, library helpers)"
-                   if found.kernels_us < 0.95 * found.in_graphs_us else "")
+                + (f"; launched inside the graphs by ops that have no kernel row here: "
+                   + _rows(found.unclaimed_in_graphs) if found.unclaimed_in_graphs else "")
+                + (f" ({_us(sum(found.uncaptured_graphs.values()))} of it inside graphs compiled after the capture, "
+                   f"during the profiler's warm-up calls: {', '.join(sorted(found.uncaptured_graphs))})"
+                   if found.uncaptured_graphs else "")
                 + (f". Launched outside them (eager work between the graphs): {rest}" if found.rest else "") + ".")
     else:
         text = (f"The compiled code's kernels (generated and extern) account for {_us(found.kernels_us)} of the "
@@ -102,6 +104,10 @@ def _adds_up(capture, gpu_us: float | None):
                  "appear in several compiles whose launches the profile cannot tell apart: such a kernel's time in "
                  "the tables below is that of every compile's kernel of the name.")
     return para(text, cls="tc-muted")
+
+
+def _rows(rows: list) -> str:
+    return ", ".join(f"{r.name[:60]} ({_us(r.gpu_time_us_per_call)})" for r in rows[:5]) + (" …" if len(rows) > 5 else "")
 
 
 def _time_ms(value: float | None) -> str:
