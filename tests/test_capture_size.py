@@ -121,3 +121,48 @@ def test_static_notebook_copy_under_1_mb(path):
 
     html = render_static(compiler.load(path), fallback=True)
     assert len(html.encode()) <= FALLBACK_BYTES == 1_000_000
+
+
+def test_a_capture_saved_to_a_gz_name_is_the_same_json_gzip_compressed(tmp_path):
+    """A many-compile capture is megabytes of distinct text (Mask R-CNN on the H100: 10.8 MB of JSON, 64
+    compiles); saved to ``.json.gz`` it is the same JSON, compressed, and loads back whole through every
+    reader (``compiler.load``, ``load_trace``, the report CLI)."""
+    import gzip
+    import subprocess
+    import sys
+
+    from compiler.readers.job import load_trace
+
+    path = GPU_CAPTURES / "gpt2_2layer.json"
+    cap = compiler.load(path)
+    saved = cap.save(tmp_path / "gpt2.json.gz")
+    raw = saved.read_bytes()
+    assert gzip.decompress(raw).decode() == path.read_text()
+    assert len(raw) < path.stat().st_size / 4
+    for loaded in (compiler.load(saved), load_trace(saved)):
+        assert plain_data(loaded) == plain_data(cap)
+    done = subprocess.run([sys.executable, "-m", "compiler", "report", str(saved), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert cap.compiles[0].kernels.kernels[0].name in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("case", ["bomb", "cut", "broken"])
+def test_a_hostile_gz_capture_is_one_clear_error_and_never_fills_memory(case, tmp_path):
+    """A few kilobytes of gzip can expand to gigabytes: reading stops at a cap (here lowered to 1 MB), and a
+    cut-short or corrupted file is refused in one line, like any malformed capture."""
+    import gzip
+
+    from compiler.stages.data import CaptureFormatError, gunzipped
+
+    text = (GPU_CAPTURES / "pointwise_chain.json").read_bytes()
+    raw = {"bomb": gzip.compress(b" " * 5_000_000), "cut": gzip.compress(text)[:-100],
+           "broken": gzip.compress(text)[:20] + b"\xff" * 200}[case]
+    with pytest.raises(CaptureFormatError) as caught:
+        gunzipped(raw, "capture", limit=1_000_000)
+    assert {"bomb": "expands beyond", "cut": "cut short", "broken": "broken gzip"}[case] in str(caught.value)
+    assert "\n" not in str(caught.value)
+    (tmp_path / "x.json.gz").write_bytes(raw)
+    if case != "bomb":
+        with pytest.raises(CaptureFormatError):
+            compiler.load(tmp_path / "x.json.gz")

@@ -106,7 +106,7 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
 
     - a TORCH_TRACE log file → a ``Capture`` (assembled like a live one);
     - a directory of per-rank logs, or of captures saved with ``capture(job_dir=...)`` → a ``Job``;
-    - a tcompile capture JSON file → that ``Capture``.
+    - a tcompile capture JSON file (``.json``, or gzip-compressed ``.json.gz``) → that ``Capture``.
 
     ``strict=True`` turns a corrupted line or a payload md5 mismatch into a ``TraceError``.
     ``sources="local"`` reads the source files a log names from this machine (regular ``.py`` files
@@ -119,7 +119,7 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
     with paused_gc():
         if path.is_dir():
             return load_job(path, strict=strict, sources=sources)
-        if path.suffix == ".json":
+        if path.name.endswith((".json", ".json.gz")):
             from compiler.stages.capture import Capture
 
             return Capture.load(path)
