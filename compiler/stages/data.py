@@ -262,7 +262,6 @@ def _derived(cls) -> frozenset[str]:
 
 
 @functools.cache
-@functools.cache
 def _defaults(cls) -> dict:
     """Each field's value when none is given (the default, or what its factory makes)."""
     return {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
@@ -270,6 +269,7 @@ def _defaults(cls) -> dict:
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
 
 
+@functools.cache
 def _fields(cls) -> tuple[tuple[str, str, Any, bool], ...]:
     """(attribute, JSON key, type, required) for each saved field of ``cls``."""
     hints = typing.get_type_hints(cls)
