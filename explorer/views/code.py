@@ -81,29 +81,34 @@ def _adds_up(capture, gpu_us: float | None):
     found = gpu_time_accounted(capture)
     if not gpu_us or found is None:
         return None
-    rest = _rows(found.rest)
-    if found.by_graph:
-        text = (f"Kernels launched inside the compiled graphs' calls take {_us(found.in_graphs_us)} of the "
-                f"{_us(gpu_us)} ({found.in_graphs_us / gpu_us:.0%}; the profiler's ranges of Inductor's compiled "
-                f"graphs tell each compile's launches apart); the compiles' kernel rows below sum to "
-                f"{_us(found.kernels_us)}"
-                + (f"; launched inside the graphs by ops that have no kernel row here: "
-                   + _rows(found.unclaimed_in_graphs) if found.unclaimed_in_graphs else "")
-                + (f" ({_us(sum(found.uncaptured_graphs.values()))} of it inside graphs compiled after the capture, "
-                   f"during the profiler's warm-up calls: {', '.join(sorted(found.uncaptured_graphs))})"
-                   if found.uncaptured_graphs else "")
-                + (f". Launched outside them (eager work between the graphs): {rest}" if found.rest else "") + ".")
-    else:
-        text = (f"The compiled code's kernels (generated and extern) account for {_us(found.kernels_us)} of the "
-                f"{_us(gpu_us)} ({found.kernels_us / gpu_us:.0%})"
-                + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, library "
-                   f"helpers): {rest}" if found.rest else "") + ".")
-    repeated = found.repeated
-    if repeated:
-        text += (f" {plural(len(repeated), 'kernel name')} ({', '.join(repeated[:3])}{' …' if len(repeated) > 3 else ''}) "
-                 "appear in several compiles whose launches the profile cannot tell apart: such a kernel's time in "
-                 "the tables below is that of every compile's kernel of the name.")
-    return para(text, cls="tc-muted")
+    repeated = (para(f"{plural(len(found.repeated), 'kernel name')} ({', '.join(found.repeated[:3])}"
+                     f"{' …' if len(found.repeated) > 3 else ''}) appear in several compiles whose launches the "
+                     "profile cannot tell apart: such a kernel's time in the tables below is that of every compile's "
+                     "kernel of the name.", cls="tc-muted") if found.repeated else None)
+    if not found.by_graph:
+        return join([para(f"The compiled code's kernels (generated and extern) account for {_us(found.kernels_us)} of "
+                          f"the {_us(gpu_us)} ({found.kernels_us / gpu_us:.0%})"
+                          + (f"; the rest is kernels not matched to them (eager work outside the graph, memsets, "
+                             f"library helpers): {_rows(found.rest)}" if found.rest else "") + ".", cls="tc-muted"),
+                     repeated])
+    unclaimed = sum(r.gpu_time_us_per_call for r in found.unclaimed_in_graphs)
+    outside = sum(r.gpu_time_us_per_call for r in found.rest)
+    late = sum(found.uncaptured_graphs.values())
+    rows = [["the compiles' kernels (the tables of each compile)", _us(found.kernels_us), f"{found.kernels_us / gpu_us:.0%}", ""],
+            ["inside the compiled graphs, launched by ops with no kernel row", _us(unclaimed), f"{unclaimed / gpu_us:.0%}",
+             _rows(found.unclaimed_in_graphs)]]
+    if late:
+        rows.append(["… of which in graphs compiled after the capture (during the profiler's warm-up calls)", _us(late),
+                     f"{late / gpu_us:.0%}", ", ".join(sorted(found.uncaptured_graphs))])
+    rows += [["outside the compiled graphs (eager work between them)", _us(outside), f"{outside / gpu_us:.0%}",
+              _rows(found.rest)],
+             ["profiled GPU time per call", _us(gpu_us), "100%", ""]]
+    return join([
+        para("Where the profiled GPU time went — each launch put in the compile whose graph made it (the profiler's "
+             "ranges around each compiled frame and graph call), so kernels Inductor names alike in several compiles "
+             "are counted once:", cls="tc-muted"),
+        table(["", "GPU time / call", "share", "largest"], rows),
+        repeated])
 
 
 def _rows(rows: list) -> str:

@@ -248,27 +248,30 @@ def _kernel_times(provenance) -> dict[str, float | None]:
     return {k.key: k.seconds for k in provenance.kernels}
 
 
+def _chips(names) -> Html | str:
+    """Node names as chips, with a space between them: a long list wraps inside its cell."""
+    return join([tag("span", n, cls="tc-chip") for n in names], " ") if names else "–"
+
+
 def line_panel(compile, row) -> Html:
     """Everything one source line became: its nodes at each level and its kernels, with their time."""
     prov = compile.provenance
     times = _kernel_times(prov)
     total = sum(t or 0 for t in times.values())
-    chips = lambda names: join([tag("span", n, cls="tc-chip") for n in names]) if names else "–"  # noqa: E731
     kernels = [join([tag("span", k, cls="tc-chip"),
                      f" {seconds(times[k])} ({times[k] / total:.0%} of kernel time)" if times.get(k) and total else ""])
                for k in row.kernels]
     return join([
         para(tag("strong", file_place(row.file, row.line)), " ", tag("code", row.code or ""),
              f" — {row.time_share:.0%} of the measured kernel time" if row.time_share is not None else ""),
-        key_values([("Dynamo FX nodes", chips(row.dynamo_nodes)), ("AOT nodes", chips(row.aot_nodes)),
-                    ("post-grad nodes", chips(row.post_grad_nodes)), ("scheduler nodes", chips(row.ir_nodes)),
+        key_values([("Dynamo FX nodes", _chips(row.dynamo_nodes)), ("AOT nodes", _chips(row.aot_nodes)),
+                    ("post-grad nodes", _chips(row.post_grad_nodes)), ("scheduler nodes", _chips(row.ir_nodes)),
                     ("kernels", join(kernels, Html("<br>")) if kernels else "– (no kernel: views or constants)")]),
     ])
 
 
 def kernel_panel(compile, kernel) -> Html:
     """One kernel back to its lines (highlighted in the function's source) and nodes."""
-    chips = lambda names: join([tag("span", n, cls="tc-chip") for n in names]) if names else "–"  # noqa: E731
     source = compile.source
     places = sorted(kernel.places, key=lambda p: -p.share)
     mini = None
@@ -291,9 +294,9 @@ def kernel_panel(compile, kernel) -> Html:
         mini,
         join([para(f"Lines in other files than {source.filename.rsplit('/', 1)[-1] if source.filename else 'this function'}"
                    ":", cls="tc-muted"), other]) if other else None,
-        key_values([("post-grad nodes", chips(kernel.post_grad_nodes)),
-                    ("scheduler nodes (before fusion)", chips(kernel.ir_nodes)),
-                    ("after fusion", chips(kernel.fused_nodes)), ("linked by", kernel.how or "–")]),
+        key_values([("post-grad nodes", _chips(kernel.post_grad_nodes)),
+                    ("scheduler nodes (before fusion)", _chips(kernel.ir_nodes)),
+                    ("after fusion", _chips(kernel.fused_nodes)), ("linked by", kernel.how or "–")]),
     ])
 
 
