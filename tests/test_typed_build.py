@@ -12,7 +12,7 @@ import torch
 import compiler
 from compiler.stages.assemble import STAGE_BUILDERS, assemble
 from compiler.stages.data import Stage
-from compiler.stages.schema import (STAGES, Amortization, Autotune, Breaks, CacheEntry, Caches, CaptureData, CudaGraphs, GeneratedCode, Graph,
+from compiler.stages.schema import (STAGES, Amortization, Autotune, Breaks, CacheEntry, Caches, CaptureData, Compile, CudaGraphs, GeneratedCode, Graph,
                                     Inductor, InductorIR, InductorRun, Kernel, KernelProvenance, Kernels,
                                     LineProvenance, Provenance, ProvenanceNode, SkippedFrame)
 from tlparse_fixtures import INPUTS, needs_inputs
@@ -37,10 +37,10 @@ def test_builders_that_declare_a_type_yield_it(recompiled):
     data = assemble(live.records, {}, {}, {"backend": "eager"}, {}, None, {})
     typed = [b for b in STAGE_BUILDERS if b.type is not None]
     assert {b.stage for b in typed} >= {"source", "bytecode", "graph", "guards", "recompile", "aot", "timings", "shapes"}
-    for c in data["compiles"]:
+    for c in data.compiles:
         for builder in typed:
-            assert type(c[builder.stage]) is builder.type, (c["compile_id"], builder.stage)
-    assert type(data["summary"]).__name__ == "Summary"
+            assert type(getattr(c, builder.stage)) is builder.type, (c.compile_id, builder.stage)
+    assert type(data.summary).__name__ == "Summary"
 
 
 def breaks_once(x):
@@ -63,10 +63,10 @@ def test_every_builder_declares_its_type():
 
 def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built(broken):
     data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
-    assert type(data["breaks"]) is Breaks and data["breaks"].total == 1 == data["summary"].graph_breaks
-    assert type(data["cudagraphs"]) is CudaGraphs and not data["cudagraphs"].available
-    assert all(type(item) is SkippedFrame for item in data["skipped_frames"])
-    runs = [run for c in data["compiles"] for run in c["inductor"].runs]
+    assert type(data.breaks) is Breaks and data.breaks.total == 1 == data.summary.graph_breaks
+    assert type(data.cudagraphs) is CudaGraphs and not data.cudagraphs.available
+    assert all(type(item) is SkippedFrame for item in data.skipped_frames)
+    runs = [run for c in data.compiles for run in c.inductor.runs]
     assert runs and all(type(run.ir) is InductorIR and run.ir.available for run in runs)
     # the fusion rows know their kernels when the IR is typed (kernels.kernel_of_nodes ran before, not after)
     kernels = {k.name for run in runs for k in run.code.kernels}
@@ -76,27 +76,27 @@ def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built(broken):
 
 def test_the_inductor_runs_kernels_provenance_and_amortization_are_typed_as_built(broken):
     data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
-    for c in data["compiles"]:
-        assert type(c["inductor"]) is Inductor and c["inductor"].available
-        for run in c["inductor"].runs:
+    for c in data.compiles:
+        assert type(c.inductor) is Inductor and c.inductor.available
+        for run in c.inductor.runs:
             assert type(run) is InductorRun and type(run.code) is GeneratedCode and run.code.available
             assert type(run.pre_grad) is Graph and type(run.post_grad) is Graph and run.post_grad.available
             assert all(type(k) is Kernel for k in run.code.kernels)
         # the compile's kernels are its runs' kernels again, each a copy named by its run's role
-        assert type(c["kernels"]) is Kernels and c["kernels"].available
-        rows, own = c["kernels"].kernels, [k for run in c["inductor"].runs for k in run.code.kernels]
+        assert type(c.kernels) is Kernels and c.kernels.available
+        rows, own = c.kernels.kernels, [k for run in c.inductor.runs for k in run.code.kernels]
         assert [k.name for k in rows] == [k.name for k in own] and rows
         assert all(type(k) is Kernel and k is not o for k, o in zip(rows, own))
-        provenance = c["provenance"]
+        provenance = c.provenance
         assert type(provenance) is Provenance and provenance.available
         assert all(type(n) is ProvenanceNode for n in provenance.nodes)
         assert all(type(k) is KernelProvenance for k in provenance.kernels) and provenance.kernels
         assert all(type(row) is LineProvenance for row in provenance.lines) and provenance.lines
         # the nodes provenance reads are the typed graph's nodes
         dynamo = [n.name for n in provenance.nodes if n.level == "dynamo"]
-        assert dynamo == [n.name for n in c["graph"].nodes if n.op not in ("placeholder", "output", "alias")]
-        assert type(c["amortization"]) is Amortization
-        assert type(c["caches"]) is Caches and all(type(e) is CacheEntry for e in c["caches"].entries)
+        assert dynamo == [n.name for n in c.graph.nodes if n.op not in ("placeholder", "output", "alias")]
+        assert type(c.amortization) is Amortization
+        assert type(c.caches) is Caches and all(type(e) is CacheEntry for e in c.caches.entries)
 
 
 def test_measured_times_are_built_into_provenance_and_amortization(broken):
@@ -111,12 +111,12 @@ def test_measured_times_are_built_into_provenance_and_amortization(broken):
     runtime = {"eager": {"median_s": 3.0}, "compiled": {"median_s": 1.0}}
     data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {},
                     measurements={"kernel_times": kernel_times, "runtime": runtime})
-    c = next(c for c in data["compiles"] if c["compile_id"] == first.compile_id)
-    provenance = c["provenance"]
+    c = next(c for c in data.compiles if c.compile_id == first.compile_id)
+    provenance = c.provenance
     assert provenance.time_source == "a test's times"
     assert {k.name: k.seconds for k in provenance.kernels} == {name: pytest.approx(0.1) for name in names}
     assert sum(row.time_share or 0 for row in provenance.lines) == pytest.approx(1.0)
-    amortization = c["amortization"]
+    amortization = c.amortization
     assert type(amortization) is Amortization and amortization.saving_per_call_s == pytest.approx(2.0)
     assert amortization.calls_per_function_call == 1.0
     assert amortization.break_even_calls == math.ceil(amortization.compile_s / 2.0)
@@ -175,8 +175,35 @@ def test_autotune_choices_are_built_into_the_caches_stage(broken):
     choice = {"compile_id": cid, "op": "mm", "input_sizes": [[4, 4]], "choices": []}
     plain = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
     tuned = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {}, autotune=[choice])
-    state = {c["compile_id"]: c["caches"].state(AUTOTUNE) for c in plain["compiles"]}
+    state = {c.compile_id: c.caches.state(AUTOTUNE) for c in plain.compiles}
     assert state[cid] == "not used"
-    for c in tuned["compiles"]:
-        assert c["caches"].state(AUTOTUNE) == ("ran" if c["compile_id"] == cid else state[c["compile_id"]])
-        assert all(type(a) is Autotune for a in c["autotune"]) and len(c["autotune"]) == (c["compile_id"] == cid)
+    for c in tuned.compiles:
+        assert c.caches.state(AUTOTUNE) == ("ran" if c.compile_id == cid else state[c.compile_id])
+        assert all(type(a) is Autotune for a in c.autotune) and len(c.autotune) == (c.compile_id == cid)
+
+
+def test_the_compiles_and_the_capture_data_are_made_once(broken, monkeypatch):
+    """``assemble`` returns typed data, each ``Compile`` and the ``CaptureData`` made once: nothing is set on
+    either after it is made (a compile's name from its frame, a resume function's source and each compile's
+    amortization are read across compiles before the compiles are made)."""
+    made = set()
+
+    def marking(post_init):
+        def wrapped(self):
+            post_init(self)
+            made.add(id(self))
+        return wrapped
+
+    def refusing(self, name, value):
+        assert id(self) not in made, f"{type(self).__name__}.{name} set after it was made"
+        object.__setattr__(self, name, value)
+
+    for cls in (Compile, CaptureData):
+        monkeypatch.setattr(cls, "__post_init__", marking(cls.__post_init__))
+        monkeypatch.setattr(cls, "__setattr__", refusing)
+    data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
+    assert type(data) is CaptureData and data.compiles and all(type(c) is Compile for c in data.compiles)
+    assert {id(data), *map(id, data.compiles)} <= made
+    (resumed,) = [c for c in data.compiles if c.source.resumes]
+    assert resumed.source.resumes == "breaks_once" and resumed.name.startswith("torch_dynamo_resume_in_breaks_once")
+    assert resumed.source.name == resumed.name and "def breaks_once" in resumed.source.text

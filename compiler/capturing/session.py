@@ -14,7 +14,7 @@ from compiler.stages.assemble import assemble
 from compiler.capturing.autotune import AutotuneRecorder
 from compiler.capturing import compile_sampler
 from compiler.capturing.compile_sampler import CompileSampler
-from compiler.stages.bytecode import attach_decompiling, transformation
+from compiler.stages.bytecode import transformation
 from compiler.capturing.environment import environment, recompile_limits, warn_if_untested_torch
 from compiler.stages.capture import Capture
 from compiler.stages.schema import CaptureData
@@ -201,11 +201,9 @@ class Recorder:
             elif self.sampling_off:
                 self.options["compile_sampling_off"] = self.sampling_off
             hooks = self.bytecode.by_compile()
-            data = assemble(self.collector.records, self.collector.strings, hooks, self.options,
-                            self.environment or {**environment(), "recompile_limits": self.recompile_limits},
-                            self.error, self.counters, self.autotune.results, measurements, compile_samples=samples)
-            saved = CaptureData.from_data(data)
-            attach_decompiling(saved.compiles, hooks)
+            saved = assemble(self.collector.records, self.collector.strings, hooks, self.options,
+                             self.environment or {**environment(), "recompile_limits": self.recompile_limits},
+                             self.error, self.counters, self.autotune.results, measurements, compile_samples=samples)
             return new_capture(saved, self.live, into)
         except Exception as exc:  # noqa: BLE001 — a tcompile bug must never break the user's code
             return Capture.from_error(exc, stage="tcompile assembling the capture (a tcompile bug; the raw "

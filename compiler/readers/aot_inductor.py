@@ -16,10 +16,11 @@ import textwrap
 
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, NoCompileId, _guarded,
-                                      aot_stage, as_declared, build_stages, inductor_stage)
+                                      aot_stage, as_declared, build_stages, compile_error, compile_metrics,
+                                      inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata
 from compiler.stages.base import unavailable
-from compiler.stages.schema import Amortization, GeneratedCode, Inductor
+from compiler.stages.schema import Amortization, Compile, GeneratedCode, Inductor
 from compiler.stages.shapes import shapes_stage
 from compiler.stages.timings import fold_events, timings_stage
 
@@ -125,8 +126,8 @@ def _status(metrics: dict, code: GeneratedCode) -> str:
 
 
 def aot_inductor_compile(records, strings: dict, options: dict, events: list[dict],
-                         absent: dict | None = None) -> dict | None:
-    """The records with no compile id → one AOTInductor compile's data, or None if they are not one.
+                         absent: dict | None = None) -> Compile | None:
+    """The records with no compile id → one AOTInductor ``Compile``, made once, or None if they are not one.
     ``absent``: why the stages a trace cannot hold are missing (``compiler.stages.assemble.assemble``)."""
     loose = [r for r in records if not r.compile_id and r.kind != "chromium_event"]
     if not is_aot_inductor(loose):
@@ -149,24 +150,16 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
             c.tracking[:] = [dict(texts, **{WRAPPER: dumps[WRAPPER]}) if texts else texts for texts in c.tracking]
         return inductor
 
-    inputs = CompileInput(loose, strings, options, _events(events), SourceFiles("trace"), backend="inductor",
-                          origin="aot_inductor", metrics=metrics, absent=absent or {})
+    inputs = CompileInput(loose, strings, options, _events(events), SourceFiles("trace"), compile_id=COMPILE_ID,
+                          backend="inductor", origin="aot_inductor", metrics=metrics, absent=absent or {})
     stages = build_stages(inputs, overrides={
         "inductor": aot_inductor_stage,
         "aot": lambda c: aot_stage(c.records, "inductor", None),
         "timings": lambda c: timings_stage(c.events, c.metrics, []),
         "shapes": lambda c: shapes_stage(c.records, c.options, c.built["recompile"], [], [])}, no_frame=NO_FRAME)
-    data = {
-        "compile_id": COMPILE_ID, "origin": "aot_inductor", "frame_id": 0, "frame_compile_id": 0,
-        "attempts": 1, "name": NAME, "status": _status(metrics, code),
-        "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
-        **stages, "restart_reasons": [], "autotune": [],
-    }
-    data["amortization"] = Amortization(available=False, reason=NO_FRAME["amortization"])
-    if metrics.get("fail_type"):
-        data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
-                         "file": metrics.get("fail_user_frame_filename"), "line": metrics.get("fail_user_frame_lineno")}
-    return data
+    return Compile(compile_id=COMPILE_ID, origin="aot_inductor", name=NAME, status=_status(metrics, code),
+                   metrics=compile_metrics(metrics), error=compile_error(metrics), **stages,
+                   amortization=Amortization(available=False, reason=NO_FRAME["amortization"]))
 
 
 def consumed(record) -> bool:

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 from compiler.readers.aot_inductor import READER
-from compiler.stages.data import Stage
+from compiler.stages.capture import Capture
+from compiler.stages.schema import STAGES, CaptureData
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
                                     TraceWarning, StoredRecords, _torch_version, read_records, shown_value, version_tuple)
@@ -69,15 +70,14 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
             raise TraceError(str(found))
         info.problems.append(found)
 
-    data = assemble(records, strings, {}, options, environment, None, {},
-                    measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
-                    report=report, absent=_absent(environment), no_compile_id=READER)
+    saved = assemble(records, strings, {}, options, environment, None, {},
+                     measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
+                     report=report, absent=_absent(environment), no_compile_id=READER)
     count = len(records)
     del records  # the capture holds what the stages made of them; save_trace reads them again (StoredRecords)
-    _report_unparsed_stages(data, info, strict)
-    capture = _capture_of(data, info, strict, trace=info, trace_records=StoredRecords(path, count),
-                          trace_strings=strings)
-    if count and not data["compiles"]:
+    _report_unparsed_stages(saved, info, strict)
+    capture = Capture.of(saved, trace=info, trace_records=StoredRecords(path, count), trace_strings=strings)
+    if count and not saved.compiles:
         info.problems.append(TraceProblem(
             info.file, None, "no_compiles",
             f"none of its {count} records names a compile (frame_id and frame_compile_id), and none is an "
@@ -119,59 +119,22 @@ def _lean(records):
         yield record
 
 
-_STAGE_IN_ERROR = re.compile(r"^compiles\[(\d+)\]\.(\w+)")
-STAGES = ("source", "bytecode", "graph", "guards", "recompile", "aot", "inductor", "kernels", "timings", "shapes",
-          "provenance", "amortization")
-
-
-def _report_unparsed_stages(data: dict, info: TraceInfo, strict: bool) -> None:
-    """A stage whose parser failed on what the trace holds is shown as unavailable (``assemble._guarded``);
-    it is also one of the trace's problems."""
+def _report_unparsed_stages(saved: CaptureData, info: TraceInfo, strict: bool) -> None:
+    """A stage whose parser failed on what the trace holds, or whose values do not fit its declared type, is
+    shown as unavailable (``assemble._guarded``, ``_declared``); it is also one of the trace's problems."""
     from compiler.stages.assemble import PARSE_FAILED
 
-    for compile_data in data["compiles"]:
+    for c in saved.compiles:
         reasons = set()  # kernels repeat the reason of the inductor stage they come from
         for stage in STAGES:
-            reason = _reason(compile_data.get(stage)) or ""
+            reason = getattr(c, stage).reason or ""
             if reason.startswith(PARSE_FAILED) and reason not in reasons:
                 reasons.add(reason)
-                found = TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: the {stage} "
+                found = TraceProblem(info.file, None, "bad_stage", f"compile {c.compile_id}: the {stage} "
                                      f"stage is left out: {reason.removeprefix(PARSE_FAILED).strip()}")
                 if strict:
                     raise TraceError(str(found))
                 info.problems.append(found)
-
-
-def _reason(stage) -> str | None:
-    """Why a stage is unavailable: a declared stage type's ``reason``, or (a stage still plain data) its key."""
-    if isinstance(stage, Stage):
-        return stage.reason
-    return (stage or {}).get("reason")
-
-
-def _capture_of(data: dict, info: TraceInfo, strict: bool, **live_fields):
-    """The Capture of a trace's data. A stage built from values torch would not write (a symbol that is
-    a list, a size that is text…) does not match the capture's schema: that stage of that compile is
-    shown as unavailable, with the reason, and reported; every other stage and compile is kept. ``live_fields``:
-    the trace's own (``trace``, ``trace_records``, ``trace_strings``), set as the Capture is made."""
-    from compiler.stages.assemble import summarize
-    from compiler.stages.capture import Capture
-    from compiler.stages.schema import CaptureFormatError
-
-    for _ in range(len(data["compiles"]) * len(STAGES) + 1):
-        try:
-            return Capture.from_data(data, **live_fields)
-        except CaptureFormatError as exc:
-            match = _STAGE_IN_ERROR.match(getattr(exc, "where", ""))
-            if strict or not match or match[2] not in STAGES:
-                raise TraceError(f"{info.file}: what it holds does not form a capture ({exc})") from None
-            compile_data = data["compiles"][int(match[1])]
-            compile_data[match[2]] = _unavailable(f"what torch logged for this stage is not of the form torch "
-                                                  f"writes ({exc}); left out")
-            info.problems.append(TraceProblem(info.file, None, "bad_stage", f"compile {compile_data['compile_id']}: "
-                                              f"the {match[2]} stage is left out: {exc}"))
-            data["summary"] = summarize(data)
-    raise TraceError(f"{info.file}: what it holds does not form a capture")
 
 
 def _unavailable(reason: str) -> dict:

@@ -1,15 +1,17 @@
-"""Records → Capture data. A table of record kinds says which stage each one feeds; a record of a
-kind nobody knows is kept (trimmed) and counted, never fatal.
+"""Records → typed capture data (``CaptureData``). A table of record kinds says which stage each one feeds;
+a record of a kind nobody knows is kept (trimmed) and counted, never fatal.
 
 Each builder of ``STAGE_BUILDERS`` yields its declared stage type (``compiler.stages.schema``), every field
 checked as it is built (``_declared``, ``as_declared``): source, bytecode, graph, guards, recompile, AOT,
-timings, shapes; the Inductor runs (their graphs, scheduler IR and generated code), the kernels (with what the
-GPU measured of them and their costs), and provenance (with each kernel's measured time spread over its lines)
-read the typed stages before them. The capture-wide stages (breaks, skipped frames, recompile limits, CUDA
-graphs: ``_typed``) and each compile's amortization (``compiler.stages.provenance.amortizations``) are typed
-as built too; a compile itself is still data (its typed stages by name) until ``CaptureData.from_data``. What a
-source cannot hold (``absent``) and the compile of records with no compile id (``NoCompileId``) are part of
-this one build."""
+timings, caches, the Inductor runs (their graphs, scheduler IR and generated code), the kernels (with what the
+GPU measured of them and their costs), provenance (with each kernel's measured time spread over its lines) and
+shapes; later builders read the typed stages before them (``CompileInput.built``). What is read across compiles
+— a compile's name from its frame (``_frame_names``), a resume function's source (``_resumed_sources``), each
+compile's amortization (``compiler.stages.provenance.amortizations``) — is read from the built stages before
+each ``Compile`` is made, once (``_compile``). The capture-wide stages (breaks, skipped frames, recompile
+limits, CUDA graphs, the measurements: ``_typed``) and the ``Summary`` are typed as built, and the
+``CaptureData`` is made once from them: nothing is set on it or on a compile afterwards. What a source cannot
+hold (``absent``) and the compile of records with no compile id (``NoCompileId``) are part of this one build."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.stages import breaks as breaks_mod
-from compiler.stages.bytecode import bytecode_stage
+from compiler.stages.bytecode import bytecode_stage, decompiled_on_read
 from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.fx_graph import graph_stage, same_code
@@ -32,13 +34,14 @@ from compiler.stages.provenance import amortizations, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.capturing.records import is_count
-from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks, Bytecode, Caches, CaptureFormatError,
-                                    CudaGraphs, GeneratedCode, Graph, Guards, Inductor, InductorIR, InductorRun, Kernel,
-                                    Kernels, Provenance, Recompile, RecompileLimit, Shapes, SkippedFrame, Source, Summary,
-                                    Timings, kernels_of, paused_gc)
+from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks, Bytecode, Caches, CaptureData,
+                                    CaptureError, CaptureFormatError, Compile, CompileError, CudaGraphComparison,
+                                    CudaGraphs, GeneratedCode, GpuProfile, Graph, Guards, Inductor, InductorIR,
+                                    InductorRun, Kernel, Kernels, Provenance, Recompile, RecompileLimit, Runtime, Shapes,
+                                    SkippedFrame, Source, Summary, Timings, kernels_of, paused_gc)
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
-from compiler.stages.timings import chromium_event, compile_seconds, fold_events, timings_stage
+from compiler.stages.timings import chromium_event, fold_events, timings_stage
 from compiler.readers.trace import TraceError
 
 # Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.stages.provenance)
@@ -77,8 +80,8 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
              error: dict | None, counters: dict, autotune: list | None = None,
              measurements: dict | None = None, sources: SourceFiles | None = None, report=None,
              compile_samples: tuple | None = None, absent: dict | None = None,
-             no_compile_id: "NoCompileId | None" = None) -> dict:
-    """Everything captured, as capture data. ``measurements`` are what was measured after the
+             no_compile_id: "NoCompileId | None" = None) -> CaptureData:
+    """Everything captured, as typed capture data (each Compile and capture-wide stage made once). ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
     ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache).
@@ -102,7 +105,7 @@ def _ignore(record, field, value, why) -> None:
 @dataclass(frozen=True)
 class NoCompileId:
     """A reader of one compile from the records with no compile id (AOTInductor's): ``build(records,
-    strings, options, events)`` → the compile's data or None, and which records it ``consumed`` (no
+    strings, options, events, absent)`` → its ``Compile`` or None, and which records it ``consumed`` (no
     longer unknown)."""
 
     build: Any
@@ -110,7 +113,7 @@ class NoCompileId:
 
 
 def _assemble(records, strings, hooks, options, environment, error, counters, autotune, measurements,
-              sources, report, compile_samples=None, absent=None, no_compile_id=None) -> dict:
+              sources, report, compile_samples=None, absent=None, no_compile_id=None) -> CaptureData:
     absent = absent or {}
     measurements = measurements or {}
     by_compile: dict[str, list] = defaultdict(list)
@@ -134,42 +137,54 @@ def _assemble(records, strings, hooks, options, environment, error, counters, au
             extra_of.append(record)
         (by_compile[record.compile_id] if record.compile_id else loose).append(record)
     timing_events = fold_events(events)
-    compile_ids = sorted(by_compile, key=_compile_sort_key)
     samples = _samples_by_compile(timing_events, compile_samples)
     autotune_of = defaultdict(list)  # the autotune choices recorded beside the records (compiler.capturing.autotune)
     for choice in autotune or []:
         autotune_of[choice["compile_id"]].append(choice)
-    compiles = [build_compile(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
-                              sources, report, absent, samples.get(cid), instants.get(cid, []), measurements,
-                              environment.get("device_name"), autotune_of.get(cid, [])) for cid in compile_ids]
-    _resume_sources(compiles)
-    _name_from_frame(compiles)
+    building = [compile_stages(cid, by_compile[cid], strings, hooks.get(cid), options, timing_events.get(cid, []),
+                               sources, report, absent, samples.get(cid), instants.get(cid, []), measurements,
+                               environment.get("device_name"), autotune_of.get(cid, []))
+                for cid in sorted(by_compile, key=_compile_sort_key)]
+    # what was measured after the compile, capture-wide (each compile's own share — its kernels' GPU times and
+    # costs, its time per source line — is built into its stages: ``_kernels``, ``_provenance``)
+    runtime = measurements.get("runtime") or unavailable("not measured")
+    gpu_profile = ({k: v for k, v in measurements["gpu_profile"].items() if k != "triton_kernels"}  # live details
+                   if measurements.get("gpu_profile") else None)
+    paid_off = amortizations(building, runtime, measurements.get("kernel_times"), options.get("calls_under_capture"),
+                             gpu_profile)
+    own_names = [c.metrics.get("co_name") or c.built["source"].name for c in building]
+    compiles = [_compile(c, name, source, paid_off[c.compile_id]) for c, name, source
+                in zip(building, _frame_names(building, own_names), _resumed_sources(building, own_names))]
     # a skipped frame's breaks are why it was skipped, and a frame over the recompile limit is a recompile
     # finding: neither is a graph break (torch's graph_break counter counts neither)
-    skipped = [skipped_mod.skipped_frame(c, c["_breaks"], sources) for c in compiles if skipped_mod.is_skipped(c, options)]
-    not_breaks = {item["compile_id"] for item in skipped} | {c["compile_id"] for c in compiles
+    breaks_of = {c.compile_id: _compile_breaks(c) for c in building}
+    skipped = [skipped_mod.skipped_frame(c, breaks_of[c.compile_id], sources) for c in compiles
+               if skipped_mod.is_skipped(c, options)]
+    not_breaks = {item["compile_id"] for item in skipped} | {c.compile_id for c in compiles
                                                             if skipped_mod.is_recompile_limit(c)}
-    items = [dict(item, compile_id=c["compile_id"]) for c in compiles for item in c.pop("_breaks")
-             if c["compile_id"] not in not_breaks]
-    data = {
-        "format": FORMAT, "version": list(VERSION), "environment": environment, "options": options,
-        "compiles": compiles,
-        "breaks": _typed(Breaks, {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)},
-                         "breaks"),
-        "skipped_frames": [_typed(SkippedFrame, item, f"skipped_frames[{i}]") for i, item
-                           in enumerate(skipped_mod.with_share(skipped, measurements.get("frame_times")))],
-        "cudagraphs": _cudagraphs(loose + records_of(by_compile), counters, options, environment, absent,
-                                  measurements),
-        "counters": counters, "error": error,
-        "unknown_records": dict(unknown), "extra_records": extra,
-    }
-    data["recompile_limits"] = [_typed(RecompileLimit, hit, f"recompile_limits[{i}]") for i, hit
-                                in enumerate(limit_hits(compiles, environment.get("recompile_limits") or {}))]
-    _add_measurements(data, measurements)
-    if no_compile_id is not None:
-        _add_no_compile_id(data, no_compile_id, records, strings, options, events, absent, extra_of)
-    data["summary"] = summarize(data)
-    return data
+    items = [dict(item, compile_id=c.compile_id) for c in compiles for item in breaks_of[c.compile_id]
+             if c.compile_id not in not_breaks]
+    breaks = _typed(Breaks, {"available": True, "items": breaks_mod.dedupe(items), "total": len(items)}, "breaks")
+    skipped_frames = [_typed(SkippedFrame, item, f"skipped_frames[{i}]") for i, item
+                      in enumerate(skipped_mod.with_share(skipped, measurements.get("frame_times")))]
+    recompile_limits = [_typed(RecompileLimit, hit, f"recompile_limits[{i}]") for i, hit
+                        in enumerate(limit_hits(compiles, environment.get("recompile_limits") or {}))]
+    unknown_records, extra_records = dict(unknown), extra
+    extra_compile = no_compile_id.build(records, strings, options, events, absent) if no_compile_id else None
+    if extra_compile is not None:  # the compile of the records that name none, last; what it read is not unknown
+        compiles.append(extra_compile)
+        unknown_records, extra_records = _less_consumed(no_compile_id, records, unknown, extra, extra_of)
+    return CaptureData(
+        format=FORMAT, version=list(VERSION), environment=dict(environment), options=dict(options),
+        compiles=compiles, breaks=breaks, skipped_frames=skipped_frames, recompile_limits=recompile_limits,
+        cudagraphs=_cudagraphs(loose + records_of(by_compile), counters, options, environment, absent, measurements),
+        runtime=_typed(Runtime, runtime, "runtime"), first_call_s=measurements.get("first_call_s"),
+        gpu_profile=_typed(GpuProfile, gpu_profile, "gpu_profile") if gpu_profile else None,
+        cudagraph_comparison=(_typed(CudaGraphComparison, measurements["cudagraph_comparison"], "cudagraph_comparison")
+                              if measurements.get("cudagraph_comparison") else None),
+        counters=dict(counters), error=_typed(CaptureError, error, "error") if error is not None else None,
+        unknown_records=unknown_records, extra_records=extra_records,
+        summary=summarize(compiles, breaks, skipped_frames, recompile_limits))
 
 
 def _typed(cls, value, where: str):
@@ -195,22 +210,11 @@ def _cudagraphs(records, counters, options, environment, absent: dict, measureme
     return _typed(CudaGraphs, stage, "cudagraphs")
 
 
-def _add_no_compile_id(data: dict, reader: NoCompileId, records, strings, options, events, absent,
-                       extra_of: list) -> None:
-    """The compile of the records that name none (``NoCompileId``), last; the records it read are not unknown."""
-    compile_data = reader.build(records, strings, options, events, absent)
-    if compile_data is None:
-        return
-    data["compiles"].append(compile_data)
+def _less_consumed(reader: NoCompileId, records, unknown: Counter, extra: list, extra_of: list) -> tuple[dict, list]:
+    """The unknown records' counts and trimmed copies, less those the no-compile-id reader read."""
     used = Counter(r.kind for r in records if not r.compile_id and reader.consumed(r))
-    for kind, count in used.items():
-        left = data["unknown_records"].get(kind, 0) - count
-        if left > 0:
-            data["unknown_records"][kind] = left
-        else:
-            data["unknown_records"].pop(kind, None)
-    data["extra_records"] = [e for e, r in zip(data["extra_records"], extra_of)
-                             if r.compile_id or not reader.consumed(r)]
+    counts = {kind: n - used[kind] for kind, n in unknown.items() if n - used[kind] > 0}
+    return counts, [e for e, r in zip(extra, extra_of) if r.compile_id or not reader.consumed(r)]
 
 
 def _samples_by_compile(timing_events: dict, compile_samples: tuple | None) -> dict[str, tuple]:
@@ -233,39 +237,30 @@ def _timings(c: "CompileInput") -> dict:
     return timings
 
 
-def _add_measurements(data: dict, measurements: dict) -> None:
-    """What was measured after the compile, capture-wide; each compile's own share (its kernels' GPU times
-    and costs, its time per source line) was built into its stages (``_kernels``, ``_provenance``)."""
-    data["runtime"] = measurements.get("runtime") or unavailable("not measured")
-    data["first_call_s"] = measurements.get("first_call_s")
-    if measurements.get("gpu_profile"):
-        profile = measurements["gpu_profile"]
-        data["gpu_profile"] = {k: v for k, v in profile.items() if k != "triton_kernels"}  # live objects' details
-    if measurements.get("cudagraph_comparison"):
-        data["cudagraph_comparison"] = measurements["cudagraph_comparison"]
-    paid_off = amortizations(data["compiles"], data["runtime"], measurements.get("kernel_times"),
-                             data["options"].get("calls_under_capture"), data.get("gpu_profile"))
-    for c in data["compiles"]:
-        c["amortization"] = paid_off[c["compile_id"]]
+def _resumed_sources(building: list["CompileInput"], names: list) -> list[Source]:
+    """Each compile's source; a resume function's own source is one line: show the function it resumes,
+    with the line (``names``: each compile's own name)."""
+    by_name = {(c.built["source"].filename, name): c.built["source"] for c, name in zip(building, names)
+               if c.built["source"].available}
+    out = []
+    for c, name in zip(building, names):
+        source = c.built["source"]
+        origin = resume_origin(name)
+        original = origin and by_name.get((source.filename, origin[0]))
+        out.append(dataclasses.replace(original, name=name, resumes=origin[0], resume_line=origin[1])
+                   if original else source)
+    return out
 
 
-def _resume_sources(compiles: list[dict]) -> None:
-    """A resume function's own source is one line; show the function it resumes, with the line."""
-    by_name = {(c["source"].filename, c["name"]): c["source"] for c in compiles if c["source"].available}
-    for c in compiles:
-        origin = resume_origin(c["name"])
-        original = origin and by_name.get((c["source"].filename, origin[0]))
-        if original:
-            c["source"] = dataclasses.replace(original, name=c["name"], resumes=origin[0], resume_line=origin[1])
+def _frame_names(building: list["CompileInput"], names: list) -> list:
+    """Each compile's name (``names``: its own); a compile torch logged no name for (one refused at the
+    recompile limit) is of the same frame as its siblings: the frame's function name."""
+    of_frame = {_frame_of(c.compile_id): name for c, name in zip(building, names) if name}
+    return [name or of_frame.get(_frame_of(c.compile_id), name) for c, name in zip(building, names)]
 
 
-def _name_from_frame(compiles: list[dict]) -> None:
-    """A compile torch logged no name for (one refused at the recompile limit) is of the same frame as
-    its siblings: the frame's function name."""
-    names = {c["frame_id"]: c["name"] for c in compiles if c.get("name")}
-    for c in compiles:
-        if not c.get("name") and c["frame_id"] in names:
-            c["name"] = names[c["frame_id"]]
+def _frame_of(compile_id: str) -> int:
+    return int(compile_id.partition("/")[0])
 
 
 def records_of(by_compile):
@@ -313,6 +308,7 @@ class CompileInput:
     events: list
     sources: SourceFiles
     report: Any = _ignore  # (record, field, value, why): a value read that is not what torch writes
+    compile_id: str = ""
     hook_data: dict | None = None
     backend: str = "unknown"
     origin: str = "dynamo"  # or "aot_inductor": no Dynamo frame
@@ -326,10 +322,17 @@ class CompileInput:
     # what was measured after the compile (``assemble``'s ``measurements``: the GPU profile, CPU kernel times)
     measurements: dict = field(default_factory=dict)
     device_name: str | None = None  # the GPU's, for its peaks (``compiler.stages.kernel_costs.device_peaks``)
-    compile_id: str = ""
 
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
+
+    def __getattr__(self, name):
+        """A stage built so far reads as the Compile's attribute does (``c.kernels``): what reads every
+        compile before the Compiles are made (``compiler.stages.provenance.amortizations``) reads either."""
+        built = self.__dict__.get("built") or {}
+        if name in built:
+            return built[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @functools.cached_property
     def cache_note(self) -> str | None:
@@ -392,9 +395,9 @@ STAGE_BUILDERS = (
     StageBuilder("source", ("dynamo_start", "compilation_metrics"),
                  lambda c: source_stage(c.records, c.strings, c.metrics, c.sources, c.report), needs_frame=True,
                  type=Source),
-    StageBuilder("bytecode", ("*_BYTECODE",), lambda c: bytecode_stage(
-        c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")}),
-        needs_frame=True, type=Bytecode),
+    StageBuilder("bytecode", ("*_BYTECODE",), lambda c: decompiled_on_read(as_declared(Bytecode, bytecode_stage(
+        c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")})),
+        c.hook_data), needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
                  lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True, type=Graph),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
@@ -454,35 +457,49 @@ def _said_absent(builder: StageBuilder, built, absent: dict):
     return built
 
 
-def build_compile(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
-                  report=None, absent: dict | None = None, compile_samples: tuple | None = None,
-                  instants=None, measurements: dict | None = None, device_name: str | None = None,
-                  autotune: list | None = None) -> dict:
-    frame_id, _, frame_compile_id = compile_id.partition("/")
+def compile_stages(compile_id, records, strings, hook_data, options, events, sources: SourceFiles,
+                   report=None, absent: dict | None = None, compile_samples: tuple | None = None,
+                   instants=None, measurements: dict | None = None, device_name: str | None = None,
+                   autotune: list | None = None) -> CompileInput:
+    """One compile's records and what they are read with, its stages built (``built``, each its declared type)."""
     metrics = next((r.metadata["compilation_metrics"] for r in reversed(records) if r.kind == "compilation_metrics"), {})
-    inputs = CompileInput(records, strings, options, events, sources, report or _ignore, hook_data=hook_data,
-                          backend=str(options.get("backend") or "unknown"), metrics=metrics, absent=absent or {},
-                          compile_samples=compile_samples, instants=instants or [],
-                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [],
-                          compile_id=compile_id)
-    stages = build_stages(inputs)
-    compile_data = {
-        "compile_id": compile_id, "frame_id": int(frame_id), "frame_compile_id": int(frame_compile_id or 0),
-        "attempts": max((r.attempt for r in records), default=0) + 1,
-        "name": metrics.get("co_name") or stages["source"].name,
-        "status": _status(records, metrics),
-        "metrics": {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")},
-        **stages,
-        "restart_reasons": metrics.get("restart_reasons") or [],
-        "autotune": [_typed(Autotune, choice, f"autotune[{i}]") for i, choice in enumerate(inputs.autotune)],
-        "_breaks": [breaks_mod.parse_break(r.payload, sources) for r in records
-                    if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(metrics, sources),
-    }
-    if metrics.get("fail_type"):
-        compile_data["error"] = {"type": metrics.get("fail_type"), "message": metrics.get("fail_reason"),
-                                 "file": metrics.get("fail_user_frame_filename"),
-                                 "line": metrics.get("fail_user_frame_lineno")}
-    return compile_data
+    inputs = CompileInput(records, strings, options, events, sources, report or _ignore, compile_id=compile_id,
+                          hook_data=hook_data, backend=str(options.get("backend") or "unknown"), metrics=metrics,
+                          absent=absent or {}, compile_samples=compile_samples, instants=instants or [],
+                          measurements=measurements or {}, device_name=device_name, autotune=autotune or [])
+    build_stages(inputs)
+    return inputs
+
+
+def _compile(c: CompileInput, name: str | None, source: Source, amortization) -> Compile:
+    """The Compile of one compile's built stages, made once, with what was read across compiles: its name
+    (``_frame_names``), its source (``_resumed_sources``) and its amortization."""
+    frame_id, _, frame_compile_id = c.compile_id.partition("/")
+    return Compile(
+        compile_id=c.compile_id, frame_id=int(frame_id), frame_compile_id=int(frame_compile_id or 0),
+        attempts=max((r.attempt for r in c.records), default=0) + 1, name=name, status=_status(c.records, c.metrics),
+        metrics=compile_metrics(c.metrics), restart_reasons=list(c.metrics.get("restart_reasons") or []),
+        error=compile_error(c.metrics), **{**c.built, "source": source}, amortization=amortization,
+        autotune=[_typed(Autotune, choice, f"autotune[{i}]") for i, choice in enumerate(c.autotune)])
+
+
+def compile_metrics(metrics: dict) -> dict:
+    """torch's compilation_metrics as a compile keeps them: without the configs (most of the record)."""
+    return {k: v for k, v in metrics.items() if k not in ("dynamo_config", "inductor_config")}
+
+
+def compile_error(metrics: dict) -> CompileError | None:
+    """Why a compile failed, from its compilation_metrics (None: it did not)."""
+    if not metrics.get("fail_type"):
+        return None
+    return CompileError(type=metrics.get("fail_type"), message=metrics.get("fail_reason"),
+                        file=metrics.get("fail_user_frame_filename"), line=metrics.get("fail_user_frame_lineno"))
+
+
+def _compile_breaks(c: CompileInput) -> list[dict]:
+    """The compile's graph breaks, parsed from its records (and, under fullgraph=True, its metrics)."""
+    return [breaks_mod.parse_break(r.payload, c.sources) for r in c.records
+            if r.kind == "artifact:dynamo_graph_break_reason" and r.payload] + _fatal_break(c.metrics, c.sources)
 
 
 def _fatal_break(metrics, sources: SourceFiles) -> list[dict]:
@@ -702,28 +719,25 @@ def _tracking_texts(run: dict) -> dict | None:
 
 
 
-def _has_graph(compile: dict) -> bool:
+def _has_graph(compile: Compile) -> bool:
     """A Dynamo graph, or the exported program an AOTInductor compile compiled (its AOT/Inductor graphs)."""
-    if compile.get("origin") == "aot_inductor":
-        return bool(compile["aot"].available or compile["inductor"].available)
-    return compile["graph"].available
+    if compile.origin == "aot_inductor":
+        return bool(compile.aot.available or compile.inductor.available)
+    return compile.graph.available
 
 
-def summarize(data: dict) -> Summary:
-    compiles = data["compiles"]
-    metrics_time = [compile_seconds(c.get("origin"), c["metrics"], c["timings"]) or 0
-                    for c in compiles]
+def summarize(compiles: list[Compile], breaks: Breaks, skipped_frames: list, recompile_limits: list) -> Summary:
     return Summary(
-        frames=len({c["frame_id"] for c in compiles if c.get("origin", "dynamo") == "dynamo"}),
+        frames=len({c.frame_id for c in compiles if c.origin == "dynamo"}),
         compiles=len(compiles),
         graphs=sum(_has_graph(c) for c in compiles),
-        graph_breaks=data["breaks"].total,
-        unique_graph_breaks=len(data["breaks"].items),
-        recompiles=sum(c["recompile"].available for c in compiles),
-        guards=sum(c["guards"].count for c in compiles if c["guards"].available),
-        kernels=sum(len([k for k in c["kernels"].kernels if k.language != "extern"]) for c in compiles),
-        compile_time_s=round(sum(metrics_time), 4),
-        failed_compiles=sum(c["status"] == "failed" for c in compiles),
-        skipped_frames=len(data["skipped_frames"]),
-        recompile_limits=len(data["recompile_limits"]),
+        graph_breaks=breaks.total,
+        unique_graph_breaks=len(breaks.items),
+        recompiles=sum(c.recompile.available for c in compiles),
+        guards=sum(c.guards.count for c in compiles if c.guards.available),
+        kernels=sum(len([k for k in c.kernels.kernels if k.language != "extern"]) for c in compiles),
+        compile_time_s=round(sum(c.compile_seconds or 0 for c in compiles), 4),
+        failed_compiles=sum(c.status == "failed" for c in compiles),
+        skipped_frames=len(skipped_frames),
+        recompile_limits=len(recompile_limits),
     )

@@ -101,7 +101,7 @@ def bytecode_stage(from_hook: dict | None, artifacts: dict[str, str]) -> dict:
     """Prefer the live hook (structured listings, decompiled code); fall back to torch's ``*_BYTECODE`` artifacts."""
     if from_hook:
         stage = {k: v for k, v in from_hook.items() if k != "code_objects"}
-        # decompiled later, on first read of ``decompiled`` (or at save): ``attach_decompiling``
+        # decompiled later, on first read of ``decompiled`` (or at save): ``decompiled_on_read``
         return {"available": True, "source": "bytecode_hook", **stage}
     original = next((v for k, v in artifacts.items() if k.endswith("_ORIGINAL_BYTECODE")), None)
     modified = next((v for k, v in artifacts.items() if k.endswith("_MODIFIED_BYTECODE")), None)
@@ -125,13 +125,14 @@ def to_decompile(from_hook: dict | None) -> dict[str, types.CodeType]:
     return out
 
 
-def attach_decompiling(compiles, hooks: dict) -> None:
-    """Decompiling takes depyf ~6 ms a compile in a warm process and ~28 ms in a fresh one (its import):
-    not in the compile's path. Each listing decompiles its code on first read of ``decompiled`` /
-    ``decompiled_reason`` — the Bytecode view, ``to_data``, a save — once (``CodeListing``)."""
-    for c in compiles:
-        if c.bytecode.available and c.bytecode.source == "bytecode_hook":
-            for name, code in to_decompile(hooks.get(c.compile_id)).items():
-                listing = getattr(c.bytecode, name)
-                if listing is not None:
-                    listing.__dict__["_pending_code"] = code
+def decompiled_on_read(stage, from_hook: dict | None):
+    """The Bytecode ``stage``, each listing set to decompile its code (``to_decompile``) on first read of
+    ``decompiled`` / ``decompiled_reason`` — the Bytecode view, ``to_data``, a save — once (``CodeListing``):
+    decompiling takes depyf ~6 ms a compile in a warm process and ~28 ms in a fresh one (its import), so it
+    is not in the compile's path."""
+    if stage.available and stage.source == "bytecode_hook":
+        for name, code in to_decompile(from_hook).items():
+            listing = getattr(stage, name)
+            if listing is not None:
+                listing.__dict__["_pending_code"] = code
+    return stage

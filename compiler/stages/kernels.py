@@ -267,6 +267,7 @@ def recompute(data: dict) -> None:
     rows are redone as data (``compiler.stages.kernel_costs.add_roofline``), the map and the amortization from
     the capture they make (``compiler.stages.provenance``), written back as data."""
     import copy
+    import dataclasses
 
     from compiler.stages.data import plain_data
     from compiler.stages.kernel_costs import add_roofline
@@ -305,8 +306,7 @@ def recompute(data: dict) -> None:
             apply_times(provenance, c.kernels.kernels, None, {r.role: r.code.aot_id for r in c.inductor.runs})
         if provenance is not c.provenance:
             saved["provenance"] = plain_data(provenance)
-        compiles.append({"compile_id": c.compile_id, "origin": c.origin, "metrics": c.metrics, "timings": c.timings,
-                         "provenance": provenance, "inductor": c.inductor, "kernels": c.kernels})
+        compiles.append(dataclasses.replace(c, provenance=provenance))
     if gpu:
         paid_off = amortizations(compiles, data.get("runtime") or {}, None, typed.options.get("calls_under_capture"),
                                  data.get("gpu_profile"))

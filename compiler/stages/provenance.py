@@ -805,9 +805,10 @@ def _extern_name(fn, extern) -> str | None:
 
 # --- amortization -------------------------------------------------------------------------------
 
-def amortizations(compiles: list[dict], runtime: dict, kernel_times: dict | None, calls_under_capture,
+def amortizations(compiles: list, runtime: dict, kernel_times: dict | None, calls_under_capture,
                   gpu_profile: dict | None = None) -> dict[str, Amortization]:
-    """Per compile (being assembled: its typed stages by name), by compile id: compile seconds ÷ measured
+    """Per compile (a ``Compile``, or one being assembled — ``compiler.stages.assemble.CompileInput``, its stages
+    by attribute as well), by compile id: compile seconds ÷ measured
     saving per call → calls until compiling paid off, and how many calls the cached compile served (CPU:
     ``kernel_times['compiles']``, entries into its transformed bytecode per call of the function; GPU:
     ``gpu_calls_per_function_call``, its kernels' launches in the profile). A failure leaves every compile's
@@ -815,7 +816,7 @@ def amortizations(compiles: list[dict], runtime: dict, kernel_times: dict | None
     try:
         return _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_profile)
     except Exception as exc:  # noqa: BLE001
-        return {c["compile_id"]: Amortization(available=False, reason=f"not computed ({type(exc).__name__}: {exc})")
+        return {c.compile_id: Amortization(available=False, reason=f"not computed ({type(exc).__name__}: {exc})")
                 for c in compiles}
 
 
@@ -828,9 +829,9 @@ def _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_pro
     if not served and (gpu_profile or {}).get("available"):
         per_call, launched = gpu_calls_per_function_call(compiles, gpu_profile), True
         served = per_call
-    used = {c["compile_id"] for c in compiles if per_call.get(c["compile_id"])}
-    kernel_seconds = {c["compile_id"]: sum(k.seconds or 0 for k in c["provenance"].kernels)
-                      for c in compiles if c["provenance"].available}
+    used = {c.compile_id for c in compiles if per_call.get(c.compile_id)}
+    kernel_seconds = {c.compile_id: sum(k.seconds or 0 for k in c.provenance.kernels)
+                      for c in compiles if c.provenance.available}
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
     counted = ("launches of the compile's kernels in the GPU profile ÷ their launches per call of its "
                "generated code" if launched else
@@ -841,27 +842,27 @@ def _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_pro
               + f"; calls served = {counted}" if served else "no timed calls: saving and calls served unknown")
     out = {}
     for c in compiles:
-        compile_s = compile_seconds(c.get("origin"), c.get("metrics") or {}, c["timings"])
+        compile_s = compile_seconds(c.origin, c.metrics, c.timings)
         share = saving_per_call = break_even = None
-        if saving is not None and c["compile_id"] in used:
-            share = 1.0 if len(used) == 1 else (kernel_seconds.get(c["compile_id"], 0) / total_kernel
+        if saving is not None and c.compile_id in used:
+            share = 1.0 if len(used) == 1 else (kernel_seconds.get(c.compile_id, 0) / total_kernel
                                                 if total_kernel else 1.0 / len(used))
         if share is not None:
             saving_per_call = saving * share
             if saving * share > 0 and compile_s is not None:
                 break_even = math.ceil(compile_s / (saving * share))
-        out[c["compile_id"]] = Amortization(
+        out[c.compile_id] = Amortization(
             available=compile_s is not None,
             reason=None if compile_s is not None else "torch recorded no compile time for this compile",
             compile_s=compile_s, saving_per_call_s=saving_per_call, break_even_calls=break_even,
-            calls_per_function_call=per_call.get(c["compile_id"]) if served else None,
-            calls_under_capture=(calls_under_capture * per_call[c["compile_id"]]
-                                 if calls_under_capture and per_call.get(c["compile_id"]) else None),
+            calls_per_function_call=per_call.get(c.compile_id) if served else None,
+            calls_under_capture=(calls_under_capture * per_call[c.compile_id]
+                                 if calls_under_capture and per_call.get(c.compile_id) else None),
             method=method)
     return out
 
 
-def gpu_calls_per_function_call(compiles: list[dict], profile: dict) -> dict[str, float]:
+def gpu_calls_per_function_call(compiles: list, profile: dict) -> dict[str, float]:
     """Per compile id: how many times one call of the function ran the compile, from the GPU profile —
     each profiled Triton kernel's launches per profiled call ÷ its launches per call of the generated
     code (``.run(`` sites in the module of its role); the smallest over the compile's kernels (a kernel
@@ -869,14 +870,14 @@ def gpu_calls_per_function_call(compiles: list[dict], profile: dict) -> dict[str
     iters = profile.get("iters") or 1
     out = {}
     for c in compiles:
-        modules = {r.role: r.code.module or "" for r in c["inductor"].runs if r.code.available}
+        modules = {r.role: r.code.module or "" for r in c.inductor.runs if r.code.available}
         ratios = []
-        for k in c["kernels"].kernels:
+        for k in c.kernels.kernels:
             sites = len(re.findall(rf"(?<![\w.]){re.escape(k.name)}\.run\(", modules.get(k.role, "")))
             if k.language == "Triton" and k.profiled_calls and sites:
                 ratios.append(k.profiled_calls / iters / sites)
         if ratios:
-            out[c["compile_id"]] = min(ratios)
+            out[c.compile_id] = min(ratios)
     return out
 
 

@@ -48,32 +48,33 @@ _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)  # torch's link to it
 _VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
 
 
-def limit_hits(compiles: list[dict], limits: dict) -> list[dict]:
+def limit_hits(compiles: list, limits: dict) -> list[dict]:
     """Frames that reached Dynamo's recompile limit: torch stops compiling them and runs every new variant
-    eagerly, with only a logged warning. One item per frame: its compiles, the limit (``limits``: ``torch._dynamo.config`` as
-    recorded at capture time, else the value torch's message names) and the guard that kept failing,
-    with the values it was specialised to."""
+    eagerly, with only a logged warning. One item per frame: its compiles (``Compile``s), the limit (``limits``:
+    ``torch._dynamo.config`` as recorded at capture time, else the value torch's message names) and the guard
+    that kept failing, with the values it was specialised to."""
     from compiler.stages.skipped import is_recompile_limit
 
     hits = {}
     for failed in (c for c in compiles if is_recompile_limit(c)):
-        if failed["frame_id"] in hits:
+        if failed.frame_id in hits:
             continue
-        match = _LIMIT.search(failed["error"]["message"])
+        message = failed.error.message
+        match = _LIMIT.search(message)
         limit_type = match["type"] if match else "recompile_limit"
-        frame = [c for c in compiles if c["frame_id"] == failed["frame_id"] and c["status"] == "compiled"]
-        named = next((c for c in frame if c.get("name")), failed)
-        reasons = [r for c in compiles if c["frame_id"] == failed["frame_id"] and c["recompile"].available
-                   for r in c["recompile"].reasons]
+        frame = [c for c in compiles if c.frame_id == failed.frame_id and c.status == "compiled"]
+        named = next((c for c in frame if c.name), failed)
+        reasons = [r for c in compiles if c.frame_id == failed.frame_id and c.recompile.available
+                   for r in c.recompile.reasons]
         guard, values, note = repeated_guard(reasons)
         limit = limits.get(limit_type, int(match["limit"]) if match else None)
-        hits[failed["frame_id"]] = {
-            "compile_id": failed["compile_id"], "frame_id": failed["frame_id"], "function": named.get("name"),
-            "file": named["source"].filename, "line": named["source"].firstlineno,
-            "compile_ids": [c["compile_id"] for c in frame], "limit": limit, "limit_type": limit_type,
+        hits[failed.frame_id] = {
+            "compile_id": failed.compile_id, "frame_id": failed.frame_id, "function": named.name,
+            "file": named.source.filename, "line": named.source.firstlineno,
+            "compile_ids": [c.compile_id for c in frame], "limit": limit, "limit_type": limit_type,
             "limit_source": "torch._dynamo.config at capture time" if limit_type in limits else "torch's message",
-            "guard": guard, "values": values, "note": note, "message": failed["error"]["message"],
-            "gb_code": gb.group(1).upper() if (gb := _GB_CODE.search(failed["error"]["message"])) else None}
+            "guard": guard, "values": values, "note": note, "message": message,
+            "gb_code": gb.group(1).upper() if (gb := _GB_CODE.search(message)) else None}
     return list(hits.values())
 
 

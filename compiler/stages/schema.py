@@ -204,7 +204,7 @@ class CodeListing(Data):
         return out
 
     def __getattribute__(self, name):
-        # a live capture decompiles on first read (compiler.stages.bytecode.attach_decompiling)
+        # a live capture decompiles on first read (compiler.stages.bytecode.decompiled_on_read)
         if name in _DECOMPILED:
             state = object.__getattribute__(self, "__dict__")
             if "_pending_code" in state:

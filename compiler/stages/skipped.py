@@ -16,33 +16,31 @@ _SECOND = "*** While handling this graph break, another graph break occurred: **
 RECOMPILE_LIMIT = "Dynamo recompile limit exceeded"  # torch's gb_type for a frame over the recompile limit
 
 
-def is_recompile_limit(compile: dict) -> bool:
-    return ((compile.get("error") or {}).get("message") or "").startswith(RECOMPILE_LIMIT)
+def is_recompile_limit(compile) -> bool:
+    return bool(compile.error and (compile.error.message or "").startswith(RECOMPILE_LIMIT))
 
 
-def is_skipped(compile: dict, options: dict) -> bool:
-    """Did torch give up on this frame and run it eagerly? Under ``fullgraph=True`` the same failure
-    is an error raised to the caller (a fatal graph break), not a skip."""
-    error = compile.get("error") or {}
-    return (compile.get("status") == "failed" and "Unsupported" in str(error.get("type"))
-            and bool(error.get("message")) and not is_recompile_limit(compile) and not options.get("fullgraph"))
+def is_skipped(compile, options: dict) -> bool:
+    """Did torch give up on this frame (a ``Compile``) and run it eagerly? Under ``fullgraph=True`` the same
+    failure is an error raised to the caller (a fatal graph break), not a skip."""
+    error = compile.error
+    return (compile.status == "failed" and error is not None and "Unsupported" in str(error.type)
+            and bool(error.message) and not is_recompile_limit(compile) and not options.get("fullgraph"))
 
 
-def skipped_frame(compile: dict, breaks: list[dict], sources) -> dict:
-    """One skipped frame: which function, why torch skipped it, and the break that caused it
+def skipped_frame(compile, breaks: list[dict], sources) -> dict:
+    """One skipped frame (a ``Compile``): which function, why torch skipped it, and the break that caused it
     (``breaks``: the compile's parsed graph-break records, the first one is where tracing stopped)."""
-    message = compile["error"]["message"]
-    first, _, second = message.partition(_SECOND)
+    error = compile.error
+    first, _, second = error.message.partition(_SECOND)
     cause = breaks[0] if breaks else breaks_mod.parse_break(first, sources)
     skip = breaks_mod.parse_break(second, sources) if second.strip() else None
-    metrics = compile.get("metrics") or {}
-    error = compile["error"]
-    if not cause.get("file") and error.get("file"):
-        cause.update(file=error["file"], line=_int(error.get("line")),
-                     code=sources.line(error["file"], _int(error.get("line"))))
-    return {"compile_id": compile["compile_id"], "function": compile.get("name"),
-            "file": metrics.get("co_filename") or compile["source"].filename,
-            "line": _int(metrics.get("co_firstlineno")) or compile["source"].firstlineno,
+    metrics = compile.metrics
+    if not cause.get("file") and error.file:
+        cause.update(file=error.file, line=_int(error.line), code=sources.line(error.file, _int(error.line)))
+    return {"compile_id": compile.compile_id, "function": compile.name,
+            "file": metrics.get("co_filename") or compile.source.filename,
+            "line": _int(metrics.get("co_firstlineno")) or compile.source.firstlineno,
             "reason": skip["headline"] if skip else cause["headline"],
             "gb_code": skip["gb_code"] if skip else cause["gb_code"],
             "explanation": (skip or cause).get("explanation"),
