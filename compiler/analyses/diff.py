@@ -374,8 +374,13 @@ def _show(value):
     return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, default=str)
 
 
-def _compare(stage: str, a, b, labels, normalized) -> dict:
-    """One diff stage: the summary, a stage with its own comparison, or any other by its text."""
+def _compare(stage: str, a, b, labels, normalized) -> "DiffStage":
+    """One diff stage, as its declared type (``DiffStage``, every field checked as it is built)."""
+    return DiffStage.from_data(_compared(stage, a, b, labels, normalized), f"stages.{stage}")
+
+
+def _compared(stage: str, a, b, labels, normalized) -> dict:
+    """One diff stage's data: the summary, a stage with its own comparison, or any other by its text."""
     if stage == "summary":
         return _summary_stage(a, b)
     if stage == "timings":
@@ -554,9 +559,10 @@ def diff(a, b, *, labels=("A", "B"), normalized: bool = True) -> CaptureDiff:
     """Compare two captures (Capture objects, capture dicts, or paths of saved captures) stage by stage."""
     a, b = _capture(a), _capture(b)
     labels = tuple(labels)
-    stages = {name: _compare(name, a, b, labels, normalized) for name in DIFF_STAGES}
-    return CaptureDiff.from_data({"format": FORMAT, "version": list(VERSION), "labels": list(labels),
-                                  "stages": stages})
+    document = DiffDocument(format=FORMAT, version=list(VERSION), labels=list(labels),
+                            stages={name: _compare(name, a, b, labels, normalized) for name in DIFF_STAGES})
+    _check_values(document)
+    return CaptureDiff(document)
 
 
 diff_captures = diff
