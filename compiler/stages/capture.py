@@ -1,9 +1,9 @@
 """The Capture: typed, JSON-backed data about every compile (fields declared in ``compiler.stages.schema``),
 plus the live-only state of a capture made in this process.
 
-Data flows one way: torch → records → ``assemble`` → ``CaptureData.from_data`` → ``Capture.of`` → explorer views.
-A Capture loaded from a file is built by the same ``from_data`` and offers the same API, except
-what-if checks, which need the live guards.
+Data flows one way: torch → records → ``assemble`` (typed ``CaptureData``, made once) → ``Capture.of`` →
+explorer views. A Capture loaded from a file is read by ``CaptureData.from_data`` into the same types and
+offers the same API, except what-if checks, which need the live guards.
 
     >>> import compiler
     >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [3, 0]})
