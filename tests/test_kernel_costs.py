@@ -490,3 +490,24 @@ def test_a_launch_inside_a_compiled_graph_names_the_compile_it_belongs_to():
     assert found[0] in mine[0] and found[0] not in mine[1]
     assert found[1] is None  # the eager matmul at the break
     assert found[2] in mine[1] and found[2] not in mine[0]
+
+
+def test_above_dram_peak_with_a_working_set_over_l2_is_explained_when_its_reads_fit_in_l2():
+    """Mask R-CNN on the H100 (torch 2.11): a pointwise kernel after a cuDNN convolution reads 27.9 MB and writes
+    27.9 MB in 15.4 µs — 1.08 × the DRAM peak, with a 55.7 MB working set over the 50 MB L2. What it reads fits in
+    L2, where the convolution before it left it, and its writes alone need 54 % of the peak: explained, and said so.
+    A kernel whose writes alone beat the peak stays unexplained."""
+    from compiler.stages.kernel_costs import _bandwidth
+
+    peaks, peak = {"l2_bytes": 52_428_800}, 3.35e12
+    read, written, seconds = 27_853_824, 27_852_800, 15.4114e-6
+    gpu = {"bytes_read": read, "bytes_written": written, "bytes_per_call": read + written,
+           "working_set_bytes": read + written, "achieved_bytes_per_s": (read + written) / seconds}
+    _bandwidth(gpu, peaks, peak)
+    assert gpu["served_from"] == "L2" and "bandwidth_share" not in gpu
+    assert "27.9 MB it reads fit in L2" in gpu["notes"][0] and "54% of the DRAM peak" in gpu["notes"][0]
+    _bandwidth(gpu, peaks, peak)  # redone on a saved capture: one note, not two
+    assert len(gpu["notes"]) == 1
+    fast = {**gpu, "achieved_bytes_per_s": gpu["achieved_bytes_per_s"] * 2, "notes": []}
+    _bandwidth(fast, peaks, peak)
+    assert fast["served_from"] is None and "byte estimate is too high" in fast["notes"][0]

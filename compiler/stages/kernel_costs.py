@@ -663,20 +663,34 @@ def _compile_roofline(modules: dict, kernels: list[dict], profile: dict, peaks: 
         _bandwidth(k.get("gpu"), peaks, peak_bytes)
 
 
+_ABOVE_PEAK_NOTES = ("bytes ÷ time is above the DRAM peak", "above the DRAM peak with a working set over L2")
+
+
 def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -> None:
     """A Triton kernel's achieved bandwidth read against the DRAM peak, or, above it, against the L2:
     ``bandwidth_share`` only where it is a share of DRAM peak that can be true."""
     if not gpu or not gpu.get("achieved_bytes_per_s") or not peak_bytes:
         return
     gpu.pop("bandwidth_share", None)
+    # this reading's notes, from a reading before (a saved capture's costs redone), go
+    gpu["notes"] = [n for n in gpu.get("notes") or [] if not n.startswith(_ABOVE_PEAK_NOTES)]
     achieved, l2 = gpu["achieved_bytes_per_s"], (peaks or {}).get("l2_bytes")
     if achieved <= peak_bytes:
         gpu["served_from"], gpu["bandwidth_share"] = "DRAM", achieved / peak_bytes
     elif l2 and (gpu.get("working_set_bytes") or gpu.get("bytes_per_call", 0)) <= l2:
         gpu["served_from"], gpu["l2_bytes"] = "L2", l2
+    elif l2 and gpu.get("bytes_read") and gpu["bytes_read"] <= l2 and \
+            (gpu.get("bytes_written") or 0) * achieved / gpu["bytes_per_call"] <= peak_bytes:
+        # whole working set over L2, but what it reads fits: the kernel before it (typically the one that wrote
+        # it) may have left it there, and its writes alone stay under the DRAM peak
+        gpu["served_from"], gpu["l2_bytes"] = "L2", l2
+        gpu["notes"] = [*gpu["notes"], (
+            f"above the DRAM peak with a working set over L2, but the {gpu['bytes_read'] / 1e6:.1f} MB it reads fit in "
+            f"L2 ({l2 / 1e6:.0f} MB), where the kernel before it may have left them; its writes alone move "
+            f"{(gpu.get('bytes_written') or 0) * achieved / gpu['bytes_per_call'] / peak_bytes:.0%} of the DRAM peak")]
     else:
         gpu["served_from"] = None
-        gpu["notes"] = [*(gpu.get("notes") or []), "bytes ÷ time is above the DRAM peak with a working set larger "
+        gpu["notes"] = [*gpu["notes"], "bytes ÷ time is above the DRAM peak with a working set larger "
                         "than L2: part of its data was still in L2 from the kernels before it, or the byte estimate "
                         "is too high"]
 
