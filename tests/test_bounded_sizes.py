@@ -12,6 +12,7 @@ through the JSON format with fresh compile ids. The budgets themselves (a 500 MB
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -25,8 +26,12 @@ import pytest
 import compiler
 from compiler.readers import trace as trace_mod
 from compiler.readers.trace import PayloadRef, TraceError, TraceWarning
+from compiler.stages import assemble
+from compiler.stages.data import Deferred
+from compiler.stages.schema import Provenance
 
 from sized_captures import SEED, replicated_capture, replicated_data, seed_data
+from tlparse_fixtures import INPUTS, needs_inputs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -116,6 +121,43 @@ def test_a_trace_changed_after_loading_is_a_one_line_error(tmp_path, monkeypatch
         message = str(raised.value)
         assert "\n" not in message and "t.log" in message and "load it again" in message
     assert not (tmp_path / "out.log").exists()
+
+
+# --- a compile's provenance map: built on its first read, the same map -----------------------------
+
+TRACKED_LOGS = ("inductor_provenance_jit_log.txt", "inductor_provenance_aot_log.txt")  # tlparse's: tracking on
+
+
+@pytest.mark.parametrize("log", [SEED, *(pytest.param(INPUTS / name, marks=needs_inputs, id=name)
+                                         for name in TRACKED_LOGS)], ids=str)
+def test_provenance_of_a_loaded_trace_is_built_on_first_read_and_equals_the_eager_map(monkeypatch, log):
+    """Loading builds no provenance map (it parses every graph of its compile) and parses no graph for one;
+    the first read builds it, once, the same map as one built while the trace assembles (as before), knowing
+    its compile; the saved capture is the same."""
+    lazy = quiet_load(log)
+    assert lazy.compiles
+    for c in lazy.compiles:
+        assert type(c.__dict__["provenance"]) is Deferred
+        graphs = [c.graph, *c.aot.graphs.values()] + [g for r in c.inductor.runs for g in (r.pre_grad, r.post_grad)]
+        assert not [g for g in graphs if g.available and "nodes" in g.__dict__]  # not parsed
+    builders = [dataclasses.replace(b, build=lambda c, lazy=b.build: lazy(c).value()) if b.stage == "provenance"
+                else b for b in assemble.STAGE_BUILDERS]
+    monkeypatch.setattr(assemble, "STAGE_BUILDERS", tuple(builders))  # built while the trace assembles
+    eager = quiet_load(log)
+    assert all(type(c.__dict__["provenance"]) is Provenance for c in eager.compiles)
+    for mine, theirs in zip(lazy.compiles, eager.compiles, strict=True):
+        first = mine.provenance
+        assert type(first) is Provenance and first is mine.provenance
+        assert first.__dict__["_compile"] is mine
+        assert first.available and first.to_data() == theirs.provenance.to_data()
+    assert lazy.to_json() == eager.to_json()
+    assert compiler.Capture.from_json(lazy.to_json()).compiles[0].__dict__["provenance"].available  # saved: built
+
+
+def test_a_strict_load_builds_provenance_at_load():
+    """strict=True ends the load on any stage that fails: the map is built while loading."""
+    cap = compiler.load_trace(SEED, strict=True)
+    assert all(type(c.__dict__["provenance"]) is Provenance for c in cap.compiles)
 
 
 # --- sizes of what is shown ----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from compiler.readers.aot_inductor import READER
 from compiler.stages.capture import Capture
 from compiler.stages.schema import STAGES, CaptureData
+from compiler.stages.data import Deferred
 from compiler.readers.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
                                     TraceWarning, StoredRecords, _torch_version, read_records, shown_value, version_tuple)
@@ -127,7 +128,12 @@ def _report_unparsed_stages(saved: CaptureData, info: TraceInfo, strict: bool) -
     for c in saved.compiles:
         reasons = set()  # kernels repeat the reason of the inductor stage they come from
         for stage in STAGES:
-            reason = getattr(c, stage).reason or ""
+            value = c.__dict__[stage]
+            if type(value) is Deferred:  # built on first read (provenance), so its failure is its reason then;
+                if not strict:           # strict: built now, so that a failure ends the load
+                    continue
+                value = getattr(c, stage)
+            reason = value.reason or ""
             if reason.startswith(PARSE_FAILED) and reason not in reasons:
                 reasons.add(reason)
                 found = TraceProblem(info.file, None, "bad_stage", f"compile {c.compile_id}: the {stage} "

@@ -39,6 +39,7 @@ from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks
                                     CudaGraphs, GeneratedCode, GpuProfile, Graph, Guards, Inductor, InductorIR,
                                     InductorRun, Kernel, Kernels, Provenance, Recompile, RecompileLimit, Runtime, Shapes,
                                     SkippedFrame, Source, Summary, Timings, kernels_of, paused_gc)
+from compiler.stages.data import Deferred
 from compiler.stages.shapes import shapes_stage
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, fold_events, timings_stage
@@ -370,11 +371,20 @@ def _kernels(c: CompileInput) -> Kernels:
     return dataclasses.replace(kernels, kernels=[Kernel.from_data(row, "kernels") for row in rows])
 
 
-def _provenance(c: CompileInput) -> Provenance:
-    return provenance_stage(c.built["graph"], c.built["aot"], c.built["inductor"], c.built["source"],
-                            origin=c.origin, kernels=c.built["kernels"],
-                            kernel_times=c.measurements.get("kernel_times"), tracking=c.tracking,
-                            no_ir_note=c.absent.get("ir_note"))
+def _provenance(c: CompileInput) -> Deferred:
+    """The compile's provenance map, built on the first read of it (``Compile.provenance``): it parses every
+    graph of the compile, which a loaded trace of thousands of compiles otherwise never does. The build holds
+    the stages it reads, not the compile's records; a failure is the stage's reason (``_guarded``)."""
+    graph, aot, inductor, source, kernels = (c.built[k] for k in ("graph", "aot", "inductor", "source", "kernels"))
+    origin, tracking, no_ir = c.origin, c.tracking, c.absent.get("ir_note")
+    kernel_times = c.measurements.get("kernel_times")
+
+    def build() -> Provenance:
+        with paused_gc():  # as in ``assemble``: many small objects, no cycles
+            return as_declared(Provenance, _guarded(lambda: provenance_stage(
+                graph, aot, inductor, source, origin=origin, kernels=kernels, kernel_times=kernel_times,
+                tracking=tracking, no_ir_note=no_ir)))
+    return Deferred(Provenance, build)
 
 
 def _ir_texts(inductor: Inductor) -> list[str]:
@@ -640,7 +650,7 @@ def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: 
         built.append(_inductor_run(run, cache_note, dynamo_graph, no_ir))
         texts.append(_tracking_texts(run))
         parent = built[-1]
-        bodies = _in_graph_order(run.get("subgraphs", {}), parent.post_grad.subgraphs)
+        bodies = _in_graph_order(run["subgraphs"], parent.post_grad.subgraphs) if run.get("subgraphs") else []
         built += [_subgraph_run(name, body, parent, cache_note, no_ir) for name, body in bodies]
         texts += [None] * len(bodies)
     if tracking is not None:
@@ -685,7 +695,7 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: Graph | None = None, no_i
     missing = "not logged for this Inductor compile"
     pre_grad = run.get("after_pre_grad_graph") or run.get("before_pre_grad_graph")
     if dynamo_graph is not None and dynamo_graph.available and same_code(pre_grad, dynamo_graph.code):
-        pre_grad_stage = dataclasses.replace(dynamo_graph, code=pre_grad)  # the same nodes: parsed once
+        pre_grad_stage = dynamo_graph.with_code(pre_grad)  # the same nodes: parsed once, when first read
     else:
         pre_grad_stage = as_declared(Graph, graph_stage(
             pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)"))

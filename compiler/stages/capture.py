@@ -22,6 +22,7 @@ from typing import Any
 
 from compiler.drawing import draw
 from compiler.stages.base import unavailable
+from compiler.stages.data import Deferred
 from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage
 
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
@@ -61,7 +62,9 @@ class Capture(CaptureData, JsonFile):
         for c in self.compiles:
             c.__dict__["_capture"] = self
             for name in STAGES:
-                getattr(c, name).__dict__["_compile"] = c
+                stage = c.__dict__[name]
+                if type(stage) is not Deferred:  # one built on first read is told then (Compile._on_built)
+                    stage.__dict__["_compile"] = c
 
     @classmethod
     def from_data(cls, data, path: str = "", live=None, **live_fields) -> "Capture":

@@ -207,6 +207,8 @@ def _data_converter(cls):
     def data(value):
         if type(value) is cls:  # already typed: a stage builder returned its declared type, checked there
             return value
+        if type(value) is Deferred and value.type is cls:  # built as its type on first read (BuiltOnRead)
+            return value
         if type(value) is not dict and not isinstance(value, dict):
             raise _Mismatch("an object", value)
         attributes = dict(defaults)
@@ -242,6 +244,59 @@ def _data_converter(cls):
                   if name not in _derived(cls))
     derived = {key for name, key, _, _ in _fields(cls) if name in _derived(cls)}
     return data
+
+
+class Deferred:
+    """A field's value built on its first read (``BuiltOnRead``), not when its document is made: ``build()``
+    gives it as ``type``, run once, under a lock (two threads reading it get the one value). A stage whose
+    build parses what its document already holds (a compile's provenance map: every graph of the compile)
+    costs nothing until someone looks at it."""
+
+    __slots__ = ("type", "_build", "_value", "_lock")
+
+    def __init__(self, type, build):
+        self.type, self._build, self._value, self._lock = type, build, None, threading.Lock()
+
+    def value(self):
+        with self._lock:
+            if self._build is not None:
+                self._value, self._build = self._build(), None
+        return self._value
+
+    @property
+    def built(self) -> bool:
+        return self._build is None
+
+
+def built(value):
+    """``value``, or what it is once built if it is ``Deferred`` (for code that reads a document still being
+    assembled, as data)."""
+    return value.value() if type(value) is Deferred else value
+
+
+class BuiltOnRead:
+    """A ``Data`` field that may hold a ``Deferred``: the first read builds it and keeps what was built (then
+    tells its owner: ``_on_built(name, value)``, where the owner's class has one)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        try:
+            value = obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+        if type(value) is Deferred:
+            value = obj.__dict__[self.name] = value.value()
+            on_built = getattr(type(obj), "_on_built", None)
+            if on_built is not None:
+                on_built(obj, self.name, value)
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.name] = value
 
 
 def _dump(value):

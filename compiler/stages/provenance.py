@@ -61,6 +61,7 @@ from collections import defaultdict
 from compiler.stages.schema import (AotGraphs, Amortization, Graph, GraphNode, Inductor, InductorRun, InductorTracking,
                                     IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, LineProvenance, Provenance,
                                     ProvenanceNode, Source, key_of, node_kernels)
+from compiler.stages.data import built
 from compiler.stages.timings import compile_seconds
 
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
@@ -830,8 +831,10 @@ def _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_pro
         per_call, launched = gpu_calls_per_function_call(compiles, gpu_profile), True
         served = per_call
     used = {c.compile_id for c in compiles if per_call.get(c.compile_id)}
-    kernel_seconds = {c.compile_id: sum(k.seconds or 0 for k in c.provenance.kernels)
-                      for c in compiles if c.provenance.available}
+    kernel_seconds = {}  # read only to split a saving over compiles: a compile's provenance is built on read
+    if saving is not None and len(used) > 1:
+        kernel_seconds = {c.compile_id: sum(k.seconds or 0 for k in provenance.kernels) for c in compiles
+                          if c.compile_id in used and (provenance := built(c.provenance)).available}
     total_kernel = sum(kernel_seconds.get(cid, 0) for cid in used)
     counted = ("launches of the compile's kernels in the GPU profile ÷ their launches per call of its "
                "generated code" if launched else

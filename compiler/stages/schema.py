@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
 from compiler.stages.fx_graph import MAX_PARSED_CODE_CHARS
-from compiler.stages.data import (MAX_DEPTH, CaptureFormatError, Data, JsonFile, Stage, _converter,  # noqa: F401
-                                   _dump, _fields, _Mismatch, _shown, _table, _text_table, check_document_header,
-                                   paused_gc, read_json_text, utf8_text)
+from compiler.stages.data import (MAX_DEPTH, BuiltOnRead, CaptureFormatError, Data, Deferred,  # noqa: F401
+                                   JsonFile, Stage, _converter, _dump, _fields, _Mismatch, _shown, _table,
+                                   _text_table, check_document_header, paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
 VERSION = [3, 0]  # major, minor: a reader accepts any minor of its major
@@ -275,7 +275,9 @@ class _ParsedOnRead:
             return self
         values = graph.__dict__
         if self.name not in values:
-            values.update(_parsed_graph(values["code"]) if values.get("code") else
+            like = values.pop("_parsed_like", None)  # a graph of the same nodes (Graph.with_code)
+            values.update({k: getattr(like, k) for k in _PARSED_GRAPH} if like is not None else
+                          _parsed_graph(values["code"]) if values.get("code") else
                           {k: f() for k, f in _PARSED_EMPTY.items()})
         return values[self.name]
 
@@ -329,6 +331,17 @@ class Graph(Stage):
                     del out[k]
                 out["parsed_from_code"] = True
         return out
+
+    def with_code(self, code: str) -> "Graph":
+        """This graph printed as ``code``, which parses to the same nodes (Inductor's pre-grad graph is often the
+        Dynamo graph as is, less its ``# graph id`` line): its nodes are this graph's, parsed once, on the first
+        read of either."""
+        if "nodes" in self.__dict__:
+            return dataclasses.replace(self, code=code)
+        twin = object.__new__(Graph)
+        twin.__dict__ = {**{k: v for k, v in self.__dict__.items() if k != "_compile"}, "code": code,
+                         "_parsed_like": self}
+        return twin
 
     def _text(self):
         return self.code
@@ -1403,6 +1416,11 @@ class Compile(Data):
     def __repr__(self) -> str:
         return f"<Compile {self.compile_id} {self.name} {self.status}>"
 
+    def _on_built(self, name: str, stage) -> None:
+        """A stage built on its first read (``BuiltOnRead``) knows its compile, as ``Capture`` tells the others."""
+        if "_capture" in self.__dict__:
+            stage.__dict__["_compile"] = self
+
     @property
     def compile_seconds(self) -> float | None:
         """This compile's time (``compiler.stages.timings.compile_seconds``: forward and backward; the
@@ -1422,6 +1440,10 @@ class Compile(Data):
     def _repr_html_(self) -> str:
         return draw("compile", self, self.as_text)
 
+
+# A compile's provenance map is built on its first read (``assemble`` gives it as ``Deferred``): it parses every
+# graph of the compile, and a loaded trace of thousands of compiles shows a few of them.
+Compile.provenance = BuiltOnRead("provenance")
 
 STAGES = tuple(f.name for f in dataclasses.fields(Compile)
                if isinstance(f.default_factory, type) and issubclass(f.default_factory, Stage))

@@ -136,7 +136,7 @@ def render_stage(stage) -> Html:
     their capture view; a stage no view draws (``shapes``, ``recompile``, a graph inside ``aot``)
     as its text."""
     compile = stage.__dict__.get("_compile")
-    name = next((n for n in STAGES if getattr(compile, n) is stage), None) if compile is not None else None
+    name = next((n for n in STAGES if compile.__dict__.get(n) is stage), None) if compile is not None else None
     if name in COMPILE_STAGE_VIEWS:
         view = BY_KEY[COMPILE_STAGE_VIEWS[name]]
         return _alone(f"{view.title} of compile {compile_label(compile)}",
