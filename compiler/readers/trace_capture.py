@@ -93,6 +93,11 @@ def _quiet(record, field, value, why) -> None:
 
 
 UNREAD_METRICS = ("dynamo_config", "inductor_config")  # ~80 % of a compilation_metrics record; no stage reads them
+# Record kinds whose body no stage reads (known, counted, written back whole by save_trace): the describe_* records
+# (one per tensor, storage and source Dynamo saw: 73 % of a 64-layer MLP log's record bodies), the backward's
+# metrics, shape-env bookkeeping, the Dynamo graph's tensor sizes (its payload is the graph, kept).
+UNREAD_BODIES = frozenset({"describe_tensor", "describe_storage", "describe_source", "bwd_compilation_metrics",
+                           "propagate_real_tensors", "expression_created", "dynamo_output_graph"})
 
 
 def _lean(records):
@@ -100,7 +105,7 @@ def _lean(records):
     assembles (``save_trace`` reads the file again, so it writes them back whole): a chromium event keeps
     only the fields its timings read (``fold_events``: name, ph, ts, args.compile_id) — half of a
     trace's records are such events — except an instant event (cache lookups, automatic dynamic: the caches
-    stage reads its args), and a compilation_metrics record not its configs."""
+    stage reads its args), a compilation_metrics record not its configs, and a record of ``UNREAD_BODIES`` no body."""
     from compiler.stages.timings import chromium_event
 
     for record in records:
@@ -117,6 +122,8 @@ def _lean(records):
             if isinstance(metrics, dict):
                 for key in UNREAD_METRICS:
                     metrics.pop(key, None)
+        elif record.kind in UNREAD_BODIES and record.metadata.get(record.kind):
+            record.metadata[record.kind] = {}
         yield record
 
 
