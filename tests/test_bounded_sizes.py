@@ -28,7 +28,7 @@ from compiler.readers import trace as trace_mod
 from compiler.readers.trace import PayloadRef, TraceError, TraceWarning
 from compiler.stages import assemble
 from compiler.stages.data import Deferred
-from compiler.stages.schema import Provenance
+from compiler.stages.schema import Guards, Provenance
 
 from sized_captures import SEED, replicated_capture, replicated_data, seed_data
 from tlparse_fixtures import INPUTS, needs_inputs
@@ -152,6 +152,22 @@ def test_provenance_of_a_loaded_trace_is_built_on_first_read_and_equals_the_eage
         assert first.available and first.to_data() == theirs.provenance.to_data()
     assert lazy.to_json() == eager.to_json()
     assert compiler.Capture.from_json(lazy.to_json()).compiles[0].__dict__["provenance"].available  # saved: built
+
+
+def test_a_loaded_trace_holds_guard_trees_and_parses_their_rows_on_read(monkeypatch):
+    """A compile's guard rows are its guard tree parsed (~45 MB of a 100 MB MLP log): once the stages that read
+    them are built, a loaded trace keeps the tree and which rows are the user's; the rows read later are the
+    rows the build made, and the saved capture is the same."""
+    lazy = quiet_load(SEED)
+    guarded = [c for c in lazy.compiles if c.guards.available]
+    assert guarded and not [c for c in guarded if "rows" in c.guards.__dict__]
+    monkeypatch.setattr(Guards, "forget_rows", lambda self: None)  # as before: the rows the build made, kept
+    eager = quiet_load(SEED)
+    for mine, theirs in zip(lazy.compiles, eager.compiles, strict=True):
+        assert [r.to_data() for r in mine.guards.rows] == [r.to_data() for r in theirs.guards.rows]
+        assert mine.guards.count == len(mine.guards.rows) and mine.guards.user_line_rows is None
+    assert any(r.user_line for c in guarded for r in c.guards.rows)
+    assert lazy.to_json() == eager.to_json()
 
 
 def test_a_strict_load_builds_provenance_at_load():

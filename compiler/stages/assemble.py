@@ -387,6 +387,16 @@ def _provenance(c: CompileInput) -> Deferred:
     return Deferred(Provenance, build)
 
 
+def _shapes(c: CompileInput) -> dict:
+    """The shapes stage; the last to read the guard rows as built, so from here on they are the guard tree parsed
+    again on read (``Guards.forget_rows``): a trace of thousands of compiles holds their trees, not their rows."""
+    try:
+        return shapes_stage(c.records, c.options, c.built["recompile"], c.built["guards"].rows,
+                            _ir_texts(c.built["inductor"]))
+    finally:
+        c.built["guards"].forget_rows()
+
+
 def _ir_texts(inductor: Inductor) -> list[str]:
     return [run.ir.pre_fusion.text for run in inductor.runs if run.ir.available]
 
@@ -425,9 +435,7 @@ STAGE_BUILDERS = (
     StageBuilder("kernels", (), _kernels, type=Kernels),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance,
                  type=Provenance),
-    StageBuilder("shapes", SHAPE_RECORDS, lambda c: shapes_stage(
-        c.records, c.options, c.built["recompile"], c.built["guards"].rows, _ir_texts(c.built["inductor"])),
-        type=Shapes),
+    StageBuilder("shapes", SHAPE_RECORDS, lambda c: _shapes(c), type=Shapes),
 )
 
 

@@ -401,11 +401,21 @@ class Guards(Stage):
     user_line_rows: list[int] | None = None  # set when saved without rows: the rows with user_line
 
     def __post_init__(self):
-        if self.user_line_rows is not None and self.tree and not self.rows:
-            self.rows = _parsed_guard_rows(self.tree, self.user_line_rows)
-            self.user_line_rows = None
+        if self.user_line_rows is not None and self.tree and not self.__dict__.get("rows"):
+            self.__dict__.pop("rows", None)  # the tree parsed on first read (_GuardRowsOnRead)
+
+    def forget_rows(self) -> None:
+        """Keep only which rows are the user's: the rows are the tree parsed again on their next read. For a
+        stage just built from its tree (``assemble``), once the stages that read its rows are built."""
+        if self.tree and "rows" in self.__dict__ and self.user_line_rows is None:
+            self.user_line_rows = [i for i, row in enumerate(self.__dict__["rows"]) if row.user_line]
+            del self.__dict__["rows"]
 
     def to_data(self) -> dict:
+        if "rows" not in self.__dict__:  # never read: saved as it came, without parsing the tree now
+            out = {key: [] if name == "rows" else _dump(getattr(self, name)) for name, key, _, _ in _fields(Guards)}
+            out.update(self.__dict__.get("_unknown", {}))
+            return out
         out = super().to_data()
         user = [i for i, row in enumerate(self.rows) if row.user_line]
         if self.tree and self.rows and _dump(_parsed_guard_rows(self.tree, user)) == out["rows"]:
@@ -422,6 +432,26 @@ class Guards(Stage):
     def table(self):
         """The guards as a pandas DataFrame (one row per guard)."""
         return _table(self.rows)
+
+
+class _GuardRowsOnRead:
+    """``Guards.rows`` of a stage saved (or kept, ``forget_rows``) as its tree and which rows are the user's:
+    the tree parsed on the first read, then kept."""
+
+    def __get__(self, guards, owner=None):
+        if guards is None:
+            return self
+        values = guards.__dict__
+        if "rows" not in values:
+            values["rows"] = _parsed_guard_rows(values.get("tree") or "", values.get("user_line_rows") or [])
+            values["user_line_rows"] = None
+        return values["rows"]
+
+    def __set__(self, guards, value):
+        guards.__dict__["rows"] = value
+
+
+Guards.rows = _GuardRowsOnRead()
 
 
 # --- graph breaks and recompiles ----------------------------------------------------------------
