@@ -10,7 +10,9 @@ makes (once, kept under ``--keep``) a trace of ``--mb`` MB by repeating a real r
 4 compiles) with fresh frame ids and timestamps, then loads it in a fresh process with the tcompile of
 ``--repo`` (default: this checkout) and prints peak RSS (the process's maximum resident set, torch
 imported included) and seconds; ``--report`` also runs ``python -m compiler report`` on it (peak RSS,
-seconds and the report's size).
+seconds and the report's size). ``--seed mlp`` repeats a payload-heavy log instead: the 64-layer MLP
+aot_eager log below (``make_trace``, 100 MB of 87 compiles, made once under ``--keep``), whose big graphs and
+guard trees are what a loaded capture holds.
 
 The log is made from real records: one ``compiler.capture()`` of a 64-layer MLP's training step
 compiled with ``backend="aot_eager"`` (Dynamo, joint, forward and backward graphs, guards,
@@ -175,11 +177,18 @@ def main(argv=None) -> int:
                         help="where the made trace is kept between runs")
     parser.add_argument("--report", action="store_true", help="also time python -m compiler report on it")
     parser.add_argument("--no-load", action="store_true", help="only the report")
+    parser.add_argument("--seed", choices=("recorded", "mlp"), default="recorded",
+                        help="the log repeated: the recorded 2.14.1 log (default) or the 64-layer MLP aot_eager log")
     args = parser.parse_args(argv)
     args.keep.mkdir(parents=True, exist_ok=True)
-    path = args.keep / f"replicated_{args.mb:g}MB.log"
+    seed, name = SEED, "replicated"
+    if args.seed == "mlp":
+        seed, name = args.keep / "mlp_100MB.log", "mlp"
+        if not seed.exists():
+            make_trace(seed, TARGET_BYTES[False])
+    path = args.keep / f"{name}_{args.mb:g}MB.log"
     if not path.exists():
-        made = replicate_trace(path, int(args.mb * 1e6))
+        made = replicate_trace(path, int(args.mb * 1e6), seed)
         print(f"made {path}: {megabytes(made['bytes'])}, {made['copies']} copies of {made['seed']}", flush=True)
     result = {"trace": str(path), "trace_bytes": path.stat().st_size, "repo": str(args.repo)}
     if not args.no_load:
@@ -188,7 +197,7 @@ def main(argv=None) -> int:
               f"{megabytes(result['load']['peak_rss_bytes'])}, {seconds(result['load']['seconds'])} "
               f"({seconds(result['load']['cpu_seconds'])} CPU)", flush=True)
     if args.report:
-        out = args.keep / f"report_{args.mb:g}MB_{args.repo.name}.html"
+        out = args.keep / f"report_{name}_{args.mb:g}MB_{args.repo.name}.html"
         result["report"] = measure(path, args.repo, out)
         print(f"report: {megabytes(result['report']['report_bytes'])}, peak RSS "
               f"{megabytes(result['report']['peak_rss_bytes'])}, {seconds(result['report']['seconds'])} "
