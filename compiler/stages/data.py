@@ -267,6 +267,11 @@ class Deferred:
     def built(self) -> bool:
         return self._build is None
 
+    def __deepcopy__(self, memo):  # a copy of its document holds a copy of the value (a lock is not copied)
+        import copy
+
+        return copy.deepcopy(self.value(), memo)
+
 
 def built(value):
     """``value``, or what it is once built if it is ``Deferred`` (for code that reads a document still being
