@@ -27,11 +27,6 @@ def _line_of(fn, text: str) -> int:
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known bug (2026-11-25): the sampler's split of an unrolled loop's tracing between the loop and the return "
-    "line is unstable — four compiles in one process (Python 3.11, torch 2.13) gave the loop 87, 71, 87, 49 % of "
-    "the Dynamo samples, and with the garbage collector off 92, 0, 0, 10 %; in a long test run it read 14 %. "
-    "Compile time by line is off by default on 3.11"))
 def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     before = torch_state.snapshot()
     with compiler.capture(sample_compile=True) as cap:
@@ -47,9 +42,9 @@ def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     loop_line, for_line = _line_of(costly, "x = x + i"), _line_of(costly, "for i in range")
     on_body = dynamo[dynamo.line == loop_line]
     assert len(on_body) == 1 and on_body.code.iloc[0] == "x = x + i  # Dynamo unrolls the loop: tracing this line is most of the compile"
-    # the unrolled loop — its body and its `for` line (FOR_ITER, once per iteration) — is most of the tracing;
-    # the return line has the rest: Dynamo builds the 600-node graph's code and guards there (55–60 % against
-    # 40–45 % in loaded runs, so "most" is a majority, not a fixed share)
+    # the unrolled loop — its body and its `for` line (FOR_ITER, once per iteration) — is most of the tracing
+    # (78–93 % against Dynamo's own line changes, timed in a probe under load 3–7); the return line has the rest:
+    # Dynamo builds the 600-node graph's code there. A pass of the garbage collector is not in these rows
     on_loop = dynamo[dynamo.line.isin([loop_line, for_line])]
     assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
     assert table.iloc[0].line in (loop_line, for_line)  # the costliest row
@@ -59,11 +54,46 @@ def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
     assert abs(table.share.sum() - 1) < 1e-9
     assert table.seconds.sum() == pytest.approx(cap.compiles[0].compile_seconds, rel=0.15)
     assert "± interval × √samples" in timings.by_line_method
-    assert all(r.error_s > 0 for r in timings.by_line)
+    assert all(r.error_s > 0 for r in timings.by_line if r.phase != "Garbage collection")  # those are timed
 
     # saved and loaded, the same rows
     again = compiler.Capture.from_json(cap.to_json())
     assert again.compile_time_table().equals(table)
+
+
+def test_a_pass_of_the_garbage_collector_is_its_own_row_not_the_line_being_traced():
+    """A full pass over a big process's heap can take a second, on whatever line Dynamo is tracing then: the
+    sampler times the passes (gc.callbacks) and gives them their own rows. A pass made 0.3 s slow here."""
+    import gc
+    import time
+
+    from torch._guards import CompileContext
+
+    slowed = []
+
+    def slow_pass(phase, info):  # the first pass inside the compile takes 0.3 s more
+        if phase == "start" and not slowed and CompileContext.current_compile_id() is not None:
+            slowed.append(info["generation"])
+            time.sleep(0.3)
+
+    before = torch_state.snapshot()
+    with compiler.capture(sample_compile=True) as cap:
+        gc.callbacks.append(slow_pass)  # after the capture's own: its pass starts before this one sleeps
+        try:
+            torch.compile(costly, backend="eager")(torch.randn(4))
+        finally:
+            gc.callbacks.remove(slow_pass)
+    torch_state.assert_restored(before)  # the capture's gc callback removed
+    assert slowed
+    table = cap.compile_time_table()
+    collected = table[table.phase == "Garbage collection"]
+    assert len(collected) == 1 and collected.line.isna().all() and "cycle collector" in collected.code.iloc[0]
+    assert 0.3 <= collected.seconds.iloc[0] < 0.3 + 0.2 * table.seconds.sum()
+    assert collected.error_s.iloc[0] == 0  # timed at its start and stop, not sampled
+    dynamo = table[table.phase == "Dynamo tracing"]
+    on_loop = dynamo[dynamo.line.isin([_line_of(costly, "x = x + i"), _line_of(costly, "for i in range")])]
+    assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
+    assert "garbage collector" in cap.compiles[0].timings.by_line_method
 
 
 class Block(torch.nn.Module):

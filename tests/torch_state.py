@@ -6,10 +6,11 @@ Covered: handlers, level and propagate of the ``torch.__trace`` logger and the a
 logger that existed before (and its filters); torch._logging's own state (``set_logs``); Dynamo's bytecode hooks;
 the compile stance; Inductor's autotune feedback hooks; Inductor, Dynamo and functorch config;
 the profile and trace hooks; grad mode, the default dtype and the float32 matmul precision; the SIGINT handler; Dynamo's compile
-start/end callbacks and tcompile's own threads (the compile sampler).
+start/end callbacks, the garbage collector's callbacks and tcompile's own threads (the compile sampler).
 """
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -64,6 +65,7 @@ def snapshot() -> dict:
         "SIGINT handler": signal.getsignal(signal.SIGINT),
         "compile callbacks": (list(callback_handler.start_callbacks), list(callback_handler.end_callbacks)),
         "tcompile threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("tcompile")),
+        "gc callbacks": list(gc.callbacks),
     }
 
 

@@ -4,12 +4,16 @@
 A sample stands for the seconds since the previous one, so a row's ``seconds`` is measured to about
 ± interval × √samples (``error_s``); ``share`` is its part of this compile's sampled time. Samples
 with no line (guard building, graph passes, C++ compilation, imports) are rows too, with
-``line`` None and ``code`` saying what they were doing, so the shares of a compile sum to 1.
+``line`` None and ``code`` saying what they were doing, so the shares of a compile sum to 1. The garbage
+collector's passes on the compiling thread are timed exactly (``gc.callbacks``) and are rows of their own
+(phase ``Garbage collection``, ``error_s`` 0): a full pass over a big heap is the process's cost, not a line's.
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+
+from compiler.capturing.compile_sampler import GC_PHASE
 
 NOT_SAMPLED = ("compile time by line was not sampled (a capture loaded from a TORCH_TRACE log, or one made "
                "with sample_compile=False)")
@@ -46,7 +50,7 @@ def by_line(samples, method: dict, sources) -> dict:
                                     "code": key[3], "error_s": 0.0})
         row["seconds"] += s.seconds
         row["samples"] += 1
-        row["error_s"] += s.seconds ** 2
+        row["error_s"] += 0.0 if s.phase == GC_PHASE else s.seconds ** 2  # the collector's passes: timed, not sampled
         if s.module:
             modules[key][s.module] += s.seconds
     total = sum(r["seconds"] for r in rows.values())
@@ -64,7 +68,9 @@ def by_line(samples, method: dict, sources) -> dict:
             f"(mean interval {interval * 1e3:.1f} ms, {len(samples)} samples covering {total:.3g} s); each sample "
             f"counts the time since the previous one, so a row's seconds are within about ± interval × √samples "
             f"(error_s: √(Σ interval²), the intervals being uneven; every 50 ms while torch only waits for g++). Dynamo: the line its translator is at; AOTAutograd and Inductor: the FX node's "
-            f"stack_trace; code generation: the scheduler node's FX origins"
+            f"stack_trace; code generation: the scheduler node's FX origins. Python's garbage collector: timed at each "
+            f"pass (gc.callbacks), its own rows"
+            + (f" ({method['gc_s'] * 1e3:.0f} ms in all)" if method.get("gc_s") else "")
             + (f". Taking the samples held the compiling thread's GIL for {method['busy_s'] * 1e3:.0f} ms in all "
                f"(the sampler's own cost, over every compile of the capture)" if method.get("busy_s") else ""))
     return {"by_line": out, "by_line_method": text}
