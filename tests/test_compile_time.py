@@ -175,7 +175,9 @@ def test_module_table_sums_submodules_at_a_depth():
 def test_inductor_phases_and_slow_sampling_while_waiting_for_the_compiler():
     def pointwise(x):
         y = x.sin() * 2
-        return y.cos() + x
+        for _ in range(60):  # Dynamo traces for ~50 ms: a few ms would get no sample when the machine is loaded
+            y = y.cos() + x
+        return y
 
     with compiler.capture(fresh=True, sample_compile=True) as cap:  # caches off: Inductor lowers, generates and compiles C++
         torch.compile(pointwise)(torch.randn(256))
