@@ -231,7 +231,10 @@ class CompileSampler:
         self.accepts = accepts or (lambda compile_id: True)
         self.samples: list[Sample] = []
         self.errors = 0  # samples that could not be read (a frame changed under us): counted, skipped
-        self.busy_s = 0.0  # time spent taking samples (holding the GIL the compile needs): the sampler's cost
+        self.busy_s = 0.0  # time spent taking samples (holding the GIL the compile needs)
+        # the sampler thread's whole CPU time: its samples and its waking up (a warm MLP compile: ~3× busy_s; the
+        # compiling thread loses about as much again to handing the GIL over, measured as process CPU)
+        self.thread_cpu_s = 0.0
         self._target: tuple | None = None  # (thread id, compile id, which start, when) while compiling
         self._starts = 0  # compiles started: a new one must not count the time since the last one's end
         self._wake = threading.Condition()
@@ -284,6 +287,13 @@ class CompileSampler:
 
     # --- the sampling thread --------------------------------------------------------------------------
     def _loop(self) -> None:
+        started_cpu = time.thread_time()
+        try:
+            self._sample_while_compiling()
+        finally:
+            self.thread_cpu_s += time.thread_time() - started_cpu
+
+    def _sample_while_compiling(self) -> None:
         last, current, pause = None, None, self.interval_s
         while True:
             with self._wake:
@@ -365,4 +375,4 @@ class CompileSampler:
         seconds = [s.seconds for s in self.samples if s.phase != GC_PHASE]  # a split interval counts once
         return {"interval_s": self.interval_s, "samples": len(seconds), "errors": self.errors,
                 "mean_interval_s": (sum(seconds) + self.gc_s) / len(seconds) if seconds else None, "busy_s": self.busy_s,
-                "gc_s": self.gc_s}
+                "thread_cpu_s": self.thread_cpu_s, "gc_s": self.gc_s}

@@ -72,7 +72,9 @@ def by_line(samples, method: dict, sources) -> dict:
             f"pass (gc.callbacks), its own rows"
             + (f" ({method['gc_s'] * 1e3:.0f} ms in all)" if method.get("gc_s") else "")
             + (f". Taking the samples held the compiling thread's GIL for {method['busy_s'] * 1e3:.0f} ms in all "
-               f"(the sampler's own cost, over every compile of the capture)" if method.get("busy_s") else ""))
+               f"(over every compile of the capture)" if method.get("busy_s") else "")
+            + (f"; the sampler's thread used {method['thread_cpu_s'] * 1e3:.0f} ms of CPU, waking up included"
+               if method.get("thread_cpu_s") else ""))
     return {"by_line": out, "by_line_method": text}
 
 
