@@ -75,14 +75,14 @@ def test_bypass_reason_and_disabled_states_are_read_from_torch_records():
 
     bypass = Record(kind="artifact:fx_graph_cache_bypass", compile_id="0/0", attempt=0, metadata={},
                     payload=json.dumps({"cache_state": "bypass", "cache_bypass_reason": "Can't cache HigherOrderOperators."}))
-    data = caches_stage([bypass], [], [], {"backend": "inductor"}, "inductor")
-    fx = next(e for e in data["entries"] if e["cache"] == "FX graph")
-    assert (fx["state"], fx["reason"]) == ("bypass", "Can't cache HigherOrderOperators.")
+    caches = caches_stage([bypass], [], [], {"backend": "inductor"}, "inductor")
+    assert type(caches) is Caches and caches.available  # built as its declared type
+    fx = next(e for e in caches.entries if e.cache == "FX graph")
+    assert (fx.state, fx.reason) == ("bypass", "Can't cache HigherOrderOperators.")
     fresh = caches_stage([Record("dynamo_start", "0/0", 0, {}, None)], [], [], {"fresh": True}, "inductor")
-    assert {e["cache"]: e["state"] for e in fresh["entries"]}["AOTAutograd"] == "disabled"
+    assert fresh.state("AOTAutograd") == "disabled"
     eager = caches_stage([Record("dynamo_start", "0/0", 0, {}, None)], [], [], {}, "aot_eager")
-    assert {e["cache"]: e["state"] for e in eager["entries"]}["FX graph"] == "not used"
-    Caches.from_data(data)
+    assert eager.state("FX graph") == "not used"
 
 
 def test_bad_cache_data_names_the_field():

@@ -16,10 +16,10 @@ import textwrap
 
 from compiler.readers.source_files import SourceFiles
 from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, NoCompileId, _guarded,
-                                      aot_stage, as_declared, build_stages, compile_error, compile_metrics,
-                                      inductor_stage)
+                                      aot_stage, build_stages, compile_error, compile_metrics, inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata
 from compiler.stages.base import unavailable
+from compiler.stages.data import as_declared
 from compiler.stages.schema import Amortization, Compile, GeneratedCode, Inductor
 from compiler.stages.shapes import shapes_stage
 from compiler.stages.timings import fold_events, timings_stage
@@ -137,7 +137,8 @@ def aot_inductor_compile(records, strings: dict, options: dict, events: list[dic
     for record in loose:
         if _dump_name(record) and record.payload:
             dumps.setdefault(_dump_name(record), record.payload)
-    code = as_declared(GeneratedCode, _guarded(aot_code_stage, dumps.get(WRAPPER), dumps.get(KERNEL_CODE)))
+    code = _guarded(GeneratedCode, lambda: as_declared(GeneratedCode, aot_code_stage(dumps.get(WRAPPER),
+                                                                               dumps.get(KERNEL_CODE))))
 
     def aot_inductor_stage(c: CompileInput) -> Inductor:
         """Inductor's stage as for a Dynamo compile, with the generated code AOTInductor wrote as its C++

@@ -130,7 +130,7 @@ def _lean(records):
 def _report_unparsed_stages(saved: CaptureData, info: TraceInfo, strict: bool) -> None:
     """A stage whose parser failed on what the trace holds, or whose values do not fit its declared type, is
     shown as unavailable (``assemble._guarded``, ``_declared``); it is also one of the trace's problems."""
-    from compiler.stages.assemble import PARSE_FAILED
+    from compiler.stages.data import PARSE_FAILED
 
     for c in saved.compiles:
         reasons = set()  # kernels repeat the reason of the inductor stage they come from

@@ -1,8 +1,8 @@
 """Records → typed capture data (``CaptureData``). A table of record kinds says which stage each one feeds;
 a record of a kind nobody knows is kept (trimmed) and counted, never fatal.
 
-Each builder of ``STAGE_BUILDERS`` yields its declared stage type (``compiler.stages.schema``), every field
-checked as it is built (``_declared``, ``as_declared``): source, bytecode, graph, guards, recompile, AOT,
+Each builder of ``STAGE_BUILDERS`` returns its declared stage type (``compiler.stages.schema``), every field
+read from torch's records checked as it is built (``compiler.stages.data.as_declared``): source, bytecode, graph, guards, recompile, AOT,
 timings, caches, the Inductor runs (their graphs, scheduler IR and generated code), the kernels (with what the
 GPU measured of them and their costs), provenance (with each kernel's measured time spread over its lines) and
 shapes; later builders read the typed stages before them (``CompileInput.built``). What is read across compiles
@@ -25,6 +25,7 @@ from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage, decompiled_on_read
 from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
+from compiler.stages.data import as_declared, parse_failed
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
@@ -226,16 +227,16 @@ def _samples_by_compile(timing_events: dict, compile_samples: tuple | None) -> d
     return {cid: (found, method) for cid, found in samples_by_compile(samples, event_spans(timing_events)).items()}
 
 
-def _timings(c: "CompileInput") -> dict:
+def _timings(c: "CompileInput") -> Timings:
     """The timings stage, with compile time by line (``compiler.stages.compile_time``) where it was sampled."""
-    timings = timings_stage(c.events, c.metrics, _cache_events(c.records, c.report))
-    if timings.get("available") and c.compile_samples and c.compile_samples[0]:
+    by_line = None
+    if (c.events or c.metrics) and c.compile_samples and c.compile_samples[0]:
         samples, method = c.compile_samples
         try:
-            timings.update(compile_time_by_line(samples, method, c.sources))
+            by_line = compile_time_by_line(samples, method, c.sources)
         except Exception as exc:  # noqa: BLE001 — a bug here must not cost the timings stage
-            timings["by_line_method"] = f"tcompile could not sum the samples ({type(exc).__name__}: {exc})"
-    return timings
+            by_line = {"by_line_method": f"tcompile could not sum the samples ({type(exc).__name__}: {exc})"}
+    return timings_stage(c.events, c.metrics, _cache_events(c.records, c.report), by_line)
 
 
 def _resumed_sources(building: list["CompileInput"], names: list) -> list[Source]:
@@ -278,23 +279,15 @@ def _last_payload(records, kind):
     return found[-1] if found else None
 
 
-PARSE_FAILED = "tcompile could not parse what torch logged for this stage"
-
-
-def _guarded(build, *args) -> dict:
-    """One stage's parse; if torch wrote something this parser does not understand, that stage
-    says so and every other stage is still built."""
+def _guarded(stage_type, build, *args):
+    """One stage's build, as ``stage_type``; if torch wrote something this parser does not understand, that
+    stage says so and every other stage is still built."""
     try:
         return build(*args)
     except TraceError:  # strict=True: a bad field ends the load
         raise
     except Exception as exc:  # noqa: BLE001 — a parsing bug must not cost the user the other stages
-        return unavailable(_parse_failed(exc))
-
-
-def _parse_failed(exc: Exception) -> str:
-    return (f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
-            "(capture.trace_records for a loaded trace)")
+        return stage_type(available=False, reason=parse_failed(exc))
 
 
 @dataclass
@@ -347,9 +340,9 @@ class StageBuilder:
 
     stage: str
     reads: tuple[str, ...]
-    build: Any  # (CompileInput) -> the stage, as ``type`` (or its data, checked into ``type`` by ``build_stages``)
+    build: Any  # (CompileInput) -> the stage, as ``type``
+    type: Any  # the declared stage type (compiler.stages.schema)
     needs_frame: bool = False
-    type: Any = None  # the declared stage type (compiler.stages.schema); None: still plain data until the Capture
 
 
 def _kernels(c: CompileInput) -> Kernels:
@@ -381,13 +374,13 @@ def _provenance(c: CompileInput) -> Deferred:
 
     def build() -> Provenance:
         with paused_gc():  # as in ``assemble``: many small objects, no cycles
-            return as_declared(Provenance, _guarded(lambda: provenance_stage(
+            return as_declared(Provenance, _guarded(Provenance, lambda: provenance_stage(
                 graph, aot, inductor, source, origin=origin, kernels=kernels, kernel_times=kernel_times,
                 tracking=tracking, no_ir_note=no_ir)))
     return Deferred(Provenance, build)
 
 
-def _shapes(c: CompileInput) -> dict:
+def _shapes(c: CompileInput) -> Shapes:
     """The shapes stage; the last to read the guard rows as built, so from here on they are the guard tree parsed
     again on read (``Guards.forget_rows``): a trace of thousands of compiles holds their trees, not their rows."""
     try:
@@ -428,8 +421,8 @@ STAGE_BUILDERS = (
                  type=Recompile),
     StageBuilder("aot", tuple(AOT_GRAPHS), lambda c: aot_stage(c.records, c.backend, c.cache_note), type=AotGraphs),
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
-    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.note_autotune(caches_mod.caches_stage(
-        c.records, c.events, c.instants, c.options, c.backend, report=c.report), c.autotune), type=Caches),
+    StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
+        c.records, c.events, c.instants, c.options, c.backend, report=c.report, autotune=c.autotune), type=Caches),
     StageBuilder("inductor", INDUCTOR_ARTIFACTS, lambda c: inductor_stage(
         c.records, c.backend, c.cache_note, c.built["graph"], c.tracking, c.absent.get("ir")), type=Inductor),
     StageBuilder("kernels", (), _kernels, type=Kernels),
@@ -448,22 +441,11 @@ def build_stages(inputs: CompileInput, overrides: dict | None = None, no_frame: 
     compile with no Dynamo frame, the reason each frame stage is absent."""
     for builder in STAGE_BUILDERS:
         if no_frame is not None and builder.needs_frame:
-            inputs.built[builder.stage] = _declared(builder, unavailable(no_frame[builder.stage]))
+            inputs.built[builder.stage] = builder.type(available=False, reason=no_frame[builder.stage])
             continue
-        built = _guarded((overrides or {}).get(builder.stage, builder.build), inputs)
-        inputs.built[builder.stage] = _said_absent(builder, _declared(builder, built), inputs.absent)
+        built = _guarded(builder.type, (overrides or {}).get(builder.stage, builder.build), inputs)
+        inputs.built[builder.stage] = _said_absent(builder, built, inputs.absent)
     return inputs.built
-
-
-def _declared(builder: StageBuilder, built):
-    """The stage as its declared type, every field checked (a trace's value torch would not write leaves
-    the stage out, with the reason); a builder that returns the type already passes through."""
-    if builder.type is None:
-        return built
-    try:
-        return builder.type.from_data(built, builder.stage)
-    except CaptureFormatError as exc:
-        return builder.type(available=False, reason=_parse_failed(exc))
 
 
 def _said_absent(builder: StageBuilder, built, absent: dict):
@@ -546,22 +528,25 @@ def _status(records, metrics) -> str:
     return "compiled" if metrics.get("has_guarded_code", True) else "skipped"
 
 
-def source_stage(records, strings, metrics, sources: SourceFiles, report=_ignore) -> dict:
+def source_stage(records, strings, metrics, sources: SourceFiles, report=_ignore) -> Source:
     start_record = next((r for r in records if r.kind == "dynamo_start"), None)
     frame = _start_frame(start_record, report) if start_record else {}
     filename = metrics.get("co_filename") or strings.get(frame.get("filename"), frame.get("filename"))
     firstlineno = metrics.get("co_firstlineno") or frame.get("line")
     name = metrics.get("co_name") or frame.get("name")
+    # the metrics are torch's record: each stage is checked as on load (``as_declared``)
     if not filename or not firstlineno:
-        return unavailable("torch recorded no frame for this compile", name=name)
+        return as_declared(Source, unavailable("torch recorded no frame for this compile", name=name))
     if not isinstance(filename, str) or not isinstance(firstlineno, int):
-        return unavailable(f"torch's record names no usable frame (file {filename!r}, line {firstlineno!r})", name=name)
+        return as_declared(Source, unavailable(
+            f"torch's record names no usable frame (file {filename!r}, line {firstlineno!r})", name=name))
     lines, why_not = sources.lines(filename)
     text = "".join(inspect.getblock(lines[firstlineno - 1:])) if 0 < firstlineno <= len(lines) else ""
     if not text:
-        return unavailable(why_not or f"{filename} has no line {firstlineno}",
-                           filename=filename, firstlineno=firstlineno, name=name)
-    return {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name, "text": text}
+        return as_declared(Source, unavailable(why_not or f"{filename} has no line {firstlineno}",
+                                               filename=filename, firstlineno=firstlineno, name=name))
+    return as_declared(Source, {"available": True, "filename": filename, "firstlineno": firstlineno, "name": name,
+                                "text": text})
 
 
 FRAME_CHECKS = {"filename": lambda v: isinstance(v, str) or is_count(v), "line": is_count,
@@ -604,7 +589,7 @@ def _cache_events(records, report) -> list[dict]:
     return events
 
 
-def aot_stage(records, backend: str, cache_note: str | None) -> dict:
+def aot_stage(records, backend: str, cache_note: str | None) -> AotGraphs:
     graphs = {}
     for record in records:
         if record.kind in AOT_GRAPHS and record.payload:
@@ -612,13 +597,13 @@ def aot_stage(records, backend: str, cache_note: str | None) -> dict:
             graphs[role if role not in graphs else f"{role}_{sum(k.startswith(role) for k in graphs)}"] = \
                 graph_stage(record.payload, "")
     if graphs:
-        return {"available": True, "graphs": graphs, "training": "joint" in graphs or "forward" in graphs}
+        return AotGraphs(available=True, graphs=graphs, training="joint" in graphs or "forward" in graphs)
     if cache_note:
-        return unavailable(cache_note)
+        return AotGraphs(available=False, reason=cache_note)
     if backend == "eager":
-        return unavailable("backend 'eager' runs the Dynamo graph as is: no AOTAutograd graphs")
-    return unavailable("no AOTAutograd graph was logged: the backend does not use AOTAutograd, "
-                       "or compilation stopped before it")
+        return AotGraphs(available=False, reason="backend 'eager' runs the Dynamo graph as is: no AOTAutograd graphs")
+    return AotGraphs(available=False, reason="no AOTAutograd graph was logged: the backend does not use AOTAutograd, "
+                                             "or compilation stopped before it")
 
 
 def inductor_stage(records, backend: str, cache_note: str | None, dynamo_graph: Graph | None = None,
@@ -705,11 +690,10 @@ def _inductor_run(run: dict, cache_note, dynamo_graph: Graph | None = None, no_i
     if dynamo_graph is not None and dynamo_graph.available and same_code(pre_grad, dynamo_graph.code):
         pre_grad_stage = dynamo_graph.with_code(pre_grad)  # the same nodes: parsed once, when first read
     else:
-        pre_grad_stage = as_declared(Graph, graph_stage(
-            pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)"))
+        pre_grad_stage = graph_stage(pre_grad, "pre-grad passes run on the Dynamo graph once (forward compile only)")
     post_grad = graph_stage(run.get("inductor_post_grad_graph") or run.get("after_post_grad_graph"), missing)
     # typed once its fusion rows and kernels know each other (link_to_ir, kernel_of_nodes)
-    return InductorRun(role=role, pre_grad=pre_grad_stage, post_grad=as_declared(Graph, post_grad), ir=_ir(ir, no_ir),
+    return InductorRun(role=role, pre_grad=pre_grad_stage, post_grad=post_grad, ir=_ir(ir, no_ir),
                        code=as_declared(GeneratedCode, code))
 
 
@@ -718,15 +702,6 @@ def _ir(ir: dict, no_ir: str | None = None) -> InductorIR:
     source cannot hold IR (``no_ir``), a run without it says why."""
     typed = as_declared(InductorIR, ir)
     return InductorIR(available=False, reason=no_ir) if no_ir and not typed.available else typed
-
-
-def as_declared(cls, data: dict):
-    """A part of a stage as its declared type, every field checked; a value that does not fit leaves the
-    part out, with the reason (as ``_declared``)."""
-    try:
-        return cls.from_data(data, cls.NAME)
-    except CaptureFormatError as exc:
-        return cls(available=False, reason=_parse_failed(exc))
 
 
 def _tracking_texts(run: dict) -> dict | None:

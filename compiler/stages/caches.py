@@ -26,6 +26,9 @@ from __future__ import annotations
 import json
 import re
 
+from compiler.stages.data import as_declared
+from compiler.stages.schema import Caches
+
 FX, AOT, KERNELS, AUTOTUNE, PGO, AUTO_DYNAMIC = ("FX graph", "AOTAutograd", "kernels (C++/Triton)", "autotuning",
                                                  "Dynamo PGO profile", "automatic dynamic")
 CACHES = (FX, AOT, KERNELS, AUTOTUNE, PGO, AUTO_DYNAMIC)
@@ -192,12 +195,13 @@ def _automatic_dynamic(instants: list[dict]) -> dict:
 
 
 def caches_stage(records, events: list[dict], instants: list[dict], options: dict, backend: str,
-                 autotune_choices: int = 0, report=None) -> dict:
+                 autotune_choices: int = 0, report=None, autotune: list | None = None) -> Caches:
     """``Caches`` of one compile: ``records`` its records, ``events`` its folded timed spans
-    (``compiler.stages.timings.fold_events``), ``instants`` its chromium instant events."""
+    (``compiler.stages.timings.fold_events``), ``instants`` its chromium instant events, ``autotune`` the
+    capture's autotune choices of this compile (``_note_autotune``)."""
     report = report or (lambda *a: None)
     if not records and not events:
-        return {"available": False, "reason": "torch recorded nothing for this compile"}
+        return Caches(available=False, reason="torch recorded nothing for this compile")
     fx = _logged(records, "fx_graph_cache", FX, report)
     aot = _logged(records, "aotautograd_cache", AOT, report)
     entries = [*(aot or [_not_logged(AOT, backend, options)]), *(fx or [_not_logged(FX, backend, options)]),
@@ -205,19 +209,19 @@ def caches_stage(records, events: list[dict], instants: list[dict], options: dic
                _pgo(records, options), _automatic_dynamic(instants)]
     for entry in entries:
         entry.pop("triton_bundle", None)
-    return {"available": True, "entries": entries}
+    _note_autotune(entries, autotune or [])
+    return as_declared(Caches, {"available": True, "entries": entries})  # payloads are torch's: checked as on load
 
 
-def note_autotune(caches: dict, autotune: list) -> dict:
-    """``caches_stage``'s data with its autotuning row said from the capture's autotune choices of this
-    compile (recorded beside the records: ``compiler.capturing.autotune``); built in, before it is typed."""
-    if not caches.get("available") or not autotune:
-        return caches
-    for entry in caches["entries"]:
+def _note_autotune(entries: list[dict], autotune: list) -> None:
+    """The autotuning row said from the capture's autotune choices of this compile (recorded beside the
+    records: ``compiler.capturing.autotune``), as the stage is built."""
+    if not autotune:
+        return
+    for entry in entries:
         if entry["cache"] == AUTOTUNE and entry["state"] == "not used":
             entry.update(state="ran", reason=None, detail=f"select_algorithm benchmarked {len(autotune)} choice "
                          "set(s); torch logs no autotune-cache hit or miss (see the Autotune choices)")
-    return caches
 
 
 def graph_keys(caches) -> set[str]:

@@ -1,5 +1,5 @@
-"""Compile time by line of the user's code: the compile sampler's samples
-(``compiler.capturing.compile_sampler``) summed per compile, per (line, phase).
+"""A compile's time, defined once (``compile_seconds``), and compile time by line of the user's code: the
+compile sampler's samples (``compiler.capturing.compile_sampler``) summed per compile, per (line, phase).
 
 A sample stands for the seconds since the previous one, so a row's ``seconds`` is measured to about
 ± interval × √samples (``error_s``); ``share`` is its part of this compile's sampled time. Samples
@@ -14,7 +14,9 @@ import math
 from collections import defaultdict
 
 from compiler.capturing.compile_sampler import GC_PHASE
+from compiler.capturing.records import number
 
+AOT_INDUCTOR_ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
 NOT_SAMPLED = ("compile time by line was not sampled (a capture loaded from a TORCH_TRACE log, or one made "
                "with sample_compile=False)")
 
@@ -102,3 +104,29 @@ def compile_time_rows(capture, by: str = "line", depth: int | None = None) -> li
     for g in out:
         g["share"] = g["seconds"] / total
     return out
+
+
+def aot_inductor_compile_seconds(events: list, metrics: dict) -> float | None:
+    """An AOTInductor compile's time, which torch logs no ``entire_frame_compile_time_s`` for: the span
+    of its outermost timed event (``compile_fx_aot``; ``events``: ``TimingEvent``s), else the start to
+    end of its compilation_metrics record; None if the trace holds neither."""
+    spans = [e.seconds for e in events if e.name == AOT_INDUCTOR_ROOT_EVENT and not e.depth]
+    if spans:
+        return sum(spans)
+    start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
+    return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
+
+
+def compile_seconds(origin: str | None, metrics: dict, timings) -> float | None:
+    """A compile's time, defined once (the summary, each Compile, amortization and the views read it):
+    torch's ``entire_frame_compile_time_s`` plus its backward graph's compile
+    (``backward_cumulative_compile_time_us``: AOTAutograd compiles the backward lazily, on the first
+    backward call); for an AOTInductor compile, which logs neither, its compile_fx_aot span. None where
+    torch logged no time."""
+    if origin == "aot_inductor":  # ``timings``: the compile's Timings stage
+        return aot_inductor_compile_seconds(timings.events if timings.available else [], metrics)
+    forward = metrics.get("entire_frame_compile_time_s")
+    if not number(forward):
+        return None
+    backward = metrics.get("backward_cumulative_compile_time_us")
+    return float(forward) + (backward * 1e-6 if number(backward) else 0.0)

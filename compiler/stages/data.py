@@ -422,6 +422,25 @@ class Stage(Data):
         return "available"
 
 
+PARSE_FAILED = "tcompile could not parse what torch logged for this stage"
+
+
+def parse_failed(exc: Exception) -> str:
+    """A stage's reason when building it failed: what failed, and where the raw records are."""
+    return (f"{PARSE_FAILED} ({type(exc).__name__}: {exc}); the raw records are in capture.live.records "
+            "(capture.trace_records for a loaded trace)")
+
+
+def as_declared(cls, data: dict):
+    """A stage (or part of one) that a builder read from torch's records, as its declared type: every field
+    checked, as on load (a trace may hold values torch would not write); one that does not fit leaves the
+    stage out, with the reason."""
+    try:
+        return cls.from_data(data, cls.NAME)
+    except CaptureFormatError as exc:
+        return cls(available=False, reason=parse_failed(exc))
+
+
 def _table(rows):
     import pandas as pd
 

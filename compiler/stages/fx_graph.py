@@ -1,4 +1,6 @@
-"""FX graphs as torch prints them (``GraphModule.print_readable``), parsed into nodes and edges.
+"""FX graphs as torch prints them (``GraphModule.print_readable``), parsed into nodes and edges, and their
+declared types (``Graph``, ``GraphNode``; ``compiler.stages.schema`` holds them with every other stage): a
+graph is parsed from its code when it is built and again when a saved one is read.
 
 Used for Dynamo's output graph and for every later graph printed the same way (AOTAutograd,
 Inductor pre/post-grad). Parsing torch's own readable text (rather than holding live
@@ -6,9 +8,14 @@ GraphModules) keeps captures plain data and lets one parser read torch 2.11 and 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import textwrap
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from compiler.stages.data import Data, Stage, _dump, _fields, _table, as_declared
 
 # Past this size a graph's code is not parsed again on load (a 200 MB code would be millions of nodes,
 # tens of seconds and gigabytes); saving keeps the nodes of such a graph instead. ~60,000 nodes.
@@ -254,18 +261,146 @@ def _without_graph_id(text: str) -> str:
     return head.rstrip() if last.strip().startswith("# graph id:") else body
 
 
-def graph_stage(text: str | None, reason_if_missing: str) -> dict:
-    """The Graph stage of a printed graph: its code, parsed into nodes on first read (``schema.Graph``), so
+def graph_stage(text: str | None, reason_if_missing: str) -> Graph:
+    """The Graph stage of a printed graph: its code, parsed into nodes on first read (``_ParsedOnRead``), so
     a trace of thousands of graphs holds their text, not their nodes, until a view asks."""
     if not text:
-        return {"available": False, "reason": reason_if_missing}
+        return Graph(available=False, reason=reason_if_missing)
     if len(text) > MAX_PARSED_CODE_CHARS:  # parsed now: a graph this big is saved with its nodes
         return parsed_graph_stage(text)
-    return {"available": True, "code": text, "parsed_from_code": True}
+    return Graph(available=True, code=text, parsed_from_code=True)
 
 
-def parsed_graph_stage(text: str) -> dict:
+def parsed_graph_stage(text: str) -> Graph:
     """The Graph stage of a printed graph with its nodes, edges, op count and nested graphs parsed."""
     parsed = parse_readable(text)
-    return {"available": True, "code": text, **parsed,
-            "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])}
+    return as_declared(Graph, {"available": True, "code": text, **parsed,
+                               "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])})
+
+
+# --- the declared types ---------------------------------------------------------------------------
+
+def _parsed_graph(code: str) -> dict:
+    """``_PARSED_GRAPH`` of a graph, parsed from its code (``parsed_graph_stage``)."""
+    parsed = parsed_graph_stage(code)
+    return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
+
+
+@dataclass(repr=False, eq=False)
+class GraphNode(Data):
+    OMIT_DEFAULTS: ClassVar[bool] = True
+    name: str = ""
+    op: str = ""  # placeholder, call_function, call_method, call_module, get_attr, output, alias
+    target: str | None = None
+    args: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    type: str | None = None
+    dtype: str | None = None
+    shape: list[str] | None = None
+    stride: list[str] | None = None
+    device: str | None = None
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+    module: str | None = None  # nn.Module path, from torch's comments
+    module_guess: str | None = None  # … or guessed from parameter names
+
+
+_PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what parsing a graph's code gives (parse_readable)
+
+
+class _ParsedOnRead:
+    """A field of ``Graph`` that parsing its code gives: parsed on the first read of any of them (the code
+    of a graph built or loaded with ``parsed_from_code``), then kept."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, graph, owner=None):
+        if graph is None:
+            return self
+        values = graph.__dict__
+        if self.name not in values:
+            like = values.pop("_parsed_like", None)  # a graph of the same nodes (Graph.with_code)
+            values.update({k: getattr(like, k) for k in _PARSED_GRAPH} if like is not None else
+                          _parsed_graph(values["code"]) if values.get("code") else
+                          {k: f() for k, f in _PARSED_EMPTY.items()})
+        return values[self.name]
+
+    def __set__(self, graph, value):
+        graph.__dict__[self.name] = value
+
+
+_PARSED_EMPTY = {"nodes": list, "edges": list, "op_count": int, "subgraphs": dict}
+
+
+
+@dataclass(repr=False, eq=False)
+class Graph(Stage):
+    """An FX graph as torch printed it, parsed into nodes and edges.
+
+    A saved graph leaves out what parsing its code gives back (``parsed_from_code``): the nodes are
+    the code again, in another form (a GPT-2 capture holds four graphs of ~1,000 nodes each)."""
+
+    NAME: ClassVar[str] = "graph"
+    code: str = ""
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[list[str]] = field(default_factory=list)
+    op_count: int = 0
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
+    parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
+    not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
+
+    def __post_init__(self):
+        values = self.__dict__
+        if self.parsed_from_code and self.code and not values.get("nodes"):
+            if len(self.code) > MAX_PARSED_CODE_CHARS:
+                self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
+                                   f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")
+            else:  # parsed on first read (_ParsedOnRead)
+                for name in _PARSED_GRAPH:
+                    values.pop(name, None)
+
+    def to_data(self) -> dict:
+        if "nodes" not in self.__dict__:  # never read: saved as it came, without parsing it now
+            out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))
+                   if name not in _PARSED_GRAPH and name != "parsed_from_code"}
+            out.update(self.__dict__.get("_unknown", {}))
+            out["parsed_from_code"] = True
+            return out
+        out = super().to_data()
+        out.pop("parsed_from_code")
+        if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
+            parsed = _parsed_graph(self.code)
+            if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
+                for k in _PARSED_GRAPH:
+                    del out[k]
+                out["parsed_from_code"] = True
+        return out
+
+    def with_code(self, code: str) -> "Graph":
+        """This graph printed as ``code``, which parses to the same nodes (Inductor's pre-grad graph is often the
+        Dynamo graph as is, less its ``# graph id`` line): its nodes are this graph's, parsed once, on the first
+        read of either."""
+        if "nodes" in self.__dict__:
+            return dataclasses.replace(self, code=code)
+        twin = object.__new__(Graph)
+        twin.__dict__ = {**{k: v for k, v in self.__dict__.items() if k != "_compile"}, "code": code,
+                         "_parsed_like": self}
+        return twin
+
+    def _text(self):
+        return self.code
+
+    def _summary(self):
+        return f"{self.op_count} ops, {len(self.nodes)} nodes"
+
+    @property
+    def table(self):
+        """The nodes as a pandas DataFrame."""
+        return _table(self.nodes)
+
+
+for _name in _PARSED_GRAPH:
+    setattr(Graph, _name, _ParsedOnRead(_name))

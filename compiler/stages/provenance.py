@@ -61,8 +61,8 @@ from collections import defaultdict
 from compiler.stages.schema import (AotGraphs, Amortization, Graph, GraphNode, Inductor, InductorRun, InductorTracking,
                                     IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, LineProvenance, Provenance,
                                     ProvenanceNode, Source, key_of, node_kernels)
+from compiler.stages.compile_time import compile_seconds
 from compiler.stages.data import built
-from compiler.stages.timings import compile_seconds
 
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
 _LAYOUT = re.compile(r"^\s*(?P<buf>\w+)\.layout = \w+\('[^']*', torch\.\w+, size=\[(?P<size>[^\]]*)\]", re.M)

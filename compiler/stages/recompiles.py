@@ -5,6 +5,9 @@ import json
 import re
 import textwrap
 
+from compiler.stages.data import as_declared
+from compiler.stages.schema import Recompile
+
 _REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
 
 
@@ -33,13 +36,13 @@ def parse_reasons(payload: str | None) -> list[dict]:
     return reasons
 
 
-def recompile_stage(payload: str | None, metrics: dict) -> dict:
+def recompile_stage(payload: str | None, metrics: dict) -> Recompile:
     reasons = parse_reasons(payload)
     if not reasons and metrics.get("recompile_reason"):
         reasons = parse_reasons(metrics["recompile_reason"])
     if not reasons:
-        return {"available": False, "reason": "not a recompile: first compile of this frame"}
-    return {"available": True, "reasons": reasons}
+        return Recompile(available=False, reason="not a recompile: first compile of this frame")
+    return as_declared(Recompile, {"available": True, "reasons": reasons})
 
 
 # torch's message when a frame is over its limit (convert_frame: "Dynamo recompile limit exceeded")

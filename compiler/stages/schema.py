@@ -1,4 +1,7 @@
-"""The capture schema: every field of every stage, declared once, with its type.
+"""The capture schema: every field of every stage, declared once, with its type. Two stages are declared
+beside the parser that reads them again on load (``Graph``/``GraphNode`` in ``compiler.stages.fx_graph``,
+``Guards``/``GuardRow`` in ``compiler.stages.guards``) and imported here. The stage builders import their types
+from here; what this module imports (the parsers it reads saved text with) never imports it back.
 
 A capture is plain data — JSON on disk — read into the typed objects below. The same code reads a
 file and a capture just built in this process (``Capture.from_data``), so a loaded capture and a
@@ -31,7 +34,8 @@ from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
-from compiler.stages.fx_graph import MAX_PARSED_CODE_CHARS
+from compiler.stages.fx_graph import Graph, GraphNode  # noqa: F401 (declared beside their parser, which reads them on load)
+from compiler.stages.guards import GuardRow, Guards  # noqa: F401 (likewise)
 from compiler.stages.data import (MAX_DEPTH, BuiltOnRead, CaptureFormatError, Data, Deferred,  # noqa: F401
                                    JsonFile, Stage, _converter, _dump, _fields, _Mismatch, _shown, _table,
                                    _text_table, check_document_header, paused_gc, read_json_text, utf8_text)
@@ -44,14 +48,6 @@ OLDER_MAJORS = (2,)
 
 
 # --- reading and writing typed data -------------------------------------------------------------
-
-
-def _parsed_graph(code: str) -> dict:
-    """``_PARSED_GRAPH`` of a graph, parsed from its code by ``compiler.stages.fx_graph``."""
-    from compiler.stages.fx_graph import parsed_graph_stage
-
-    parsed = Graph.from_data(parsed_graph_stage(code))
-    return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
 
 
 def kernels_of(inductor: Inductor) -> Kernels:
@@ -130,17 +126,6 @@ def node_kernels(nodes: list[ProvenanceNode], kernels: list[KernelProvenance],
         if n.level in ("dynamo", "aot"):
             found[i] = sorted(set().union(*(kernels_of_line.get((n.file, line), ()) for line in n.lines)))
     return found
-
-
-def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
-    """The guard rows of ``tree`` (``compiler.stages.guards``), those at ``user_line_rows`` marked as the user's."""
-    from compiler.stages.guards import parse_tree
-
-    rows = [GuardRow.from_data(row) for row in parse_tree(tree)]
-    for index in user_line_rows:
-        if 0 <= index < len(rows):
-            rows[index].user_line = True
-    return rows
 
 
 # --- source and bytecode ------------------------------------------------------------------------
@@ -237,127 +222,7 @@ class Bytecode(Stage):
         return ", ".join(counts)
 
 
-# --- FX graphs ----------------------------------------------------------------------------------
-
-@dataclass(repr=False, eq=False)
-class GraphNode(Data):
-    OMIT_DEFAULTS: ClassVar[bool] = True
-    name: str = ""
-    op: str = ""  # placeholder, call_function, call_method, call_module, get_attr, output, alias
-    target: str | None = None
-    args: str | None = None
-    inputs: list[str] = field(default_factory=list)
-    type: str | None = None
-    dtype: str | None = None
-    shape: list[str] | None = None
-    stride: list[str] | None = None
-    device: str | None = None
-    file: str | None = None
-    line: int | None = None
-    function: str | None = None
-    code: str | None = None
-    module: str | None = None  # nn.Module path, from torch's comments
-    module_guess: str | None = None  # … or guessed from parameter names
-
-
-_PARSED_GRAPH = ("nodes", "edges", "op_count", "subgraphs")  # what compiler.stages.fx_graph parses from a graph's code
-
-
-class _ParsedOnRead:
-    """A field of ``Graph`` that parsing its code gives: parsed on the first read of any of them (the code
-    of a graph built or loaded with ``parsed_from_code``), then kept."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __get__(self, graph, owner=None):
-        if graph is None:
-            return self
-        values = graph.__dict__
-        if self.name not in values:
-            like = values.pop("_parsed_like", None)  # a graph of the same nodes (Graph.with_code)
-            values.update({k: getattr(like, k) for k in _PARSED_GRAPH} if like is not None else
-                          _parsed_graph(values["code"]) if values.get("code") else
-                          {k: f() for k, f in _PARSED_EMPTY.items()})
-        return values[self.name]
-
-    def __set__(self, graph, value):
-        graph.__dict__[self.name] = value
-
-
-_PARSED_EMPTY = {"nodes": list, "edges": list, "op_count": int, "subgraphs": dict}
-
-
-
-@dataclass(repr=False, eq=False)
-class Graph(Stage):
-    """An FX graph as torch printed it, parsed into nodes and edges.
-
-    A saved graph leaves out what parsing its code gives back (``parsed_from_code``): the nodes are
-    the code again, in another form (a GPT-2 capture holds four graphs of ~1,000 nodes each)."""
-
-    NAME: ClassVar[str] = "graph"
-    code: str = ""
-    nodes: list[GraphNode] = field(default_factory=list)
-    edges: list[list[str]] = field(default_factory=list)
-    op_count: int = 0
-    subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
-    parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
-    not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
-
-    def __post_init__(self):
-        values = self.__dict__
-        if self.parsed_from_code and self.code and not values.get("nodes"):
-            if len(self.code) > MAX_PARSED_CODE_CHARS:
-                self.not_parsed = (f"the graph's code ({len(self.code):,} characters) is over "
-                                   f"{MAX_PARSED_CODE_CHARS:,}: not parsed into nodes on load")
-            else:  # parsed on first read (_ParsedOnRead)
-                for name in _PARSED_GRAPH:
-                    values.pop(name, None)
-
-    def to_data(self) -> dict:
-        if "nodes" not in self.__dict__:  # never read: saved as it came, without parsing it now
-            out = {key: _dump(getattr(self, name)) for name, key, _, _ in _fields(type(self))
-                   if name not in _PARSED_GRAPH and name != "parsed_from_code"}
-            out.update(self.__dict__.get("_unknown", {}))
-            out["parsed_from_code"] = True
-            return out
-        out = super().to_data()
-        out.pop("parsed_from_code")
-        if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
-            parsed = _parsed_graph(self.code)
-            if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
-                for k in _PARSED_GRAPH:
-                    del out[k]
-                out["parsed_from_code"] = True
-        return out
-
-    def with_code(self, code: str) -> "Graph":
-        """This graph printed as ``code``, which parses to the same nodes (Inductor's pre-grad graph is often the
-        Dynamo graph as is, less its ``# graph id`` line): its nodes are this graph's, parsed once, on the first
-        read of either."""
-        if "nodes" in self.__dict__:
-            return dataclasses.replace(self, code=code)
-        twin = object.__new__(Graph)
-        twin.__dict__ = {**{k: v for k, v in self.__dict__.items() if k != "_compile"}, "code": code,
-                         "_parsed_like": self}
-        return twin
-
-    def _text(self):
-        return self.code
-
-    def _summary(self):
-        return f"{self.op_count} ops, {len(self.nodes)} nodes"
-
-    @property
-    def table(self):
-        """The nodes as a pandas DataFrame."""
-        return _table(self.nodes)
-
-
-for _name in _PARSED_GRAPH:
-    setattr(Graph, _name, _ParsedOnRead(_name))
-
+# --- FX graphs (``Graph`` and ``GraphNode`` are declared in compiler.stages.fx_graph) --------------
 
 @dataclass(repr=False, eq=False)
 class AotGraphs(Stage):
@@ -372,87 +237,7 @@ class AotGraphs(Stage):
         return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())
 
 
-# --- guards -------------------------------------------------------------------------------------
-
-@dataclass(repr=False, eq=False)
-class GuardRow(Data):
-    kind: str = ""
-    source: str = ""
-    condition: str = ""
-    depth: int = 0
-    line: int | None = None
-    user_line: bool = False
-    user_code: str | None = None
-    origin: str | None = None
-    note: str | None = None
-
-
-@dataclass(repr=False, eq=False)
-class Guards(Stage):
-    """The guard tree and one row per guard. A saved stage keeps the tree and which rows come from the
-    user's code (``user_line_rows``); every other column is the tree parsed again when loading."""
-
-    NAME: ClassVar[str] = "guards"
-    tree: str = ""  # torch's guard tree, as it prints it
-    rows: list[GuardRow] = field(default_factory=list)
-    count: int = 0
-    guard_count_torch: int | None = None  # torch's own guard_count metric, for comparison
-    latency_us: float | None = None
-    user_line_rows: list[int] | None = None  # set when saved without rows: the rows with user_line
-
-    def __post_init__(self):
-        if self.user_line_rows is not None and self.tree and not self.__dict__.get("rows"):
-            self.__dict__.pop("rows", None)  # the tree parsed on first read (_GuardRowsOnRead)
-
-    def forget_rows(self) -> None:
-        """Keep only which rows are the user's: the rows are the tree parsed again on their next read. For a
-        stage just built from its tree (``assemble``), once the stages that read its rows are built."""
-        if self.tree and "rows" in self.__dict__ and self.user_line_rows is None:
-            self.user_line_rows = [i for i, row in enumerate(self.__dict__["rows"]) if row.user_line]
-            del self.__dict__["rows"]
-
-    def to_data(self) -> dict:
-        if "rows" not in self.__dict__:  # never read: saved as it came, without parsing the tree now
-            out = {key: [] if name == "rows" else _dump(getattr(self, name)) for name, key, _, _ in _fields(Guards)}
-            out.update(self.__dict__.get("_unknown", {}))
-            return out
-        out = super().to_data()
-        user = [i for i, row in enumerate(self.rows) if row.user_line]
-        if self.tree and self.rows and _dump(_parsed_guard_rows(self.tree, user)) == out["rows"]:
-            out["rows"], out["user_line_rows"] = [], user
-        return out
-
-    def _text(self):
-        return self.tree
-
-    def _summary(self):
-        return f"{self.count} guards"
-
-    @property
-    def table(self):
-        """The guards as a pandas DataFrame (one row per guard)."""
-        return _table(self.rows)
-
-
-class _GuardRowsOnRead:
-    """``Guards.rows`` of a stage saved (or kept, ``forget_rows``) as its tree and which rows are the user's:
-    the tree parsed on the first read, then kept."""
-
-    def __get__(self, guards, owner=None):
-        if guards is None:
-            return self
-        values = guards.__dict__
-        if "rows" not in values:
-            values["rows"] = _parsed_guard_rows(values.get("tree") or "", values.get("user_line_rows") or [])
-            values["user_line_rows"] = None
-        return values["rows"]
-
-    def __set__(self, guards, value):
-        guards.__dict__["rows"] = value
-
-
-Guards.rows = _GuardRowsOnRead()
-
+# --- guards: ``Guards`` and ``GuardRow`` are declared in compiler.stages.guards -------------------
 
 # --- graph breaks and recompiles ----------------------------------------------------------------
 
@@ -1453,9 +1238,9 @@ class Compile(Data):
 
     @property
     def compile_seconds(self) -> float | None:
-        """This compile's time (``compiler.stages.timings.compile_seconds``: forward and backward; the
+        """This compile's time (``compiler.stages.compile_time.compile_seconds``: forward and backward; the
         compile_fx_aot span for AOTInductor), None where torch logged none."""
-        from compiler.stages.timings import compile_seconds
+        from compiler.stages.compile_time import compile_seconds
 
         return compile_seconds(self.origin, self.metrics, self.timings)
 

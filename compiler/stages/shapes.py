@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from compiler.stages.data import as_declared
+from compiler.stages.schema import Shapes
+
 _SIZE_SOURCE = re.compile(r"L\['(?P<arg>\w+)'\]\.size\(\)\[(?P<dim>\d+)\]")
 _SYMBOL = re.compile(r"\b([suz]u?f?\d+)\b")
 _INDEX_LINE = re.compile(r"^\s*(index\d+) = (.+)$", re.M)
@@ -46,7 +49,7 @@ def symbol_origin(options: dict, recompile, guard_rows: list, source: str,
     return "data-dependent (unbacked)"
 
 
-def shapes_stage(records, options: dict, recompile, guard_rows: list, ir_texts: list[str]) -> dict:
+def shapes_stage(records, options: dict, recompile, guard_rows: list, ir_texts: list[str]) -> Shapes:
     """``recompile``: the compile's ``Recompile`` stage (its failed guards say where a size became dynamic);
     ``guard_rows``: its ``Guards`` stage's ``GuardRow``s."""
     symbols = []
@@ -76,10 +79,11 @@ def shapes_stage(records, options: dict, recompile, guard_rows: list, ir_texts: 
                         for r in recompile.reasons
                         if re.match(r"^2 <= \S*size\(\)\[\d+\]$", r.guard)]
     if not symbols and not guards and not specializations:
-        return {"available": False, "reason": "every shape in this compile is static (no shape symbols were created)"}
+        return Shapes(available=False, reason="every shape in this compile is static (no shape symbols were created)")
     sources = {s["symbol"]: s["source"] for s in symbols if s["source"]}
-    return {"available": True, "symbols": symbols, "guards": guards, "specializations": specializations,
-            "symbol_sources": sources, "index_expressions": index_expressions(ir_texts, sources)}
+    return as_declared(Shapes, {  # the symbols' fields are torch's records: checked as on load
+        "available": True, "symbols": symbols, "guards": guards, "specializations": specializations,
+        "symbol_sources": sources, "index_expressions": index_expressions(ir_texts, sources)})
 
 
 def index_expressions(ir_texts: list[str], sources: dict) -> list[dict]:

@@ -6,8 +6,8 @@ import json
 from collections import defaultdict
 
 from compiler.capturing.records import number
-
-AOT_INDUCTOR_ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
+from compiler.stages.data import as_declared
+from compiler.stages.schema import Timings
 
 # (event name torch emits, the stage it is shown as), outermost first.
 PHASES = [
@@ -110,10 +110,11 @@ CACHE_KEYS = ("inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss
               "fx_graph_cache_hit", "fx_graph_cache_miss")
 
 
-def timings_stage(events: list[dict], metrics: dict, cache_events: list[dict]) -> dict:
+def timings_stage(events: list[dict], metrics: dict, cache_events: list[dict], by_line: dict | None = None) -> Timings:
+    """``by_line``: compile time by line (``compiler.stages.compile_time.compile_time_by_line``) where it was sampled."""
     if not events and not metrics:
-        return {"available": False, "reason": "torch recorded no timing events for this compile"}
-    return {
+        return Timings(available=False, reason="torch recorded no timing events for this compile")
+    return as_declared(Timings, {  # the metrics are torch's record: checked as on load
         "available": True,
         "phases": phase_totals(events),
         "events": events,
@@ -122,30 +123,5 @@ def timings_stage(events: list[dict], metrics: dict, cache_events: list[dict]) -
                                                  "dynamo_time_before_restart_s", "guard_latency_us",
                                                  "structured_logging_overhead_s") if metrics.get(k) is not None},
         "cache": cache_events,
-    }
-
-def aot_inductor_compile_seconds(events: list, metrics: dict) -> float | None:
-    """An AOTInductor compile's time, which torch logs no ``entire_frame_compile_time_s`` for: the span
-    of its outermost timed event (``compile_fx_aot``; ``events``: ``TimingEvent``s), else the start to
-    end of its compilation_metrics record; None if the trace holds neither."""
-    spans = [e.seconds for e in events if e.name == AOT_INDUCTOR_ROOT_EVENT and not e.depth]
-    if spans:
-        return sum(spans)
-    start, end = metrics.get("start_time_us"), metrics.get("end_time_us")
-    return (end - start) / 1e6 if isinstance(start, int) and isinstance(end, int) and end >= start else None
-
-
-def compile_seconds(origin: str | None, metrics: dict, timings) -> float | None:
-    """A compile's time, defined once (the summary, each Compile, amortization and the views read it):
-    torch's ``entire_frame_compile_time_s`` plus its backward graph's compile
-    (``backward_cumulative_compile_time_us``: AOTAutograd compiles the backward lazily, on the first
-    backward call); for an AOTInductor compile, which logs neither, its compile_fx_aot span. None where
-    torch logged no time."""
-    if origin == "aot_inductor":  # ``timings``: the compile's Timings stage
-        return aot_inductor_compile_seconds(timings.events if timings.available else [], metrics)
-    forward = metrics.get("entire_frame_compile_time_s")
-    if not number(forward):
-        return None
-    backward = metrics.get("backward_cumulative_compile_time_us")
-    return float(forward) + (backward * 1e-6 if number(backward) else 0.0)
-
+        **(by_line or {}),
+    })
