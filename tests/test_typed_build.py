@@ -61,6 +61,27 @@ def test_every_builder_declares_its_type():
     assert [b.stage for b in STAGE_BUILDERS if b.type is None] == []
 
 
+@pytest.mark.parametrize("which, backend", [("recompiled", "eager"), ("broken", "inductor")])
+def test_each_builder_returns_its_declared_type(which, backend, request, monkeypatch):
+    """No dict between the records and the Compile: each builder of ``STAGE_BUILDERS`` itself returns its
+    declared stage type (``build_stages`` converts nothing)."""
+    from compiler.stages import assemble as assemble_mod
+
+    records = request.getfixturevalue(which).live.records  # the capture is made before the check
+    guarded, returned = assemble_mod._guarded, []
+
+    def checking(stage_type, build, *args):
+        built = guarded(stage_type, build, *args)
+        returned.append((stage_type, type(built)))
+        return built
+
+    monkeypatch.setattr(assemble_mod, "_guarded", checking)
+    data = assemble(records, {}, {}, {"backend": backend}, {}, None, {})
+    assert len(returned) == len(STAGE_BUILDERS) * len(data.compiles)
+    assert [(declared.__name__, got.__name__) for declared, got in returned if got is not declared] == []
+    assert all(built.available for c in data.compiles for built in (c.graph, c.guards, c.timings, c.caches))
+
+
 def test_capture_wide_stages_and_the_inductor_ir_are_typed_as_built(broken):
     data = assemble(broken.live.records, {}, {}, {"backend": "inductor"}, {}, None, {})
     assert type(data.breaks) is Breaks and data.breaks.total == 1 == data.summary.graph_breaks
