@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from compiler.stages.data import Data, Stage, _dump, _table, as_declared
+from compiler.stages.data import Data, Stage, _dump, _fields, _table, as_declared
 
 _TREE_LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
 _MANAGER = re.compile(r"^(?:(?:KeyManager|ValueManager): )?(?:\w*GuardManager): source=(?P<source>.+?)(?:, accessed_by=.*?)?(?:, type=.*)?$")
