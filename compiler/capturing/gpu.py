@@ -25,7 +25,7 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
         wall = time.perf_counter() - start
     kernels: dict[str, dict] = {}
     launched_by: dict[str, dict[str, float]] = {}  # kernel name → launching aten op → µs
-    graphs: dict[str, dict[str, dict]] = {}  # kernel name → FX graph cache key → its share
+    graphs: dict[str, dict[str, dict]] = {}  # kernel name → the compiled graph that launched it (graph_of) → its share
     for event in prof.events():
         if str(getattr(event, "device_type", "")).endswith("CPU"):
             if not getattr(event, "kernels", None):
