@@ -147,6 +147,18 @@ def test_a_capture_saved_to_a_gz_name_is_the_same_json_gzip_compressed(tmp_path)
     assert cap.compiles[0].kernels.kernels[0].name in (tmp_path / "r.html").read_text()
 
 
+def test_a_job_directory_of_gz_captures_loads_every_rank(tmp_path):
+    """Captures shared gzip-compressed as a job (``tcompile_capture_rank_N.json.gz``) load as its ranks."""
+    from compiler.readers.job import Job, load_trace
+
+    for rank, name in enumerate(["gpt2_2layer", "pointwise_chain"]):
+        compiler.load(GPU_CAPTURES / f"{name}.json").save(tmp_path / f"tcompile_capture_rank_{rank}.json.gz")
+    job = load_trace(tmp_path)
+    assert isinstance(job, Job) and sorted(job.captures) == [0, 1] and not job.problems
+    assert job.captures[1].compiles[0].kernels.kernels[0].name == \
+        compiler.load(GPU_CAPTURES / "pointwise_chain.json").compiles[0].kernels.kernels[0].name
+
+
 @pytest.mark.parametrize("case", ["bomb", "cut", "broken"])
 def test_a_hostile_gz_capture_is_one_clear_error_and_never_fills_memory(case, tmp_path):
     """A few kilobytes of gzip can expand to gigabytes: reading stops at a cap (here lowered to 1 MB), and a

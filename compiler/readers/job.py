@@ -141,11 +141,11 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     except OSError as exc:
         raise TraceError(f"{shown}: cannot list the directory ({exc.strerror or exc})") from None
     files, problems = _regular_files(path, entries)
-    captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.suffix == ".json"]
+    captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith((".json", ".json.gz"))]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
     if not logs and not captures:
         raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
-                         f"captures ({CAPTURE_PREFIX}N.json) in this directory")
+                         f"captures ({CAPTURE_PREFIX}N.json or .json.gz) in this directory")
     problems += [TraceProblem(shown_path(p), None, "skipped_file",
                               "a tcompile capture next to TORCH_TRACE logs: the job is read from the logs; skipped"
                               if p in captures and logs else "not a TORCH_TRACE log or a tcompile capture; skipped")
