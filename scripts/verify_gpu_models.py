@@ -136,7 +136,7 @@ def model_row(name: str, raw: bytes, csv_text: str | None) -> tuple[dict, list[d
     per_compile = [c.amortization.break_even_calls for c in cap.compiles if c.amortization.available]
     from compiler.stages.kernel_costs import gpu_time_accounted
 
-    accounted = gpu_time_accounted(cap)  # each profiler row once (kernel names repeat across compiles)
+    accounted = gpu_time_accounted(cap)  # each launch once, in the compile whose graph made it
     claimed = accounted.kernels_us if accounted else 0.0
     profiled = cap.gpu_profile.gpu_time_us_per_call if cap.gpu_profile is not None else None
     try:

@@ -158,9 +158,7 @@ def rematch_times(kernels: list[dict], profile: dict) -> None:
         if row and row.get("calls"):
             kernel["gpu_time_us_per_call"], kernel["profiled_calls"] = row["gpu_time_us_per_call"], row["calls"]
             if gpu is not None:
-                gpu["time_us_per_launch"] = row["gpu_time_us"] / row["calls"]
-                if gpu.get("bytes_per_call") and gpu["time_us_per_launch"] > 0:
-                    gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
+                _launch_speed(gpu, row)
             continue
         kernel.pop("gpu_time_us_per_call", None)
         kernel.pop("profiled_calls", None)
@@ -454,11 +452,18 @@ def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak
         gpu.update({k: v for k, v in found[0].items()
                     if k not in ("name", "src", "notes", "launched", "cache_hash") and v not in (None, {})})
         gpu["notes"] += found[0].get("notes") or []
-    if row and row.get("calls"):
-        per_launch_us = row["gpu_time_us"] / row["calls"]
-        gpu["time_us_per_launch"] = per_launch_us
-        if gpu.get("bytes_per_call") and per_launch_us > 0:
-            gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (per_launch_us * 1e-6)
-            if peak and peak.get("bytes_per_s"):
-                gpu["peak_bytes_per_s"] = peak["bytes_per_s"]
-            # the share of the DRAM peak (or "served from L2"): compiler.stages.kernel_costs.add_roofline
+    if _launch_speed(gpu, row) and peak and peak.get("bytes_per_s"):
+        gpu["peak_bytes_per_s"] = peak["bytes_per_s"]
+        # the share of the DRAM peak (or "served from L2"): compiler.stages.kernel_costs.add_roofline
+
+
+def _launch_speed(gpu: dict, row: dict | None) -> bool:
+    """A Triton kernel's time per launch from its profiler ``row``, and its achieved bandwidth — bytes read +
+    written per launch ÷ that time; whether the bandwidth was set."""
+    if not row or not row.get("calls"):
+        return False
+    gpu["time_us_per_launch"] = row["gpu_time_us"] / row["calls"]
+    if gpu.get("bytes_per_call") and gpu["time_us_per_launch"] > 0:
+        gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
+        return True
+    return False

@@ -27,6 +27,7 @@ from compiler.stages.schema import paused_gc
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 TRACE_PREFIX = "dedicated_log_torch_trace"
 CAPTURE_PREFIX = "tcompile_capture_rank_"
+CAPTURE_SUFFIXES = (".json", ".json.gz")  # a saved capture, plain or gzip-compressed (JsonFile.save)
 # Compile time spread worth a finding: the slowest rank over the fastest, and at least this much.
 SLOW_RATIO, SLOW_MIN_S = 1.5, 0.5
 
@@ -119,7 +120,7 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
     with paused_gc():
         if path.is_dir():
             return load_job(path, strict=strict, sources=sources)
-        if path.name.endswith((".json", ".json.gz")):
+        if path.name.endswith(CAPTURE_SUFFIXES):
             from compiler.stages.capture import Capture
 
             return Capture.load(path)
@@ -141,7 +142,7 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     except OSError as exc:
         raise TraceError(f"{shown}: cannot list the directory ({exc.strerror or exc})") from None
     files, problems = _regular_files(path, entries)
-    captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith((".json", ".json.gz"))]
+    captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith(CAPTURE_SUFFIXES)]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
     if not logs and not captures:
         raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "

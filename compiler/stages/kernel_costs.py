@@ -24,8 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # --- the device --------------------------------------------------------------------------------
 
@@ -783,7 +782,7 @@ class GpuTimeAccount:
     unclaimed_in_graphs: list = ()  # (by_graph) rows launched inside the graphs that no kernel row claims
     # (by_graph) graphs that ran in the profiled calls but are no compile of the capture (compiled after it,
     # e.g. a recompile during the profiler's warm-up calls) → µs per call launched inside them
-    uncaptured_graphs: dict = dataclasses.field(default_factory=dict)
+    uncaptured_graphs: dict = field(default_factory=dict)
 
 
 def gpu_time_accounted(capture) -> GpuTimeAccount | None:
@@ -795,10 +794,13 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
     ran outside the graphs. In an older profile Inductor's per-graph kernel names can repeat across compiles and
     the profiler sums launches by name, so each profiler row is counted once, and each compile's extern calls
     took their family's rows."""
+    from compiler.capturing.gpu import graphs_of_compile
+    from compiler.stages.caches import graph_keys
     from compiler.stages.schema import ProfiledKernel
 
     profile = capture.gpu_profile
-    kernels = [k for c in capture.compiles if c.kernels.available for k in c.kernels.kernels]
+    compiles = [c for c in capture.compiles if c.kernels.available]
+    kernels = [k for c in compiles for k in c.kernels.kernels]
     if profile is None or not profile.gpu_time_us_per_call or not any(k.gpu_time_us_per_call for k in kernels):
         return None
     if any(r.graphs for r in profile.kernels):
@@ -808,18 +810,22 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
             if outside > 1e-6 * r.gpu_time_us_per_call:
                 rest.append(ProfiledKernel(name=r.name, gpu_time_us_per_call=outside,
                                            calls=r.calls - sum(share.calls for share in r.graphs.values())))
-        compiles = [c for c in capture.compiles if c.kernels.available]
+        mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]  # each compile's graphs
+        uncaptured = [(where, r.name, share.gpu_time_us_per_call) for r in profile.kernels
+                      for where, share in r.graphs.items() if not any(where in graphs for graphs in mine)]
+        uncaptured_graphs: dict[str, float] = {}
+        for where, _, us in uncaptured:
+            uncaptured_graphs[where] = uncaptured_graphs.get(where, 0.0) + us
         return GpuTimeAccount(kernels_us=sum(k.gpu_time_us_per_call or 0 for k in kernels),
                               in_graphs_us=profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest),
                               rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
-                              repeated=_repeated(compiles, profile), by_graph=True,
-                              unclaimed_in_graphs=_unclaimed_in_graphs(profile, compiles),
-                              uncaptured_graphs=_uncaptured_graphs(profile, compiles))
+                              repeated=_repeated(compiles, profile, mine), by_graph=True,
+                              unclaimed_in_graphs=_unclaimed_in_graphs(profile, compiles, mine, uncaptured),
+                              uncaptured_graphs=uncaptured_graphs)
     rest = _unclaimed(profile.kernels, kernels)
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
     return GpuTimeAccount(kernels_us=accounted, in_graphs_us=None, rest=rest,
-                          repeated=_repeated([c for c in capture.compiles if c.kernels.available]),
-                          by_graph=False)
+                          repeated=_repeated(compiles), by_graph=False)
 
 
 def _unclaimed(rows: list, kernels: list) -> list:
@@ -834,56 +840,35 @@ def _unclaimed(rows: list, kernels: list) -> list:
                   key=lambda r: -r.gpu_time_us_per_call)
 
 
-def _unclaimed_in_graphs(profile, compiles) -> list:
+def _unclaimed_in_graphs(profile, compiles, mine: list[set], uncaptured: list) -> list:
     """The launches inside compiled graphs that no kernel row of the compile they ran for claims (``_unclaimed``
-    on each compile's own launches, ``compiler.capturing.gpu.compile_profile``), with those inside graphs of no
-    compile here; by kernel name, costliest first."""
-    from compiler.capturing.gpu import compile_profile, graphs_of_compile
-    from compiler.stages.caches import graph_keys
+    on each compile's own launches, ``compiler.capturing.gpu.compile_profile``; ``mine``: each compile's graphs),
+    with those inside graphs of no compile here (``uncaptured``: (graph, kernel name, µs)); by kernel name,
+    costliest first."""
+    from compiler.capturing.gpu import compile_profile
     from compiler.stages.schema import ProfiledKernel
 
     data = profile.to_data()
     found: dict[str, float] = {}
-    seen: set[str] = set()
-    for c in compiles:
-        mine = graphs_of_compile(c.compile_id, graph_keys(c.caches))
-        seen |= mine
-        own = [ProfiledKernel.from_data(r, "kernel") for r in compile_profile(data, mine)["kernels"]]
+    for c, graphs in zip(compiles, mine):
+        own = [ProfiledKernel.from_data(r, "kernel") for r in compile_profile(data, graphs)["kernels"]]
         for r in _unclaimed(own, c.kernels.kernels):
             found[r.name] = found.get(r.name, 0.0) + r.gpu_time_us_per_call
-    for r in profile.kernels:
-        for where, share in r.graphs.items():
-            if where not in seen:
-                found[r.name] = found.get(r.name, 0.0) + share.gpu_time_us_per_call
+    for _, name, us in uncaptured:
+        found[name] = found.get(name, 0.0) + us
     return sorted((ProfiledKernel(name=name, gpu_time_us_per_call=us) for name, us in found.items()),
                   key=lambda r: -r.gpu_time_us_per_call)
 
 
-def _uncaptured_graphs(profile, compiles) -> dict[str, float]:
-    from compiler.capturing.gpu import graphs_of_compile
-    from compiler.stages.caches import graph_keys
-
-    seen = set().union(*(graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles))
-    out: dict[str, float] = {}
-    for r in profile.kernels:
-        for where, share in r.graphs.items():
-            if where not in seen:
-                out[where] = out.get(where, 0.0) + share.gpu_time_us_per_call
-    return out
-
-
-def _repeated(compiles, profile=None) -> list[str]:
+def _repeated(compiles, profile=None, mine: list[set] | None = None) -> list[str]:
     """Generated kernel names in several compiles whose launches the profile cannot tell apart: any two
-    compiles' by name, or, where the profile split launches by compiled graph (``profile``), two compiles that
-    both claim a graph's launches of the name (two backward graphs compiled without the FX graph cache)."""
-    from compiler.capturing.gpu import graphs_of_compile
-    from compiler.stages.caches import graph_keys
-
+    compiles' by name, or, where the profile split launches by compiled graph (``profile``; ``mine``: each
+    compile's graphs), two compiles that both claim a graph's launches of the name (two backward graphs compiled
+    without the FX graph cache)."""
     names = [{k.name for k in c.kernels.kernels if k.language != "extern"} for c in compiles]
     if profile is None:
         return sorted({n for i, found in enumerate(names) for n in found
                        if any(n in other for other in names[i + 1:])})
-    mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]
     repeated = set()
     for row in profile.kernels:
         for where in row.graphs:
