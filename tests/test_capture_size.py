@@ -31,7 +31,9 @@ def test_saved_without_what_loading_rebuilds_and_loaded_back_whole(path, tmp_pat
                     assert all("source" not in k for k in code["kernels"] if k["language"] != "extern")
         if (c["bytecode"].get("transformed") or {}).get("text"):  # the listing's text gives its instructions back
             assert c["bytecode"]["transformed"]["instructions_from_text"] and "instructions" not in c["bytecode"]["transformed"]
-        if c["provenance"].get("nodes"):
+        if c.get("provenance_from_stages"):  # left out: loading builds it again from the stages
+            assert "provenance" not in c
+        elif c["provenance"].get("nodes"):
             assert c["provenance"]["node_kernels_derived"] and all("kernels" not in n for n in c["provenance"]["nodes"])
     cap = compiler.load(path)
     again = compiler.load(cap.save(tmp_path / path.name))
@@ -63,8 +65,51 @@ def test_a_bad_ir_difference_is_a_one_line_error_naming_its_path():
     assert ir["post_fusion_diff"] and ir["post_fusion"]["text"] == ""  # saved as its difference from before fusion
     ir["post_fusion_diff"][0] = [0, 10 ** 9]
     with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.inductor\.runs\[0\]\.ir\.post_fusion_diff: "
-                                                          r"expected a text or \[start, end\] of the lines before fusion"):
+                                                          r"expected a text or \[start, end\] of the lines of the text it differs from"):
         Capture.from_data(data)
+
+
+def test_inductor_graphs_are_saved_as_differences_and_come_back_exactly():
+    """Inductor's pre-grad graph is the Dynamo graph less a line, its post-grad graph the AOT graph after its passes:
+    saved as their line differences from those (``GraphDiff``), loaded back as the same code and nodes."""
+    path = GPU_CAPTURES / "mlp_forward_backward.json"
+    saved = json.loads(path.read_text())
+    diffs = [d for c in saved["compiles"] for d in c.get("graph_diffs", [])]
+    assert {(d["graph"], d["base"].split(":")[0]) for d in diffs} >= {("pre_grad", "graph"), ("post_grad", "aot")}
+    for c in saved["compiles"]:
+        for d in c.get("graph_diffs", []):
+            assert c["inductor"]["runs"][d["run"]][d["graph"]]["code"] == ""
+    cap = compiler.load(path)
+    for c in cap.compiles:
+        for run in c.inductor.runs:
+            for graph in (g for g in (run.pre_grad, run.post_grad) if g.available):
+                assert graph.code.startswith(("class ", "def ")) or "def forward" in graph.code
+                assert graph.nodes and any(n.op == "call_function" for n in graph.nodes)  # parsed from the code rebuilt
+    # the pre-grad graph as captured: the Dynamo graph's code, plus a "# graph id" line
+    c = next(c for c in cap.compiles if c.inductor.available)
+    extra = set(c.inductor.runs[0].pre_grad.code.splitlines()) - set(c.graph.code.splitlines())
+    assert len(extra) == 1 and "# graph id" in extra.pop()
+    bad = json.loads(path.read_text())
+    first = next(c for c in bad["compiles"] if c.get("graph_diffs"))
+    first["graph_diffs"][0]["base"] = "aot:no_such_graph"
+    with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[\d+\]\.graph_diffs: expected graph or aot:"):
+        Capture.from_data(bad)
+
+
+def test_a_provenance_map_the_stages_give_again_is_left_out_and_built_on_read():
+    """A compile's provenance map is metadata of its graphs, IR and kernels: saved as a flag where building it from
+    the saved stages gives it exactly, and built from them on its first read after loading."""
+    from compiler.stages.data import Deferred
+
+    path = GPU_CAPTURES / "pointwise_chain.json"
+    saved = json.loads(path.read_text())
+    assert saved["compiles"][0]["provenance_from_stages"] is True and "provenance" not in saved["compiles"][0]
+    cap = compiler.load(path)
+    c = cap.compiles[0]
+    assert type(c.__dict__["provenance"]) is Deferred
+    assert c.provenance.available and c.provenance.kernels and c.provenance.lines  # built from the stages
+    assert any(k.seconds for k in c.provenance.kernels)  # with the GPU's kernel times (on the kernels' rows)
+    assert json.loads(cap.to_json())["compiles"][0].get("provenance_from_stages") is True
 
 
 def test_provenance_nodes_name_their_file_by_index_and_leave_out_defaults():
@@ -91,15 +136,17 @@ def test_the_ir_nodes_are_parsed_again_from_their_text_on_load():
     assert run.ir.nodes_before == len(run.ir.pre_fusion.nodes)
 
 
-def test_format_3_is_written_and_2_still_read():
-    """3.0 writes what a 2.x reader would read wrong without a word (node files by index, the IR after fusion as
-    a difference): a 2.x reader refuses it, this one still reads 2.x files and writes them as 3.0."""
-    old = Capture.from_data({"format": "tcompile-capture", "version": [2, 0], "compiles": []})
-    assert json.loads(old.to_json())["version"] == [3, 0]
-    assert json.loads(Capture.from_data({"format": "tcompile-capture", "version": [3, 4]}).to_json())["version"] == [3, 4]
-    with pytest.raises(compiler.CaptureFormatError, match=r"version 4\.0 is not supported by this tcompile "
-                                                          r"\(reads 3\.x and 2\.x\)"):
-        Capture.from_data({"format": "tcompile-capture", "version": [4, 0]})
+def test_format_4_is_written_and_3_and_2_still_read():
+    """4.0 writes what a 3.x reader would read wrong without a word (Inductor's graphs as differences, a provenance
+    map left out to be built again): a 3.x reader refuses it, this one still reads 3.x and 2.x files and writes
+    them as 4.0."""
+    for older in ([2, 0], [3, 0]):
+        old = Capture.from_data({"format": "tcompile-capture", "version": older, "compiles": []})
+        assert json.loads(old.to_json())["version"] == [4, 0]
+    assert json.loads(Capture.from_data({"format": "tcompile-capture", "version": [4, 3]}).to_json())["version"] == [4, 3]
+    with pytest.raises(compiler.CaptureFormatError, match=r"version 5\.0 is not supported by this tcompile "
+                                                          r"\(reads 4\.x, 3\.x and 2\.x\)"):
+        Capture.from_data({"format": "tcompile-capture", "version": [5, 0]})
 
 
 def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():

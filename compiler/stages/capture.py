@@ -6,10 +6,10 @@ explorer views. A Capture loaded from a file is read by ``CaptureData.from_data`
 offers the same API, except what-if checks, which need the live guards.
 
     >>> import compiler
-    >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [3, 0]})
+    >>> cap = compiler.Capture.from_data({"format": "tcompile-capture", "version": [4, 0]})
     >>> cap.summary.compiles, cap.breaks.total, cap.runtime.available
     (0, 0, False)
-    >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [3, 0], "compiles": [5]})
+    >>> compiler.Capture.from_data({"format": "tcompile-capture", "version": [4, 0], "compiles": [5]})
     Traceback (most recent call last):
     ...
     compiler.stages.data.CaptureFormatError: compiles[0]: expected an object, got 5

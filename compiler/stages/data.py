@@ -514,7 +514,8 @@ def check_document_header(data, format: str, version: list[int], what: str, olde
             and all(isinstance(v, int) and not isinstance(v, bool) for v in found)):
         raise CaptureFormatError(f"version: expected [major, minor], got {_shown(found)}")
     if found[0] != version[0] and found[0] not in older_majors:
-        reads = " and ".join(f"{major}.x" for major in (version[0], *older_majors))
+        majors = [f"{major}.x" for major in sorted((version[0], *older_majors), reverse=True)]
+        reads = " and ".join(majors) if len(majors) <= 2 else f"{', '.join(majors[:-1])} and {majors[-1]}"
         raise CaptureFormatError(f"{what} format version {found[0]}.{found[1]} is not supported "
                                  f"by this tcompile (reads {reads})")
 

@@ -306,6 +306,7 @@ def recompute(data: dict) -> None:
             apply_times(provenance, c.kernels.kernels, None, {r.role: r.code.aot_id for r in c.inductor.runs})
         if provenance is not c.provenance:
             saved["provenance"] = plain_data(provenance)
+            saved.pop("provenance_from_stages", None)
         compiles.append(dataclasses.replace(c, provenance=provenance))
     if gpu:
         paid_off = amortizations(compiles, data.get("runtime") or {}, None, typed.options.get("calls_under_capture"),

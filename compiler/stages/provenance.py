@@ -58,9 +58,9 @@ import sys
 import time
 from collections import defaultdict
 
-from compiler.stages.schema import (AotGraphs, Amortization, Graph, GraphNode, Inductor, InductorRun, InductorTracking,
-                                    IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, LineProvenance, Provenance,
-                                    ProvenanceNode, Source, key_of, node_kernels)
+from compiler.stages.schema import (REBUILT_ON_LOAD, AotGraphs, Amortization, Compile, Graph, GraphNode, Inductor,
+                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels,
+                                    LineProvenance, Provenance, ProvenanceNode, Source, key_of, node_kernels)
 from compiler.stages.compile_time import compile_seconds
 from compiler.stages.data import built
 
@@ -116,6 +116,16 @@ def provenance_stage(graph: Graph, aot: AotGraphs, inductor: Inductor, source: S
     except Exception as exc:  # noqa: BLE001 — a cost bug costs only the costs
         notes.append(f"times not applied ({type(exc).__name__}: {exc})")
     return provenance
+
+
+def from_stages(compile: Compile) -> Provenance:
+    """A saved compile's provenance map built again from its saved stages (``Compile.provenance_from_stages``):
+    what a capture saves in its place when this gives the map it holds exactly."""
+    return provenance_stage(compile.graph, compile.aot, compile.inductor, compile.source, origin=compile.origin,
+                            kernels=compile.kernels)
+
+
+REBUILT_ON_LOAD["provenance"] = from_stages
 
 
 def _compute(graph_nodes: list[GraphNode]) -> list[GraphNode]:
@@ -245,7 +255,7 @@ def _weights(post_names: list[str], post_places: dict, post_nodes: list[GraphNod
         weight = 0.1 if op in VIEWISH else 1.0
         for place in places:
             totals[place] += weight / len(places)
-    total = sum(totals.values())
+    total = math.fsum(totals.values())  # (sum's rounding differs between Python 3.11 and 3.12)
     return {place: w / total for place, w in sorted(totals.items(), key=lambda i: _place_order(i[0]))} if total else {}
 
 

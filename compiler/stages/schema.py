@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,10 +42,12 @@ from compiler.stages.data import (MAX_DEPTH, BuiltOnRead, CaptureFormatError, Da
                                    _text_table, check_document_header, paused_gc, read_json_text, utf8_text)
 
 FORMAT = "tcompile-capture"
-VERSION = [3, 0]  # major, minor: a reader accepts any minor of its major
-# 3.0 saves what 2.x readers would read wrong without a word (provenance nodes' files by index, the IR after
-# fusion as a difference, rows without their default fields); 2.x files still load: each is read as it was
-OLDER_MAJORS = (2,)
+VERSION = [4, 0]  # major, minor: a reader accepts any minor of its major
+# A new major saves what the readers of the one before would read wrong without a word — 3.0: provenance nodes'
+# files by index, the IR after fusion as a difference, rows without their default fields; 4.0: Inductor's graphs
+# as differences (``GraphDiff``), a provenance map built again from the stages left out. Older files still load:
+# each is read as it was
+OLDER_MAJORS = (2, 3)
 
 
 # --- reading and writing typed data -------------------------------------------------------------
@@ -436,12 +439,16 @@ def line_diff(old: str, new: str) -> list | None:
             ops.append([i1, i2])
         elif j2 > j1:
             ops.append("".join(b[j1:j2]))
-    if sum(len(op) if isinstance(op, str) else 12 for op in ops) > 0.75 * len(new):
+    if _diff_size(ops) > 0.75 * len(new):
         return None
     return ops
 
 
-def apply_line_diff(old: str, ops: list) -> str:
+def _diff_size(ops: list) -> int:
+    return sum(len(op) if isinstance(op, str) else 12 for op in ops)
+
+
+def apply_line_diff(old: str, ops: list, where: str = ".post_fusion_diff") -> str:
     lines = old.splitlines(keepends=True)
     out = []
     for op in ops:
@@ -450,8 +457,8 @@ def apply_line_diff(old: str, ops: list) -> str:
         elif isinstance(op, list) and len(op) == 2 and all(type(i) is int for i in op) and 0 <= op[0] <= op[1] <= len(lines):
             out.extend(lines[op[0]:op[1]])
         else:
-            exc = _Mismatch("a text or [start, end] of the lines before fusion", op)
-            exc.where.append(".post_fusion_diff")
+            exc = _Mismatch("a text or [start, end] of the lines of the text it differs from", op)
+            exc.where.append(where)
             raise exc
     return "".join(out)
 
@@ -1169,6 +1176,56 @@ class CompileError(Data):
 
 ORIGINS = ("dynamo", "aot_inductor")  # what produced a Compile (Compile.origin)
 
+# A stage a saved compile leaves out when building it again from the compile's other saved stages gives it exactly
+# (``Compile.provenance_from_stages``), by the function its builder's module registers here on import (the
+# provenance map: ``compiler.stages.provenance``, imported with ``compiler``; it imports this module, not back).
+REBUILT_ON_LOAD: dict[str, Any] = {}
+
+
+@dataclass(repr=False, eq=False)
+class GraphDiff(Data):
+    """One Inductor graph of a saved compile, saved as its line difference (``line_diff``) from another graph of
+    the compile: the pre-grad graph is the Dynamo graph as Inductor received it (most often the same code less
+    a line), the post-grad graph the AOT graph after Inductor's passes. Loading gives the code back exactly."""
+
+    run: int = 0  # the Inductor run (``Compile.inductor.runs``)
+    graph: str = "pre_grad"  # pre_grad or post_grad
+    base: str = "graph"  # "graph" (the Dynamo graph) or "aot:<role>" (one of ``Compile.aot.graphs``)
+    ops: list[Any] = field(default_factory=list)
+
+    @staticmethod
+    def of(compile: "Compile", out: dict) -> list["GraphDiff"]:
+        """The diffs for ``compile`` being saved as ``out``; each graph's code in ``out`` is emptied."""
+        bases = [("graph", compile.graph)] + [(f"aot:{role}", g) for role, g in compile.aot.graphs.items()]
+        bases = [(name, g.code) for name, g in bases if g.available and g.code]
+        diffs = []
+        for i, run in enumerate(compile.inductor.runs):
+            for which in ("pre_grad", "post_grad"):
+                code = getattr(run, which).code
+                saved = out["inductor"]["runs"][i][which]
+                options = [(name, line_diff(base, code)) for name, base in bases if code and saved.get("code") == code]
+                options = [(name, ops) for name, ops in options if ops is not None]
+                if options:
+                    name, ops = min(options, key=lambda o: _diff_size(o[1]))
+                    saved["code"] = ""
+                    diffs.append(GraphDiff(run=i, graph=which, base=name, ops=ops))
+        return diffs
+
+    def restore(self, compile: "Compile") -> None:
+        if self.graph not in ("pre_grad", "post_grad") or not 0 <= self.run < len(compile.inductor.runs):
+            exc = _Mismatch("a pre_grad or post_grad graph of one of the compile's Inductor runs",
+                            f"{self.graph} of run {self.run}")
+            exc.where.append(".graph_diffs")
+            raise exc
+        base = compile.graph if self.base == "graph" else compile.aot.graphs.get(self.base.removeprefix("aot:"))
+        if base is None or not self.base.startswith(("graph", "aot:")):
+            exc = _Mismatch("graph or aot:<one of the compile's AOT graphs>", self.base)
+            exc.where.append(".graph_diffs")
+            raise exc
+        graph = getattr(compile.inductor.runs[self.run], self.graph)
+        graph.code = apply_line_diff(base.code, self.ops, ".graph_diffs")
+        graph.__post_init__()  # its nodes, parsed from the code just rebuilt (on their first read)
+
 
 @dataclass(repr=False, eq=False)
 class Compile(Data):
@@ -1203,6 +1260,8 @@ class Compile(Data):
     autotune: list[Autotune] = field(default_factory=list)
     kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
     kernel_extras: list[dict[str, Any]] = field(default_factory=list)  # … with what each kernel adds (GPU)
+    graph_diffs: list[GraphDiff] = field(default_factory=list)  # saved only: Inductor's graphs as differences
+    provenance_from_stages: bool = False  # saved without ``provenance``: ``Capture`` builds it again on read
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -1212,6 +1271,13 @@ class Compile(Data):
         if self.kernels_from_inductor:
             self.kernels = _kernels_of(self.inductor, self.kernel_extras)
             self.kernels_from_inductor, self.kernel_extras = False, []
+        for diff in self.graph_diffs:
+            diff.restore(self)
+        self.graph_diffs = []
+        if self.provenance_from_stages:
+            self.__dict__["provenance"] = Deferred(Provenance, functools.partial(REBUILT_ON_LOAD["provenance"], self))
+            self.__dict__["_provenance_from_stages"] = True  # (so saving it again needs no check)
+            self.provenance_from_stages = False
 
     def to_data(self) -> dict:
         """The saved compile: the Kernels stage is the Inductor runs' code again (module, sources, comments,
@@ -1219,6 +1285,14 @@ class Compile(Data):
         out = super().to_data()
         out.pop("kernels_from_inductor")
         out.pop("kernel_extras")
+        out.pop("graph_diffs")
+        out.pop("provenance_from_stages")
+        diffs = GraphDiff.of(self, out)
+        if diffs:
+            out["graph_diffs"] = [d.to_data() for d in diffs]
+        if self._provenance_is_rebuilt(out.get("provenance")):
+            del out["provenance"]
+            out["provenance_from_stages"] = True
         if self.kernels.available:
             extras = _kernel_extras(kernels_of(self.inductor).to_data(), out["kernels"])
             if extras is not None:
@@ -1227,6 +1301,19 @@ class Compile(Data):
                 if any(extras):
                     out["kernel_extras"] = extras
         return out
+
+    def _provenance_is_rebuilt(self, saved: dict | None) -> bool:
+        """Whether loading builds this provenance map again exactly from the saved stages: one read so
+        (``provenance_from_stages``), or one a build from the stages gives as saved (a trace's provenance tracking
+        and CPU kernel times are not among them)."""
+        if self.__dict__.get("_provenance_from_stages"):
+            return True
+        if not saved or not saved.get("available") or "provenance" not in REBUILT_ON_LOAD:
+            return False
+        try:
+            return REBUILT_ON_LOAD["provenance"](self).to_data() == saved
+        except Exception:  # noqa: BLE001 — a map that cannot be built again is saved whole
+            return False
 
     def __repr__(self) -> str:
         return f"<Compile {self.compile_id} {self.name} {self.status}>"
