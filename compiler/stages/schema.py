@@ -1217,8 +1217,9 @@ class GraphDiff(Data):
                             f"{self.graph} of run {self.run}")
             exc.where.append(".graph_diffs")
             raise exc
-        base = compile.graph if self.base == "graph" else compile.aot.graphs.get(self.base.removeprefix("aot:"))
-        if base is None or not self.base.startswith(("graph", "aot:")):
+        base = (compile.graph if self.base == "graph" else
+                compile.aot.graphs.get(self.base.removeprefix("aot:")) if self.base.startswith("aot:") else None)
+        if base is None:
             exc = _Mismatch("graph or aot:<one of the compile's AOT graphs>", self.base)
             exc.where.append(".graph_diffs")
             raise exc
@@ -1261,7 +1262,7 @@ class Compile(Data):
     kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
     kernel_extras: list[dict[str, Any]] = field(default_factory=list)  # … with what each kernel adds (GPU)
     graph_diffs: list[GraphDiff] = field(default_factory=list)  # saved only: Inductor's graphs as differences
-    provenance_from_stages: bool = False  # saved without ``provenance``: ``Capture`` builds it again on read
+    provenance_from_stages: bool = False  # saved without ``provenance``: built from the stages on first read
 
     def __post_init__(self):
         if self.origin not in ORIGINS:
@@ -1308,7 +1309,7 @@ class Compile(Data):
         and CPU kernel times are not among them)."""
         if self.__dict__.get("_provenance_from_stages"):
             return True
-        if not saved or not saved.get("available") or "provenance" not in REBUILT_ON_LOAD:
+        if not saved or not saved.get("available") or saved.get("inductor_tracking") or "provenance" not in REBUILT_ON_LOAD:
             return False
         try:
             return REBUILT_ON_LOAD["provenance"](self).to_data() == saved
