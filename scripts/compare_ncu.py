@@ -8,13 +8,14 @@ import compiler
 from compiler.capturing.ncu import read_csv
 from compiler.stages.data import plain_data
 from compiler.stages.kernels import recompute
+from compiler.stages.schema import kernel_rows
 
 
 def rows(capture: dict, measured: dict, top: int = 10) -> list[dict]:
     before = {(c["compile_id"], k["name"]): dict(k.get("gpu") or {}) for c in capture["compiles"]
-              for k in (c.get("kernels") or {}).get("kernels") or [] if k.get("language") == "Triton"}
+              for k in kernel_rows(c) if k.get("language") == "Triton"}
     recompute(capture)
-    kernels = [(c["compile_id"], k) for c in capture["compiles"] for k in (c.get("kernels") or {}).get("kernels") or []
+    kernels = [(c["compile_id"], k) for c in capture["compiles"] for k in kernel_rows(c)
                if k.get("language") == "Triton" and k.get("gpu_time_us_per_call")]
     kernels.sort(key=lambda ck: -ck[1]["gpu_time_us_per_call"])
     out = []

@@ -85,7 +85,9 @@ def size_before(cap) -> int:
     def compile_data(self):
         out = Data.to_data(self)
         out.pop("kernels_from_inductor"), out.pop("kernel_extras")
-        if self.kernels.available and schema._kernels_of(self.inductor).to_data() == out["kernels"]:
+        out["kernels"] = self.kernels.to_data()  # the Kernels stage saved whole beside the runs (as they are saved now)
+        if self.kernels.available and not any(k.gpu_time_us_per_call is not None or k.cost or k.gpu
+                                              for k in self.kernels.kernels):
             del out["kernels"]  # CPU captures: the old exact-equality dedup
             out["kernels_from_inductor"] = True
         return out

@@ -1,8 +1,9 @@
-"""Captures stay small enough to share (issue 26): what loading rebuilds is not saved — a GPU compile's
-Kernels stage (the Inductor runs' kernels again, plus what the GPU measured of each), generated kernels'
+"""Captures stay small enough to share (issue 26): what loading rebuilds is not saved — a compile's Kernels
+stage (a view of the Inductor runs' kernels, which hold what the GPU measured of each), generated kernels'
 source and comments (cut from the module), provenance nodes' kernels (the other direction of the map), bytecode
 instructions (read back from the dis listing when that gives them exactly) —
 and a capture loads back with every stage equal. The static notebook copy stays under 1 MB."""
+import gzip
 import json
 from pathlib import Path
 
@@ -16,14 +17,16 @@ from compiler.stages.data import plain_data
 
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 SHIPPED = sorted(GPU_CAPTURES.glob("*.json"))
+# reduce_overhead_small_model.json as 3.0 saved it: each kernel's GPU measurement in the compile's kernel_extras
+SAVED_3_0 = Path(__file__).resolve().parent / "assets" / "captures" / "reduce_overhead_small_model_3_0.json.gz"
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_saved_without_what_loading_rebuilds_and_loaded_back_whole(path, tmp_path):
     saved = json.loads(path.read_text())
     for c in saved["compiles"]:
+        assert "kernels" not in c and "kernel_extras" not in c and c["kernels_from_inductor"] is True
         if c["inductor"].get("available"):
-            assert "kernels" not in c and c["kernels_from_inductor"] is True
             for run in c["inductor"]["runs"]:
                 code = run["code"]
                 if any(k["language"] != "extern" for k in code.get("kernels", [])):
@@ -155,11 +158,51 @@ def test_the_largest_shipped_capture_shrank_by_what_it_kept_twice():
 
 
 def test_bad_kernel_extras_are_one_line_errors_naming_their_path():
-    data = json.loads((GPU_CAPTURES / "gpt2_2layer.json").read_text())
-    data["compiles"][0]["kernel_extras"][3]["gpu_time_us_per_call"] = "fast"
+    data = json.loads(gzip.decompress(SAVED_3_0.read_bytes()))
+    data["compiles"][0]["kernel_extras"][0]["gpu_time_us_per_call"] = "fast"
     with pytest.raises(compiler.CaptureFormatError,
-                       match=r"^compiles\[0\]\.kernel_extras\[3\]\.gpu_time_us_per_call: expected a number, got 'fast'$"):
+                       match=r"^compiles\[0\]\.kernel_extras\[0\]\.gpu_time_us_per_call: expected a number, got 'fast'$"):
         Capture.from_data(data)
+
+
+def test_a_compiles_kernels_are_its_runs_kernels_and_each_measurement_is_saved_once():
+    """Issue 21: a kernel is one object — its Inductor run's — holding what the GPU measured of it; the Kernels
+    stage's rows are those objects (3.0: copies, the measurements only on the copies), and the saved compile holds
+    each measurement once, on the run's kernel (3.0: the kernel's bytes on the run's, again with its times in
+    ``kernel_extras``)."""
+    cap = compiler.load(GPU_CAPTURES / "gpt2_2layer.json")
+    for c, saved in zip(cap.compiles, cap.to_data()["compiles"]):
+        runs = [r for r in c.inductor.runs if r.code.available]
+        assert [id(k) for k in c.kernels.kernels] == [id(k) for r in runs for k in r.code.kernels]
+        measured = [(i, j, k) for i, r in enumerate(c.inductor.runs) for j, k in enumerate(r.code.kernels)
+                    if k.gpu_time_us_per_call is not None]
+        assert measured and all(k.role == c.inductor.runs[i].role for i, _, k in measured)
+        for i, j, k in measured:
+            row = saved["inductor"]["runs"][i]["code"]["kernels"][j]
+            assert row["gpu_time_us_per_call"] == k.gpu_time_us_per_call and row["cost"] == k.cost.to_data()
+            assert "role" not in row  # its run's
+        text = json.dumps(saved)
+        with_bytes = [k for _, _, k in measured if k.gpu and k.gpu.bytes_args_per_call is not None]
+        assert with_bytes and text.count('"bytes_args_per_call"') == len(with_bytes)
+        assert text.count('"time_us_per_launch"') == len([k for _, _, k in measured if k.gpu and k.gpu.time_us_per_launch])
+
+
+def test_older_files_load_with_each_measurement_on_its_runs_kernel():
+    """A 3.0 file (the measurements in ``kernel_extras``) and a 2.x one (the Kernels stage saved whole, its rows
+    copies of the runs' kernels) load as the 4.0 file saved from them: the measurements on the runs' kernels."""
+    saved = json.loads(gzip.decompress(SAVED_3_0.read_bytes()))
+    assert saved["version"] == [3, 0] and saved["compiles"][0]["kernel_extras"]
+    now = compiler.load(GPU_CAPTURES / "reduce_overhead_small_model.json")
+    whole = json.loads(json.dumps(saved))  # the Kernels stage saved whole, as 2.x did, its rows in another order
+    for c, typed in zip(whole["compiles"], now.compiles):
+        del c["kernels_from_inductor"], c["kernel_extras"]
+        c["kernels"] = dict(plain_data(typed.kernels), kernels=plain_data(typed.kernels.kernels)[::-1])
+    for data in (saved, whole):
+        old = Capture.from_data(data)
+        assert [plain_data(c) for c in old.compiles] == [plain_data(c) for c in now.compiles]
+        kernels = old.compiles[0].kernels.kernels  # a Triton kernel (times, bytes, cost) and two extern calls (cost)
+        assert len(kernels) == 3 and kernels[0].gpu_time_us_per_call and all(k.cost is not None for k in kernels)
+        assert all(k is o for k, o in zip(old.compiles[0].kernels.kernels, old.compiles[0].inductor.runs[0].code.kernels))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

@@ -18,6 +18,7 @@ import torch
 import compiler
 from compiler.capturing import ncu
 from compiler.stages.data import plain_data
+from compiler.stages.schema import kernel_rows
 
 REPO = Path(__file__).resolve().parent.parent
 CSV = REPO / "tests" / "assets" / "ncu" / "gpt2_2layer.csv"
@@ -68,7 +69,7 @@ def test_recorded_ncu_bytes_attach_beside_the_estimates_and_agree_on_reads():
     5 % of ncu's for every kernel reading over 1 MB (the embedding gather counts its rows, not the table)."""
     data = plain_data(compiler.load(GPT2))
     for c in data["compiles"]:
-        for k in c["kernels"]["kernels"]:
+        for k in kernel_rows(c):
             for key in ("measured_dram_bytes_read", "measured_dram_bytes_written"):
                 (k.get("gpu") or {}).pop(key, None)
             (k.get("cost") or {}).pop("measured_dram_bytes", None)
@@ -78,7 +79,7 @@ def test_recorded_ncu_bytes_attach_beside_the_estimates_and_agree_on_reads():
     for r in rows:
         if r["ncu_read"] > 1e6:
             assert r["read_ratio"] == pytest.approx(1, abs=0.05), r["kernel"]
-    gelu = next(k for c in data["compiles"] for k in c["kernels"]["kernels"] if k["name"].endswith("tanh_view_4"))
+    gelu = next(k for c in data["compiles"] for k in kernel_rows(c) if k["name"].endswith("tanh_view_4"))
     assert gelu["gpu"]["measured_dram_bytes_read"] == 25_185_536  # per launch (50,371,072 over its two launches)
     assert gelu["cost"]["measured_dram_bytes"] == 50_371_072 + 3_479_552  # per call: both launches
     # the bytes the SMs stored into L2 are the bytes the estimate writes (H100: the sectors of every source

@@ -9,7 +9,7 @@ import compiler
 from compiler.capturing.ncu import attach, read_csv
 from compiler.stages.kernel_costs import add_roofline, extern_costs, roofline, triton_costs
 from compiler.stages.data import plain_data
-from compiler.stages.schema import CaptureData
+from compiler.stages.schema import CaptureData, kernel_rows
 
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 
@@ -324,7 +324,7 @@ def test_old_captures_load_without_costs_and_recompute_adds_them():
     from compiler.stages.kernels import recompute
 
     data = plain_data(load("pointwise_chain"))
-    for k in data["compiles"][0]["kernels"]["kernels"]:
+    for k in kernel_rows(data["compiles"][0]):
         k.pop("cost", None)
         for key in ("accesses", "flops", "flops_method", "bytes_args_per_call", "served_from", "working_set_bytes"):
             k["gpu"].pop(key, None)
@@ -347,7 +347,7 @@ def test_ncu_csv_is_read_and_attached():
     data = plain_data(load("pointwise_chain"))
     add_roofline(data)
     assert attach(data, measured, launches_per_call=2) == 1
-    cost = data["compiles"][0]["kernels"]["kernels"][0]["cost"]
+    cost = kernel_rows(data["compiles"][0])[0]["cost"]
     assert cost["measured_dram_bytes"] == pytest.approx(16.78e6 + 512e3)
 
 

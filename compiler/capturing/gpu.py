@@ -442,7 +442,6 @@ def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak
     GPU's ``peak``, or the L2 reading, is ``kernel_costs.add_roofline``'s)."""
     if kernel.get("language") != "Triton":
         return
-    # a copy: the Inductor run's own kernel entry keeps only the static bytes (the IR is saved once)
     gpu = kernel["gpu"] = {**(kernel.get("gpu") or {}), "notes": list((kernel.get("gpu") or {}).get("notes") or [])}
     source = kernel.get("source") or ""
     same_name = [d for d in details if d.get("name") == kernel["name"]]

@@ -84,9 +84,11 @@ def attach(data: dict, measured: dict[str, dict], launches_per_call: float = 1.0
     launch: ``gpu.measured_dram_bytes_read`` / ``_written``) in a
     capture dict; ``measured`` is ``read_csv``'s result for ``launches_per_call`` calls of the function.
     → how many kernels got a measurement."""
+    from compiler.stages.schema import kernel_rows
+
     found = 0
     for c in data.get("compiles", []):
-        for k in (c.get("kernels") or {}).get("kernels") or []:
+        for k in kernel_rows(c):
             row = measured.get(k["name"])
             if row is None or k.get("language") != "Triton" or not k.get("cost"):
                 continue
@@ -221,11 +223,11 @@ def profile_script(script: str, script_args: list[str], output: str, ncu: str | 
                                   + (f" (ncu: {' | '.join(said[-3:])})" if said else ""))
         from compiler.stages.capture import Capture
         from compiler.stages.data import plain_data
+        from compiler.stages.schema import kernel_rows
 
         data = plain_data(Capture.load(recorded))
     matched = attach(data, measured)
-    triton = [k for c in data["compiles"] for k in (c.get("kernels") or {}).get("kernels") or []
-              if k.get("language") == "Triton"]
+    triton = [k for c in data["compiles"] for k in kernel_rows(c) if k.get("language") == "Triton"]
     summary = {"tool": "Nsight Compute (ncu)", "metrics": list(metrics), "kernels_measured": len(measured),
                "launches_measured": sum(r["launches"] for r in measured.values()), "triton_kernels": len(triton),
                "triton_matched": matched, "script": script}
@@ -270,7 +272,9 @@ def agreement(data: dict, top: int = 10) -> list[dict]:
     """The ``top`` Triton kernels by GPU time: estimated bytes read and written per launch beside ncu's, the
     estimate's reads ÷ ncu's DRAM reads, and its reads + writes ÷ ncu's DRAM reads + bytes written into L2
     (``None`` where ncu measured nothing for the kernel)."""
-    kernels = [k for c in data.get("compiles", []) for k in (c.get("kernels") or {}).get("kernels") or []
+    from compiler.stages.schema import kernel_rows
+
+    kernels = [k for c in data.get("compiles", []) for k in kernel_rows(c)
                if k.get("language") == "Triton" and k.get("gpu")]
     kernels.sort(key=lambda k: -(k.get("gpu_time_us_per_call") or 0))
     rows = []

@@ -3,9 +3,10 @@ a record of a kind nobody knows is kept (trimmed) and counted, never fatal.
 
 Each builder of ``STAGE_BUILDERS`` returns its declared stage type (``compiler.stages.schema``), every field
 read from torch's records checked as it is built (``compiler.stages.data.as_declared``): source, bytecode, graph, guards, recompile, AOT,
-timings, caches, the Inductor runs (their graphs, scheduler IR and generated code), the kernels (with what the
-GPU measured of them and their costs), provenance (with each kernel's measured time spread over its lines) and
-shapes; later builders read the typed stages before them (``CompileInput.built``). What is read across compiles
+timings, caches, the Inductor runs (their graphs, scheduler IR and generated code, each kernel with what the
+GPU measured of it and its costs), provenance (with each kernel's measured time spread over its lines) and
+shapes (the compile's Kernels stage is a view of the runs' kernels, made with the ``Compile``); later builders
+read the typed stages before them (``CompileInput.built``). What is read across compiles
 — a compile's name from its frame (``_frame_names``), a resume function's source (``_resumed_sources``), each
 compile's amortization (``compiler.stages.provenance.amortizations``) — is read from the built stages before
 each ``Compile`` is made, once (``_compile``). The capture-wide stages (breaks, skipped frames, recompile
@@ -320,8 +321,13 @@ class CompileInput:
     def last_payload(self, kind: str) -> str | None:
         return _last_payload(self.records, kind)
 
+    @property
+    def kernels(self) -> Kernels:
+        """The Inductor runs' kernels, as the Compile's view of them (``kernels_of``)."""
+        return kernels_of(self.built["inductor"])
+
     def __getattr__(self, name):
-        """A stage built so far reads as the Compile's attribute does (``c.kernels``): what reads every
+        """A stage built so far reads as the Compile's attribute does (``c.inductor``): what reads every
         compile before the Compiles are made (``compiler.stages.provenance.amortizations``) reads either."""
         built = self.__dict__.get("built") or {}
         if name in built:
@@ -345,30 +351,40 @@ class StageBuilder:
     needs_frame: bool = False
 
 
-def _kernels(c: CompileInput) -> Kernels:
-    """The compile's kernels (``kernels_of`` its Inductor runs), with what the GPU profile measured of each
-    and their costs (``compiler.stages.kernel_costs``) where the GPU was profiled."""
-    kernels = kernels_of(c.built["inductor"])
+def _inductor(c: CompileInput) -> Inductor:
+    """The Inductor runs (``inductor_stage``), each generated kernel with what the GPU profile measured of it and
+    its costs (``compiler.stages.kernel_costs``) where the GPU was profiled: built in, before the stage is kept."""
+    return _measured(c, inductor_stage(c.records, c.backend, c.cache_note, c.built["graph"], c.tracking,
+                                       c.absent.get("ir")))
+
+
+def _measured(c: CompileInput, inductor: Inductor) -> Inductor:
+    """The runs again, their kernels made of their rows once the GPU profile is matched to them and costed."""
     profile = c.measurements.get("gpu_profile")
-    if not profile or not kernels.available:
-        return kernels
+    if not profile or not kernels_of(inductor).available:
+        return inductor
     from compiler.capturing.gpu import compile_profile, graphs_of_compile, match_profile
     from compiler.stages.kernel_costs import device_peaks, kernel_costs
 
     profile = compile_profile(profile, graphs_of_compile(c.compile_id, caches_mod.graph_keys(c.built["caches"])))
-    rows = [k.to_data() for k in kernels.kernels]  # the GPU code reads and fills kernel rows as data
-    match_profile(rows, profile, profile.get("triton_kernels"))
+    rows = [[k.to_data() for k in r.code.kernels] for r in inductor.runs]  # the GPU code reads and fills rows as data
+    every = [row for run_rows in rows for row in run_rows]
+    match_profile(every, profile, profile.get("triton_kernels"))
     if profile.get("available"):
-        modules = {r.role: r.code.module for r in c.built["inductor"].runs if r.code.available}
-        kernel_costs(rows, modules, profile, device_peaks(c.device_name))
-    return dataclasses.replace(kernels, kernels=[Kernel.from_data(row, "kernels") for row in rows])
+        modules = {r.role: r.code.module for r in inductor.runs if r.code.available}
+        kernel_costs(every, modules, profile, device_peaks(c.device_name))
+    return dataclasses.replace(inductor, runs=[
+        dataclasses.replace(r, code=dataclasses.replace(r.code, kernels=[Kernel.from_data(row, "kernels") for row in
+                                                                         run_rows]))
+        for r, run_rows in zip(inductor.runs, rows)])
 
 
 def _provenance(c: CompileInput) -> Deferred:
     """The compile's provenance map, built on the first read of it (``Compile.provenance``): it parses every
     graph of the compile, which a loaded trace of thousands of compiles otherwise never does. The build holds
     the stages it reads, not the compile's records; a failure is the stage's reason (``_guarded``)."""
-    graph, aot, inductor, source, kernels = (c.built[k] for k in ("graph", "aot", "inductor", "source", "kernels"))
+    graph, aot, inductor, source = (c.built[k] for k in ("graph", "aot", "inductor", "source"))
+    kernels = c.kernels
     origin, tracking, no_ir = c.origin, c.tracking, c.absent.get("ir_note")
     kernel_times = c.measurements.get("kernel_times")
 
@@ -423,9 +439,7 @@ STAGE_BUILDERS = (
     StageBuilder("timings", ("chromium_event", "compilation_metrics", *CACHE_ARTIFACTS), _timings, type=Timings),
     StageBuilder("caches", caches_mod.RECORD_KINDS, lambda c: caches_mod.caches_stage(
         c.records, c.events, c.instants, c.options, c.backend, report=c.report, autotune=c.autotune), type=Caches),
-    StageBuilder("inductor", INDUCTOR_ARTIFACTS, lambda c: inductor_stage(
-        c.records, c.backend, c.cache_note, c.built["graph"], c.tracking, c.absent.get("ir")), type=Inductor),
-    StageBuilder("kernels", (), _kernels, type=Kernels),
+    StageBuilder("inductor", INDUCTOR_ARTIFACTS, _inductor, type=Inductor),
     StageBuilder("provenance", tuple(f"artifact:{name}" for name in TRACKING_ARTIFACTS), _provenance,
                  type=Provenance),
     StageBuilder("shapes", SHAPE_RECORDS, lambda c: _shapes(c), type=Shapes),

@@ -380,7 +380,7 @@ class Data:
 
 def plain_data(value):
     """``value`` as data with nothing left out: what ``to_data`` gives before a stage drops what loading
-    rebuilds (a graph's parsed nodes, a compile's kernels) — for code that reads stages as dicts."""
+    rebuilds (a graph's parsed nodes, generated kernels' source) — for code that reads stages as dicts."""
     if isinstance(value, Data):
         return {key: plain_data(getattr(value, name)) for name, key, _, _ in _fields(type(value))}
     if isinstance(value, list):

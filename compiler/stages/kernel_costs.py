@@ -610,13 +610,13 @@ def add_roofline(data: dict) -> None:
         return
     from compiler.capturing.gpu import compile_profile, graphs_of_compile, rematch_times
     from compiler.stages.caches import graph_keys
-    from compiler.stages.schema import Caches
+    from compiler.stages.schema import Caches, kernel_rows
 
     peaks = device_peaks((data.get("environment") or {}).get("device_name"))
     for c in data.get("compiles", []):
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
-        rows = (c.get("kernels") or {}).get("kernels") or []
+        rows = kernel_rows(c)
         keys = graph_keys(Caches.from_data(c.get("caches") or {}, "caches"))
         own = compile_profile(profile, graphs_of_compile(c["compile_id"], keys))
         if own is not profile:  # a profile split by compiled graph: each compile's own launches
@@ -626,8 +626,8 @@ def add_roofline(data: dict) -> None:
 
 def kernel_costs(kernels: list[dict], modules: dict, profile: dict, peaks: dict | None) -> None:
     """One compile's kernel rows (as data, the GPU profile matched to them; ``modules``: its generated
-    module by role): each kernel's cost, extern GPU times and the roofline. Built into a capture's Kernels
-    stage (``compiler.stages.assemble``); ``add_roofline`` redoes it on a saved capture's data. A failure
+    module by role): each kernel's cost, extern GPU times and the roofline. Built into the Inductor runs'
+    kernels (``compiler.stages.assemble``); ``add_roofline`` redoes it on a saved capture's data. A failure
     costs only the compile's costs, and says so on its kernels."""
     try:
         _compile_roofline(modules, kernels, profile, peaks)

@@ -272,14 +272,12 @@ def recompute(data: dict) -> None:
     from compiler.stages.data import plain_data
     from compiler.stages.kernel_costs import add_roofline
     from compiler.stages.provenance import amortizations, apply_times, provenance_stage
-    from compiler.stages.schema import CaptureData
+    from compiler.stages.schema import CaptureData, kernel_rows
 
     for c in data.get("compiles", []):
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
                    if (r.get("code") or {}).get("available")}
-        rows = list((c.get("kernels") or {}).get("kernels") or [])
-        rows += [k for r in (c.get("inductor") or {}).get("runs", []) for k in (r.get("code") or {}).get("kernels") or []]
-        for k in rows:
+        for k in kernel_rows(c):
             module = modules.get(k.get("role")) or (next(iter(modules.values())) if len(modules) == 1 else None)
             if k.get("language") != "Triton" or module is None:
                 continue

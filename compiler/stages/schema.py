@@ -27,7 +27,6 @@ Each stage is an object the way ``jax.stages`` reads: declared attributes, ``ava
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 from dataclasses import dataclass, field
@@ -45,8 +44,8 @@ FORMAT = "tcompile-capture"
 VERSION = [4, 0]  # major, minor: a reader accepts any minor of its major
 # A new major saves what the readers of the one before would read wrong without a word — 3.0: provenance nodes'
 # files by index, the IR after fusion as a difference, rows without their default fields; 4.0: Inductor's graphs
-# as differences (``GraphDiff``), a provenance map built again from the stages left out. Older files still load:
-# each is read as it was
+# as differences (``GraphDiff``), a provenance map built again from the stages left out, what the GPU measured of a
+# kernel on its Inductor run's kernel (3.0: in ``kernel_extras``). Older files still load: each is read as it was
 OLDER_MAJORS = (2, 3)
 
 
@@ -54,8 +53,9 @@ OLDER_MAJORS = (2, 3)
 
 
 def kernels_of(inductor: Inductor) -> Kernels:
-    """The Kernels stage of a compile: every Inductor run's generated kernels, each named by its run's role,
-    and the runs' modules as one text (derived from the runs, never saved twice: ``Compile.to_data``)."""
+    """The Kernels stage of a compile: a view of its Inductor runs' generated kernels — the runs' own ``Kernel``
+    objects, each named by its run's role and holding what the GPU measured of it — and the runs' modules as one
+    text (never saved: ``Compile.to_data``)."""
     if not inductor.available:
         return Kernels(available=False, reason=inductor.reason)
     runs = [r for r in inductor.runs if r.code.available]
@@ -63,43 +63,45 @@ def kernels_of(inductor: Inductor) -> Kernels:
         return Kernels(available=False, reason=inductor.cache or "Inductor produced no output code")
     module = "\n\n".join(f"# ===== {r.role or 'module'} =====\n{r.code.module}" if len(runs) > 1 else r.code.module
                          for r in runs)
-    return Kernels(available=True, module=module, kernels=[_with_role(k, r.role) for r in runs for k in r.code.kernels],
+    return Kernels(available=True, module=module, kernels=[k for r in runs for k in r.code.kernels],
                    languages=sorted({lang for r in runs for lang in r.code.languages}))
 
 
-def _with_role(kernel: Kernel, role: str | None) -> Kernel:
-    """A run's kernel as a row of the compile's Kernels stage: a copy (the GPU's measurements go on the row,
-    never on the run's own kernel), named by its run's role."""
-    row = copy.copy(kernel)
-    row.role = role
-    return row
+def kernel_rows(compile: dict) -> list[dict]:
+    """A compile's kernels in its data (``compiler.stages.data.plain_data``: roles kept): its Inductor runs' kernels,
+    as ``kernels_of`` gives them — where code that reads and writes kernels as data finds them."""
+    return [k for r in (compile.get("inductor") or {}).get("runs") or [] if (r.get("code") or {}).get("available")
+            for k in r["code"].get("kernels") or []]
 
 
-def _kernels_of(inductor, extras: list[dict] | None = None) -> Kernels:
-    """The Kernels stage made of these Inductor runs, each kernel's ``extras`` (what was measured of it on
-    the GPU: times, depth, costs) put back on it."""
-    if not extras:
-        return kernels_of(inductor)
-    data = kernels_of(inductor).to_data()
-    for kernel, extra in zip(data["kernels"], extras):
-        kernel.update(extra)
-    try:
-        return _converter(Kernels)(data)
-    except _Mismatch as exc:  # only the extras can be wrong (the runs were checked): name them in the path
-        if exc.where and exc.where[-1] == ".kernels":
-            exc.where[-1] = ".kernel_extras"
-        raise
+def _put_back(inductor: Inductor, extras: list[dict], saved: Kernels | None) -> None:
+    """A compile saved before 3.1 kept what the GPU measured of each kernel beside its run's kernel: as
+    ``kernel_extras`` (3.0: per kernel of ``kernels_of``, the keys whose values differ) or in a Kernels stage
+    saved whole (each row a copy of a run's kernel). Each is put on the run's own kernel as the compile is read."""
+    places = [(r.code.kernels, i) for r in inductor.runs if r.code.available for i in range(len(r.code.kernels))]
+    if saved is not None and saved.available:
+        extras = _differences(saved.kernels, [kernels[i] for kernels, i in places])
+    for index, ((kernels, i), extra) in enumerate(zip(places, extras)):
+        if extra:
+            try:
+                kernels[i] = _converter(Kernel)({**kernels[i].to_data(), **extra})
+            except _Mismatch as exc:  # only the extras can be wrong (the runs were checked): name them in the path
+                exc.where.append(f".kernel_extras[{index}]")
+                raise
 
 
-def _kernel_extras(derived: dict, saved: dict) -> list[dict] | None:
-    """What each saved kernel adds to the kernel the Inductor runs give again (the GPU's times, depth and
-    costs: per kernel, the keys whose values differ), or None when the stage differs in anything else."""
-    if {k: v for k, v in derived.items() if k != "kernels"} != {k: v for k, v in saved.items() if k != "kernels"}:
-        return None
-    ours, theirs = derived.get("kernels") or [], saved.get("kernels") or []
-    if len(ours) != len(theirs) or any(set(a) != set(b) or a.get("name") != b.get("name") for a, b in zip(ours, theirs)):
-        return None
-    return [{key: value for key, value in b.items() if a[key] != value} for a, b in zip(ours, theirs)]
+def _differences(rows: list[Kernel], kernels: list[Kernel]) -> list[dict]:
+    """Per kernel, the keys whose values its saved row holds otherwise (a row matched to a kernel by role and name,
+    in order)."""
+    out: list[dict] = [{} for _ in kernels]
+    free = list(range(len(kernels)))
+    for row in rows:
+        j = next((j for j in free if (kernels[j].role, kernels[j].name) == (row.role, row.name)), None)
+        if j is not None:
+            free.remove(j)
+            own = kernels[j].to_data()
+            out[j] = {key: value for key, value in row.to_data().items() if own.get(key) != value}
+    return out
 
 
 def key_of(role: str | None, name: str) -> str:
@@ -686,6 +688,17 @@ class InductorRun(Data):
     ir: InductorIR = field(default_factory=InductorIR)
     code: GeneratedCode = field(default_factory=GeneratedCode)
 
+    def __post_init__(self):
+        for kernel in self.code.kernels:  # a run's kernels are named by its role (provenance keys, the Kernels rows)
+            kernel.role = self.role
+
+    def to_data(self) -> dict:
+        """Saved without each kernel's role: it is the run's."""
+        out = super().to_data()
+        for kernel in out["code"]["kernels"]:
+            kernel.pop("role")
+        return out
+
     @property
     def ir_before(self) -> IrText:
         """Inductor's IR before fusion."""
@@ -1252,15 +1265,19 @@ class Compile(Data):
     recompile: Recompile = field(default_factory=Recompile)
     aot: AotGraphs = field(default_factory=AotGraphs)
     inductor: Inductor = field(default_factory=Inductor)
-    kernels: Kernels = field(default_factory=Kernels)
+    # a view of the Inductor runs' kernels (``kernels_of``), made with the compile; never saved
+    kernels: Kernels = field(default_factory=Kernels, init=False, metadata={"live": True})
     timings: Timings = field(default_factory=Timings)
     caches: Caches = field(default_factory=Caches)
     shapes: Shapes = field(default_factory=Shapes)
     provenance: Provenance = field(default_factory=Provenance)
     amortization: Amortization = field(default_factory=Amortization)
     autotune: list[Autotune] = field(default_factory=list)
-    kernels_from_inductor: bool = False  # saved without ``kernels``: they are the Inductor runs' code again
-    kernel_extras: list[dict[str, Any]] = field(default_factory=list)  # … with what each kernel adds (GPU)
+    # saved as a flag (the Kernels stage is the Inductor runs' kernels: a 3.0 reader makes it of them again); read
+    # from older files: what 3.0 saved each kernel's GPU measurement as, and the Kernels stage 2.x saved whole
+    kernels_from_inductor: bool = False
+    kernel_extras: list[dict[str, Any]] = field(default_factory=list)
+    saved_kernels: Kernels | None = field(default=None, metadata={"key": "kernels"})
     graph_diffs: list[GraphDiff] = field(default_factory=list)  # saved only: Inductor's graphs as differences
     provenance_from_stages: bool = False  # saved without ``provenance``: built from the stages on first read
 
@@ -1269,9 +1286,10 @@ class Compile(Data):
             exc = _Mismatch(" or ".join(map(repr, ORIGINS)), self.origin)
             exc.where.append(".origin")
             raise exc
-        if self.kernels_from_inductor:
-            self.kernels = _kernels_of(self.inductor, self.kernel_extras)
-            self.kernels_from_inductor, self.kernel_extras = False, []
+        if self.kernel_extras or self.saved_kernels is not None:  # a file from before 3.1
+            _put_back(self.inductor, self.kernel_extras, self.saved_kernels)
+        self.kernels_from_inductor, self.kernel_extras, self.saved_kernels = False, [], None
+        self.kernels = kernels_of(self.inductor)
         for diff in self.graph_diffs:
             diff.restore(self)
         self.graph_diffs = []
@@ -1281,11 +1299,11 @@ class Compile(Data):
             self.provenance_from_stages = False
 
     def to_data(self) -> dict:
-        """The saved compile: the Kernels stage is the Inductor runs' code again (module, sources, comments,
-        IR links), so it is saved as a flag plus, per kernel, what the GPU measurement added."""
+        """The saved compile: its Kernels stage is the Inductor runs' kernels, saved there once."""
         out = super().to_data()
-        out.pop("kernels_from_inductor")
-        out.pop("kernel_extras")
+        for key in ("kernels_from_inductor", "kernel_extras", "kernels"):
+            del out[key]
+        out["kernels_from_inductor"] = True
         out.pop("graph_diffs")
         out.pop("provenance_from_stages")
         diffs = GraphDiff.of(self, out)
@@ -1294,13 +1312,6 @@ class Compile(Data):
         if self._provenance_is_rebuilt(out.get("provenance")):
             del out["provenance"]
             out["provenance_from_stages"] = True
-        if self.kernels.available:
-            extras = _kernel_extras(kernels_of(self.inductor).to_data(), out["kernels"])
-            if extras is not None:
-                del out["kernels"]
-                out["kernels_from_inductor"] = True
-                if any(extras):
-                    out["kernel_extras"] = extras
         return out
 
     def _provenance_is_rebuilt(self, saved: dict | None) -> bool:
