@@ -277,7 +277,7 @@ def test_save_load_round_trip_and_bad_files(tmp_path):
     assert not loaded.is_live
     text = path.read_text()
     assert json.loads(text)["format"] == "tcompile-capture"  # plain JSON data
-    bad_version = text.replace('"version":[3,', '"version":[9,', 1)
+    bad_version = text.replace('"version":[4,', '"version":[9,', 1)
     assert bad_version != text
     (tmp_path / "v9.json").write_text(bad_version)
     with pytest.raises(compiler.CaptureFormatError, match="version 9"):
@@ -326,7 +326,7 @@ def test_unknown_keys_from_a_newer_minor_version_are_kept():
     with compiler.capture() as cap:
         torch.compile(with_print, backend="eager")(torch.ones(3))
     data = cap.to_data()
-    data["version"] = [3, 7]
+    data["version"] = [4, 7]
     data["new_capture_field"] = {"a": 1}
     data["compiles"][0]["graph"]["new_stage_field"] = [1, 2]
     loaded = compiler.Capture.from_json(json.dumps(data))

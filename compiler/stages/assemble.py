@@ -366,13 +366,19 @@ def _measured(c: CompileInput, inductor: Inductor) -> Inductor:
     from compiler.capturing.gpu import compile_profile, graphs_of_compile, match_profile
     from compiler.stages.kernel_costs import device_peaks, kernel_costs
 
-    profile = compile_profile(profile, graphs_of_compile(c.compile_id, caches_mod.graph_keys(c.built["caches"])))
     rows = [[k.to_data() for k in r.code.kernels] for r in inductor.runs]  # the GPU code reads and fills rows as data
     every = [row for run_rows in rows for row in run_rows]
-    match_profile(every, profile, profile.get("triton_kernels"))
-    if profile.get("available"):
-        modules = {r.role: r.code.module for r in inductor.runs if r.code.available}
-        kernel_costs(every, modules, profile, device_peaks(c.device_name))
+    try:
+        profile = compile_profile(profile, graphs_of_compile(c.compile_id, caches_mod.graph_keys(c.built["caches"])))
+        match_profile(every, profile, profile.get("triton_kernels"))
+        if profile.get("available"):
+            modules = {r.role: r.code.module for r in inductor.runs if r.code.available}
+            kernel_costs(every, modules, profile, device_peaks(c.device_name))
+    except Exception as exc:  # noqa: BLE001 — a measuring bug costs the measurements, never the Inductor stage
+        note = f"not measured: the GPU profile could not be matched to this compile's kernels ({type(exc).__name__}: {exc})"
+        for kernel in (k for r in inductor.runs for k in r.code.kernels if k.gpu is not None):
+            kernel.gpu.notes.append(note)
+        return inductor
     return dataclasses.replace(inductor, runs=[
         dataclasses.replace(r, code=dataclasses.replace(r.code, kernels=[Kernel.from_data(row, "kernels") for row in
                                                                          run_rows]))

@@ -1237,6 +1237,8 @@ class GraphDiff(Data):
             exc.where.append(".graph_diffs")
             raise exc
         graph = getattr(compile.inductor.runs[self.run], self.graph)
+        if graph.code:  # saved with its code after all (a file edited by hand): the code it holds stands
+            return
         graph.code = apply_line_diff(base.code, self.ops, ".graph_diffs")
         graph.__post_init__()  # its nodes, parsed from the code just rebuilt (on their first read)
 
