@@ -25,7 +25,7 @@ SAVED_3_0 = Path(__file__).resolve().parent / "assets" / "captures" / "reduce_ov
 def test_saved_without_what_loading_rebuilds_and_loaded_back_whole(path, tmp_path):
     saved = json.loads(path.read_text())
     for c in saved["compiles"]:
-        assert "kernels" not in c and "kernel_extras" not in c and c["kernels_from_inductor"] is True
+        assert "kernels" not in c and "kernel_extras" not in c and "kernels_from_inductor" not in c
         if c["inductor"].get("available"):
             for run in c["inductor"]["runs"]:
                 code = run["code"]

@@ -75,7 +75,7 @@ def kernel_rows(compile: dict) -> list[dict]:
 
 
 def _put_back(inductor: Inductor, extras: list[dict], saved: Kernels | None) -> None:
-    """A compile saved before 3.1 kept what the GPU measured of each kernel beside its run's kernel: as
+    """A compile saved before 4.0 kept what the GPU measured of each kernel beside its run's kernel: as
     ``kernel_extras`` (3.0: per kernel of ``kernels_of``, the keys whose values differ) or in a Kernels stage
     saved whole (each row a copy of a run's kernel). Each is put on the run's own kernel as the compile is read."""
     places = [(r.code.kernels, i) for r in inductor.runs if r.code.available for i in range(len(r.code.kernels))]
@@ -1208,15 +1208,19 @@ class GraphDiff(Data):
 
     @staticmethod
     def of(compile: "Compile", out: dict) -> list["GraphDiff"]:
-        """The diffs for ``compile`` being saved as ``out``; each graph's code in ``out`` is emptied."""
-        bases = [("graph", compile.graph)] + [(f"aot:{role}", g) for role, g in compile.aot.graphs.items()]
-        bases = [(name, g.code) for name, g in bases if g.available and g.code]
+        """The diffs for ``compile`` being saved as ``out``; each graph's code in ``out`` is emptied. A pre-grad
+        graph is diffed from the Dynamo graph, a post-grad graph from whichever AOT graph gives the smallest diff."""
+        graphs = {"pre_grad": [("graph", compile.graph)],
+                  "post_grad": [(f"aot:{role}", g) for role, g in compile.aot.graphs.items()]}
+        bases = {which: [(name, g.code) for name, g in named if g.available and g.code] for which, named in graphs.items()}
         diffs = []
         for i, run in enumerate(compile.inductor.runs):
             for which in ("pre_grad", "post_grad"):
                 code = getattr(run, which).code
                 saved = out["inductor"]["runs"][i][which]
-                options = [(name, line_diff(base, code)) for name, base in bases if code and saved.get("code") == code]
+                if not code or saved.get("code") != code:
+                    continue
+                options = [(name, line_diff(base, code)) for name, base in bases[which]]
                 options = [(name, ops) for name, ops in options if ops is not None]
                 if options:
                     name, ops = min(options, key=lambda o: _diff_size(o[1]))
@@ -1275,8 +1279,8 @@ class Compile(Data):
     provenance: Provenance = field(default_factory=Provenance)
     amortization: Amortization = field(default_factory=Amortization)
     autotune: list[Autotune] = field(default_factory=list)
-    # saved as a flag (the Kernels stage is the Inductor runs' kernels: a 3.0 reader makes it of them again); read
-    # from older files: what 3.0 saved each kernel's GPU measurement as, and the Kernels stage 2.x saved whole
+    # read from older files only: 3.0's flag (the Kernels stage left out), what it saved each kernel's GPU
+    # measurement as, and the Kernels stage 2.x saved whole
     kernels_from_inductor: bool = False
     kernel_extras: list[dict[str, Any]] = field(default_factory=list)
     saved_kernels: Kernels | None = field(default=None, metadata={"key": "kernels"})
@@ -1288,7 +1292,7 @@ class Compile(Data):
             exc = _Mismatch(" or ".join(map(repr, ORIGINS)), self.origin)
             exc.where.append(".origin")
             raise exc
-        if self.kernel_extras or self.saved_kernels is not None:  # a file from before 3.1
+        if self.kernel_extras or self.saved_kernels is not None:  # a file from before 4.0
             _put_back(self.inductor, self.kernel_extras, self.saved_kernels)
         self.kernels_from_inductor, self.kernel_extras, self.saved_kernels = False, [], None
         self.kernels = kernels_of(self.inductor)
@@ -1303,11 +1307,8 @@ class Compile(Data):
     def to_data(self) -> dict:
         """The saved compile: its Kernels stage is the Inductor runs' kernels, saved there once."""
         out = super().to_data()
-        for key in ("kernels_from_inductor", "kernel_extras", "kernels"):
+        for key in ("kernels_from_inductor", "kernel_extras", "kernels", "graph_diffs", "provenance_from_stages"):
             del out[key]
-        out["kernels_from_inductor"] = True
-        out.pop("graph_diffs")
-        out.pop("provenance_from_stages")
         diffs = GraphDiff.of(self, out)
         if diffs:
             out["graph_diffs"] = [d.to_data() for d in diffs]
