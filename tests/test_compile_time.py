@@ -67,22 +67,29 @@ def test_a_pass_of_the_garbage_collector_is_its_own_row_not_the_line_being_trace
     import gc
     import time
 
-    from torch._guards import CompileContext
+    from torch._dynamo.callback import callback_handler
 
-    slowed = []
+    slowed, compiling = [], []
 
-    def slow_pass(phase, info):  # the first pass inside the compile takes 0.3 s more
-        if phase == "start" and not slowed and CompileContext.current_compile_id() is not None:
+    def slow_pass(phase, info):  # the first young pass once Dynamo says the compile started takes 0.3 s more
+        # (Dynamo's start callback, which starts the sampling: a pass between the compile id and it is nobody's,
+        # and a pass of the oldest generation in a big process is seconds of the heap's own)
+        if phase == "start" and not slowed and compiling and info["generation"] == 0:
             slowed.append(info["generation"])
             time.sleep(0.3)
 
+    def started(args):
+        compiling.append(args)
+
     before = torch_state.snapshot()
     with compiler.capture(sample_compile=True) as cap:
+        callback_handler.register_start_callback(started)  # after the capture's own, as the gc callback below
         gc.callbacks.append(slow_pass)  # after the capture's own: its pass starts before this one sleeps
         try:
             torch.compile(costly, backend="eager")(torch.randn(4))
         finally:
             gc.callbacks.remove(slow_pass)
+            callback_handler.start_callbacks.remove(started)
     torch_state.assert_restored(before)  # the capture's gc callback removed
     assert slowed
     table = cap.compile_time_table()
