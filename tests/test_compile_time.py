@@ -28,9 +28,16 @@ def _line_of(fn, text: str) -> int:
 
 
 def test_the_costly_line_carries_most_of_the_dynamo_tracing_time():
+    import gc
+
     before = torch_state.snapshot()
-    with compiler.capture(sample_compile=True) as cap:
-        torch.compile(costly, backend="eager")(torch.randn(4))
+    gc.collect()
+    gc.freeze()  # the suite's heap out of the collector's passes: the lines' shares, not a big process's passes
+    try:
+        with compiler.capture(sample_compile=True) as cap:
+            torch.compile(costly, backend="eager")(torch.randn(4))
+    finally:
+        gc.unfreeze()
     torch_state.assert_restored(before)  # callbacks removed, and no sampler thread left
     assert not [t for t in threading.enumerate() if t.name.startswith("tcompile")]
 
@@ -82,14 +89,19 @@ def test_a_pass_of_the_garbage_collector_is_its_own_row_not_the_line_being_trace
         compiling.append(args)
 
     before = torch_state.snapshot()
-    with compiler.capture(sample_compile=True) as cap:
-        callback_handler.register_start_callback(started)  # after the capture's own, as the gc callback below
-        gc.callbacks.append(slow_pass)  # after the capture's own: its pass starts before this one sleeps
-        try:
-            torch.compile(costly, backend="eager")(torch.randn(4))
-        finally:
-            gc.callbacks.remove(slow_pass)
-            callback_handler.start_callbacks.remove(started)
+    gc.collect()
+    gc.freeze()  # the suite's heap out of the passes: the row is the slowed pass, not a big process's own passes
+    try:
+        with compiler.capture(sample_compile=True) as cap:
+            callback_handler.register_start_callback(started)  # after the capture's own, as the gc callback below
+            gc.callbacks.append(slow_pass)  # after the capture's own: its pass starts before this one sleeps
+            try:
+                torch.compile(costly, backend="eager")(torch.randn(4))
+            finally:
+                gc.callbacks.remove(slow_pass)
+                callback_handler.start_callbacks.remove(started)
+    finally:
+        gc.unfreeze()
     torch_state.assert_restored(before)  # the capture's gc callback removed
     assert slowed
     table = cap.compile_time_table()
