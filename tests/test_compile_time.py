@@ -109,9 +109,13 @@ def test_a_pass_of_the_garbage_collector_is_its_own_row_not_the_line_being_trace
     assert len(collected) == 1 and collected.line.isna().all() and "cycle collector" in collected.code.iloc[0]
     assert 0.3 <= collected.seconds.iloc[0] < 0.3 + 0.2 * table.seconds.sum()
     assert collected.error_s.iloc[0] == 0  # timed at its start and stop, not sampled
-    dynamo = table[table.phase == "Dynamo tracing"]
-    on_loop = dynamo[dynamo.line.isin([_line_of(costly, "x = x + i"), _line_of(costly, "for i in range")])]
-    assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
+    # the pass is taken out of the lines' rows, not added to them: all rows together are the compile's time once.
+    # (Which line gets how much is test_the_costly_line_…'s job: in a compile after the first, Dynamo's fake-tensor ops
+    # release and retake the GIL so often that the sampling thread can wait 0.1–0.3 s for it, and such a gap's time
+    # goes to the line where it ends — error_s says so; this test asserted it for the loop and failed 1 run in 5)
+    compile_s = cap.compiles[0].compile_seconds
+    assert table.seconds.sum() == pytest.approx(compile_s, rel=0.15)  # as test_the_costly_line_…
+    assert table[table.phase != "Garbage collection"].seconds.sum() == pytest.approx(compile_s - 0.3, abs=0.15 * compile_s)
     assert "garbage collector" in cap.compiles[0].timings.by_line_method
 
 
