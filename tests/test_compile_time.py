@@ -119,6 +119,36 @@ def test_a_pass_of_the_garbage_collector_is_its_own_row_not_the_line_being_trace
     assert "garbage collector" in cap.compiles[0].timings.by_line_method
 
 
+def test_the_compiling_thread_samples_itself_where_the_sampling_thread_is_late():
+    """Dynamo's fake-tensor ops release and retake the GIL so often that the sampling thread can wait 0.1–0.3 s for
+    it (such a gap's time went whole to the line where it ended); then the compiling thread samples itself at the
+    collector's passes. Here the sampling thread never wakes within the compile (a 60 s interval): every sample is
+    the compiling thread's own, and they still find the loop."""
+    import gc
+
+    from compiler.capturing.session import Recorder
+
+    before = torch_state.snapshot()
+    recorder = Recorder(sample_compile=True)
+    recorder.sampler.interval_s = 60.0
+    gc.collect()
+    gc.freeze()  # as above: the collector's passes over what this compile allocates, not over the suite's heap
+    try:
+        with recorder:
+            torch.compile(costly, backend="eager")(torch.randn(4))
+    finally:
+        gc.unfreeze()
+    torch_state.assert_restored(before)
+    cap = recorder.build()
+    method = cap.options["compile_sampling"]
+    assert method["own_samples"] == method["samples"] > 10
+    table = cap.compile_time_table()
+    dynamo = table[table.phase == "Dynamo tracing"]
+    on_loop = dynamo[dynamo.line.isin([_line_of(costly, "x = x + i"), _line_of(costly, "for i in range")])]
+    assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
+    assert "taken by the compiling thread itself" in cap.compiles[0].timings.by_line_method
+
+
 class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -34,10 +34,15 @@ to about ± interval × √n — with intervals that vary, ± √(Σ interval²)
 compiling thread releases the GIL and the OS runs it (on a loaded machine gaps of 50–100 ms happen, and
 such a gap's time goes to the line where it ends), and it samples every ``WAITING_INTERVAL_S`` while that
 thread only waits for g++ or the compile workers (``mean_interval_s`` says what the interval was).
-Gaps also come from the GIL itself (CPython ≤ 3.12): Dynamo's fake-tensor ops release and retake it (torch's
-bindings drop it around each op), and every retake moves the GIL's switch number, so the waiting sampler never
-asks for it and gets it only when it wins a microseconds-wide race. Seen on Python 3.11: a 600-step unrolled loop
-traced in 0.35 s got ~70 samples in a process's first compile of it and 8–11 in later ones (gaps of 0.1–0.3 s).
+Gaps also come from the GIL itself: Dynamo's fake-tensor ops release and retake it (torch's bindings drop it
+around each op), and every retake moves the GIL's switch number, so the waiting sampler never asks for it and gets
+it only when it wins a microseconds-wide race. Seen on Python 3.11: a 600-step unrolled loop traced in 0.35 s got
+8–11 samples (gaps of 0.1–0.3 s, each given whole to the line where it ended). So the compiling thread samples
+itself where the sampler is late: at the start of each pass of the collector (``gc.callbacks``, which runs on
+the thread that allocates — Dynamo's tracing allocates all the time), when the last sample is over
+``LATE_AFTER_S`` old, it reads its own stack (``sys._getframe``: no other thread's frames) the same way;
+``method()["own_samples"]`` counts them. With it that loop's later compiles got 24–35 samples, not 8–11, and
+their gaps over 20 ms summed to 0.07–0.2 s of the 0.35 s, not 0.15–0.39 s (the passes come every ~16 ms there).
 """
 from __future__ import annotations
 
@@ -61,6 +66,11 @@ OFF_BY_DEFAULT = (f"compile time by line is off by default on Python {sys.versio
 # most of its time, where 5 ms sampling took 184 ms of CPU from the compile's 2 cores (MLP, fresh process).
 WAITING_INTERVAL_S = 0.05
 WAITING_PHASES = ("C++ compile", "Waiting for kernel compiles")
+# A sample older than this at a pass of the collector on the compiling thread: that thread takes the sample itself
+# (the sampling thread is kept from the GIL; see the module docstring). Three intervals: a sampler that only waits
+# its pause and its turn for the GIL (5 + ≤ 5 ms, one switch interval) is never replaced, so a long C call that holds the GIL still
+# gets its time from the sampler, which takes the GIL as soon as the call ends.
+LATE_AFTER_S = 3 * DEFAULT_INTERVAL_S
 
 # innermost function on the stack (its co_qualname) → the phase, labelled as compiler.stages.timings does
 PHASE_MARKERS = {
@@ -240,6 +250,9 @@ class CompileSampler:
         # compiling thread loses about as much again to handing the GIL over, measured as process CPU)
         self.thread_cpu_s = 0.0
         self._target: tuple | None = None  # (thread id, compile id, which start, when) while compiling
+        self._last = 0.0  # perf_counter of the last sample of the compile being sampled (its start before one)
+        self._taking = threading.Lock()  # one sample at a time: the sampling thread's or the compiling thread's own
+        self.own_samples = 0  # samples the compiling thread took itself, the sampler being late
         self._starts = 0  # compiles started: a new one must not count the time since the last one's end
         self._wake = threading.Condition()
         self._stop = False
@@ -259,9 +272,10 @@ class CompileSampler:
                 return
         except Exception:  # noqa: BLE001 — never break torch's compile: this compile is not sampled
             return
-        with self._wake:
+        with self._taking, self._wake:  # not while a sample of the last compile is being taken
             self._starts += 1
-            self._target = (threading.get_ident(), compile_id, self._starts, time.perf_counter())
+            self._last = time.perf_counter()
+            self._target = (threading.get_ident(), compile_id, self._starts, self._last)
             self._wake.notify()
 
     def _on_end(self, args) -> None:
@@ -273,6 +287,13 @@ class CompileSampler:
         target = self._target
         if phase == "start":
             if target is not None and target[0] == threading.get_ident():
+                now = time.perf_counter()
+                if now - self._last > LATE_AFTER_S and self._taking.acquire(blocking=False):
+                    try:  # the frame that allocated: this callback's caller
+                        if self._take(sys._getframe(1), now, target[1], target[2]):
+                            self.own_samples += 1
+                    finally:
+                        self._taking.release()
                 self._gc_passes.append([time.perf_counter(), None])
         elif self._gc_passes and self._gc_passes[-1][1] is None:
             self._gc_passes[-1][1] = time.perf_counter()
@@ -298,43 +319,54 @@ class CompileSampler:
             self.thread_cpu_s += time.thread_time() - started_cpu
 
     def _sample_while_compiling(self) -> None:
-        last, current, pause = None, None, self.interval_s
+        current, pause = None, self.interval_s
         while True:
             with self._wake:
                 while self._target is None and not self._stop:
                     self._wake.wait()
                 if self._stop:
                     return
-                thread, compile_id, which, started = self._target
+                thread, compile_id, which, _ = self._target
             if which != current:
-                last, current, pause = started, which, self.interval_s
+                current, pause = which, self.interval_s
             if self._stopping.wait(pause):  # a pause that uninstall cuts short (a join, not a 50 ms sleep)
                 return
-            now = time.perf_counter()
-            frame = sys._current_frames().get(thread)
-            if frame is None or self._target is None or self._target[2] != which:
-                continue
-            try:
-                phase, file, line, module, detail = read_stack(frame)
-            except Exception:  # noqa: BLE001 — a frame torch changed mid-read: skip this sample
-                self.errors += 1
-                self.busy_s += time.perf_counter() - now
-                continue
-            finally:
-                del frame
-            seconds = now - last
-            collecting = self._gc_seconds(last, now) if self._gc_passes else 0.0
-            last = now
-            waiting = phase in WAITING_PHASES or detail == SUBPROCESS
-            pause = max(self.interval_s, WAITING_INTERVAL_S) if waiting else self.interval_s
-            when = time.time()
-            if collecting > 0.0:
-                collecting = min(collecting, seconds)
-                seconds -= collecting
-                self.gc_s += collecting
-                self.samples.append(Sample(when, collecting, compile_id, GC_PHASE, None, None, None, GC_DETAIL))
-            self.samples.append(Sample(when, seconds, compile_id, phase, file, line, module, detail))
+            with self._taking:
+                now = time.perf_counter()
+                frame = sys._current_frames().get(thread)
+                if frame is None:
+                    continue
+                try:
+                    if self._take(frame, now, compile_id, which) in WAITING_PHASES:
+                        pause = max(self.interval_s, WAITING_INTERVAL_S)
+                    else:
+                        pause = self.interval_s
+                finally:
+                    del frame
+
+    def _take(self, frame, now: float, compile_id, which: int) -> str | None:
+        """One sample of the compiling thread's stack at ``frame``, standing for the time since the last one; its
+        phase (``WAITING_PHASES[0]`` for a subprocess), or None where it was not taken. Under ``_taking``."""
+        if self._target is None or self._target[2] != which:  # that compile ended meanwhile
+            return None
+        try:
+            phase, file, line, module, detail = read_stack(frame)
+        except Exception:  # noqa: BLE001 — a frame torch changed mid-read: skip this sample
+            self.errors += 1
             self.busy_s += time.perf_counter() - now
+            return None
+        last, self._last = self._last, now
+        seconds = now - last
+        collecting = self._gc_seconds(last, now) if self._gc_passes else 0.0
+        when = time.time()
+        if collecting > 0.0:
+            collecting = min(collecting, seconds)
+            seconds -= collecting
+            self.gc_s += collecting
+            self.samples.append(Sample(when, collecting, compile_id, GC_PHASE, None, None, None, GC_DETAIL))
+        self.samples.append(Sample(when, seconds, compile_id, phase, file, line, module, detail))
+        self.busy_s += time.perf_counter() - now
+        return WAITING_PHASES[0] if detail == SUBPROCESS else phase
 
     def install(self) -> None:
         global _TORCH_DIR
@@ -379,4 +411,4 @@ class CompileSampler:
         seconds = [s.seconds for s in self.samples if s.phase != GC_PHASE]  # a split interval counts once
         return {"interval_s": self.interval_s, "samples": len(seconds), "errors": self.errors,
                 "mean_interval_s": (sum(seconds) + self.gc_s) / len(seconds) if seconds else None, "busy_s": self.busy_s,
-                "thread_cpu_s": self.thread_cpu_s, "gc_s": self.gc_s}
+                "thread_cpu_s": self.thread_cpu_s, "gc_s": self.gc_s, "own_samples": self.own_samples}
