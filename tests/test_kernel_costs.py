@@ -511,3 +511,12 @@ def test_above_dram_peak_with_a_working_set_over_l2_is_explained_when_its_reads_
     fast = {**gpu, "achieved_bytes_per_s": gpu["achieved_bytes_per_s"] * 2, "notes": []}
     _bandwidth(fast, peaks, peak)
     assert fast["served_from"] is None and "byte estimate is too high" in fast["notes"][0]
+
+    # its roofline verdict reads it by the same rule (it said "the byte estimate is too high" beside the note above)
+    cost = {"flops": 0.0, "bytes": read + written, "dtype": "fp32", "working_set_bytes": read + written}
+    roofline(cost, seconds, {**peaks, "fp32": 67e12}, peak, gpu)
+    assert cost["served_from"] == "L2" and "27.9 MB it reads fit in L2" in cost["verdict"]
+    assert "too high" not in cost["verdict"] and cost.get("share") is None
+    twice_as_fast = {"flops": 0.0, "bytes": read + written, "dtype": "fp32", "working_set_bytes": read + written}
+    roofline(twice_as_fast, seconds / 2, {**peaks, "fp32": 67e12}, peak, gpu)  # its writes alone above the peak
+    assert twice_as_fast.get("served_from") is None and "too high" in twice_as_fast["verdict"]

@@ -547,9 +547,34 @@ def extern_times(kernels: list[dict], profile: dict) -> None:
                 k["cost"]["dtype"] = "tf32"  # the library ran it on TF32 tensor cores
 
 
-def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_per_s: float | None) -> None:
+def above_dram_peak(achieved: float, peak_bytes: float, l2: int | None, working_set: float | None,
+                    bytes_read: float | None = None, write_share: float | None = None) -> tuple[str | None, str | None]:
+    """Where a kernel whose bytes ÷ time (``achieved``) beats the DRAM peak got its data — the one rule for its
+    bandwidth (``_bandwidth``) and its roofline verdict (``roofline``). ``("L2", None)``: its working set per launch
+    fits the L2; ``("L2", why)``: the whole set does not, but what it reads per launch does (the kernel before it,
+    typically the one that wrote it, may have left it there) and its writes alone — ``write_share`` of its bytes —
+    stay under the DRAM peak; ``(None, None)``: unexplained."""
+    if l2 and working_set and working_set <= l2:
+        return "L2", None
+    if l2 and bytes_read and bytes_read <= l2 and (write_share or 0.0) * achieved <= peak_bytes:
+        return "L2", (f"above the DRAM peak with a working set over L2, but the {bytes_read / 1e6:.1f} MB it reads fit "
+                      f"in L2 ({l2 / 1e6:.0f} MB), where the kernel before it may have left them; its writes alone move "
+                      f"{(write_share or 0.0) * achieved / peak_bytes:.0%} of the DRAM peak")
+    return None, None
+
+
+def _reads(gpu: dict | None) -> dict:
+    """A Triton kernel's bytes read per launch and its writes' share of its bytes, for ``above_dram_peak``."""
+    if not gpu or not gpu.get("bytes_read") or not gpu.get("bytes_per_call"):
+        return {}
+    return {"bytes_read": gpu["bytes_read"], "write_share": (gpu.get("bytes_written") or 0) / gpu["bytes_per_call"]}
+
+
+def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_per_s: float | None,
+             gpu: dict | None = None) -> None:
     """Intensity, ridge point and a verdict for one kernel's ``cost`` (``flops``/``bytes`` per call of the
-    module, ``dtype``), given its measured GPU time per call."""
+    module, ``dtype``), given its measured GPU time per call; ``gpu``: a Triton kernel's bytes read and written per
+    launch, for the L2 reading above the DRAM peak."""
     flops, nbytes = cost.get("flops"), cost.get("bytes")
     if flops is not None and nbytes:
         cost["intensity"] = flops / nbytes
@@ -579,12 +604,14 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
             cost["share"] = achieved / peak_bytes_per_s
             cost["served_from"] = "DRAM"
             cost["verdict"] = f"memory-bound at {cost['share']:.0%} of the DRAM peak"
-        elif cost.get("l2_bytes") and (cost.get("working_set_bytes") or nbytes) <= cost["l2_bytes"]:
+        elif (reading := above_dram_peak(achieved, peak_bytes_per_s, cost.get("l2_bytes"),
+                                         cost.get("working_set_bytes") or nbytes, **_reads(gpu)))[0] == "L2":
             cost["served_from"] = "L2"
             working_set = cost.get("working_set_bytes") or nbytes
-            cost["verdict"] = (f"memory-bound, served from L2: {achieved / 1e12:.2f} TB/s effective "
-                               f"(working set {working_set / 2**20:.1f} MiB ≤ {cost['l2_bytes'] / 2**20:.0f} MiB L2; "
-                               f"above the {peak_bytes_per_s / 1e12:.2f} TB/s DRAM peak)")
+            cost["verdict"] = (f"memory-bound, served from L2: {achieved / 1e12:.2f} TB/s effective ("
+                               + (reading[1] if reading[1] else
+                                  f"working set {working_set / 2**20:.1f} MiB ≤ {cost['l2_bytes'] / 2**20:.0f} MiB L2; "
+                                  f"above the {peak_bytes_per_s / 1e12:.2f} TB/s DRAM peak") + ")")
         elif "ideal reuse" in (cost.get("bytes_method") or ""):  # the least it must move: not an overestimate
             cost["verdict"] = (f"memory-bound; bytes ÷ time ({achieved / 1e12:.2f} TB/s) is above the DRAM peak with a "
                                "working set larger than L2: part of its operands were still in L2 from the kernels "
@@ -658,7 +685,8 @@ def _compile_roofline(modules: dict, kernels: list[dict], profile: dict, peaks: 
     for k in kernels:
         if k.get("cost") and "reason" not in k["cost"]:
             t = k.get("gpu_time_us_per_call")
-            roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes)
+            roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes,
+                     k.get("gpu") if k.get("language") == "Triton" else None)
         _bandwidth(k.get("gpu"), peaks, peak_bytes)
 
 
@@ -676,17 +704,11 @@ def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -
     achieved, l2 = gpu["achieved_bytes_per_s"], (peaks or {}).get("l2_bytes")
     if achieved <= peak_bytes:
         gpu["served_from"], gpu["bandwidth_share"] = "DRAM", achieved / peak_bytes
-    elif l2 and (gpu.get("working_set_bytes") or gpu.get("bytes_per_call", 0)) <= l2:
+    elif (reading := above_dram_peak(achieved, peak_bytes, l2, gpu.get("working_set_bytes") or gpu.get("bytes_per_call"),
+                                     **_reads(gpu)))[0] == "L2":
         gpu["served_from"], gpu["l2_bytes"] = "L2", l2
-    elif l2 and gpu.get("bytes_read") and gpu["bytes_read"] <= l2 and \
-            (gpu.get("bytes_written") or 0) * achieved / gpu["bytes_per_call"] <= peak_bytes:
-        # whole working set over L2, but what it reads fits: the kernel before it (typically the one that wrote
-        # it) may have left it there, and its writes alone stay under the DRAM peak
-        gpu["served_from"], gpu["l2_bytes"] = "L2", l2
-        gpu["notes"] = [*gpu["notes"], (
-            f"above the DRAM peak with a working set over L2, but the {gpu['bytes_read'] / 1e6:.1f} MB it reads fit in "
-            f"L2 ({l2 / 1e6:.0f} MB), where the kernel before it may have left them; its writes alone move "
-            f"{(gpu.get('bytes_written') or 0) * achieved / gpu['bytes_per_call'] / peak_bytes:.0%} of the DRAM peak")]
+        if reading[1]:
+            gpu["notes"] = [*gpu["notes"], reading[1]]
     else:
         gpu["served_from"] = None
         gpu["notes"] = [*gpu["notes"], "bytes ÷ time is above the DRAM peak with a working set larger "
