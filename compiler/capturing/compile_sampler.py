@@ -68,8 +68,8 @@ WAITING_INTERVAL_S = 0.05
 WAITING_PHASES = ("C++ compile", "Waiting for kernel compiles")
 # A sample older than this at a pass of the collector on the compiling thread: that thread takes the sample itself
 # (the sampling thread is kept from the GIL; see the module docstring). Three intervals: a sampler that only waits
-# its pause and its turn for the GIL (5 + ≤ 5 ms, one switch interval) is never replaced, so a long C call that holds the GIL still
-# gets its time from the sampler, which takes the GIL as soon as the call ends.
+# its pause and its turn for the GIL (5 + ≤ 5 ms, one switch interval) is never replaced, so a long C call that
+# holds the GIL still gets its time from the sampler, which takes the GIL as soon as the call ends.
 LATE_AFTER_S = 3 * DEFAULT_INTERVAL_S
 
 # innermost function on the stack (its co_qualname) → the phase, labelled as compiler.stages.timings does

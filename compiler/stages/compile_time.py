@@ -73,9 +73,10 @@ def by_line(samples, method: dict, sources) -> dict:
             f"stack_trace; code generation: the scheduler node's FX origins. Python's garbage collector: timed at each "
             f"pass (gc.callbacks), its own rows"
             + (f" ({method['gc_s'] * 1e3:.0f} ms in all)" if method.get("gc_s") else "")
-            + (f". {method['own_samples']} samples (over every compile of the capture) were taken by the compiling thread itself, at a pass of the "
-               f"collector more than {LATE_AFTER_S * 1e3:.0f} ms after the last sample (the sampling thread kept from "
-               f"the GIL by torch's ops releasing and retaking it)" if method.get("own_samples") else "")
+            + (f". {method['own_samples']} samples (over every compile of the capture) were taken by the compiling "
+               f"thread itself, at a pass of the collector more than {LATE_AFTER_S * 1e3:.0f} ms after the last sample "
+               f"(the sampling thread kept from the GIL by torch's ops releasing and retaking it)"
+               if method.get("own_samples") else "")
             + (f". Taking the samples held the compiling thread's GIL for {method['busy_s'] * 1e3:.0f} ms in all "
                f"(over every compile of the capture)" if method.get("busy_s") else "")
             + (f"; the sampler's thread used {method['thread_cpu_s'] * 1e3:.0f} ms of CPU, waking up included"
