@@ -147,6 +147,8 @@ def test_the_compiling_thread_samples_itself_where_the_sampling_thread_is_late()
     on_loop = dynamo[dynamo.line.isin([_line_of(costly, "x = x + i"), _line_of(costly, "for i in range")])]
     assert on_loop.seconds.sum() > 0.5 * dynamo.seconds.sum()
     assert "taken by the compiling thread itself" in cap.compiles[0].timings.by_line_method
+    # the samples counted once: a collector's part split off a sample is not another sample
+    assert f", {method['samples']} samples covering" in cap.compiles[0].timings.by_line_method
 
 
 class Block(torch.nn.Module):

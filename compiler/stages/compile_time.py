@@ -67,7 +67,8 @@ def by_line(samples, method: dict, sources) -> dict:
         out.append(row)
     out.sort(key=lambda r: -r["seconds"])
     text = (f"sampled the compiling thread's stack every {method['interval_s'] * 1e3:.0f} ms while torch compiled "
-            f"(mean interval {interval * 1e3:.1f} ms, {len(samples)} samples covering {total:.3g} s); each sample "
+            f"(mean interval {interval * 1e3:.1f} ms, {sum(s.phase != GC_PHASE for s in samples)} samples covering "
+            f"{total:.3g} s); each sample "
             f"counts the time since the previous one, so a row's seconds are within about ± interval × √samples "
             f"(error_s: √(Σ interval²), the intervals being uneven; every 50 ms while torch only waits for g++). Dynamo: the line its translator is at; AOTAutograd and Inductor: the FX node's "
             f"stack_trace; code generation: the scheduler node's FX origins. Python's garbage collector: timed at each "
