@@ -290,7 +290,7 @@ class CompileSampler:
                 now = time.perf_counter()
                 if now - self._last > LATE_AFTER_S and self._taking.acquire(blocking=False):
                     try:  # the frame that allocated: this callback's caller
-                        if self._take(sys._getframe(1), now, target[1], target[2]):
+                        if self._take(sys._getframe(1), now, target[1], target[2]) is not None:
                             self.own_samples += 1
                     finally:
                         self._taking.release()
@@ -337,16 +337,16 @@ class CompileSampler:
                 if frame is None:
                     continue
                 try:
-                    if self._take(frame, now, compile_id, which) in WAITING_PHASES:
-                        pause = max(self.interval_s, WAITING_INTERVAL_S)
-                    else:
-                        pause = self.interval_s
+                    sample = self._take(frame, now, compile_id, which)
                 finally:
                     del frame
+            waiting = sample is not None and (sample.phase in WAITING_PHASES or sample.detail == SUBPROCESS)
+            pause = max(self.interval_s, WAITING_INTERVAL_S) if waiting else self.interval_s
 
-    def _take(self, frame, now: float, compile_id, which: int) -> str | None:
-        """One sample of the compiling thread's stack at ``frame``, standing for the time since the last one; its
-        phase (``WAITING_PHASES[0]`` for a subprocess), or None where it was not taken. Under ``_taking``."""
+    def _take(self, frame, now: float, compile_id, which: int) -> Sample | None:
+        """One sample of the compiling thread's stack at ``frame``, standing for the time since the last one (the
+        line's sample, also where the collector's part was split off), or None where it was not taken. Under
+        ``_taking``."""
         if self._target is None or self._target[2] != which:  # that compile ended meanwhile
             return None
         try:
@@ -364,9 +364,10 @@ class CompileSampler:
             seconds -= collecting
             self.gc_s += collecting
             self.samples.append(Sample(when, collecting, compile_id, GC_PHASE, None, None, None, GC_DETAIL))
-        self.samples.append(Sample(when, seconds, compile_id, phase, file, line, module, detail))
+        sample = Sample(when, seconds, compile_id, phase, file, line, module, detail)
+        self.samples.append(sample)
         self.busy_s += time.perf_counter() - now
-        return WAITING_PHASES[0] if detail == SUBPROCESS else phase
+        return sample
 
     def install(self) -> None:
         global _TORCH_DIR

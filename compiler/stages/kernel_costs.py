@@ -599,15 +599,14 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
         return
     if cost["intensity"] < cost["ridge"]:
         cost["bound"] = "memory"
-        achieved = cost["achieved_bytes_per_s"]
+        achieved, working_set = cost["achieved_bytes_per_s"], cost.get("working_set_bytes") or nbytes
         if achieved <= peak_bytes_per_s:
             cost["share"] = achieved / peak_bytes_per_s
             cost["served_from"] = "DRAM"
             cost["verdict"] = f"memory-bound at {cost['share']:.0%} of the DRAM peak"
-        elif (reading := above_dram_peak(achieved, peak_bytes_per_s, cost.get("l2_bytes"),
-                                         cost.get("working_set_bytes") or nbytes, **_reads(gpu)))[0] == "L2":
+        elif (reading := above_dram_peak(achieved, peak_bytes_per_s, cost.get("l2_bytes"), working_set,
+                                         **_reads(gpu)))[0] == "L2":
             cost["served_from"] = "L2"
-            working_set = cost.get("working_set_bytes") or nbytes
             cost["verdict"] = (f"memory-bound, served from L2: {achieved / 1e12:.2f} TB/s effective ("
                                + (reading[1] if reading[1] else
                                   f"working set {working_set / 2**20:.1f} MiB ≤ {cost['l2_bytes'] / 2**20:.0f} MiB L2; "
@@ -685,8 +684,7 @@ def _compile_roofline(modules: dict, kernels: list[dict], profile: dict, peaks: 
     for k in kernels:
         if k.get("cost") and "reason" not in k["cost"]:
             t = k.get("gpu_time_us_per_call")
-            roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes,
-                     k.get("gpu") if k.get("language") == "Triton" else None)
+            roofline(k["cost"], t * 1e-6 if t else None, peaks, peak_bytes, k.get("gpu"))  # gpu: Triton kernels only
         _bandwidth(k.get("gpu"), peaks, peak_bytes)
 
 
