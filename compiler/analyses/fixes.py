@@ -29,9 +29,10 @@ from compiler.stages.fix_schema import FINDINGS, GUARDS, RUNTIME, DynamicMark, F
 # TF32 outputs compared by relative norm: float32 keeps 23 mantissa bits, TF32 10 (a rounding error of 2⁻¹¹ ≈
 # 4.9e-4 per input); a matmul's relative error is of that order, a deep model's a few times it
 TF32_TOLERANCE = 1e-2
-WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "cudagraph_skips": 50.0, "graph_breaks": 10.0,
-           "recompiles": 5.0, "guards": 0.05}
+WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "recompile_budget": 200.0, "cudagraph_skips": 50.0,
+           "graph_breaks": 10.0, "recompiles": 5.0, "guards": 0.05}
 COST_METHOD = ("counted from the capture (not measured): frames skipped to eager ×1000, recompile limit reached ×500, "
+               "a frame that used its recompile budget (or is within two of it) ×200, "
                "CUDA-graph skips ×50, graph breaks ×10 (each occurrence splits a graph), recompiles ×5, "
                "guards an unsafe guard filter would drop ×0.05; a code rewrite ranks after a setting; a change for "
                "slow code addresses no counted finding and ranks last, until its experiment measures it")
@@ -78,6 +79,7 @@ def propose(cap) -> Fixes:
         builder.recompile(recompile)
     builder.inner_recompiles()
     builder.recompile_limit()
+    builder.recompile_budgets()
     builder.cudagraph_skips()
     builder.guard_overhead()
     builder.slow_code()
@@ -350,6 +352,53 @@ class _Builder:
         fix.__dict__["_limit_hit"] = True
 
 
+    def recompile_budgets(self) -> None:
+        """Frames that used their recompile budget or are within two of it (``cap.recompile_budgets``, counted as
+        torch counts): each is credited to the fixes that remove its failing guard — the fix proposed for the
+        frame's recompiles (``dynamic=True`` / ``specialize_float=False`` for a float, ``mark_dynamic`` for a size)
+        — and, as the last resort, to raising the limit (ranked after them)."""
+        budgets = [b for b in getattr(self.cap, "recompile_budgets", None) or []]
+        for budget in budgets:
+            ids = set(budget.compile_ids) | set(budget.refused)
+            state = ("reached it: torch refused a compile" if budget.hit else "used it up: the next new variant runs "
+                     "eagerly" if budget.left == 0 else f"{budget.left} new variant(s) left")
+            values = " / ".join(budget.values)
+            finding = (f"frame {budget.frame_id} ({budget.function}) at the recompile limit: {budget.used} of "
+                       f"{budget.limit_type} = {budget.limit}, {state}"
+                       + (f"; the guard {budget.guard} {values} keeps failing" if budget.guard else ""))
+            credited = [f for f in self.by_key.values() if f.kind != "recompile_limit"
+                        and ids & (set(f.recompiles) | set(f.compiles))]
+            if not credited and budget.value_kind in ("float", "int"):
+                name = (budget.guard or "").rpartition(" ")[0] or "the value"
+                credited = [self._fix(("scalar", name), kind=f"dynamic_{budget.value_kind}",
+                                      title=f"The Python {budget.value_kind} {name} is baked into each compile: compile "
+                                            "with dynamic=True so it becomes a symbol (or pass it as a tensor)",
+                                      snippet="compiled = torch.compile(fn, dynamic=True)",
+                                      why=f"the guard {budget.guard} failed for each new value",
+                                      compile_kwargs={"dynamic": True})]
+            for fix in credited:
+                if budget.frame_id not in fix.limit_frames:
+                    fix.limit_frames.append(budget.frame_id)
+                    fix.findings.append(finding)
+                if budget.value_kind == "float" and not any("Python float" in a for a in fix.alternatives):
+                    fix.alternatives.append(
+                        "where an op takes a Python float (a custom op's float argument, e.g. torchvision's "
+                        "roi_align), Dynamo specialises the float again even so: pass it as a 0-d tensor, or raise "
+                        "torch._dynamo.config.recompile_limit above the number of values it takes")
+            if budget.hit:
+                continue  # the refused compile's own fix (recompile_limit) is proposed already
+            new_limit = max(budget.limit + len(budget.values) + 2, 2 * budget.limit)
+            last = self._fix(("recompile_limit_budget",), kind="recompile_limit",
+                             title="Raise the recompile limit (the last resort: every variant still compiles once; "
+                                   "better remove the guard that keeps failing, see the fix for those recompiles)",
+                             snippet=f"torch._dynamo.config.recompile_limit = {new_limit}",
+                             config={"recompile_limit": new_limit},
+                             why=f"{budget.function} used {budget.used} of {budget.limit_type} = {budget.limit}")
+            if budget.frame_id not in last.limit_frames:
+                last.limit_frames.append(budget.frame_id)
+                last.findings.append(finding)
+                last.compiles.extend(i for i in budget.compile_ids if i not in last.compiles)
+
     # --- CUDA graphs, guards, slow code -----------------------------------------------------------
 
     def cudagraph_skips(self) -> None:
@@ -506,6 +555,8 @@ class _Builder:
             breaks = sum(items[i].count for i in fix.breaks if i < len(items))
             skipped = len(self.skipped & set(fix.compiles))
             limit = 1 if fix.__dict__.pop("_limit_hit", False) else 0
+            near = len(fix.limit_frames)
+            last_resort = fix.kind == "recompile_limit"  # raising the limit ranks after removing the guard
             graphs_skipped = fix.__dict__.pop("_cudagraph_skips", 0)
             guards_dropped = fix.__dict__.pop("_guards_dropped", 0)
             if fix.goal != FINDINGS:  # skipped frames of the same compiles are the other fixes' findings
@@ -513,12 +564,15 @@ class _Builder:
             fix.cost = (WEIGHTS["frames_skipped"] * skipped + WEIGHTS["recompile_limit"] * limit
                         + WEIGHTS["cudagraph_skips"] * graphs_skipped + WEIGHTS["graph_breaks"] * breaks
                         + WEIGHTS["recompiles"] * len(fix.recompiles) + WEIGHTS["guards"] * guards_dropped
+                        + WEIGHTS["recompile_budget"] * near * (0.5 if last_resort else 1.0)
                         - (0 if fix.applicable else 0.5))
             parts = []
             if skipped:
                 parts.append(f"{skipped} frame{'s' * (skipped > 1)} skipped to eager")
             if limit:
                 parts.append("the recompile limit reached")
+            if near and not limit:
+                parts.append(f"{near} frame{'s' * (near > 1)} at or near the recompile limit")
             if breaks:
                 places = len(fix.breaks)
                 parts.append(f"{breaks} graph break{'s' * (breaks > 1)} at {places} place{'s' * (places > 1)}")

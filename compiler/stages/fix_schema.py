@@ -145,6 +145,8 @@ class Fix(Data):
     breaks: list[int] = field(default_factory=list)  # indices into cap.breaks.items
     recompiles: list[str] = field(default_factory=list)  # compile ids of the recompiles addressed
     compiles: list[str] = field(default_factory=list)  # compile ids involved (breaks' compiles, skipped frames)
+    # frames at or near the recompile limit whose failing guard this fix removes (``cap.recompile_budgets``' frame ids)
+    limit_frames: list[int] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # the findings in words
     applicable: bool = True
     config: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.config patch (names for callables)

@@ -407,6 +407,37 @@ class RecompileLimit(Data):
                 f"({self.limit_type} = {self.limit}); failing guard {self.guard} {', '.join(self.values)}")
 
 
+@dataclass(repr=False, eq=False)
+class RecompileBudget(Data):
+    """A frame that has used its recompile budget or is within two of it, counted as torch counts
+    (``compiler.stages.recompiles.recompile_budgets``): at ``left == 0`` its next new variant runs eagerly;
+    ``hit``: torch already refused one (``RecompileLimit``). Derived from the compiles on load, so a capture of
+    any version says it; fixes that remove the failing guard are credited with it (``Fix.limit_frames``)."""
+
+    frame_id: int = 0
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    compile_ids: list[str] = field(default_factory=list)  # the frame's compiles that made a cache entry
+    used: int = 0  # cache entries counted against the limit after its last compile
+    limit: int = 0
+    limit_type: str = "recompile_limit"  # or accumulated_recompile_limit, whichever is nearer
+    limit_source: str | None = None  # where ``limit`` was read
+    left: int = 0  # new variants it may still compile
+    hit: bool = False  # torch refused a compile of it (the limit actually bit)
+    refused: list[str] = field(default_factory=list)  # the refused compiles
+    guard: str | None = None  # the guard that kept failing, its value stripped: "spatial_scale =="
+    values: list[str] = field(default_factory=list)  # the values it was specialised to, in order
+    value_kind: str | None = None  # "float" / "int" when every value is a Python number of that kind
+    note: str | None = None  # torch's note on where the guard came from
+
+    def as_text(self) -> str:
+        state = ("hit: new variants run eagerly" if self.hit else "used up: the next new variant runs eagerly"
+                 if self.left == 0 else f"{self.left} left")
+        guard = f"; failing guard {self.guard} {' / '.join(self.values)}" if self.guard else ""
+        return f"{self.function}: {self.used} of {self.limit_type} = {self.limit} ({state}){guard}"
+
+
 # --- AOT, Inductor and kernels ------------------------------------------------------------------
 
 @dataclass(repr=False, eq=False)
@@ -1566,6 +1597,8 @@ class CaptureData(Data, JsonFile):
     recompiles: list[Recompile] = field(default_factory=list, metadata={"derived": True})
     skipped_frames: list[SkippedFrame] = field(default_factory=list)
     recompile_limits: list[RecompileLimit] = field(default_factory=list)
+    # frames at or within two of their recompile limit: derived from the compiles (``__post_init__``)
+    recompile_budgets: list[RecompileBudget] = field(default_factory=list, metadata={"derived": True})
     cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
     runtime: Runtime = field(default_factory=_unavailable(Runtime, "not measured"))
     first_call_s: float | None = None
@@ -1584,6 +1617,7 @@ class CaptureData(Data, JsonFile):
 
     def __post_init__(self):
         self.recompiles = recompiles_of(self.compiles)
+        self.recompile_budgets = budgets_of(self)
 
     @classmethod
     def from_data(cls, data, path: str = ""):
@@ -1612,6 +1646,16 @@ def recompiles_of(compiles: list[Compile]) -> list[Recompile]:
                 named.__dict__["_unknown"] = stage.__dict__["_unknown"]
             out.append(named)
     return out
+
+
+def budgets_of(data: CaptureData) -> list[RecompileBudget]:
+    """``CaptureData.recompile_budgets``: frames at or near their recompile limit (``recompile_budgets``)."""
+    from compiler.stages.recompiles import recompile_budgets
+
+    environment = data.environment if isinstance(data.environment, dict) else {}
+    limits = environment.get("recompile_limits")
+    return [RecompileBudget(**item) for item in recompile_budgets(
+        data.compiles, data.options if isinstance(data.options, dict) else {}, limits if isinstance(limits, dict) else {})]
 
 
 def check_header(data) -> None:

@@ -5,7 +5,7 @@ from ..html import (Html, cards, code, details, heading, join, note, para, plura
                     tag)
 from .breaks import skipped_frames, skipped_sentence
 from .common import is_resume
-from .recompiles import guard_sentence, limit_sentence
+from .recompiles import budget_sentence, guard_sentence, limit_sentence
 from .tables import WIDGET_ROWS, data_table
 
 
@@ -33,6 +33,10 @@ def findings(capture) -> list[tuple[str, str | Html]]:
     if len(capture.recompile_limits) > FINDINGS_EACH:
         found.append(("error", f"… and {len(capture.recompile_limits) - FINDINGS_EACH:,} more frames at the recompile "
                                "limit: see Recompiles"))
+    near = [b for b in capture.recompile_budgets if not b.hit]
+    for budget in near[:FINDINGS_EACH]:  # used up (or nearly) but not yet refused: the limit before it bites
+        found.append(("error" if budget.left == 0 else "warn",
+                      join([budget_sentence(budget), " ", guard_sentence(budget), " See Fixes and Recompiles."])))
     other_failures = s.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits)
     if other_failures > 0:
         found.append(("error", f"{plural(other_failures, 'compile')} failed (see the status column below)"))

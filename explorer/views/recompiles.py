@@ -63,9 +63,30 @@ def guard_sentence(hit) -> Html | None:
         return None
     kind = value_kind(hit.values)
     what = {"float": "a Python float specialised", "int": "a Python int specialised"}.get(kind, "specialised")
-    shown = ", ".join(hit.values[:SHOWN_VALUES]) + (f", … ({len(hit.values)} in all)" if len(hit.values) > SHOWN_VALUES else "")
-    return join(["The guard that kept failing: ", code(hit.guard), f" — {what} to each value it saw: ",
-                 code(shown) if shown else "", "."])
+    shown = " / ".join(hit.values[:SHOWN_VALUES]) + (f" / … ({len(hit.values)} in all)"
+                                                      if len(hit.values) > SHOWN_VALUES else "")
+    return join(["The guard that keeps failing: ", code(f"{hit.guard} {shown}" if shown else hit.guard),
+                 f" — {what} to each value it saw." if shown else "."])
+
+
+# why a Python float is still guarded on its value in torch ≥ 2.6, where floats are otherwise made dynamic after
+# one recompile (torch/_dynamo/variables/builder.py, wrap_symfloat)
+FLOAT_SPECIALISED = ("torch makes a float dynamic after one recompile unless something specialises it: "
+                     "torch._dynamo.config.specialize_float, CUDA graphs (mode=\"reduce-overhead\"), or an op that "
+                     "takes a Python float (a custom op's float argument, e.g. torchvision's roi_align) — Dynamo then "
+                     "specialises it again on every value")
+
+
+def budget_sentence(budget) -> Html:
+    """A frame that used its recompile budget (or is within two of it) but was not yet refused, in a sentence."""
+    ids = budget.compile_ids
+    span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
+    state = ("the next new variant will run eagerly (torch only logs a warning)" if budget.left == 0 else
+             f"room for {plural(budget.left, 'more variant')}, then new variants run eagerly")
+    head = "Recompile budget used up: " if budget.left == 0 else "Near the recompile limit: "
+    return join([head, code(budget.function or "?"), " (", file_place(budget.file, budget.line),
+                 f") compiled {plural(len(ids), 'time')} ({span}), {budget.used} of "
+                 f"torch._dynamo.config.{budget.limit_type} = {budget.limit}: {state}."])
 
 
 def limit_note(hit) -> Html:
@@ -77,11 +98,23 @@ def limit_note(hit) -> Html:
                 kind="error")
 
 
+def budget_note(budget) -> Html:
+    why = f" ({FLOAT_SPECIALISED})" if budget.value_kind == "float" else ""
+    return note(para(budget_sentence(budget)), para(guard_sentence(budget), why) if budget.guard else None,
+                para(f"Counted as torch counts: {budget.used} cache entries of this frame after its last compile "
+                     f"(torch's cache_size + 1); the limit was read from {budget.limit_source or '?'}. "
+                     "See Fixes for the change that stops the guard failing.", cls="tc-muted"),
+                kind="error" if budget.left == 0 else "warn")
+
+
 def render_recompiles(capture, compile) -> str:
     recompiles = capture.recompiles
     hits = capture.recompile_limits
+    near = [b for b in capture.recompile_budgets if not b.hit]
     limits = join([*(limit_note(hit) for hit in hits[:LIST_PAGE]),
-                   page_note(len(hits), 0, "frames at the recompile limit")])
+                   page_note(len(hits), 0, "frames at the recompile limit"),
+                   *(budget_note(b) for b in near[:LIST_PAGE]),
+                   page_note(len(near), 0, "frames near the recompile limit")])
     if not recompiles:
         return join([limits, note("No recompiles: every later call was accepted by an existing compile's guards.",
                                   kind="ok")])
@@ -107,8 +140,9 @@ def render_recompiles(capture, compile) -> str:
                          else None)
     return join([
         limits,
-        para(f"{plural(len(recompiles), 'recompile')}, in order. Before compiling again torch checked the "
-             "cached compiles (most recently used first: a hit moves its entry to the front) and each one failed the guard shown."),
+        para(f"{plural(len(recompiles), 'recompile')}, in order, in {plural(len(rows), 'row')}: one row per cached "
+             "compile each recompile was checked against. Before compiling again torch checked the cached compiles "
+             "(most recently used first: a hit moves its entry to the front) and each one failed the guard shown."),
         data_table("Recompiles", ["new compile", "function", "rejected compile", "failing guard", "values",
                                   "guard made at (your code)", "became dynamic (new symbols)", "fix (see Fixes)"], rows, marks,
                    drop_empty=True),
