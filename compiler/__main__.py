@@ -3,7 +3,9 @@ the rank comparison first) from a TORCH_TRACE log, a job directory or a saved ca
 no server; opens offline. ``--perfetto OUT.json``: the compile events (and measured kernel times) as a
 Chrome trace-event file for ui.perfetto.dev instead (and the HTML too when ``-o`` is given).
 ``python -m compiler gpu-profile SCRIPT [ARGS…] -o capture.json``: the script's captured call measured by
-Nsight Compute — DRAM bytes per kernel beside the estimate (``compiler.capturing.ncu``)."""
+Nsight Compute — DRAM bytes per kernel beside the estimate (``compiler.capturing.ncu``).
+``python -m compiler check FILE…``: a capture's (or TORCH_TRACE log's) figures against torch's own answers and their
+bounds (``compiler.analyses.check``): one line per violation, exit status 1 when there is any."""
 from __future__ import annotations
 
 import argparse
@@ -48,9 +50,18 @@ def _main(argv=None) -> int:
     profile.add_argument("--ncu", default=None, help="the ncu executable (default: ncu on PATH, or /usr/local/cuda/bin/ncu)")
     profile.add_argument("--keep-csv", metavar="CSV", default=None, help="also keep ncu's raw CSV there")
     profile.add_argument("--timeout", type=float, default=None, help="seconds each run of the script may take")
+    checking = commands.add_parser(
+        "check", help="cross-check a capture or trace: node counts, torch's counters, shares, kernel lines",
+        description="Check each FILE (a capture JSON, a TORCH_TRACE log or a directory of them) against torch's own "
+                    "answers and the bounds of its figures: one line per violation, exit status 1 when there is any "
+                    "(2 when a file cannot be read).")
+    checking.add_argument("paths", nargs="+", metavar="FILE", help="capture JSON, TORCH_TRACE log or directory")
+    checking.add_argument("-q", "--quiet", action="store_true", help="print only the violations")
     args = parser.parse_args(argv)
     if args.command == "gpu-profile":
         return _gpu_profile(args)
+    if args.command == "check":
+        return _check(args)
     if args.output is None and not args.perfetto:
         args.output = "report.html"
     for output in (args.output, args.perfetto):
@@ -136,6 +147,32 @@ def _gpu_profile(args) -> int:
               f"{ratio(r['read_ratio'])} | {mb(r['written'])} | {mb(r['ncu_l2_written'])} | {ratio(r['moved_ratio'])}")
     print(f"wrote {done['output']} (the capture, with ncu's DRAM bytes beside the estimates)")
     return 0
+
+
+def _check(args) -> int:
+    from compiler.analyses.check import check_path
+
+    violations, unreadable = 0, 0
+    for path in args.paths:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = check_path(path)
+        except Exception as exc:  # noqa: BLE001 — an unreadable file is one line, never a traceback
+            print(f"error: {_one_line(f'{path}: {type(exc).__name__}: {exc}')}", file=sys.stderr)
+            unreadable += 1
+            continue
+        for name, checked in results:
+            for violation in checked.violations:
+                print(f"{name}: {_one_line(violation.line())}")
+            violations += len(checked.violations)
+            if not args.quiet:
+                print(f"{name}: {checked.compiles} compiles, Dynamo ops {checked.ops} here / {checked.torch_ops} "
+                      f"torch's, {checked.graphs} graphs against their code, {checked.kernels_lines_in_origins} of "
+                      f"{checked.kernels_with_origin_lines} kernels with lines among their origins' "
+                      f"({checked.kernels_without_origin} without origin), {len(checked.violations)} violations",
+                      file=sys.stderr)
+    return 2 if unreadable else 1 if violations else 0
 
 
 def _one_line(text) -> str:

@@ -79,7 +79,12 @@ def test_counts_against_explain(messy):
     assert explained.graph_break_count == explained.graph_count - 1
     assert explained.graph_count < messy.summary.graphs  # the float stays dynamic under explain's backend
     html = render_overview(messy, messy.compiles[0])
-    assert f"for the {messy.summary.graphs} graphs counted here that would read {messy.summary.graphs - 1}" in html
+    # no predicted count (it said "would read 36" where explain() counted 38): the check lists the difference
+    assert f"differ from these {messy.summary.graphs} graphs (no count is predicted here" in html
+    from compiler.analyses.check import explain_record, reconcile_explain
+
+    differences = reconcile_explain(messy, explain_record(explained))
+    assert len(differences) >= messy.summary.graphs - explained.graph_count  # item by item, each graph named
     assert "own graph-collecting backend (no AOTAutograd)" in html
     assert "What each count counts" in html
 

@@ -14,6 +14,11 @@ _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
+# How torch 2.14 words a graph break it cannot resume from (symbolic_convert.py, InstructionTranslatorBase.step):
+# logged as a graph break, but not added to counters["graph_break"]
+UNRESUMABLE = "Encountered graph break that we cannot resume from"
+
+
 @functools.lru_cache(maxsize=1)
 def registry() -> dict:
     """torch's graph-break registry, keyed by lower-case GB code (``gb0059``)."""

@@ -27,7 +27,8 @@ MAX_PARSED_CODE_CHARS = 16_000_000
 _FILE_COMMENT = re.compile(r"#\s*(?:Backward of forward node:\s*)?File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), "
                            r"code: (?P<code>.*)$")
 _ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
-_PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*"(?P<type>[^"]*)"')
+# a placeholder of the signature, typed as torch prints it ("f32[3]") or, in older graphs, by its class (torch.Tensor)
+_PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*(?:"(?P<type>[^"]*)"|[A-Za-z_][\w\.]*)')
 _TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]*:?\d*)$")
 _PARAM_NAME = re.compile(r"^[lg]_(?P<path>.+?)_(?:parameters|buffers)_(?P<leaf>\w+?)_$")
 _IDENT = re.compile(r"(?<![\w.'\"])[A-Za-z_]\w*")

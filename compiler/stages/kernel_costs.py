@@ -15,7 +15,7 @@ the device's roofline (issue 26).
   ``+ − × ÷``, math call or reduction step) × the elements each line runs over.
 - **Roofline**: arithmetic intensity (FLOPs ÷ bytes), the ridge point (peak FLOP/s for the kernel's dtype
   ÷ peak DRAM bytes/s) and a verdict: memory-bound at X % of the DRAM peak, or compute-bound at Y % of
-  the peak FLOP/s. A kernel whose bytes ÷ time beats the DRAM peak is read against the L2 cache: with a
+  the peak FLOP/s — or, under ``FAR_BELOW`` of its roof, near neither (launch, latency, occupancy). A kernel whose bytes ÷ time beats the DRAM peak is read against the L2 cache: with a
   working set that fits L2 its figure is an effective bandwidth "served from L2", never a share of DRAM
   peak above 100 %.
 """
@@ -603,7 +603,8 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
         if achieved <= peak_bytes_per_s:
             cost["share"] = achieved / peak_bytes_per_s
             cost["served_from"] = "DRAM"
-            cost["verdict"] = f"memory-bound at {cost['share']:.0%} of the DRAM peak"
+            cost["verdict"] = (f"memory-bound at {cost['share']:.0%} of the DRAM peak" if cost["share"] >= FAR_BELOW
+                               else far_below(cost, peak_flops, peak_bytes_per_s))
         elif (reading := above_dram_peak(achieved, peak_bytes_per_s, cost.get("l2_bytes"), working_set,
                                          **_reads(gpu)))[0] == "L2":
             cost["served_from"] = "L2"
@@ -625,6 +626,46 @@ def roofline(cost: dict, time_s: float | None, peaks: dict | None, peak_bytes_pe
         cost["verdict"] = f"compute-bound at {cost['share']:.0%} of the {cost.get('dtype') or 'fp32'} peak FLOP/s"
         if cost["share"] > 1:
             cost["verdict"] += " — above peak: the FLOP count is too high"
+        elif cost["share"] < FAR_BELOW:
+            cost["verdict"] = far_below(cost, peak_flops, peak_bytes_per_s)
+
+
+# a kernel under this share of the roof its intensity puts it under is near neither bound: it is held back by
+# something else (launch overhead, latency, occupancy) — its verdict says so instead of naming a bound
+FAR_BELOW = 0.25
+
+
+def far_below(cost: dict, peak_flops: float, peak_bytes_per_s: float) -> str:
+    """The verdict of a kernel far below both roofs: both shares, and what limits such a kernel instead."""
+    flops_share = (cost.get("achieved_flops_per_s") or 0.0) / peak_flops
+    bytes_share = (cost.get("achieved_bytes_per_s") or 0.0) / peak_bytes_per_s
+    return (f"near neither bound: {bytes_share:.0%} of the DRAM peak and {flops_share:.0%} of the "
+            f"{cost.get('dtype') or 'fp32'} peak FLOP/s (intensity {cost['intensity']:.3g} FLOP/B, ridge "
+            f"{cost['ridge']:.3g}) — launch overhead, latency or occupancy limit it, not bandwidth or arithmetic")
+
+
+def out_of_bounds(cost) -> bool:
+    """A kernel's saved roofline figures that today's rules would not give (``KernelCost``, as saved by an older
+    version): a share of the DRAM peak above 100 % (now read against L2, or said to be unexplained), or a bound
+    named for a kernel far below it (now "near neither bound")."""
+    share, verdict = cost.share, cost.verdict or ""
+    if share is None or cost.intensity is None or not cost.ridge or not cost.time_s:
+        return False
+    if cost.served_from == "DRAM" and share > 1:
+        return True
+    return share < FAR_BELOW and verdict.startswith(("memory-bound at", "compute-bound at"))
+
+
+def reread(cost) -> dict:
+    """``roofline`` again on a saved kernel's own figures (its FLOPs, bytes, time and the peaks it was read
+    against), for one whose saved verdict breaks today's bounds (``out_of_bounds``): the fields it changes."""
+    fields = ("intensity", "ridge", "peak_flops_per_s", "peak_bytes_per_s", "peak_source", "l2_bytes",
+              "working_set_bytes", "flops", "bytes", "dtype", "bytes_method")
+    fresh = {name: getattr(cost, name) for name in fields if getattr(cost, name) is not None}
+    peaks = {cost.dtype or "fp32": cost.peak_flops_per_s, "l2_bytes": cost.l2_bytes, "source": cost.peak_source}
+    roofline(fresh, cost.time_s, peaks, cost.peak_bytes_per_s)
+    fresh["verdict"] = (fresh.get("verdict") or "") + " (re-read on load with today's rules: saved by an older version)"
+    return {name: fresh.get(name) for name in ("bound", "share", "served_from", "verdict")}
 
 
 def add_roofline(data: dict) -> None:
@@ -803,6 +844,7 @@ class GpuTimeAccount:
     # (by_graph) graphs that ran in the profiled calls but are no compile of the capture (compiled after it,
     # e.g. a recompile during the profiler's warm-up calls) → µs per call launched inside them
     uncaptured_graphs: dict = field(default_factory=dict)
+    rows_us: float | None = None  # (by_graph) the compiles' kernel rows summed: a launch in each compile naming it
 
 
 def gpu_time_accounted(capture) -> GpuTimeAccount | None:
@@ -836,12 +878,17 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
         uncaptured_graphs: dict[str, float] = {}
         for where, _, us in uncaptured:
             uncaptured_graphs[where] = uncaptured_graphs.get(where, 0.0) + us
-        return GpuTimeAccount(kernels_us=sum(k.gpu_time_us_per_call or 0 for k in kernels),
-                              in_graphs_us=profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest),
+        in_graphs = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
+        unclaimed = _unclaimed_in_graphs(profile, compiles, mine, uncaptured)
+        # the launches inside the graphs less those no kernel row claims: a part of the whole, so the three parts
+        # (claimed, unclaimed, outside) add up to the profiled time — never the kernel rows summed, which count a
+        # launch once per compile whose kernel has its name (forward, backward and optimizer graphs name theirs alike)
+        return GpuTimeAccount(kernels_us=max(0.0, in_graphs - sum(r.gpu_time_us_per_call for r in unclaimed)),
+                              in_graphs_us=in_graphs,
                               rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
                               repeated=_repeated(compiles, profile, mine), by_graph=True,
-                              unclaimed_in_graphs=_unclaimed_in_graphs(profile, compiles, mine, uncaptured),
-                              uncaptured_graphs=uncaptured_graphs)
+                              unclaimed_in_graphs=unclaimed, uncaptured_graphs=uncaptured_graphs,
+                              rows_us=sum(k.gpu_time_us_per_call or 0 for k in kernels))
     rest = _unclaimed(profile.kernels, kernels)
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
     return GpuTimeAccount(kernels_us=accounted, in_graphs_us=None, rest=rest,

@@ -371,8 +371,9 @@ class SkippedFrame(Data):
     gb_code: str | None = None
     explanation: str | None = None
     cause: GraphBreak | None = None  # the graph break that started it, where it happened
-    seconds: float | None = None  # time spent in this frame per compiled call, where measured
+    seconds: float | None = None  # time spent in this frame per compiled call, where measured (under a profiler)
     share: float | None = None  # … as a share of the compiled call's time
+    call_seconds: float | None = None  # the compiled call's time in the same measurement: ``seconds`` ≤ it
 
     def as_text(self) -> str:
         where = f"{self.file}:{self.line}" if self.file else "unknown location"
@@ -639,6 +640,13 @@ class KernelCost(Data):
     verdict: str | None = None
     measured_dram_bytes: float | None = None  # Nsight Compute, per call (opt-in)
     measured_method: str | None = None
+
+    def __post_init__(self):
+        from compiler.stages.kernel_costs import out_of_bounds, reread
+
+        if self.verdict and out_of_bounds(self):  # saved by an older version: read again with today's rules
+            for name, value in reread(self).items():
+                setattr(self, name, value)
 
 
 @dataclass(repr=False, eq=False)

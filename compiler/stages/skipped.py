@@ -68,7 +68,7 @@ def with_share(items: list[dict], frame_times: dict | None) -> list[dict]:
     for item in items:
         seconds = frame_times["frames"].get(_key_text(frame_key(item)))
         if seconds is not None and total > 0:
-            item.update(seconds=seconds, share=min(1.0, seconds / total))
+            item.update(seconds=min(seconds, total), share=min(1.0, seconds / total), call_seconds=total)
     return items
 
 

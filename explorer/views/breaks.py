@@ -60,12 +60,29 @@ def skipped_sentence(item) -> Html:
                  f" — {share} of the compiled call's time" if share else "", "."])
 
 
-def skipped_card(item, selected_id: str | None):
+def frame_time_text(item, runtime=None) -> str | None:
+    """A skipped frame's time per call, never more than the call: its share of the compiled call, and that share of
+    the call's median time where the run was timed (the frame was timed under a profiler, which slows both), else
+    the profiled seconds beside the profiled call's."""
+    if item.share is None:
+        return None
+    share = share_text(item.share)
+    compiled = runtime.compiled if runtime is not None and runtime.available else None
+    if compiled is not None and compiled.median_s:
+        return (f"{share} of the compiled call's time: about {seconds(item.share * compiled.median_s)} of its "
+                f"{seconds(compiled.median_s)} median (measured after the capture under a profiler, with the compiled "
+                "functions it calls)")
+    if item.call_seconds:
+        return (f"{share} of the compiled call's time: {seconds(min(item.seconds or 0.0, item.call_seconds))} of "
+                f"{seconds(item.call_seconds)} per call, both timed under a profiler after the capture")
+    return f"{share} of the compiled call's time (measured after the capture, with the compiled functions it calls)"
+
+
+def skipped_card(item, selected_id: str | None, runtime=None):
     """One ``SkippedFrame``: the frame torch ran eagerly, why, and the break that started it."""
     cause = item.cause
     doc_link = _doc_link(item.gb_code)
-    timed = (f"{seconds(item.seconds)} per call, {share_text(item.share)} of the compiled call's time "
-             "(measured after the capture, with the compiled functions it calls)") if item.share is not None else None
+    timed = frame_time_text(item, runtime)
     return tag("div",
                tag("div", badge("skipped frame", "error"), tag("strong", " "), code(item.function or "?"),
                    tag("strong", f" ran eagerly: {item.reason}"), badge(item.gb_code, "error") if item.gb_code else None,
@@ -156,7 +173,7 @@ def render_breaks(capture, compile, page: int = 0) -> str:
         para(f"{plural(len(all_skipped), 'frame')} skipped: Dynamo gave up on "
              f"{'it' if len(all_skipped) == 1 else 'them'} and torch runs the whole frame eagerly, with no graph "
              "(a graph break only ends a graph; a skipped frame has none). Worst first."),
-        *(skipped_card(item, selected) for item in skipped),
+        *(skipped_card(item, selected, capture.runtime) for item in skipped),
         page_note(len(all_skipped), skipped_page, "skipped frames")]) if all_skipped else None
     items, items_page = one_page(all_items, page)
     offset = items_page * LIST_PAGE

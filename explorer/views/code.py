@@ -103,12 +103,16 @@ def _adds_up(capture, gpu_us: float | None):
     rows += [["outside the compiled graphs (eager work between them)", _us(outside), f"{outside / gpu_us:.0%}",
               _rows(found.rest)],
              ["profiled GPU time per call", _us(gpu_us), "100%", ""]]
+    overlap = (para(f"The compiles' kernel rows add up to {_us(found.rows_us)}: a launch is in the row of every "
+                    "compile whose kernel has its name; above, each launch is counted once, so the shares add up to "
+                    "100 %.", cls="tc-muted")
+               if found.rows_us is not None and found.rows_us > found.kernels_us * 1.005 + 0.01 else None)
     return join([
         para("Where the profiled GPU time went — each launch put in the compile whose graph made it (the profiler's "
              "ranges around each compiled frame and graph call), so kernels Inductor names alike in several compiles "
-             "are counted once:", cls="tc-muted"),
+             "are counted once; the rows without “of which” add up to the whole:", cls="tc-muted"),
         table(["", "GPU time / call", "share", "largest"], rows),
-        repeated])
+        overlap, repeated])
 
 
 def _rows(rows: list) -> str:

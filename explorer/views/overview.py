@@ -4,6 +4,8 @@ from __future__ import annotations
 from ..html import (Html, cards, code, details, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
 from .breaks import skipped_frames, skipped_sentence
+from compiler.stages.breaks import UNRESUMABLE  # noqa: F401 (tests import it from here)
+
 from .common import is_resume
 from .recompiles import budget_sentence, guard_sentence, limit_sentence
 from .tables import WIDGET_ROWS, data_table
@@ -37,9 +39,9 @@ def findings(capture) -> list[tuple[str, str | Html]]:
     for budget in near[:FINDINGS_EACH]:  # used up (or nearly) but not yet refused: the limit before it bites
         found.append(("error" if budget.left == 0 else "warn",
                       join([budget_sentence(budget), " ", guard_sentence(budget), " See Fixes and Recompiles."])))
-    other_failures = s.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits)
-    if other_failures > 0:
-        found.append(("error", f"{plural(other_failures, 'compile')} failed (see the status column below)"))
+    failures = other_failures(capture)
+    if failures > 0:
+        found.append(("error", f"{plural(failures, 'compile')} failed (see the status column below)"))
     if s.graph_breaks:
         found.append(("warn", f"{plural(s.graph_breaks, 'graph break')} at "
                               f"{plural(s.unique_graph_breaks, 'place')}: each ends a graph, runs "
@@ -65,6 +67,12 @@ def findings(capture) -> list[tuple[str, str | Html]]:
                               "the compiles shown are this capture's own, but torch's counters (cap.counters) "
                               "are process-wide and count the other's too"))
     return found + speed_findings(capture.runtime)
+
+
+def other_failures(capture) -> int:
+    """Failed compiles that are neither a skipped frame nor a compile refused at the recompile limit: each of
+    those is its own finding, never also a failure."""
+    return max(0, capture.summary.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits))
 
 
 def speed_findings(runtime) -> list[tuple[str, str]]:
@@ -98,7 +106,8 @@ COUNTS = {
     "skipped frames": "frames Dynamo gave up on: no graph, the whole frame runs eagerly on every call",
     "recompiles": "compiles of a frame that had compiled before, because its guards rejected new inputs "
                   "(a compile refused at the recompile limit included)",
-    "failed compiles": "compiles that ended in an error: skipped frames and refused recompiles included",
+    "failed compiles": "compiles that ended in an error other than a skipped frame or a recompile refused at the "
+                       "limit (those are counted apart; torch's counters['frames'] counts all three as not ok)",
     "guards": "guards of every compile, summed",
     "kernels": "generated kernels (Triton or C++), summed over compiles; extern calls not counted",
 }
@@ -110,11 +119,12 @@ def explain_note(capture) -> Html | None:
     if not s.graphs:
         return None
     parts = [code("torch._dynamo.explain()"), " on the same input counts otherwise: its ",
-             code("graph_break_count"), " is always its graph_count − 1, a count of graphs, not of breaks "
-             f"(for the {plural(s.graphs, 'graph')} counted here that would read {s.graphs - 1}, against the "
-             f"{plural(s.graph_breaks, 'break')} Dynamo made); "
-             "and it compiles with its own graph-collecting backend (no AOTAutograd), under which a Python "
-             "float Dynamo specialises here may stay a dynamic input, so it can count fewer recompiles and graphs."]
+             code("graph_break_count"), " is always its own graph_count − 1, a count of graphs, not of the "
+             f"{plural(s.graph_breaks, 'break')} Dynamo made here; and it compiles again, with its own graph-collecting "
+             "backend (no AOTAutograd), under which a Python float Dynamo specialises here may stay a dynamic input, "
+             "so its graphs can differ from these "
+             f"{plural(s.graphs, 'graph')} (no count is predicted here: ", code("python -m compiler check"),
+             " lists the differences item by item where explain()'s result is recorded with the capture)."]
     if capture.skipped_frames:
         parts.append(" It has no count for skipped frames (they make no graph).")
     unresumable = sum(item.count for item in capture.breaks.items if item.reason and item.reason.startswith(UNRESUMABLE))
@@ -126,9 +136,6 @@ def explain_note(capture) -> Html | None:
     return para(join(parts), cls="tc-muted tc-explain-note")
 
 
-# How torch 2.14 words a graph break it cannot resume from (symbolic_convert.py, InstructionTranslatorBase.step):
-# logged as a graph break, but not added to counters["graph_break"]
-UNRESUMABLE = "Encountered graph break that we cannot resume from"
 
 
 def counts_legend() -> Html:
@@ -150,7 +157,7 @@ def summary_cards(capture) -> Html:
         counted("graph breaks", s.graph_breaks),
         *([counted("skipped frames", s.skipped_frames, "error")] if s.skipped_frames else []),
         counted("recompiles", s.recompiles),
-        counted("failed compiles", s.failed_compiles, "error"),
+        counted("failed compiles", other_failures(capture), "error"),
         ("guards", str(s.guards), "info"),
         ("kernels", str(s.kernels), "info"),
         # "–", not 0, where torch logged no time for any compile
@@ -192,7 +199,9 @@ def compiles_table(capture, selected) -> Html:
         graph, guards, kernels = c.graph, c.guards, c.kernels
         if c.origin == "aot_inductor" and c.inductor.available and c.inductor.runs:
             graph = c.inductor.runs[0].pre_grad  # the exported program, as Inductor received it
-        rows.append([code(c.compile_id), c.name or "?", _status_badge(c.status),
+        status = ("skipped to eager" if c.compile_id in index["skipped"] else "refused: limit"
+                  if c.compile_id in index["limits"] else c.status)
+        rows.append([code(c.compile_id), c.name or "?", _status_badge(status),
                      graph.op_count if graph.available else "–",
                      guards.count if guards.available else "–",
                      len([k for k in kernels.kernels if k.language != "extern"])
@@ -204,7 +213,8 @@ def compiles_table(capture, selected) -> Html:
 
 
 def _status_badge(status) -> Html:
-    kind = {"compiled": "ok", "failed": "error", "skipped": "warn"}.get(status, "muted")
+    kind = {"compiled": "ok", "failed": "error", "skipped": "warn", "skipped to eager": "warn",
+            "refused: limit": "warn"}.get(status, "muted")
     return tag("span", status or "?", cls=f"tc-badge tc-{kind}")
 
 
