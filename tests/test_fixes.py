@@ -192,15 +192,24 @@ def _wrapped_layers(n: int) -> torch.nn.Sequential:
 
 
 def test_recompile_limit_only_where_torch_refused_a_compile():
-    """A frame holding as many compiles as the limit compiled every variant: no recompile_limit fix (the
-    rule once counted compiles per frame and ranked a limit never reached first, on transformers 5.24's
-    GPT-2). One more layer and torch refuses the 9th compile: the fix is proposed and ranks first."""
+    """A frame holding as many compiles as the limit compiled every variant: torch refused none, and raising the
+    limit is only the last resort for its used-up budget (issue 33: torch's own count, cache_size + 1, says its next
+    variant runs eagerly), ranked after the fix of its failing guard (the rule once counted compiles per frame and
+    ranked a limit never reached first, on transformers 5.24's GPT-2). One more layer and torch refuses the 9th
+    compile: the fix is proposed and ranks first."""
     limit = torch._dynamo.config.recompile_limit
     with contextlib.redirect_stdout(io.StringIO()):
         at_limit = capture_calls(_wrapped_layers(limit), [(torch.randn(3),)], backend="eager")
         over = capture_calls(_wrapped_layers(limit + 1), [(torch.randn(3),)], backend="eager")
     assert max(sum(c.frame_id == f for c in at_limit.compiles) for f in {c.frame_id for c in at_limit.compiles}) == limit
-    assert not at_limit.recompile_limits and "recompile_limit" not in [f.kind for f in at_limit.fixes()]
+    assert not at_limit.recompile_limits
+    budgets = at_limit.recompile_budgets  # forward and its resume function after the print
+    assert [(b.used, b.limit, b.left, b.hit) for b in budgets] == [(limit, limit, 0, False)] * 2
+    assert budgets[0].guard == "self.i ==" and budgets[0].values == [str(i) for i in range(limit)]
+    fixes = at_limit.fixes()
+    last_resort = next(f for f in fixes if f.kind == "recompile_limit")
+    assert "last resort" in last_resort.title and last_resort.limit_frames == [b.frame_id for b in budgets]
+    assert fixes[0].kind == "dynamic_int" and fixes[0].limit_frames == [b.frame_id for b in budgets]
     [hit] = over.recompile_limits
     assert hit.compile_id.endswith(f"/{limit}") and hit.limit == limit  # the refused compile, torch's own
     fix = over.fixes()[0]

@@ -366,8 +366,7 @@ class _Builder:
             finding = (f"frame {budget.frame_id} ({budget.function}) at the recompile limit: {budget.used} of "
                        f"{budget.limit_type} = {budget.limit}, {state}"
                        + (f"; the guard {budget.guard} {values} keeps failing" if budget.guard else ""))
-            credited = [f for f in self.by_key.values() if f.kind != "recompile_limit"
-                        and ids & (set(f.recompiles) | set(f.compiles))]
+            credited = [f for f in self.by_key.values() if f.kind != "recompile_limit" and ids & set(f.recompiles)]
             if not credited and budget.value_kind in ("float", "int"):
                 name = (budget.guard or "").rpartition(" ")[0] or "the value"
                 credited = [self._fix(("scalar", name), kind=f"dynamic_{budget.value_kind}",

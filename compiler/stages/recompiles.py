@@ -138,7 +138,7 @@ def recompile_budgets(compiles: list, options: dict, limits: dict) -> list[dict]
     return out
 
 
-_SOURCE_NAME = re.compile(r"^L\[['\"](?P<name>\w+)['\"]\]$")
+_LOCAL = re.compile(r"\bL\[['\"](?P<name>\w+)['\"]\]")  # a guard's source L['x'] is the reason's x
 
 
 def _guarded_values(compile, guard: str) -> list[str]:
@@ -151,8 +151,7 @@ def _guarded_values(compile, guard: str) -> list[str]:
         match = _VALUE_GUARD.match(row.condition or "")
         if not match or match["op"] != op:
             continue
-        name = _SOURCE_NAME.match(match["subject"].strip())
-        if (name["name"] if name else match["subject"].strip()) == subject:
+        if _LOCAL.sub(r"\g<name>", match["subject"].strip()) == subject:
             found.append(match["value"])
     return found
 
