@@ -198,25 +198,38 @@ def counters(cap, checked: Checked, explain: dict | None = None) -> list[Violati
     return out
 
 
+_FIRST_LINE = re.compile(r"# File: (?P<file>\S+):(?P<line>\d+) in (?P<fn>[\w<>]+)")
+
+
+def graph_key(code: str) -> str:
+    """A Dynamo graph told apart from others by the function and file of the first source line its code names (FX
+    writes ``# File: …:N in fn`` above each statement, the same way for explain()'s graphs and a capture's; the
+    line itself can differ between a graph with a float specialised and one with it dynamic)."""
+    match = _FIRST_LINE.search(code or "")
+    if not match:
+        return "a graph with no source line"
+    return f"{match['fn']} ({match['file'].rsplit('/', 1)[-1]})"
+
+
 def explain_record(explained) -> dict:
     """``torch._dynamo.explain(fn)(*args)``'s result as plain data, to save with a capture (key ``"explain"``):
-    its counts and, per graph, the function it was compiled from and where it ended."""
+    its counts, each graph by its first source line (``graph_key``) and each graph-break reason."""
     graphs = []
-    for reason in explained.break_reasons:
-        stack = list(reason.user_stack or [])
-        first, last = (stack[0], stack[-1]) if stack else (None, None)
-        graphs.append({"function": first.name if first else None, "file": first.filename if first else None,
-                       "ended_file": last.filename if last else None, "ended_line": last.lineno if last else None,
-                       "graph_break": bool(getattr(reason, "graph_break", True)), "reason": str(reason.reason)[:300]})
+    for gm in explained.graphs:
+        try:  # printed as a capture holds Dynamo's graph: with torch's "# File: …" comments
+            code = gm.print_readable(print_output=False)
+        except Exception:  # noqa: BLE001 — a graph that cannot print is still a graph
+            code = ""
+        graphs.append({"key": graph_key(code)})
     return {"graph_count": explained.graph_count, "graph_break_count": explained.graph_break_count,
-            "op_count": explained.op_count, "graphs": graphs}
+            "op_count": explained.op_count, "graphs": graphs,
+            "break_reasons": [str(r.reason).splitlines()[0][:200] for r in explained.break_reasons]}
 
 
 def reconcile_explain(cap, explain: dict) -> list[str]:
-    """Each difference between the capture's graphs and explain()'s, one per function whose graph count differs
-    (explain() compiles again with its own backend: a float specialised here may stay dynamic there), and the
-    counts' meanings (its graph_break_count is its graphs − 1)."""
-    out = []
+    """Each difference between the capture's Dynamo graphs and explain()'s, item by item: per function, how
+    many graphs each has (explain() compiles again with its own backend: a float specialised here may stay dynamic
+    there, one graph for every value), after the counts and what explain()'s graph_break_count is (its graphs − 1)."""
     graph_count = explain.get("graph_count")
     if not isinstance(graph_count, int):
         return [f"no graph_count in the recorded explain() result: {sorted(explain)[:5]}"]
@@ -225,17 +238,17 @@ def reconcile_explain(cap, explain: dict) -> list[str]:
     here: dict = {}
     for c in cap.compiles:
         if c.graph.available and c.origin == "dynamo":
-            key = c.name.split(" ")[0] if c.name else "?"
+            key = graph_key(c.graph.code)
             here[key] = here.get(key, 0) + 1
     there: dict = {}
     for g in explain.get("graphs") or []:
-        key = g.get("function") or "?"
+        key = g.get("key") or "?"
         there[key] = there.get(key, 0) + 1
-    out.append(f"{cap.summary.graphs} graphs here, {graph_count} in explain() (its graph_break_count "
-               f"{explain.get('graph_break_count')} is its graphs − 1)")
-    for name in sorted(set(here) | set(there)):
-        if here.get(name, 0) != there.get(name, 0):
-            out.append(f"{name}: {here.get(name, 0)} graphs here, {there.get(name, 0)} in explain()")
+    out = [f"{cap.summary.graphs} graphs here, {graph_count} in explain() (its graph_break_count "
+           f"{explain.get('graph_break_count')} is its graphs − 1)"]
+    for key in sorted(set(here) | set(there)):
+        if here.get(key, 0) != there.get(key, 0):
+            out.append(f"{key}: {here.get(key, 0)} graphs here, {there.get(key, 0)} in explain()")
     return out
 
 

@@ -29,12 +29,26 @@ def resume_origin(compile) -> tuple[str, int] | None:
 
 def compile_label(compile) -> str:
     """``0/1 f — recompile`` as the compile selector and the static sections name it."""
-    status = "" if compile.status == "compiled" else f", {compile.status}"
+    status = "" if compile.status == "compiled" else f", {_status(compile)}"
     if compile.origin != "dynamo":  # AOTInductor: the name says what it is; no frame, so no role
         return f"{compile.compile_id} {compile.name or '?'}{status}"
     role = ("resume after graph break" if is_resume(compile)
             else "recompile" if compile.frame_compile_id else "first compile")
     return f"{compile.compile_id} {compile.name or '?'} — {role}{status}"
+
+
+def _status(compile) -> str:
+    """A failed compile as what it is: a frame torch skipped to eager, a compile refused at the recompile limit
+    (each its own finding, never also a failure), else failed."""
+    from compiler.stages.skipped import is_recompile_limit, is_skipped
+
+    capture = compile.__dict__.get("_capture")
+    options = capture.options if capture is not None and isinstance(capture.options, dict) else {}
+    if compile.status == "failed" and is_skipped(compile, options):
+        return "skipped to eager"
+    if compile.status == "failed" and is_recompile_limit(compile):
+        return "refused: recompile limit"
+    return compile.status
 
 
 def break_title(item) -> str:
