@@ -295,7 +295,7 @@ def time_bounds(cap, checked: Checked) -> list[Violation]:
             where = f"{c.compile_id} kernel {k.name}"
             if cost.served_from == "DRAM" and cost.share > 1 + EPS:
                 bad(where, f"{cost.share:.0%} of the DRAM peak")
-            from compiler.stages.kernel_costs import FAR_BELOW
+            from compiler.stages.roofline import FAR_BELOW
 
             if cost.share < FAR_BELOW and (cost.verdict or "").startswith(("memory-bound at", "compute-bound at")):
                 bad(where, f"verdict names a bound it is far from: {cost.verdict}")

@@ -5,6 +5,7 @@ import json
 import re
 import textwrap
 
+from compiler.stages.budgets import repeated_guard, value_kind  # noqa: F401 (views import value_kind from here)
 from compiler.stages.data import as_declared
 from compiler.stages.schema import Recompile
 
@@ -48,7 +49,6 @@ def recompile_stage(payload: str | None, metrics: dict) -> Recompile:
 # torch's message when a frame is over its limit (convert_frame: "Dynamo recompile limit exceeded")
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<limit>\d+)\)")
 _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)  # torch's link to its graph-break registry
-_VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
 
 
 def limit_hits(compiles: list, limits: dict) -> list[dict]:
@@ -79,109 +79,3 @@ def limit_hits(compiles: list, limits: dict) -> list[dict]:
             "guard": guard, "values": values, "note": note, "message": message,
             "gb_code": gb.group(1).upper() if (gb := _GB_CODE.search(message)) else None}
     return list(hits.values())
-
-
-DEFAULT_LIMITS = {"recompile_limit": 8, "accumulated_recompile_limit": 256}  # torch._dynamo.config's defaults
-NEAR = 2  # a frame this close to its limit (or at it) is a finding: its next new variants run eagerly
-
-
-def recompile_budgets(compiles: list, options: dict, limits: dict) -> list[dict]:
-    """Frames that have used their recompile budget, or are within ``NEAR`` of it, counted as torch counts
-    (``torch._dynamo.cache_size``): before each compile torch records in the compile's metrics ``cache_size``, the
-    cache entries of that code object made for the same ID_MATCH'd objects (an ``nn.Module``'s ``self``), and
-    ``accumulated_cache_size``, all its entries; a compile is refused when the first reaches ``recompile_limit``
-    (``torch.compile(recompile_limit=…)`` where given, else ``torch._dynamo.config``) or the second
-    ``accumulated_recompile_limit``. So after a frame's last compile it holds ``cache_size + 1`` entries. One item
-    per frame that recompiled at least once: entries used, limit, how many are left (0: the next new variant runs
-    eagerly; ``hit``: torch already refused one), the guard that kept failing and the values it saw."""
-    from compiler.stages.skipped import is_recompile_limit
-
-    out = []
-    frames: dict[int, list] = {}
-    for c in compiles:
-        if c.origin == "dynamo":
-            frames.setdefault(c.frame_id, []).append(c)
-    configured = options.get("recompile_limit")
-    for frame_id, frame in frames.items():
-        refused = [c for c in frame if is_recompile_limit(c)]
-        entered = [c for c in frame if c.status == "compiled" and isinstance(c.metrics.get("cache_size"), int)]
-        if not entered:
-            continue
-        last = max(entered, key=lambda c: c.metrics["cache_size"])
-        used, accumulated = last.metrics["cache_size"] + 1, int(last.metrics.get("accumulated_cache_size") or 0) + 1
-        if used < 2 and not refused:  # never recompiled: no guard kept failing
-            continue
-        if isinstance(configured, int):
-            limit, source = configured, "torch.compile(recompile_limit=…)"
-        elif isinstance(limits.get("recompile_limit"), int):
-            limit, source = limits["recompile_limit"], "torch._dynamo.config at capture time"
-        else:
-            limit, source = DEFAULT_LIMITS["recompile_limit"], "torch's default (not recorded)"
-        total = limits.get("accumulated_recompile_limit") or DEFAULT_LIMITS["accumulated_recompile_limit"]
-        limit_type, left = "recompile_limit", limit - used
-        if total - accumulated < left:
-            limit_type, limit, left = "accumulated_recompile_limit", total, total - accumulated
-            used = accumulated
-        if left > NEAR and not refused:
-            continue
-        reasons = [r for c in frame if c.recompile.available for r in c.recompile.reasons]
-        guard, values, note = repeated_guard(reasons)
-        if guard and not refused:  # the last compile's own value: its guard on the same name
-            values = list(dict.fromkeys([*values, *_guarded_values(last, guard)]))
-        named = next((c for c in frame if c.name), last)
-        out.append({"frame_id": frame_id, "function": named.name, "file": named.source.filename,
-                    "line": named.source.firstlineno, "compile_ids": [c.compile_id for c in entered],
-                    "used": used, "limit": limit, "limit_type": limit_type, "limit_source": source,
-                    "left": max(left, 0), "hit": bool(refused),
-                    "refused": [c.compile_id for c in refused], "guard": guard, "values": values,
-                    "value_kind": value_kind(values), "note": note})
-    return out
-
-
-_LOCAL = re.compile(r"\bL\[['\"](?P<name>\w+)['\"]\]")  # a guard's source L['x'] is the reason's x
-
-
-def _guarded_values(compile, guard: str) -> list[str]:
-    """The values ``compile``'s own guards hold for ``guard`` ("scale ==": ``L['scale'] == 0.5`` → 0.5)."""
-    subject, _, op = guard.rpartition(" ")
-    if not compile.guards.available:
-        return []
-    found = []
-    for row in compile.guards.rows:
-        match = _VALUE_GUARD.match(row.condition or "")
-        if not match or match["op"] != op:
-            continue
-        if _LOCAL.sub(r"\g<name>", match["subject"].strip()) == subject:
-            found.append(match["value"])
-    return found
-
-
-def repeated_guard(reasons: list) -> tuple[str | None, list[str], str | None]:
-    """The guard that failed most often, with its compared value stripped (``spatial_scale ==``), the
-    values it was specialised to, in order, and torch's note on where the guard came from
-    (``reasons``: ``RecompileReason``s)."""
-    keyed = []
-    for reason in reasons:
-        match = _VALUE_GUARD.match(reason.guard or "")
-        key = f"{match['subject']} {match['op']}" if match else reason.guard
-        keyed.append((key, match["value"] if match else None, reason.note))
-    if not keyed:
-        return None, [], None
-    counts: dict = {}
-    for key, _, _ in keyed:
-        counts[key] = counts.get(key, 0) + 1
-    top = max(counts, key=counts.get)
-    values = list(dict.fromkeys(v for k, v, _ in keyed if k == top and v is not None))
-    note = next((n for k, _, n in keyed if k == top and n), None)
-    return top, values, note
-
-
-def value_kind(values: list[str]) -> str | None:
-    """"float" / "int" when every specialised value is a Python number of that kind."""
-    try:
-        [float(v) for v in values]
-    except ValueError:
-        return None
-    if not values:
-        return None
-    return "int" if all(v.lstrip("-").isdigit() for v in values) else "float"

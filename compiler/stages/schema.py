@@ -642,7 +642,7 @@ class KernelCost(Data):
     measured_method: str | None = None
 
     def __post_init__(self):
-        from compiler.stages.kernel_costs import out_of_bounds, reread
+        from compiler.stages.roofline import out_of_bounds, reread
 
         if self.verdict and out_of_bounds(self):  # saved by an older version: read again with today's rules
             for name, value in reread(self).items():
@@ -1658,7 +1658,7 @@ def recompiles_of(compiles: list[Compile]) -> list[Recompile]:
 
 def budgets_of(data: CaptureData) -> list[RecompileBudget]:
     """``CaptureData.recompile_budgets``: frames at or near their recompile limit (``recompile_budgets``)."""
-    from compiler.stages.recompiles import recompile_budgets
+    from compiler.stages.budgets import recompile_budgets
 
     environment = data.environment if isinstance(data.environment, dict) else {}
     limits = environment.get("recompile_limits")
