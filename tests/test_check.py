@@ -53,8 +53,9 @@ def test_graph_code_statements_count_in_place_updates():
             '        x_11 += l_y_;  x_12: "f32[4]" = x_11;  x_11 = l_y_ = None\n'
             '        getitem = x_12[0]\n'
             '        add: "f32[4]" = x_12 + getitem;  x_12 = getitem = None\n'
+            '        add[(slice(None, None, None), 0)] = getitem;  setitem = None\n'
             '        return (add,)\n')
-    assert code_ops(code) == 4
+    assert code_ops(code) == 5  # relu, +=, getitem, +, setitem (Mask R-CNN's paste_masks_in_image has four)
 
 
 def test_graph_nodes_rule_fails_on_a_lost_node():

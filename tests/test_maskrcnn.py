@@ -19,6 +19,9 @@ def maskrcnn():
     torch._dynamo.reset()
     with torch.no_grad(), compiler.capture() as cap:
         torch.compile(model, backend="eager")([torch.rand(3, 224, 224)])
+    code = torchvision.ops.roi_align.roi_align.__code__  # torch's own cache entries, before the next test resets them
+    cap.__dict__["roi_align_entries"] = (code.co_firstlineno,
+                                         len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code)))
     return cap
 
 
@@ -73,3 +76,20 @@ def test_the_report_stays_within_its_budget(maskrcnn, tmp_path):
     assert main(["report", str(path), "-o", str(tmp_path / "report.html")]) == 0
     assert (tmp_path / "report.html").stat().st_size <= REPORT_BYTES
     assert len(render_static(maskrcnn, fallback=True).encode()) <= FALLBACK_BYTES
+
+
+def test_roi_align_budget_said_before_it_bites(maskrcnn):
+    """Issue 33: roi_align compiles once per FPN level's spatial_scale (a float torch specialises: its custom op
+    takes a Python float) and uses up the recompile limit without hitting it; the budget is torch's own count."""
+    from explorer.views.overview import findings
+
+    line, entries = maskrcnn.__dict__["roi_align_entries"]
+    [budget] = [b for b in maskrcnn.recompile_budgets if b.function == "roi_align"]
+    assert budget.line == line and budget.used == entries
+    assert budget.guard == "spatial_scale ==" and budget.value_kind == "float"
+    assert budget.values[:3] == ["0.125", "0.0625", "0.25"]
+    if budget.left == 0 and not budget.hit:
+        assert any("Recompile budget used up" in str(text) and "roi_align" in str(text) for _, text in findings(maskrcnn))
+    fix = next(f for f in maskrcnn.fixes() if budget.frame_id in f.limit_frames and f.kind != "recompile_limit")
+    assert fix.kind in ("dynamic_float", "specialize_float", "dynamic_true")
+

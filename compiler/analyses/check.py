@@ -61,6 +61,7 @@ class Checked:
 _AUGMENTED = re.compile(r"^[A-Za-z_][\w\.]*(?:\[[^\]]*\])?\s*(?:\+|-|\*|/|//|%|@|&|\||\^|<<|>>|\*\*)=\s*\S")
 _ASSIGN = re.compile(r"^(?P<names>[A-Za-z_][\w]*(?:\s*,\s*[A-Za-z_]\w*)*\s*,?)\s*(?::\s*\"[^\"]*\"|:\s*[^=]+?)?"
                      r"\s*=\s*(?P<expr>.+)$")
+_SETITEM = re.compile(r"^[A-Za-z_]\w*\[.+\]\s*=\s*\S")  # boxes_exp[(slice(None), 0)] = sub_2: operator.setitem
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
 _ATTRIBUTE = re.compile(r"^self(?:\.[A-Za-z_]\w*)+$")
 
@@ -86,7 +87,8 @@ def _statements(line: str) -> list[str]:
 
 def code_ops(code: str) -> int:
     """The statements of a printed FX graph's ``forward`` that compute something, counted from the code alone
-    (what ``Graph.op_count`` must equal): a call or operator assigned to a name, an in-place update, a ``getitem``;
+    (what ``Graph.op_count`` must equal): a call or operator assigned to a name, an in-place update (``x += y``,
+    ``x[i] = y``), a ``getitem``;
     not a placeholder, an alias (``l_x_ = L_x_``, ``x_12 = x_11`` after an in-place update), a module attribute
     (``self.w``: a get_attr node), ``x = None`` (freeing a value), the output."""
     from compiler.stages.fx_graph import _logical_lines, split_subgraphs
@@ -103,7 +105,7 @@ def code_ops(code: str) -> int:
         if not in_forward or not line or line.startswith(("#", "class ", "def ", "return")):
             continue
         for statement in _statements(line.split("  #")[0]):
-            if _AUGMENTED.match(statement):
+            if _AUGMENTED.match(statement) or _SETITEM.match(statement):
                 count += 1
                 continue
             match = _ASSIGN.match(statement)

@@ -48,8 +48,7 @@ def recompile_budgets(compiles: list, options: dict, limits: dict) -> list[dict]
             used = accumulated
         if left > NEAR and not refused:
             continue
-        reasons = [r for c in frame if c.recompile.available for r in c.recompile.reasons]
-        guard, values, note = repeated_guard(reasons)
+        guard, values, note = repeated_guard([c.recompile.reasons for c in frame if c.recompile.available])
         if guard and not refused:  # the last compile's own value: its guard on the same name
             values = list(dict.fromkeys([*values, *_guarded_values(last, guard)]))
         named = next((c for c in frame if c.name), last)
@@ -80,21 +79,26 @@ def _guarded_values(compile, guard: str) -> list[str]:
     return found
 
 
-def repeated_guard(reasons: list) -> tuple[str | None, list[str], str | None]:
-    """The guard that failed most often, with its compared value stripped (``spatial_scale ==``), the
-    values it was specialised to, in order, and torch's note on where the guard came from
-    (``reasons``: ``RecompileReason``s)."""
-    keyed = []
-    for reason in reasons:
-        match = _VALUE_GUARD.match(reason.guard or "")
-        key = f"{match['subject']} {match['op']}" if match else reason.guard
-        keyed.append((key, match["value"] if match else None, reason.note))
+def repeated_guard(groups: list) -> tuple[str | None, list[str], str | None]:
+    """The guard that keeps failing: the one that failed against the newest cached compile in the most recompiles
+    (``groups``: each recompile's ``RecompileReason``s, one per cached compile it was checked against, newest first;
+    ties: the one that failed most often, then the first), with its compared value stripped (``spatial_scale ==``),
+    the values it was specialised to, in the order torch reported them, and torch's note on where the guard came
+    from. Mask R-CNN's roi_align: ``spatial_scale ==`` failed against the newest compile in 5 of 7 recompiles; the
+    oldest compile's ``boxes`` size fails in every recompile's list, but only once against the newest."""
+    keyed, newest = [], {}
+    for reasons in groups:
+        for number, reason in enumerate(reasons):
+            match = _VALUE_GUARD.match(reason.guard or "")
+            key = f"{match['subject']} {match['op']}" if match else reason.guard
+            keyed.append((key, match["value"] if match else None, reason.note))
+            if number == 0:  # against the newest cached compile: what changed since the last variant
+                newest[key] = newest.get(key, 0) + 1
     if not keyed:
         return None, [], None
-    counts: dict = {}
-    for key, _, _ in keyed:
-        counts[key] = counts.get(key, 0) + 1
-    top = max(counts, key=counts.get)
+    order = list(dict.fromkeys(k for k, _, _ in keyed))
+    total = {k: sum(1 for key, _, _ in keyed if key == k) for k in order}
+    top = max(order, key=lambda k: (newest.get(k, 0), total[k], -order.index(k)))
     values = list(dict.fromkeys(v for k, v, _ in keyed if k == top and v is not None))
     note = next((n for k, _, n in keyed if k == top and n), None)
     return top, values, note

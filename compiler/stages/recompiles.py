@@ -67,9 +67,8 @@ def limit_hits(compiles: list, limits: dict) -> list[dict]:
         limit_type = match["type"] if match else "recompile_limit"
         frame = [c for c in compiles if c.frame_id == failed.frame_id and c.status == "compiled"]
         named = next((c for c in frame if c.name), failed)
-        reasons = [r for c in compiles if c.frame_id == failed.frame_id and c.recompile.available
-                   for r in c.recompile.reasons]
-        guard, values, note = repeated_guard(reasons)
+        guard, values, note = repeated_guard([c.recompile.reasons for c in compiles
+                                              if c.frame_id == failed.frame_id and c.recompile.available])
         limit = limits.get(limit_type, int(match["limit"]) if match else None)
         hits[failed.frame_id] = {
             "compile_id": failed.compile_id, "frame_id": failed.frame_id, "function": named.name,
