@@ -307,8 +307,10 @@ def time_bounds(cap, checked: Checked) -> list[Violation]:
 # --- kernel lines among their origins' --------------------------------------------------------
 
 def kernel_lines(cap, checked: Checked) -> list[Violation]:
-    """Every kernel's lines (``KernelProvenance.places``, else ``lines`` in its ``file``) among the lines of the
-    post-grad nodes it was made from (``post_grad_nodes``: Inductor's origins; their ``ProvenanceNode.lines``)."""
+    """Every kernel's lines (``KernelProvenance.places``, else ``lines`` in its ``file``) among its origins' lines:
+    those of the nodes torch names as its origins (``origin_places``, where ``origin`` says torch named them),
+    else of the post-grad nodes it was made from (``post_grad_nodes``; their ``ProvenanceNode.lines``). A kernel
+    torch named no origin for (``no_origin``) is counted apart, never passed."""
     from compiler.stages.schema import key_of
 
     out = []
@@ -322,9 +324,13 @@ def kernel_lines(cap, checked: Checked) -> list[Violation]:
             if not places:
                 continue
             checked.kernels += 1
-            origins = [post[key_of(k.role, name)] for name in k.post_grad_nodes if key_of(k.role, name) in post]
-            allowed = {(n.file, line) for n in origins for line in n.lines}
-            if not origins:
+            named = getattr(k, "origin_places", None)  # the lines of the nodes torch names as its origins (issue 33)
+            if getattr(k, "origin", None) and named:
+                origins, allowed = named, {(p.file, p.line) for p in named}
+            else:
+                origins = [post[key_of(k.role, name)] for name in k.post_grad_nodes if key_of(k.role, name) in post]
+                allowed = {(n.file, line) for n in origins for line in n.lines}
+            if not origins or (hasattr(k, "origin") and k.origin is None and getattr(k, "no_origin", None)):
                 checked.kernels_without_origin += 1
                 continue
             if not allowed:
