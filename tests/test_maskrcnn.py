@@ -3,6 +3,8 @@ frames Dynamo skips, the graph breaks, the graphs, the failed compiles and the r
 own counters and config say. Runs where torchvision is installed (e.g. torch 2.14.1 + torchvision 0.29.1 in a venv
 of their own: ``pip install torch==2.14.1 torchvision==0.29.1 -e .[test]``, 20 s); skipped elsewhere, CI included.
 Graph breaks torch could not resume from are in the count here and not in torch's counter: tested as such."""
+import sys
+
 import pytest
 import torch
 
@@ -19,7 +21,7 @@ def maskrcnn():
     torch._dynamo.reset()
     with torch.no_grad(), compiler.capture() as cap:
         torch.compile(model, backend="eager")([torch.rand(3, 224, 224)])
-    code = torchvision.ops.roi_align.roi_align.__code__  # torch's own cache entries, before the next test resets them
+    code = sys.modules["torchvision.ops.roi_align"].roi_align.__code__  # torch's own cache entries, before a reset
     cap.__dict__["roi_align_entries"] = (code.co_firstlineno,
                                          len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code)))
     return cap

@@ -51,7 +51,7 @@ def test_used_up_counted_as_torch_counts(used_up):
 
 def test_within_two_of_the_limit_and_not_before(used_up):
     """The same four compiles under a limit of 6 (2 left: said) and 7 (3 left: not yet)."""
-    from compiler.stages.recompiles import recompile_budgets
+    from compiler.stages.budgets import recompile_budgets
     from explorer.views.recompiles import budget_sentence
 
     cap, entries = used_up
