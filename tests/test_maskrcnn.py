@@ -13,6 +13,9 @@ torchvision = pytest.importorskip("torchvision")
 import compiler  # noqa: E402
 
 
+ROI_ALIGN = {}  # torch's own cache entries of roi_align's code object, read by the fixture
+
+
 @pytest.fixture(scope="module")
 def maskrcnn():
     torch.manual_seed(0)
@@ -22,8 +25,7 @@ def maskrcnn():
     with torch.no_grad(), compiler.capture() as cap:
         torch.compile(model, backend="eager")([torch.rand(3, 224, 224)])
     code = sys.modules["torchvision.ops.roi_align"].roi_align.__code__  # torch's own cache entries, before a reset
-    cap.__dict__["roi_align_entries"] = (code.co_firstlineno,
-                                         len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code)))
+    ROI_ALIGN["entries"] = (code.co_firstlineno, len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code)))
     return cap
 
 
@@ -85,7 +87,7 @@ def test_roi_align_budget_said_before_it_bites(maskrcnn):
     takes a Python float) and uses up the recompile limit without hitting it; the budget is torch's own count."""
     from explorer.views.overview import findings
 
-    line, entries = maskrcnn.__dict__["roi_align_entries"]
+    line, entries = ROI_ALIGN["entries"]
     [budget] = [b for b in maskrcnn.recompile_budgets if b.function == "roi_align"]
     assert budget.line == line and budget.used == entries
     assert budget.guard == "spatial_scale ==" and budget.value_kind == "float"
