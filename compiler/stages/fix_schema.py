@@ -178,6 +178,12 @@ class Fix(Data):
             exc.where.append(".goal")
             raise exc
 
+    def to_data(self) -> dict:
+        out = super().to_data()
+        if not out.get("limit_frames"):  # written only where a frame is at its limit (files saved before stay as they were)
+            out.pop("limit_frames", None)
+        return out
+
     @property
     def status(self) -> str:
         if not self.applicable:

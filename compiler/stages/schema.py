@@ -645,8 +645,15 @@ class KernelCost(Data):
         from compiler.stages.roofline import out_of_bounds, reread
 
         if self.verdict and out_of_bounds(self):  # saved by an older version: read again with today's rules
-            for name, value in reread(self).items():
+            fresh = reread(self)
+            self.__dict__["_as_saved"] = {name: getattr(self, name) for name in fresh}  # written back as it came
+            for name, value in fresh.items():
                 setattr(self, name, value)
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.update(self.__dict__.get("_as_saved") or {})  # a file is saved as it was read: re-read again on load
+        return out
 
 
 @dataclass(repr=False, eq=False)
@@ -1605,8 +1612,8 @@ class CaptureData(Data, JsonFile):
     recompiles: list[Recompile] = field(default_factory=list, metadata={"derived": True})
     skipped_frames: list[SkippedFrame] = field(default_factory=list)
     recompile_limits: list[RecompileLimit] = field(default_factory=list)
-    # frames at or within two of their recompile limit: derived from the compiles (``__post_init__``)
-    recompile_budgets: list[RecompileBudget] = field(default_factory=list, metadata={"derived": True})
+    # frames at or within two of their recompile limit: derived from the compiles on load (``__post_init__``), not saved
+    recompile_budgets: list[RecompileBudget] = field(default_factory=list, metadata={"live": True})
     cudagraphs: CudaGraphs = field(default_factory=_unavailable(CudaGraphs, "not recorded"))
     runtime: Runtime = field(default_factory=_unavailable(Runtime, "not measured"))
     first_call_s: float | None = None
