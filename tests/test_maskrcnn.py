@@ -91,7 +91,7 @@ def test_roi_align_budget_said_before_it_bites(maskrcnn):
     [budget] = [b for b in maskrcnn.recompile_budgets if b.function == "roi_align"]
     assert budget.line == line and budget.used == entries
     assert budget.guard == "spatial_scale ==" and budget.value_kind == "float"
-    assert budget.values[:3] == ["0.125", "0.0625", "0.25"]
+    assert {"0.125", "0.0625", "0.25"} <= set(budget.values)  # one per FPN level (order: as the images go)
     if budget.left == 0 and not budget.hit:
         assert any("Recompile budget used up" in str(text) and "roi_align" in str(text) for _, text in findings(maskrcnn))
     fix = next(f for f in maskrcnn.fixes() if budget.frame_id in f.limit_frames and f.kind != "recompile_limit")
