@@ -1240,3 +1240,144 @@ def test_every_exercise_cell_runs_its_solutions_checks():
         assert CHECK_LINE.findall(exercise.source), f"exercise {ex_id} calls no checker"
         assert CHECK_LINE.findall(exercise.source) == CHECK_LINE.findall(solution.source), \
             f"exercise {ex_id}: the exercise and its solution call different checks"
+
+
+# --- issue 39: the wrong answers an instructor's review got through, each rejected -----------------------
+
+def _gain_class(kind):
+    class Gain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            if kind == "buffer":
+                self.register_buffer("gain", torch.tensor(2.0))
+            else:
+                self.gain = 2.0 if kind == "float" else 2
+
+        def forward(self, x):
+            return x * self.gain
+    return Gain
+
+
+def test_issue39_exercise_3_3_float_int_and_a_deleted_update_rejected():
+    x = torch.randn(4)
+    set_attr = lambda m, v: setattr(m, "gain", v)  # noqa: E731
+    fill = lambda m, v: m.gain.fill_(v)  # noqa: E731
+    checks.check_attribute_updates(_gain_class("buffer"), fill, x)
+    # a float: automatic dynamic after one recompile (2 compiles for 4 values, as torch counts them)
+    assert "1 recompile" in fails(checks.check_attribute_updates, _gain_class("float"), set_attr, x).message
+    # an int attribute of a module stays specialized: one compile per value (is_int_specialization_case)
+    assert "3 recompile" in fails(checks.check_attribute_updates, _gain_class("int"),
+                                  lambda m, v: setattr(m, "gain", int(v)), x).message
+    # the update deleted (or a no-op): the new value is not used
+    assert "does not return" in fails(checks.check_attribute_updates, _gain_class("buffer"),
+                                      lambda m, v: None, x).message
+
+
+def test_issue39_exercise_1_2_rejects_a_list_of_ints():
+    cap = compiler.explore(_scale_all_original, torch.randn(8, 4), [1, 2, 3], backend="eager", timing=False)
+    assert "recompile" in fails(checks.check_reuses_for_new_values, cap, _scale_all_original).message
+
+
+def test_issue39_exercise_1_3_rejects_the_first_call_made_with_the_checked_value():
+    cap = compiler.explore(_power, torch.randn(8, 4), 3, backend="eager", timing=False)
+    assert "is the call that was compiled" in fails(checks.check_reuses_compile, cap, _power,
+                                                    cap.live.args[0], 3).message
+
+
+def test_issue39_exercise_2_3_rejects_fullgraph_on_unchanged_code():
+    def normalize(x):
+        scale = x.abs().max().item()
+        return x / scale
+
+    x = torch.randn(8, 4)
+    cap = compiler.explore(normalize, x, backend="eager", fullgraph=True, timing=False)
+    checks.check_no_graph_breaks(cap)  # what let it through
+    assert "graph break" in fails(checks.check_no_breaks_by_default, normalize, x).message
+    checks.check_no_breaks_by_default(lambda x: x / x.abs().max(), x)
+
+
+def test_issue39_exercise_2_6_rejects_a_constant_and_an_index_without_polyfill():
+    import operator
+
+    names = ["relu", "tanh", "sin"]
+    reference = lambda x, name: x * (operator.indexOf(names, name) + 1)  # noqa: E731
+    x = torch.randn(8, 4)
+    assert "relu" in fails(checks.check_every_name, lambda x, name: x * 2, reference, x, names).message
+    checks.check_every_name(lambda x, name: x * (names.index(name) + 1), reference, x, names)  # right values…
+    fails(checks.check_polyfilled, operator.countOf)  # …but no polyfill: rejected by check_polyfilled
+
+
+def test_issue39_exercise_3_2_rejects_requires_grad_and_another_rank():
+    def f(x):
+        return x * x.shape[0]
+
+    cap = compiler.explore(f, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    assert "requires_grad" in fails(checks.check_recompiling_input, cap, f,
+                                    torch.randn(8, 4, requires_grad=True)).message
+    assert "dimensions" in fails(checks.check_recompiling_input, cap, f, torch.randn(8)).message
+    checks.check_recompiling_input(cap, f, torch.randn(1, 4))
+
+
+def test_issue39_exercise_3_6_rejects_keep_tensor_guards_unsafe():
+    cap = compiler.explore(_sgd_step, torch.randn(16), torch.randn(16), backend="eager", timing=False,
+                           options={"guard_filter_fn": torch.compiler.keep_tensor_guards_unsafe})
+    checks.check_no_guard_on(cap, "G['LR']")  # what let it through
+    assert "also dropped" in fails(checks.check_only_guard_dropped, cap, _sgd_step, torch.randn(16),
+                                   torch.randn(16), dropped="G['LR']").message
+
+
+def test_issue39_exercise_3_8_rejects_deleting_the_branch():
+    def mean_times_rows(x):
+        return x.mean(0) * x.shape[0]
+
+    torch._dynamo.reset()
+    batch = torch.randn(8, 4)
+    torch._dynamo.decorators.mark_unbacked(batch, 0)
+    cap = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
+    checks.check_unbacked(cap, "x")
+    fails(checks.check_runtime_assert, cap)
+
+
+def test_issue39_exercise_4_2_rejects_zero_on_an_inference_capture():
+    model = torch.nn.Linear(4, 1)
+    with torch.no_grad(), compiler.capture() as cap:
+        torch.compile(model, backend="aot_eager")(torch.randn(2, 4))
+    assert "not a training capture" in fails(checks.check_saved_answer, 0, cap).message
+
+
+def test_issue39_exercise_4_3_rejects_a_hand_written_gelu():
+    import math
+
+    w = torch.nn.Linear(4, 4)
+
+    def step(x):
+        h = w(x)
+        return (h * 0.5 * (1 + torch.erf(h / math.sqrt(2)))).sum()
+
+    torch._dynamo.reset()
+    with compiler.capture() as cap:
+        torch.compile(step, backend="aot_eager")(torch.randn(2, 4)).backward()
+    assert "no longer calls" in fails(checks.check_decomposed, cap, "gelu", graph="forward").message
+
+
+def test_issue39_exercise_7_1_rejects_a_looked_up_number():
+    import math
+
+    checks.check_break_even_function(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
+    fails(checks.check_break_even_function, lambda f, e, c: 123)  # the table's number, whatever the timings
+    fails(checks.check_break_even_function, lambda f, e, c: f / e)  # a wrong formula
+
+
+def test_issue39_predictions_come_before_the_cell_that_reveals_them():
+    import nbformat
+
+    for path, name in ((LABS[2], "predicted_breaks_after"), (LABS[3], "predicted_recompiles_after")):
+        cells = nbformat.read(path, as_version=4).cells
+        asked = next(i for i, c in enumerate(cells) if "exercise" in _tags(c) and name in c.source)
+        revealed = next(i for i, c in enumerate(cells) if ".try_()" in c.source and name in c.source)
+        assert asked < revealed and "fixes()" not in cells[asked].source
+
+
+def test_issue39_no_answer_spelled_out_in_the_checkers():
+    text = (NOTEBOOKS / "labs" / "checks.py").read_text()
+    assert "exclude_tags=()" not in text  # Ex 1.5's answer

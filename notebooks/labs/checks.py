@@ -32,6 +32,8 @@ __all__ = [
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
     "saved_for_backward",
+    "check_attribute_updates", "check_break_even_function", "check_every_name", "check_no_breaks_by_default",
+    "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -299,12 +301,34 @@ def check_matches_eager(cap, reference, *args, what: str = "the compiled functio
 
 def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
     """``fn(*args)`` reuses the capture's compile (its guards pass), the guards on the tensor arguments were
-    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them."""
+    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them. The
+    call that was compiled does not count: ``args`` must differ from it (another value or another shape)."""
+    _require_not_the_compiled_call(cap, args, kwargs)
     check_no_recompile(cap, fn, *args, **kwargs)
     _check_tensor_guards_kept(cap, fn, args)
     if kwargs:
         return None
     check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def _signature_of(value):
+    """What guards see of a value: a tensor's shape, dtype and strides; anything else itself."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.dtype, value.stride(), value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__, tuple(_signature_of(v) for v in value)
+    return value
+
+
+def _require_not_the_compiled_call(cap, args, kwargs) -> None:
+    if not cap.is_live or cap.live.args is None or kwargs:
+        return
+    if len(args) == len(cap.live.args) and all(_signature_of(a) == _signature_of(b)
+                                               for a, b in zip(args, cap.live.args)):
+        _fail(f"({_describe_args(args, {})}) is the call that was compiled: reusing it proves nothing",
+              "compile with the first call, then check another value or size")
 
 
 def _check_tensor_guards_kept(cap, fn, args) -> None:
@@ -326,13 +350,15 @@ def _new_values(value, generator):
         return torch.randn(value.shape, generator=generator).to(value.dtype)
     if isinstance(value, float):
         return value + 0.25 + torch.rand((), generator=generator).item()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value + 1 + int(torch.randint(0, 5, (), generator=generator))
     if isinstance(value, (list, tuple)):
         return type(value)(_new_values(item, generator) for item in value)
     return value
 
 
 def check_reuses_for_new_values(cap, reference) -> None:
-    """The captured call again with new values — every float tensor redrawn, every Python float (also in a
+    """The captured call again with new values — every float tensor redrawn, every Python number (also in a
     list or tuple) changed — reuses the capture's first compile (its guards pass, and the guards on the tensor
     arguments were kept), and the compiled function gives ``reference``'s result on them. ``reference`` is the
     original function: how the values are passed (floats or a tensor of them) is the student's choice."""
@@ -362,7 +388,9 @@ def check_reuses_for_new_values(cap, reference) -> None:
 
 def check_recompiling_input(cap, fn, tensor, *rest) -> None:
     """``fn(tensor, *rest)`` would recompile the capture although ``tensor`` has the dtype and device of the
-    compiled call's tensor in the same position: the recompile comes from its sizes or strides."""
+    compiled call's tensor in the same position, and the same ``requires_grad`` and number of dimensions: so the
+    recompile comes from its sizes or strides (the TENSOR_MATCH guard, ``torch._C._dynamo.guards.TensorGuards``,
+    checks dispatch keys — dtype, device, requires_grad —, ndim, sizes and strides)."""
     import torch
 
     if tensor is ... or tensor is None:
@@ -373,6 +401,14 @@ def check_recompiling_input(cap, fn, tensor, *rest) -> None:
             _fail(f"your input is {tensor.dtype} on {tensor.device}; the compile was for {compiled.dtype} on "
                   f"{compiled.device}: a dtype or device change recompiles any compile, dynamic or not",
                   "keep the dtype and device; which sizes can a symbolic dimension not take?")
+        if compiled is not None and tensor.requires_grad != compiled.requires_grad:
+            _fail(f"your input has requires_grad={tensor.requires_grad}, the compile's {compiled.requires_grad}: "
+                  "that recompiles through the tensor's dispatch keys, not its sizes or strides",
+                  "keep requires_grad; which sizes can a symbolic dimension not take?")
+        if compiled is not None and tensor.dim() != compiled.dim():
+            _fail(f"your input has {tensor.dim()} dimensions, the compile's {compiled.dim()}: a change of rank "
+                  "recompiles any compile; the exercise asks for sizes or strides",
+                  "keep the number of dimensions; which sizes can a symbolic dimension not take?")
     check_would_recompile(cap, fn, tensor, *rest)
 
 
@@ -512,6 +548,9 @@ def check_fused(cap, ops=None, fused: bool = True) -> None:
               "Inductor's options (torch._inductor.list_options()) include limits on fusion")
     if not fused:
         nodes = sum(len(run.ir.fusion) for run in _ir_runs(cap))
+        if nodes < 2:
+            _fail(f"{_plural(nodes, 'scheduler node')}: nothing could have fused, so this shows no option at work",
+                  "compile the exercise's function, which has several ops fusion would join")
         return _pass(f"no fusion: {_plural(nodes, 'scheduler node')} after fusion, each one node before fusion")
     first = fusions[0]
     return _pass(f"Inductor fused {', '.join(first.members)} into {first.fused}"
@@ -651,10 +690,15 @@ def check_costliest_line(cap, line) -> None:
 
 def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
     """The student's prediction of a tried fix's effect (``result = cap.fixes()[i].try_()``): ``predicted``
-    is the number of ``what`` (graph_breaks, recompiles, graphs) left after the change, as measured."""
+    is the number of ``what`` (graph_breaks, recompiles, graphs) left after the change, as measured. With
+    ``result=None`` (the prediction asked before the fix is tried) only its form is checked."""
     if predicted is None:
         _fail("no prediction yet", f"read the fix (its findings and snippet), then set your prediction of the {what.replace('_', ' ')} left")
-    if result is None or result.after is None:
+    if isinstance(predicted, bool) or not isinstance(predicted, int):
+        _fail(f"your prediction {predicted!r} is not a number of {what.replace('_', ' ')}", "an int, e.g. 0")
+    if result is None:  # asked before the fix is tried: only recorded here, checked once it is measured
+        return _pass(f"prediction recorded: {predicted} {what.replace('_', ' ')} (checked once the fix is tried)")
+    if result.after is None:
         _fail(f"the fix was not measured ({getattr(result, 'status', 'not tried')})",
               "try it: result = cap.fixes()[i].try_()")
     before, after = getattr(result.before, what), getattr(result.after, what)
@@ -694,7 +738,11 @@ def check_op_count_answer(answer, cap) -> None:
 
 
 def check_saved_answer(answer, cap) -> None:
-    """The number of tensors AOTAutograd's forward graph of ``cap`` saves for the backward."""
+    """The number of tensors AOTAutograd's forward graph of ``cap`` saves for the backward (``cap`` must be a
+    training capture: an inference graph saves nothing, and 0 would pass for it)."""
+    if not any(_graphs_named(c, "forward") for c in cap.compiles):
+        _fail("this capture has no forward graph: it is not a training capture, so nothing is saved",
+              "solve the exercise that makes the training capture first")
     return _check_count(answer, len(saved_for_backward(cap)), "tensors saved for backward",
                         "the forward's return tuple: the user's outputs first (the loss), then the saved tensors")
 
@@ -793,6 +841,9 @@ def check_decomposed(cap, op: str, graph: str = "forward") -> None:
     if any(_matches_op(t, op) for t in targets):
         _fail(f"the {graph} graph still calls {op!r}", "which backend runs Inductor's decompositions "
               "without Inductor's code generation?")
+    if not any(_matches_op(t, op) for t in graph_ops(cap, "dynamo")):
+        _fail(f"your code no longer calls {op!r} (Dynamo's graph has none): the backend is to decompose it, "
+              "not your code", "keep the model as it is; change how it is compiled")
     parts = sorted(_decomposition_ops(op))
     missing = [p for p in parts if not any(_matches_op(t, p) for t in targets)]
     if missing:
@@ -907,16 +958,18 @@ def check_backends_answer(answer) -> None:
 
     what = "every backend torch.compile accepts"
     _no_answer(answer, what)
-    expected = set(torch._dynamo.list_backends(exclude_tags=()))
+    from torch._dynamo.backends import registry
+
+    registry._lazy_import()  # every backend registered, whatever its tags (what list_backends filters)
+    expected = set(registry._BACKENDS)
     given = {str(a) for a in answer} if isinstance(answer, (list, tuple, set)) else set()
     missing, extra = sorted(expected - given), sorted(given - expected)
     if missing or extra:
         _fail(f"{what}: {len(given)} names; missing {', '.join(missing[:6]) or 'none'}"
               + (" …" if len(missing) > 6 else "") + f"; not backends: {', '.join(extra) or 'none'}",
-              "list_backends() hides the backends tagged 'debug' or 'experimental' (eager, aot_eager…): "
-              "look at its exclude_tags argument")
+              "list_backends() hides some backends by default (eager, aot_eager…): read its signature")
     return _pass(f"{what}: {len(expected)} names, "
-                 f"{len(expected) - len(torch._dynamo.list_backends())} of them hidden by default")
+                 f"{len(expected - set(torch._dynamo.list_backends()))} of them hidden by default")
 
 
 def check_still_prints(cap, text: str) -> None:
@@ -1086,3 +1139,146 @@ def check_epilogue_answer(changed, kernel_name, comparison, gpu_cap) -> None:
               f"(kernels: {', '.join(kernels)})", "a generated kernel whose ops include mm and what follows it")
     return _pass(f"{kernel_name} computes {', '.join(sorted(ops - {'constant'}))}: the epilogue runs in the "
                  "matmul's kernel")
+
+
+# --- checks that compile the student's code again, from torch's own counters (issue 39) ----------------
+
+def _fresh_count(fn, calls, **compile_kwargs):
+    """Compiles ``fn`` afresh with a counting backend (``torch._dynamo.testing.CompileCounter``), makes each
+    call in ``calls`` (a list of argument tuples) and returns (frames compiled, the outputs, graph breaks
+    counted by torch (``torch._dynamo.utils.counters["graph_break"]``))."""
+    import torch
+    from torch._dynamo.testing import CompileCounter
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    counter = CompileCounter()
+    compiled = torch.compile(fn, backend=counter, **compile_kwargs)
+    outputs = [compiled(*call) for call in calls]
+    return counter.frame_count, outputs, sum(counters["graph_break"].values())
+
+
+def check_attribute_updates(module_cls, set_value, x, values=(2.0, 3.0, 4.0, 5.0)) -> None:
+    """A fresh ``module_cls()``, compiled once and called on ``x`` after ``set_value(module, v)`` for each of
+    ``values``, compiles one frame in all (no recompile, counted by torch) and returns ``x * v`` each time."""
+    import torch
+
+    if module_cls is ... or set_value is ...:
+        _fail("no answer yet", "define the class and the function that sets its value")
+    module = module_cls()
+
+    def call(v):
+        set_value(module, v)
+        return (x,)
+
+    torch._dynamo.reset()
+    from torch._dynamo.testing import CompileCounter
+    counter = CompileCounter()
+    compiled = torch.compile(module, backend=counter)
+    for v in values:
+        got = compiled(*call(v))
+        if not torch.allclose(got, x * v):
+            _fail(f"after setting the value to {v}, the compiled module does not return x * {v}",
+                  "the update must reach the compiled model: a new value, used")
+    if counter.frame_count != 1:
+        _fail(f"{len(values)} values compiled {_plural(counter.frame_count, 'frame')}: "
+              f"{counter.frame_count - 1} recompile(s)",
+              "a Python float attribute is a constant until automatic dynamic makes it a symbol, after one "
+              "recompile; what kind of value do guards never check?")
+    return _pass(f"{len(values)} values, 1 compile (counted by torch), the new value used each time")
+
+
+def check_no_breaks_by_default(fn, *args) -> None:
+    """``fn(*args)`` compiles with torch.compile's defaults (no fullgraph, ``.item()`` not captured) with
+    no graph break, counted by torch, and gives ``fn``'s eager result."""
+    import torch
+
+    with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False):
+        frames, outputs, breaks = _fresh_count(fn, [args])
+    if breaks:
+        _fail(f"with torch.compile's defaults, {_name_of(fn)} still has {_plural(breaks, 'graph break')} "
+              "(fullgraph=True or a config flag hides a break; it does not remove it)",
+              "rewrite the code so that nothing leaves tensor land")
+    check_allclose(outputs[0], fn(*args), f"{_name_of(fn)} compiled with the defaults")
+    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(frames, 'frame')})")
+
+
+def _name_of(fn) -> str:
+    return getattr(fn, "__name__", "the function")
+
+
+def check_every_name(fn, reference, x, names) -> None:
+    """``fn(x, name)`` compiles with ``fullgraph=True`` and equals ``reference(x, name)`` for every name."""
+    import torch
+
+    for name in names:
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(fn, backend="eager", fullgraph=True)(x, name)
+        except Exception as exc:  # noqa: BLE001 - the student's code: say what failed
+            _fail(f"{_name_of(fn)}(x, {name!r}) does not compile with fullgraph=True: {type(exc).__name__}",
+                  "every name must compile in one graph")
+        check_allclose(got, reference(x, name), f"{_name_of(fn)}(x, {name!r})")
+
+
+def check_polyfilled(original_fn) -> None:
+    """Dynamo traces ``original_fn`` through a registered substitute (``torch.compiler.substitute_in_graph``
+    records it in ``torch._dynamo.trace_rules._polyfilled_function_ids``)."""
+    from torch._dynamo import trace_rules
+
+    if id(original_fn) not in trace_rules._polyfilled_function_ids:
+        _fail(f"{_name_of(original_fn)} has no substitute registered for Dynamo",
+              "the exercise asks for torch.compiler.substitute_in_graph on the function the code calls")
+    return _pass(f"{_name_of(original_fn)} is traced through its registered substitute")
+
+
+def check_only_guard_dropped(cap, fn, *args, dropped: str) -> None:
+    """Compared with ``fn(*args)`` compiled without a guard filter, ``cap`` dropped the guards on ``dropped``
+    (a guard source such as ``"G['LR']"``) and kept every other guard."""
+    import torch
+
+    import compiler
+
+    _require_no_error(cap)
+    mine = {row.source for _, row in _guard_rows(cap)}
+    torch._dynamo.reset()
+    reference = compiler.explore(fn, *args, backend="eager", timing=False)
+    everything = {row.source for _, row in _guard_rows(reference)}
+    lost = sorted(s for s in everything - mine if s and dropped not in s)
+    if lost:
+        _fail(f"your filter also dropped the guards on {', '.join(lost[:5])}" + (" …" if len(lost) > 5 else ""),
+              f"keep every guard except those on {dropped}: each one you drop is a change the compile ignores")
+    return _pass(f"only the guards on {dropped} are dropped ({len(mine)} kept)")
+
+
+def check_runtime_assert(cap) -> None:
+    """Some FX graph of ``cap`` checks a fact about a size at run time (``torch._check`` becomes an
+    ``_assert_scalar`` node, ``torch.fx.experimental.symbolic_shapes`` ``ShapeEnv.defer_runtime_assert``)."""
+    _require_no_error(cap)
+    asserts = [t for t in graph_ops(cap) if "assert" in t or "_check" in t]
+    if not asserts:
+        _fail("no run-time check of a size in the graph: nothing tells the compiler which branch is taken",
+              "torch._check(...) records a fact the compiler may use, checked when the graph runs")
+    return _pass(f"the graph checks at run time: {asserts[0]}")
+
+
+def check_break_even_function(break_even) -> None:
+    """``break_even(first_call_s, eager_s, compiled_s)`` gives the break-even number of calls on made-up
+    timings (so no table can answer it): ``(first_call_s - compiled_s) / (eager_s - compiled_s)``, or
+    ``math.inf`` when the compiled call is not faster; any correct rounding passes (within 1 call)."""
+    import random
+
+    if break_even is ...:
+        _fail("no function yet", "define break_even(first_call_s, eager_s, compiled_s)")
+    rng = random.Random()
+    cases = [(rng.uniform(0.5, 5), rng.uniform(2e-3, 9e-3), rng.uniform(1e-4, 1e-3)) for _ in range(4)]
+    cases.append((1.0, 1e-3, 2e-3))
+    for first, eager, compiled in cases:
+        expected = (first - compiled) / (eager - compiled) if eager > compiled else math.inf
+        got = break_even(first, eager, compiled)
+        if math.isinf(expected) != math.isinf(float(got)) or (
+                not math.isinf(expected) and abs(float(got) - expected) > 1.0):
+            _fail(f"break_even({first:.3g}, {eager:.3g}, {compiled:.3g}) = {got!r}: not right",
+                  "how many calls until the time saved per call has repaid the first call's extra time?")
+    return _pass(f"break_even is right on {len(cases)} made-up timings")

@@ -289,9 +289,10 @@ def cells():
         md("""
             Which line wins depends on the sizes, the machine and — when shares are close — noise; that is why
             it is measured (re-run with a larger `repeat` when two shares are close). In three runs on a loaded
-            2-core CPU the softmax line won twice (40–50 % of the kernel time: an `exp` per element, several
-            passes over each row) and the `relu` line once (40 %); the matmul's O(n³) work, in a tuned library
-            GEMM (`extern_kernels.mm`), took 17–29 %.
+            2-core CPU (torch 2.13, each kernel timed from its own nodes) the matmul line — O(n³) work in a tuned
+            library GEMM, `extern_kernels.mm` — won twice (52 %, 45 % of the kernel time) and the softmax line
+            (an `exp` per element, several passes over each row) once (38 %, the matmul 31 %); `relu() + 1`
+            took 13–31 %.
             The shares come from timing each kernel call of the generated code after the capture (on a GPU, from
             the profiler); a loaded capture keeps them. (The inputs are not square on purpose: with every tensor
             of one shape, tcompile's kernel-to-line matching, which uses shapes, spreads each kernel over all the

@@ -107,20 +107,31 @@ def cells():
 
             ### Exercise 7.1 — compute the break-even point
 
-            From `inductor.runtime`, compute the number of calls after which the default Inductor compile has
-            paid for itself.
+            Write `break_even(first_call_s, eager_s, compiled_s)`: the number of calls after which a compile has
+            paid for itself (`math.inf` when the compiled call is not faster), then apply it to
+            `inductor.runtime` (its medians). The checker also calls your function on timings it makes up, so
+            the table above cannot answer it.
             """),
         exercise("""
+            def break_even(first_call_s, eager_s, compiled_s):
+                ...
+
             r = inductor.runtime
-            calls = ...
+            calls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)
             check_break_even(calls, r)      # any correct form: unrounded, rounded or rounded up (±1 call or 1 %)
+            check_break_even_function(break_even)
             """),
         solution_note(),
         solution("""
+            def break_even(first_call_s, eager_s, compiled_s):
+                if eager_s <= compiled_s:
+                    return math.inf
+                return (first_call_s - compiled_s) / (eager_s - compiled_s)
+
             r = inductor.runtime
-            eager, compiled = r.eager.median_s, r.compiled.median_s
-            calls = (r.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
+            calls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)
             check_break_even(calls, r)
+            check_break_even_function(break_even)
             """),
         md("""
             ## 4. When compiling does not pay
