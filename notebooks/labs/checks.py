@@ -1241,26 +1241,33 @@ def check_only_guard_dropped(cap, fn, *args, dropped: str) -> None:
     import compiler
 
     _require_no_error(cap)
-    mine = {row.source for _, row in _guard_rows(cap)}
+    mine = {(row.source or "", row.kind) for _, row in _guard_rows(cap)}
     torch._dynamo.reset()
     reference = compiler.explore(fn, *args, backend="eager", timing=False)
-    everything = {row.source for _, row in _guard_rows(reference)}
-    lost = sorted(s for s in everything - mine if s and dropped not in s)
+    everything = {(row.source or "", row.kind) for _, row in _guard_rows(reference)}
+    lost = sorted(f"{source or '(global)'} {kind}" for source, kind in everything - mine if dropped not in source)
     if lost:
-        _fail(f"your filter also dropped the guards on {', '.join(lost[:5])}" + (" …" if len(lost) > 5 else ""),
+        _fail(f"your filter also dropped {', '.join(lost[:5])}" + (" …" if len(lost) > 5 else ""),
               f"keep every guard except those on {dropped}: each one you drop is a change the compile ignores")
     return _pass(f"only the guards on {dropped} are dropped ({len(mine)} kept)")
 
 
-def check_runtime_assert(cap) -> None:
-    """Some FX graph of ``cap`` checks a fact about a size at run time (``torch._check`` becomes an
-    ``_assert_scalar`` node, ``torch.fx.experimental.symbolic_shapes`` ``ShapeEnv.defer_runtime_assert``)."""
+def check_runtime_assert(cap, fn) -> None:
+    """``fn`` still branches on a size being 0 (its bytecode compares with the constant 0: the empty-batch
+    case kept), and some FX graph of ``cap`` checks a fact about a size at run time (``torch._check`` becomes
+    an ``_assert_scalar`` node: ``ShapeEnv.defer_runtime_assert``, ``torch/fx/experimental/symbolic_shapes.py``)."""
+    import dis
+
     _require_no_error(cap)
+    ops = list(dis.get_instructions(fn))
+    if not any(i.opname == "COMPARE_OP" for i in ops) or 0 not in fn.__code__.co_consts:
+        _fail(f"{_name_of(fn)} no longer branches on an empty batch: the exercise keeps that case",
+              "keep `if n == 0`; tell the compiler which way it goes instead")
     asserts = [t for t in graph_ops(cap) if "assert" in t or "_check" in t]
     if not asserts:
         _fail("no run-time check of a size in the graph: nothing tells the compiler which branch is taken",
               "torch._check(...) records a fact the compiler may use, checked when the graph runs")
-    return _pass(f"the graph checks at run time: {asserts[0]}")
+    return _pass(f"the empty-batch branch is kept and the graph checks at run time: {asserts[0]}")
 
 
 def check_break_even_function(break_even) -> None:

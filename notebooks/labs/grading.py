@@ -138,7 +138,7 @@ for _e, _k in zip(_entries, _kept):
 import torch as _t, inspect as _i
 _src = _i.getsource(mean_times_rows)
 assert "== 0" in _src, "the branch for an empty batch was deleted"
-_gc.check_runtime_assert(ex38)""",
+_gc.check_runtime_assert(ex38, mean_times_rows)""",
     "4.2": """\
 _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",

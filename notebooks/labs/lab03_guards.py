@@ -506,7 +506,7 @@ def cells():
             ex38 = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
-            check_runtime_assert(ex38)
+            check_runtime_assert(ex38, mean_times_rows)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         solution_note(),
@@ -525,7 +525,7 @@ def cells():
             print(ex38.compiles[0].graph.as_text())   # u0 as an input, and _assert_scalar: the check at run time
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
-            check_runtime_assert(ex38)
+            check_runtime_assert(ex38, mean_times_rows)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         md("""

@@ -13,8 +13,9 @@ def cells():
             - explain the shared memory pool, the "overwritten by a subsequent run" error, `.clone()` and
               `torch.compiler.cudagraph_mark_step_begin()`.
             """, "With CUDA, every capture below is recorded live. Without it (this lab's CI runs on a CPU), "
-                 "the lab reads the captures shipped in `assets/gpu/`, recorded on an NVIDIA H100: the explorer "
-                 "shows them exactly like live ones. About a minute on CPU."),
+                 "the lab reads the captures shipped in `assets/gpu/`, recorded on an NVIDIA H100 with torch 2.11 "
+                 "(each capture's `environment` says so; this CPU runs a newer torch): the explorer shows them exactly "
+                 "like live ones. About a minute on CPU."),
         setup("""
             from pathlib import Path
             import pandas as pd
@@ -25,7 +26,7 @@ def cells():
                 print(f"CUDA is available ({torch.cuda.get_device_name()}): this lab records its captures live.")
             else:
                 print("CUDA is not available here: this lab reads the captures in assets/gpu/, recorded on an\\n"
-                      "NVIDIA H100 with `python -m scripts.record_gpu_captures assets/gpu`. Same data, same views;\\n"
+                      "NVIDIA H100 with torch 2.11 (`python -m scripts.record_gpu_captures assets/gpu`). Same data, same views;\\n"
                       "only the what-if panel needs a live capture.")
             """),
         md("""
