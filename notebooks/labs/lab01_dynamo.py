@@ -102,9 +102,10 @@ def cells():
             print(steps.compiles[0].graph.as_text())
             """),
         md("""
-            Three `mul` nodes with the constants 1, 2, 3, each tagged with the source line it came from
-            (`# File: …, code: x = x * (i + 1)`). The graph has no loop: the next call with the same guards runs
-            the three multiplications directly.
+            Each node is tagged with the source line it came from (`# File: …, code: x = x * (i + 1)`), and the
+            loop counter is gone: `i` was a Python int, so each trip through the loop was traced with its value
+            as a constant. The graph has no loop; the next call with the same guards runs the recorded
+            operations directly.
 
             ### Exercise 1.1 — count the nodes
 

@@ -14,7 +14,7 @@ def cells():
             - bound recompiles with `recompile_limit` and `set_stance` (`fail_on_recompile`, `eager_on_recompile`);
             - explain what the `torch.compiler.skip_guard_on_*` guard filters save — and why they are unsafe —, and
               write a filter of your own;
-            - run a compiled program eagerly with the `force_eager` stance;
+            - run a compiled program eagerly with a stance (`torch.compiler.set_stance`);
             - compile a size that may be 0 or 1 without recompiling (`mark_unbacked`) and tell the compiler
               what you know about it (`torch._check`).
             """, "Uses backend=\"eager\" throughout (guards are built by Dynamo). About a minute."),
@@ -478,9 +478,9 @@ def cells():
             check_stance_runs_eagerly(stance, f, torch.randn(8, 4))
             """),
         md("""
-            In a program: `with torch.compiler.set_stance("force_eager"): train()`, or
-            `torch.compiler.set_stance("force_eager")` once at the top (and `"default"` to undo it);
-            `%%tcompile --stance force_eager` for a cell.
+            In a program: `with torch.compiler.set_stance(stance): train()`, or
+            `torch.compiler.set_stance(stance)` once at the top (and `"default"` to undo it);
+            `%%tcompile --stance NAME` for a cell.
 
             ### Exercise 3.8 — batches of any size, even 1
 

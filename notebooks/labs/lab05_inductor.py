@@ -55,8 +55,8 @@ def cells():
             print([k.name for k in ind.compiles[0].kernels.kernels])
             """),
         md("""
-            `op0` is the matmul: an `ExternKernelSchedulerNode` — Inductor calls a library GEMM
-            (`extern_kernels.mm`) rather than generating one. The other nodes each write one buffer (the row
+            `op0` is an `ExternKernelSchedulerNode`: Inductor calls a library kernel for it rather than
+            generating code (which operator? Exercise 5.3). The other nodes each write one buffer (the row
             maxima and row sums of the softmax, the output…). They all loop over the same 64 rows, so the
             scheduler fused them — on CPU into an `OuterLoopFusedSchedulerNode`: one shared loop over rows with
             an inner loop per original node — and one C++ kernel computes them all.

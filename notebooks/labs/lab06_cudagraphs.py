@@ -188,20 +188,24 @@ def cells():
 
             ### Exercise 6.1 — which capture skipped CUDA graphs?
 
-            Load the shipped capture that **requested** CUDA graphs but had them **skipped** (file names are in
-            `assets/gpu/`, listed below).
+            Which of the shipped captures **requested** CUDA graphs but had them **skipped**? They are listed
+            below under neutral labels (their file names would give it away): load them and look.
             """),
         code("""
-            sorted(p.stem for p in GPU_CAPTURES.glob("*.json"))
+            captures = {f"capture_{i}": path for i, path in enumerate(sorted(GPU_CAPTURES.glob("*.json")))}
+            list(captures)
             """),
         exercise("""
-            name = "reduce_overhead_small_model"
-            check_cudagraphs(compiler.load(GPU_CAPTURES / f"{name}.json"), used=False)
+            name = "capture_0"
+            check_cudagraphs(compiler.load(captures[name]), used=False)
             """),
         solution_note(),
         solution("""
-            name = "cudagraphs_skipped_input_mutation"      # buf.add_(1) mutates an input
-            check_cudagraphs(compiler.load(GPU_CAPTURES / f"{name}.json"), used=False)
+            for label, path in captures.items():            # the CUDA graphs tab of each, or its summary
+                cg = compiler.load(path).cudagraphs
+                print(label, path.stem, "skipped:" if cg.skipped else "", cg.skip_reasons[:1] if cg.skipped else "")
+            name = next(label for label, path in captures.items() if compiler.load(path).cudagraphs.skipped)
+            check_cudagraphs(compiler.load(captures[name]), used=False)
             """),
         md("""
             ### Exercise 6.2 — how many recordings?
