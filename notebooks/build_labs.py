@@ -20,9 +20,9 @@ committed with their outputs cleared so diffs stay readable. Each lab module def
   (``jupyter.source_hidden``) and it is tagged ``solution``. CI runs the solutions in place and
   requires their ✓ lines.
 
-The **student edition** (``--student``, ``make labs-student``) is the same notebooks without the solution
-cells and the notes that point at them, written to ``notebooks/student/`` together with the checkers
-(``labs/checks.py``; not the lab sources, which hold the solutions). It is generated, not committed
+The **student edition** (``--student``) is the same notebooks without the solution cells and the notes that
+point at them, written to ``notebooks/student/`` (the checkers ship with tcompile: ``tcompile_labs.checks``).
+``make labs-student`` makes nbgrader's release instead (``--course``, see ``labs/grading.py``). It is generated, not committed
 (``.gitignore``): it is derived entirely from the sources, so a committed copy could only go stale, and
 a teacher hands out the folder they just built. CI checks that its exercises fail until solved and that
 no solution text is in it (``tests/test_labs.py``).
@@ -46,9 +46,10 @@ STUDENT_DIR = HERE / "student"
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 STUDENT_README = """# tcompile teaching labs — student edition
 
-Run each notebook top to bottom (`jupyter lab` in this folder). An **Exercise** cell ends in a checker that
-prints `✗ …` with a hint until your code is right, then `✓ …`. Keep `labs/checks.py` next to the notebooks:
-the labs import their checkers from it.
+Install tcompile first (one command; it brings the checkers, the GPU captures and lab 8's job):
+`pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl` (the wheel
+or folder your instructor hands out). Run each notebook top to bottom (`jupyter lab` in this folder). An
+**Exercise** cell ends in a checker that prints `✗ …` with a hint until your code is right, then `✓ …`.
 """
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -82,12 +83,9 @@ def student_edition(nb):
 
 
 def write_student_edition(out_dir: Path = STUDENT_DIR) -> list[Path]:
-    """Writes the student edition to ``out_dir``: the notebooks, labs/checks.py and a README."""
+    """Writes the student edition to ``out_dir``: the notebooks and a README (the checkers come with
+    tcompile, ``tcompile_labs.checks``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "labs").mkdir(exist_ok=True)
-    shutil.copyfile(HERE / "labs" / "checks.py", out_dir / "labs" / "checks.py")
-    (out_dir / "labs" / "__init__.py").write_text('"""The checkers of the tcompile labs (labs.checks)."""\n',
-                                                  encoding="utf-8")
     (out_dir / "README.md").write_text(STUDENT_README, encoding="utf-8")
     written = []
     for name in LAB_MODULES:
@@ -113,6 +111,20 @@ c.CourseDirectory.db_url = "sqlite:///" + {db!r}
 c.GenerateAssignment.preprocessors = [StarterCode if p is ClearSolutions else p
                                       for p in GenerateAssignment.class_traits()["preprocessors"].default()]
 c.Execute.timeout = 300            # one cell: a cold Inductor compile on a loaded 2-core machine
+"""
+
+
+RELEASE_README = """# A tcompile lab
+
+Install once, one command (Python 3.10+; the index gives the CPU build of torch, a small download), with the
+tcompile wheel or folder your instructor hands out:
+
+    pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl
+
+tcompile brings everything the labs use: the explorer, the checkers (`tcompile_labs.checks`), the GPU captures
+and lab 8's job script. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
+edit the cell with the starting code; the locked cell after it checks your answer (✗ with a hint, or ✓).
+Submit the notebook as it is.
 """
 
 
@@ -166,8 +178,8 @@ def course_notebook(nb):
 
 
 def write_course(root: Path, names=None) -> list[Path]:
-    """``root``/source/labNN/NN_name.ipynb for each lab (with the checkers beside it, labs/checks.py) and
-    ``root``/nbgrader_config.py."""
+    """``root``/source/labNN/NN_name.ipynb for each lab (with a README: how to install) and
+    ``root``/nbgrader_config.py. The checkers, captures and job the labs use come with tcompile."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(
         COURSE_CONFIG.format(notebooks=str(HERE), db=str(root / "gradebook.db")), encoding="utf-8")
@@ -175,9 +187,8 @@ def write_course(root: Path, names=None) -> list[Path]:
     for name in names or LAB_MODULES:
         filename, nb = build(name)
         folder = root / "source" / assignment_name(filename)
-        (folder / "labs").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(HERE / "labs" / "checks.py", folder / "labs" / "checks.py")
-        (folder / "labs" / "__init__.py").write_text('"""The checkers of the tcompile labs."""\n', encoding="utf-8")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "README.md").write_text(RELEASE_README, encoding="utf-8")
         path = folder / filename
         path.write_text(nbformat.writes(course_notebook(nb)) + "\n", encoding="utf-8")
         written.append(path)

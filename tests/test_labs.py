@@ -1,4 +1,4 @@
-"""The teaching labs (notebooks/NN_*.ipynb) run top to bottom, and their checkers (notebooks/labs/checks.py) work.
+"""The teaching labs (notebooks/NN_*.ipynb) run top to bottom, and their checkers (tcompile_labs/checks.py) work.
 
 Each lab is executed headlessly with nbclient in this venv's ``python3`` kernel, with the solution
 cells in place: no cell may error except the exercise cells tagged ``raises-exception``, which
@@ -22,9 +22,9 @@ import compiler
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
-sys.path.insert(0, str(NOTEBOOKS))  # the labs import their checkers as labs.checks, from notebooks/
-from labs import checks  # noqa: E402
-from labs.checks import CheckFailed  # noqa: E402
+sys.path.insert(0, str(NOTEBOOKS))  # build_labs and the lab sources
+from tcompile_labs import checks  # noqa: E402
+from tcompile_labs.checks import CheckFailed  # noqa: E402
 
 LABS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT_S = 180
@@ -167,8 +167,8 @@ def test_student_edition_has_no_solutions(student_dir):
 
     students = sorted(student_dir.glob("[0-9][0-9]_*.ipynb"))
     assert [p.name for p in students] == [p.name for p in LABS]
-    # the checkers travel with the notebooks; the lab sources (which hold the solutions) do not
-    assert sorted(p.name for p in (student_dir / "labs").iterdir()) == ["__init__.py", "checks.py"]
+    # the checkers come with tcompile (tcompile_labs); the lab sources (which hold the solutions) are not here
+    assert sorted(p.name for p in student_dir.iterdir() if p.suffix != ".ipynb") == ["README.md"]
     for path in students:
         instructor = nbformat.read(NOTEBOOKS / path.name, as_version=4)
         student = nbformat.read(path, as_version=4)
@@ -207,7 +207,7 @@ def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path, lab)
     assert exercises >= 4
 
 
-# --- notebooks/labs/checks.py, on real captures (backend="eager") ---------------------------------------
+# --- tcompile_labs/checks.py, on real captures (backend="eager") ---------------------------------------
 
 def _breaks(x):
     y = x.sin()
@@ -1381,5 +1381,5 @@ def test_issue39_predictions_come_before_the_cell_that_reveals_them():
 
 
 def test_issue39_no_answer_spelled_out_in_the_checkers():
-    text = (NOTEBOOKS / "labs" / "checks.py").read_text()
+    text = (REPO / "tcompile_labs" / "checks.py").read_text()
     assert "exclude_tags=()" not in text  # Ex 1.5's answer

@@ -60,6 +60,7 @@ PLANTED = {
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Runs nbgrader in ``course`` with this venv on PATH (nbgrader calls alembic) and this checkout importable."""
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -78,8 +79,9 @@ def course(tmp_path_factory):
         build_labs.write_course(root, list(LABS.values()))
     finally:
         sys.path.remove(str(NOTEBOOKS))
-    for lab in LABS:
-        _nbgrader(root, "generate_assignment", lab, "--force")
+    start = time.perf_counter()
+    _nbgrader(root, "generate_assignment", "lab0*", "--force")  # one process for every lab (a glob)
+    print(f"generate_assignment {', '.join(LABS)}: {time.perf_counter() - start:.0f} s")
     return root
 
 
@@ -98,11 +100,8 @@ def _solutions(course: Path, lab: str) -> dict[str, str]:
             for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")}
 
 
-def _autograde(course: Path, lab: str, student: str, answers: dict[str, str]) -> dict[str, tuple[float, float]]:
-    """Submits the release with ``answers`` (grade id -> the student's cell) and autogrades it; returns
-    {test cell: (score, max score)}."""
-    from nbgrader.api import Gradebook
-
+def _submit(course: Path, lab: str, student: str, answers: dict[str, str]) -> None:
+    """The release of ``lab`` with ``answers`` (grade id -> the student's cell), as ``student`` hands it in."""
     path, nb = _notebook(course, "release", lab)
     for cell in nb.cells:
         if _grade_id(cell) in answers:
@@ -111,13 +110,35 @@ def _autograde(course: Path, lab: str, student: str, answers: dict[str, str]) ->
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(course / "release" / lab, folder)
     nbformat.write(nb, folder / path.name)
+
+
+@pytest.fixture(scope="module")
+def grades(course):
+    """Every submission autograded in one nbgrader run: {(lab, student): {exercise: (score, max score)}}.
+    Students: "solutions" (labs 02, 03), "empty" (the release as handed out, lab 02), "wrong" (PLANTED)."""
+    from nbgrader.api import Gradebook
+
+    for lab in LABS:
+        _submit(course, lab, "solutions", _solutions(course, lab))
+        _submit(course, lab, "wrong", PLANTED[lab])
+    _submit(course, "lab02", "empty", {})
     start = time.perf_counter()
-    _nbgrader(course, "autograde", lab, "--student", student, "--force")
-    print(f"autograde {lab} ({student}): {time.perf_counter() - start:.0f} s")
+    _nbgrader(course, "autograde", "lab0*", "--force")
+    print(f"autograde (5 submissions): {time.perf_counter() - start:.0f} s")
+    found = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        submission = gradebook.find_submission(lab, student)
-        return {g.name.removesuffix("_tests"): (g.score, g.max_score)
-                for notebook in submission.notebooks for g in notebook.grades}
+        for lab in LABS:
+            for student in ("solutions", "wrong", "empty"):
+                try:
+                    submission = gradebook.find_submission(lab, student)
+                except Exception:  # noqa: BLE001 - nbgrader's MissingEntry: not submitted
+                    continue
+                found[lab, student] = {g.name.removesuffix("_tests"): (g.score, g.max_score)
+                                       for notebook in submission.notebooks for g in notebook.grades}
+    for (lab, student), scores in sorted(found.items()):
+        print(f"{lab} {student}: {sum(s for s, _ in scores.values()):g} / {sum(t for _, t in scores.values()):g}",
+              {ex: s for ex, (s, _) in scores.items()})
+    return found
 
 
 def test_the_release_holds_no_solution_and_no_hidden_test(course):
@@ -128,28 +149,52 @@ def test_the_release_holds_no_solution_and_no_hidden_test(course):
         for grade_id, solution in _solutions(course, lab).items():
             starter = next(c.source for c in release.cells if _grade_id(c) == grade_id)
             assert starter.strip() != solution.strip(), f"{lab} {grade_id}: the release holds the solution"
-        assert not list((course / "release" / lab).rglob("grading.py"))
-        assert not list((course / "release" / lab).rglob("lab0*.py"))
+        assert not list((course / "release" / lab).rglob("*.py"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", sorted(LABS))
-def test_autograde_gives_the_solutions_full_marks(course, lab):
-    grades = _autograde(course, lab, "solutions", _solutions(course, lab))
-    assert grades and all(score == top for score, top in grades.values()), grades
-    print(lab, "solutions:", sum(s for s, _ in grades.values()), "/", sum(t for _, t in grades.values()))
+def test_autograde_gives_the_solutions_full_marks(grades, lab):
+    scores = grades[lab, "solutions"]
+    assert scores and all(score == top for score, top in scores.values()), scores
 
 
 @pytest.mark.slow
-def test_autograde_gives_the_unanswered_release_zero(course):
-    grades = _autograde(course, "lab02", "empty", {})
-    assert len(grades) == len(PLANTED["lab02"]) and all(score == 0 for score, _ in grades.values()), grades
+def test_autograde_gives_the_unanswered_release_zero(grades):
+    scores = grades["lab02", "empty"]
+    assert len(scores) == len(PLANTED["lab02"]) and all(score == 0 for score, _ in scores.values()), scores
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", sorted(PLANTED))
-def test_autograde_gives_each_planted_wrong_answer_zero(course, lab):
-    grades = _autograde(course, lab, "wrong", PLANTED[lab])
-    assert sorted(grades) == sorted(PLANTED[lab]), grades
-    scored = {ex: score for ex, (score, _) in grades.items() if score}
+def test_autograde_gives_each_planted_wrong_answer_zero(grades, lab):
+    scores = grades[lab, "wrong"]
+    assert sorted(scores) == sorted(PLANTED[lab]), scores
+    scored = {ex: score for ex, (score, _) in scores.items() if score}
     assert not scored, f"wrong answers that scored: {scored}"
+
+
+def test_the_package_ships_what_the_labs_need_and_no_solution(tmp_path):
+    """One install: the tcompile wheel holds the checkers, lab 8's job and the GPU captures the labs read, and
+    nothing of notebooks/ (lab sources, hidden tests, instructor notebooks)."""
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(REPO)], check=True, capture_output=True, timeout=600)
+    names = zipfile.ZipFile(next(tmp_path.glob("tcompile-*.whl"))).namelist()
+    assert {"tcompile_labs/checks.py", "tcompile_labs/dist_job.py", "tcompile_labs/__init__.py"} <= set(names)
+    shipped = {Path(n).name for n in names if n.startswith("tcompile_labs/gpu/")}
+    assert shipped == {p.name for p in (REPO / "assets" / "gpu").glob("*.json")}
+    assert not [n for n in names if n.startswith(("notebooks/", "tests/", "labs/")) or "grading" in n
+                or "/lab0" in n]
+
+
+def test_the_release_needs_nothing_from_the_repository(course):
+    """The release imports only installed packages (tcompile's) and names no path of the repository."""
+    for lab in LABS:
+        _, release = _notebook(course, "release", lab)
+        text = "\n".join(c.source for c in release.cells if c.cell_type == "code")
+        assert "from labs" not in text and "import labs" not in text
+        assert "assets" not in text and "tests/" not in text and ".parent.parent" not in text
+        assert sorted(p.name for p in (course / "release" / lab).iterdir()) == sorted(
+            ["README.md", next((course / "release" / lab).glob("*.ipynb")).name])

@@ -28,7 +28,7 @@ POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
 FRESH_CHECKS = """\
 import importlib.util as _ilu
-import labs.checks as _lc
+import tcompile_labs.checks as _lc
 _spec = _ilu.spec_from_file_location("_graded_checks", _lc.__file__)
 _gc = _ilu.module_from_spec(_spec)
 _spec.loader.exec_module(_gc)"""

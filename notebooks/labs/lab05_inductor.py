@@ -116,7 +116,9 @@ def cells():
             """),
         code("""
             from pathlib import Path
-            GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
+
+            import tcompile_labs
+            GPU_CAPTURES = tcompile_labs.gpu_captures()      # shipped with tcompile (package data)
             gpu_chain = compiler.load(GPU_CAPTURES / "pointwise_chain.json")
             triton_kernel = gpu_chain.compiles[0].kernels.kernels[0]
             print(gpu_chain.compiles[0].source.text)

@@ -18,10 +18,12 @@ def cells():
                  "like live ones. About a minute on CPU."),
         setup("""
             from pathlib import Path
+
+            import tcompile_labs
             import pandas as pd
 
             GPU = torch.cuda.is_available()
-            GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
+            GPU_CAPTURES = tcompile_labs.gpu_captures()      # shipped with tcompile (package data)
             if GPU:
                 print(f"CUDA is available ({torch.cuda.get_device_name()}): this lab records its captures live.")
             else:
