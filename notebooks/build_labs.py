@@ -3,7 +3,6 @@
 
     python notebooks/build_labs.py           # write every lab (outputs cleared)
     python notebooks/build_labs.py --check   # exit 1 if a committed .ipynb differs from its source
-    python notebooks/build_labs.py --student # the student edition, without solutions, in notebooks/student/
     python notebooks/build_labs.py --course DIR  # the labs as an nbgrader course (DIR/source/labNN/), see
                                                  # labs/grading.py; then in DIR: nbgrader generate_assignment
 
@@ -20,19 +19,18 @@ committed with their outputs cleared so diffs stay readable. Each lab module def
   (``jupyter.source_hidden``) and it is tagged ``solution``. CI runs the solutions in place and
   requires their ✓ lines.
 
-The **student edition** (``--student``) is the same notebooks without the solution cells and the notes that
-point at them, written to ``notebooks/student/`` (the checkers ship with tcompile: ``tcompile_labs.checks``).
-``make labs-student`` makes nbgrader's release instead (``--course``, see ``labs/grading.py``). It is generated, not committed
-(``.gitignore``): it is derived entirely from the sources, so a committed copy could only go stale, and
-a teacher hands out the folder they just built. CI checks that its exercises fail until solved and that
-no solution text is in it (``tests/test_labs.py``).
+The **student release** is nbgrader's (``make labs-student``): ``--course DIR`` writes the labs as an
+nbgrader course (``labs/grading.py``: solution cells, locked test cells with visible checks and hidden
+tests, points), and ``nbgrader generate_assignment`` in DIR writes ``release/``: the starting code in place
+of each solution, no hidden test, no answer checker (``labs/answers.py`` stays the instructor's). It is
+generated, not committed: it derives entirely from the sources. ``tests/test_labs_grading.py`` autogrades
+it (solutions, the unanswered release, planted wrong answers).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -42,15 +40,7 @@ from nbformat.v4 import new_notebook
 HERE = Path(__file__).resolve().parent
 LAB_MODULES = ["lab00_tour", "lab01_dynamo", "lab02_graph_breaks", "lab03_guards", "lab04_aot",
                "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed"]
-STUDENT_DIR = HERE / "student"
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
-STUDENT_README = """# tcompile teaching labs — student edition
-
-Install tcompile first (one command; it brings the checkers, the GPU captures and lab 8's job):
-`pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl` (the wheel
-or folder your instructor hands out). Run each notebook top to bottom (`jupyter lab` in this folder). An
-**Exercise** cell ends in a checker that prints `✗ …` with a hint until your code is right, then `✓ …`.
-"""
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -72,28 +62,6 @@ def _is_solution(cell) -> bool:
     if "solution" in cell.get("metadata", {}).get("tags", []):
         return True
     return cell.cell_type == "markdown" and cell.source.startswith(SOLUTION_NOTE_PREFIX)
-
-
-def student_edition(nb):
-    """The notebook without its solutions: every solution cell and the note above it are dropped."""
-    nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a deep copy
-    nb.cells = [cell for cell in nb.cells if not _is_solution(cell)]
-    nbformat.validate(nb)
-    return nb
-
-
-def write_student_edition(out_dir: Path = STUDENT_DIR) -> list[Path]:
-    """Writes the student edition to ``out_dir``: the notebooks and a README (the checkers come with
-    tcompile, ``tcompile_labs.checks``)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "README.md").write_text(STUDENT_README, encoding="utf-8")
-    written = []
-    for name in LAB_MODULES:
-        filename, nb = build(name)
-        path = out_dir / filename
-        path.write_text(nbformat.writes(student_edition(nb)) + "\n", encoding="utf-8")
-        written.append(path)
-    return written
 
 
 COURSE_CONFIG = """\
@@ -157,7 +125,7 @@ def course_notebook(nb):
             answer.metadata = {"nbgrader": {"grade": False, "solution": True, "locked": False,
                                             "grade_id": grade_id, "schema_version": 3},
                                "tcompile": {"starter": starter or "..."}}
-            test = nbformat.v4.new_code_cell("\n".join(checks) + "\n### BEGIN HIDDEN TESTS\n"
+            test = nbformat.v4.new_code_cell("\n".join(grading.visible_checks(checks)) + "\n### BEGIN HIDDEN TESTS\n"
                                              + grading.hidden_tests(exercise_id, checks)
                                              + "\n### END HIDDEN TESTS")
             test.metadata = {"nbgrader": {"grade": True, "solution": False, "locked": True,
@@ -166,6 +134,7 @@ def course_notebook(nb):
             cells += [answer, test]
             pending = None
             continue
+        cell.source = grading.SETUP_IMPORT.sub("", cell.source)  # the answer checkers stay the instructor's
         cell.metadata = {"nbgrader": {"grade": False, "solution": False, "locked": True,
                                       "grade_id": f"cell_{len(cells)}", "schema_version": 3}}
         cells.append(cell)
@@ -198,9 +167,6 @@ def write_course(root: Path, names=None) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed notebooks; write nothing")
-    parser.add_argument("--student", action="store_true",
-                        help=f"write the student edition (no solutions) to {STUDENT_DIR.relative_to(HERE.parent)}/")
-    parser.add_argument("--out", type=Path, default=STUDENT_DIR, help="with --student: where to write it")
     parser.add_argument("--course", type=Path, help="write the labs as an nbgrader course (source/) there")
     parser.add_argument("--labs", nargs="*", help="with --course: only these lab modules (e.g. lab02_graph_breaks)")
     args = parser.parse_args(argv)
@@ -209,10 +175,6 @@ def main(argv=None) -> int:
     if args.course:
         for path in write_course(args.course.resolve(), args.labs):
             print(f"wrote {path} (nbgrader source)")
-        return 0
-    if args.student:
-        for path in write_student_edition(args.out.resolve()):
-            print(f"wrote {path} (student edition)")
         return 0
     stale = []
     for name in LAB_MODULES:

@@ -23,6 +23,7 @@ import compiler
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 sys.path.insert(0, str(NOTEBOOKS))  # build_labs and the lab sources
+from labs import answers  # noqa: E402 - the instructor's answer checkers (notebooks/labs/answers.py)
 from tcompile_labs import checks  # noqa: E402
 from tcompile_labs.checks import CheckFailed  # noqa: E402
 
@@ -131,80 +132,6 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
-
-
-# --- the student edition (python notebooks/build_labs.py --student) ------------------------------
-
-# quick labs that compile live (backend="eager"): their exercises all start failing
-STUDENT_LABS = ["01_dynamo_bytecode", "02_graph_breaks", "03_guards_recompiles_dynamic"]
-
-
-def _build_labs():
-    if str(NOTEBOOKS) not in sys.path:
-        sys.path.insert(0, str(NOTEBOOKS))
-    import build_labs
-    return build_labs
-
-
-@pytest.fixture(scope="module")
-def student_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student")
-    assert _build_labs().main(["--student", "--out", str(out)]) == 0
-    return out
-
-
-def _solution_lines(nb) -> set[str]:
-    """Lines that only the solution cells of an instructor notebook hold (blank lines aside)."""
-    elsewhere = {line.strip() for cell in nb.cells if "solution" not in _tags(cell)
-                 for line in cell.source.splitlines()}
-    return {line.strip() for cell in nb.cells if "solution" in _tags(cell)
-            for line in cell.source.splitlines()} - elsewhere - {""}
-
-
-def test_student_edition_has_no_solutions(student_dir):
-    import nbformat
-    from labs import SOLUTION_FIRST_LINE, SOLUTION_NOTE_PREFIX
-
-    students = sorted(student_dir.glob("[0-9][0-9]_*.ipynb"))
-    assert [p.name for p in students] == [p.name for p in LABS]
-    # the checkers come with tcompile (tcompile_labs); the lab sources (which hold the solutions) are not here
-    assert sorted(p.name for p in student_dir.iterdir() if p.suffix != ".ipynb") == ["README.md"]
-    for path in students:
-        instructor = nbformat.read(NOTEBOOKS / path.name, as_version=4)
-        student = nbformat.read(path, as_version=4)
-        text = "\n".join(cell.source for cell in student.cells)
-        assert not any("solution" in _tags(cell) for cell in student.cells), path.name
-        assert SOLUTION_FIRST_LINE not in text and SOLUTION_NOTE_PREFIX not in text, path.name
-        hidden = _solution_lines(instructor)
-        assert hidden, f"{path.name}: the instructor edition has no solution text to hide"
-        leaked = [line for line in hidden if line in {ln.strip() for ln in text.splitlines()}]
-        assert not leaked, f"{path.name}: solution lines in the student edition: {leaked}"
-        # everything else is kept, in order
-        kept = [c.source for c in instructor.cells
-                if "solution" not in _tags(c) and not c.source.startswith(SOLUTION_NOTE_PREFIX)]
-        assert [c.source for c in student.cells] == kept, path.name
-        exercises = [c for c in student.cells if "exercise" in _tags(c)]
-        assert exercises == [c for c in instructor.cells if "exercise" in _tags(c)], path.name
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lab", STUDENT_LABS)
-def test_student_edition_exercises_fail_until_solved(student_dir, tmp_path, lab):
-    """Run All on a student notebook: every exercise reports ✗ (CheckFailed), none prints ✓, nothing else errs."""
-    nb = _execute(student_dir / f"{lab}.ipynb", tmp_path)
-    exercises = 0
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        error, text = _error(cell), _text_of(cell.outputs)
-        where = f"student {lab} cell {index}:\n{cell.source}\n{text}"
-        if "exercise" in _tags(cell):
-            assert error is not None and error["ename"] == "CheckFailed", f"not reported as unsolved — {where}"
-            assert "✗" in text, where
-            exercises += 1
-        else:
-            assert error is None, f"{error['ename']}: {error['evalue']} — {where}"
-    assert exercises >= 4
 
 
 # --- tcompile_labs/checks.py, on real captures (backend="eager") ---------------------------------------
@@ -485,13 +412,13 @@ def test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula():
                               first_call_s=0.0153)
     exact = (runtime.first_call_s - 5e-4) / (1e-3 - 5e-4)  # 29.6 calls: 1.3 % from the rounded 30
     for form in (exact, round(exact), math.ceil(exact), math.floor(exact)):
-        checks.check_break_even(form, runtime)
-    fails(checks.check_break_even, (runtime.first_call_s - 5e-4) / 1e-3, runtime)  # divided by eager
-    fails(checks.check_break_even, ..., runtime)
+        answers.check_break_even(form, runtime)
+    fails(answers.check_break_even, (runtime.first_call_s - 5e-4) / 1e-3, runtime)  # divided by eager
+    fails(answers.check_break_even, ..., runtime)
     slower = SimpleNamespace(eager=SimpleNamespace(median_s=1e-3), compiled=SimpleNamespace(median_s=2e-3),
                              first_call_s=1.0)
-    checks.check_break_even(math.inf, slower)
-    fails(checks.check_break_even, -999.0, slower)
+    answers.check_break_even(math.inf, slower)
+    fails(answers.check_break_even, -999.0, slower)
 
 
 def test_exercise_7_2_rejects_the_skip_all_guard_filter():
@@ -553,21 +480,21 @@ def test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture():
 
     cap = compiler.explore(attention_like, torch.randn(8, 8), torch.randn(8, 8), fresh=True, timing=False)
     generated = len([k for c in cap.compiles for k in c.kernels.kernels if k.language != "extern"])
-    checks.check_kernels_answer(generated, cap)
-    fails(checks.check_kernels_answer, generated + 1, cap)  # 0.1: the extern mm counted as a kernel
-    fails(checks.check_kernels_answer, ..., cap)
+    answers.check_kernels_answer(generated, cap)
+    fails(answers.check_kernels_answer, generated + 1, cap)  # 0.1: the extern mm counted as a kernel
+    fails(answers.check_kernels_answer, ..., cap)
     for form in ("mm", "aten.mm", "extern_kernels.mm", "torch.ops.aten.mm.default"):
-        checks.check_extern_op_answer(form, cap)
+        answers.check_extern_op_answer(form, cap)
     for wrong in ("matmul", "relu", "addmm"):  # 5.3: the Python-level name, a fused op
-        fails(checks.check_extern_op_answer, wrong, cap)
+        fails(answers.check_extern_op_answer, wrong, cap)
 
 
 def test_exercise_1_1_rejects_counting_inputs_and_output():
     cap = compiler.explore(_scale_steps, torch.randn(4), backend="eager", timing=False)
-    checks.check_op_count_answer(3, cap)
-    fails(checks.check_op_count_answer, 5, cap)  # every node: the input and the output too
-    fails(checks.check_op_count_answer, 1, cap)  # "one loop"
-    fails(checks.check_op_count_answer, "3", cap)
+    answers.check_op_count_answer(3, cap)
+    fails(answers.check_op_count_answer, 5, cap)  # every node: the input and the output too
+    fails(answers.check_op_count_answer, 1, cap)  # "one loop"
+    fails(answers.check_op_count_answer, "3", cap)
 
 
 def test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed():
@@ -576,8 +503,8 @@ def test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed():
     with compiler.capture() as train:
         torch.compile(lambda t: model(t).sum(), backend="aot_eager_decomp_partition")(x).backward()
     saved = len(checks.saved_for_backward(train))
-    checks.check_saved_answer(saved, train)
-    fails(checks.check_saved_answer, saved + 1, train)  # 4.2: the loss counted as saved
+    answers.check_saved_answer(saved, train)
+    fails(answers.check_saved_answer, saved + 1, train)  # 4.2: the loss counted as saved
     checks.check_decomposed(train, "gelu")
     torch._dynamo.reset()
     with compiler.capture() as kept:
@@ -595,16 +522,16 @@ def test_exercises_6_2_and_6_3_from_the_shipped_captures():
     gpu = REPO / "assets" / "gpu"
     dyn = compiler.load(gpu / "dynamic_shapes_rerecord.json")
     recorded = dyn.cudagraphs.recorded
-    checks.check_recordings_answer(recorded, dyn)
-    fails(checks.check_recordings_answer, len(dyn.compiles), dyn)  # one per compile, not per shape
+    answers.check_recordings_answer(recorded, dyn)
+    fails(answers.check_recordings_answer, len(dyn.compiles), dyn)  # one per compile, not per shape
     small = compiler.load(gpu / "reduce_overhead_small_model.json").cudagraph_comparison
     without, with_ = small.without_cudagraphs.median_s, small.with_cudagraphs.median_s
     exact = (without - with_) / without
     for form in (exact, round(exact, 2), 1 - 1 / (without / with_)):
-        checks.check_saved_fraction(form, small)
-    assert "percentage" in fails(checks.check_saved_fraction, exact * 100, small).message
-    fails(checks.check_saved_fraction, with_ / without, small)  # the fraction left, not removed
-    fails(checks.check_saved_fraction, without / with_ - 1, small)  # the speed-up minus one
+        answers.check_saved_fraction(form, small)
+    assert "percentage" in fails(answers.check_saved_fraction, exact * 100, small).message
+    fails(answers.check_saved_fraction, with_ / without, small)  # the fraction left, not removed
+    fails(answers.check_saved_fraction, without / with_ - 1, small)  # the speed-up minus one
 
 
 def test_exercise_7_3_rejects_another_row():
@@ -612,8 +539,8 @@ def test_exercise_7_3_rejects_another_row():
 
     table = pd.DataFrame({"config": ["backend=eager (Dynamo only)", "inductor (default)"],
                           "compile s": [0.05, 2.5], "speedup": [1.0, 3.0]}).set_index("config")
-    checks.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
-    fails(checks.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
+    answers.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
+    fails(answers.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
 
 
 def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
@@ -621,10 +548,10 @@ def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
 
     quiet, odd = SimpleNamespace(recompiles=[]), SimpleNamespace(recompiles=[SimpleNamespace(compile_id="0/1")])
     job = SimpleNamespace(captures={0: quiet, 1: odd})
-    checks.check_recompiled_rank_answer(1, "0/1", job)
-    fails(checks.check_recompiled_rank_answer, 0, "0/1", job)
-    fails(checks.check_recompiled_rank_answer, 1, "0/0", job)  # the compile that failed its guard
-    fails(checks.check_recompiled_rank_answer, 1, ..., job)
+    answers.check_recompiled_rank_answer(1, "0/1", job)
+    fails(answers.check_recompiled_rank_answer, 0, "0/1", job)
+    fails(answers.check_recompiled_rank_answer, 1, "0/0", job)  # the compile that failed its guard
+    fails(answers.check_recompiled_rank_answer, 1, ..., job)
 
 
 def test_exercise_2_1_rejects_deleting_the_log_and_a_changed_result():
@@ -675,10 +602,10 @@ def test_exercise_0_2_rejects_the_line_counted_without_the_magic_line():
         return torch.softmax(scores, dim=-1) * 2
     cap = compiler.explore(cell, torch.randn(4, 3), torch.randn(3, 2), backend="eager", timing=False)
     line = cell.__code__.co_firstlineno + 2
-    checks.check_line_answer(line, cap, "softmax")
-    fails(checks.check_line_answer, line - 1, cap, "softmax")  # the matmul's line
-    fails(checks.check_line_answer, ..., cap, "softmax")
-    fails(checks.check_line_answer, True, cap, "softmax")
+    answers.check_line_answer(line, cap, "softmax")
+    fails(answers.check_line_answer, line - 1, cap, "softmax")  # the matmul's line
+    fails(answers.check_line_answer, ..., cap, "softmax")
+    fails(answers.check_line_answer, True, cap, "softmax")
 
 
 def _gate(x):
@@ -701,11 +628,11 @@ def test_exercise_1_4_rejects_an_input_that_takes_the_traced_branch():
 
 
 def test_exercise_1_5_rejects_the_default_backend_list():
-    checks.check_backends_answer(torch._dynamo.list_backends(exclude_tags=()))
-    error = fails(checks.check_backends_answer, torch._dynamo.list_backends())
-    assert "aot_eager" in error.message and "exclude_tags" in error.hint
-    fails(checks.check_backends_answer, torch._dynamo.list_backends(exclude_tags=()) + ["jit"])
-    fails(checks.check_backends_answer, ...)
+    answers.check_backends_answer(torch._dynamo.list_backends(exclude_tags=()))
+    error = fails(answers.check_backends_answer, torch._dynamo.list_backends())
+    assert "aot_eager" in error.message and "signature" in error.hint
+    fails(answers.check_backends_answer, torch._dynamo.list_backends(exclude_tags=()) + ["jit"])
+    fails(answers.check_backends_answer, ...)
 
 
 def _energy(x):
@@ -810,13 +737,13 @@ def test_exercise_3_5_rejects_the_compile_of_the_same_arguments():
         compiled(x)
         compiled(x, mode="tanh")
         compiled(torch.randn(16, 4), mode="tanh")
-    checks.check_accepting_compile_answer("0/2", cap, model, x, mode="tanh")
-    error = fails(checks.check_accepting_compile_answer, "0/1", cap, model, x, mode="tanh")  # the same args
+    answers.check_accepting_compile_answer("0/2", cap, model, x, mode="tanh")
+    error = fails(answers.check_accepting_compile_answer, "0/1", cap, model, x, mode="tanh")  # the same args
     assert "most recently" in error.hint
-    checks.check_accepting_compile_answer("0/0", cap, model, x)
-    checks.check_reason_against_answer("0/1", cap, "0/2", "x")
-    fails(checks.check_reason_against_answer, "0/0", cap, "0/2", "x")  # 0/0 failed on the mode
-    fails(checks.check_reason_against_answer, ..., cap, "0/2", "x")
+    answers.check_accepting_compile_answer("0/0", cap, model, x)
+    answers.check_reason_against_answer("0/1", cap, "0/2", "x")
+    fails(answers.check_reason_against_answer, "0/0", cap, "0/2", "x")  # 0/0 failed on the mode
+    fails(answers.check_reason_against_answer, ..., cap, "0/2", "x")
 
 
 LR = 0.1  # lab 3's global
@@ -916,11 +843,11 @@ def test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check():
 
 def test_exercise_5_1_rejects_the_row_count_and_one_load_per_reduction():
     cap = compiler.load(REPO / "assets" / "gpu" / "softmax_layernorm.json")
-    checks.check_reduction_kernel_answer(1024, 1, cap)
-    fails(checks.check_reduction_kernel_answer, 2048, 1, cap)  # xnumel: the number of rows
-    fails(checks.check_reduction_kernel_answer, 1024, 4, cap)  # one load per reduction, as eager would
-    fails(checks.check_reduction_kernel_answer, 1024, ..., cap)
-    fails(checks.check_reduction_kernel_answer, 1024, 1, compiler.load(REPO / "assets" / "gpu" /
+    answers.check_reduction_kernel_answer(1024, 1, cap)
+    fails(answers.check_reduction_kernel_answer, 2048, 1, cap)  # xnumel: the number of rows
+    fails(answers.check_reduction_kernel_answer, 1024, 4, cap)  # one load per reduction, as eager would
+    fails(answers.check_reduction_kernel_answer, 1024, ..., cap)
+    fails(answers.check_reduction_kernel_answer, 1024, 1, compiler.load(REPO / "assets" / "gpu" /
                                                                          "pointwise_chain.json"))
 
 
@@ -932,17 +859,17 @@ def test_exercise_5_5_rejects_a_claimed_cpu_change_and_the_wrong_kernel():
     cmp = compiler.compare(layer, *args, configs=[{}, {"options": {"epilogue_fusion": False}}], timing=False)
     tuned = compiler.load(REPO / "assets" / "gpu" / "matmul_epilogue_max_autotune.json")
     assert not {"kernels", "inductor"} & set(cmp.diff(0, 1).changed_stages)  # a CPU matmul is a library call
-    checks.check_epilogue_answer(False, "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
-    assert "template" in fails(checks.check_epilogue_answer, True, "triton_tem_fused_add_mm_mul_relu_0", cmp,
+    answers.check_epilogue_answer(False, "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
+    assert "template" in fails(answers.check_epilogue_answer, True, "triton_tem_fused_add_mm_mul_relu_0", cmp,
                                tuned).hint
-    fails(checks.check_epilogue_answer, "no", "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
-    fails(checks.check_epilogue_answer, False, "extern_kernels.mm", cmp, tuned)
-    fails(checks.check_epilogue_answer, False, "cpp_fused_mul_relu_0", cmp, tuned)
+    fails(answers.check_epilogue_answer, "no", "triton_tem_fused_add_mm_mul_relu_0", cmp, tuned)
+    fails(answers.check_epilogue_answer, False, "extern_kernels.mm", cmp, tuned)
+    fails(answers.check_epilogue_answer, False, "cpp_fused_mul_relu_0", cmp, tuned)
     # a comparison whose kernels did change: "False" is then wrong
     unfused = compiler.compare(lambda t: torch.softmax(t * 2, -1), torch.randn(8, 16),
                                configs=[{}, {"options": {"max_fusion_size": 1}}], timing=False)
     assert {"kernels", "inductor"} & set(unfused.diff(0, 1).changed_stages)
-    fails(checks.check_epilogue_answer, False, "triton_tem_fused_add_mm_mul_relu_0", unfused, tuned)
+    fails(answers.check_epilogue_answer, False, "triton_tem_fused_add_mm_mul_relu_0", unfused, tuned)
 
 
 def test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load(tmp_path):
@@ -1127,16 +1054,16 @@ def test_exercise_5_4_rejects_every_line_but_the_costliest():
     assert [len(k) for k in cap.line_table()["kernels"]] == [1, 1, 1], cap.line_table()
     table = cap.line_table()
     costliest = int(table.loc[table["time_share"].idxmax(), "line"])
-    checks.check_costliest_line(cap, costliest)
+    answers.check_costliest_line(cap, costliest)
     others = [int(line) for line in table["line"] if int(line) != costliest]
     assert len(others) >= 2, table
     for line in others:  # e.g. the softmax line: the most generated code, not the most time
-        assert "another line costs more" in fails(checks.check_costliest_line, cap, line).message
+        assert "another line costs more" in fails(answers.check_costliest_line, cap, line).message
     first = _costly.__code__.co_firstlineno
-    assert "no kernel" in fails(checks.check_costliest_line, cap, first).message  # the def line
-    fails(checks.check_costliest_line, cap, costliest - first)  # counted from the def line, not the file
-    fails(checks.check_costliest_line, cap, "p = h @ b")
-    fails(checks.check_costliest_line, cap, ...)
+    assert "no kernel" in fails(answers.check_costliest_line, cap, first).message  # the def line
+    fails(answers.check_costliest_line, cap, costliest - first)  # counted from the def line, not the file
+    fails(answers.check_costliest_line, cap, "p = h @ b")
+    fails(answers.check_costliest_line, cap, ...)
 
 
 def test_exercise_6_1_accepts_only_the_capture_that_skipped_cuda_graphs():
@@ -1344,7 +1271,7 @@ def test_issue39_exercise_4_2_rejects_zero_on_an_inference_capture():
     model = torch.nn.Linear(4, 1)
     with torch.no_grad(), compiler.capture() as cap:
         torch.compile(model, backend="aot_eager")(torch.randn(2, 4))
-    assert "not a training capture" in fails(checks.check_saved_answer, 0, cap).message
+    assert "not a training capture" in fails(answers.check_saved_answer, 0, cap).message
 
 
 def test_issue39_exercise_4_3_rejects_a_hand_written_gelu():
@@ -1365,9 +1292,9 @@ def test_issue39_exercise_4_3_rejects_a_hand_written_gelu():
 def test_issue39_exercise_7_1_rejects_a_looked_up_number():
     import math
 
-    checks.check_break_even_function(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
-    fails(checks.check_break_even_function, lambda f, e, c: 123)  # the table's number, whatever the timings
-    fails(checks.check_break_even_function, lambda f, e, c: f / e)  # a wrong formula
+    answers.check_break_even_function(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
+    fails(answers.check_break_even_function, lambda f, e, c: 123)  # the table's number, whatever the timings
+    fails(answers.check_break_even_function, lambda f, e, c: f / e)  # a wrong formula
 
 
 def test_issue39_predictions_come_before_the_cell_that_reveals_them():
@@ -1383,3 +1310,5 @@ def test_issue39_predictions_come_before_the_cell_that_reveals_them():
 def test_issue39_no_answer_spelled_out_in_the_checkers():
     text = (REPO / "tcompile_labs" / "checks.py").read_text()
     assert "exclude_tags=()" not in text  # Ex 1.5's answer
+    # the checkers that compute an answer are the instructor's (notebooks/labs/answers.py), not shipped
+    assert not [name for name in answers.__all__ if name in text]

@@ -6,9 +6,10 @@ each exercise becomes two cells, nbgrader's way:
 - the student's cell (``solution: true``): the solution between ``### BEGIN SOLUTION`` / ``### END
   SOLUTION``; ``nbgrader generate_assignment`` replaces it with the exercise's starting code (``StarterCode``,
   a ``ClearSolutions`` that takes the stub from the cell's ``tcompile.starter`` metadata);
-- a locked test cell (``grade: true``, ``POINTS``): the exercise's checker calls (the feedback a student sees),
-  then ``### BEGIN HIDDEN TESTS``: the same calls on a freshly loaded copy of the checkers (patching or
-  catching the student's copy changes nothing) and the exercise's own test from ``HIDDEN`` — code that
+- a locked test cell (``grade: true``, ``POINTS``): the exercise's checker calls (the feedback a student sees;
+  an answer checker of ``labs/answers.py`` — which computes the answer, so its code would give it away — shows
+  as ``check_answered(answer)``), then ``### BEGIN HIDDEN TESTS``: every call on freshly loaded copies of the
+  checkers and of the instructor's ``answers.py`` (patching or catching the student's copy changes nothing) and the exercise's own test from ``HIDDEN`` — code that
   recomputes the answer from torch, with the lab's reference definitions written in it (a student who
   redefines a lab function does not change them). ``nbgrader autograde`` restores these cells from the source.
 
@@ -16,7 +17,9 @@ Every other code cell is locked (restored from the source at grading). A grade c
 """
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 from nbgrader.preprocessors import ClearSolutions
 
@@ -27,11 +30,19 @@ POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6
 
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
 FRESH_CHECKS = """\
-import importlib.util as _ilu
+import importlib.util as _ilu, sys as _sys
 import tcompile_labs.checks as _lc
 _spec = _ilu.spec_from_file_location("_graded_checks", _lc.__file__)
 _gc = _ilu.module_from_spec(_spec)
-_spec.loader.exec_module(_gc)"""
+_spec.loader.exec_module(_gc)
+_spec = _ilu.spec_from_file_location("_graded_answers", {answers!r})  # the instructor's, at grading
+_ans = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_ans)"""
+ANSWERS_FILE = str(Path(__file__).resolve().parent / "answers.py")
+SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
+
+# how many leading arguments of an answer checker are the student's answers
+ANSWER_ARITY = {"check_reduction_kernel_answer": 2, "check_epilogue_answer": 2, "check_recompiled_rank_answer": 2}
 
 HIDDEN = {
     "0.1": """\
@@ -163,9 +174,29 @@ def split_checks(source: str) -> tuple[str, list[str]]:
     return "\n".join(body).strip("\n"), [c.strip() for c in checks]
 
 
+def _is_answer_check(line: str) -> bool:
+    from labs import answers
+
+    return line.split("(")[0].strip() in answers.__all__
+
+
+def visible_checks(checks: list[str]) -> list[str]:
+    """The checker calls a student sees: an answer checker (``labs.answers``, whose code would give the answer
+    away) becomes ``check_answered(<the answers>)``; the rest are kept."""
+    shown = []
+    for line in checks:
+        if not _is_answer_check(line):
+            shown.append(line)
+            continue
+        call = ast.parse(line.split("#")[0].strip()).body[0].value
+        given = call.args[:ANSWER_ARITY.get(call.func.id, 1)]
+        shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
+    return shown
+
+
 def hidden_tests(ex_id: str, checks: list[str]) -> str:
-    fresh = "\n".join("_gc." + c.split("#")[0].strip() for c in checks)
-    return "\n".join([FRESH_CHECKS, fresh, HIDDEN.get(ex_id, "")]).strip("\n")
+    fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gc.") + c.split("#")[0].strip() for c in checks)
+    return "\n".join([FRESH_CHECKS.format(answers=ANSWERS_FILE), fresh, HIDDEN.get(ex_id, "")]).strip("\n")
 
 
 class StarterCode(ClearSolutions):
