@@ -19,7 +19,7 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_answered", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
+    "CheckFailed", "check_answered", "check_warm_compile", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
     "check_reuses_for_new_values", "check_decomposed", "check_ranks_compile_alike", "check_backend_rewrite", "check_stance_runs_eagerly",
     "check_still_prints", "check_trace_bakes_in", "check_unbacked",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
@@ -1017,3 +1017,30 @@ def check_runtime_assert(cap, fn) -> None:
               "torch._check(...) records a fact the compiler may use, checked when the graph runs")
     return _pass(f"the empty-batch branch is kept and the graph checks at run time: {asserts[0]}")
 
+
+def check_warm_compile(settings, fn, *args) -> None:
+    """``fn(*args)`` compiled twice with Inductor under ``torch._inductor.config.patch(**settings)``, with
+    ``torch._dynamo.reset()`` in between: the first compile may miss the FX graph cache, the second must hit it
+    (``torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]``, counted by torch), and both give
+    ``fn``'s eager result."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    if not isinstance(settings, dict):
+        _fail(f"{settings!r} is not a dict of Inductor options", "e.g. {'fx_graph_cache': True}")
+    hits = []
+    for _ in range(2):
+        torch._dynamo.reset()
+        counters.clear()
+        try:
+            with torch._inductor.config.patch(**settings):
+                out = torch.compile(fn)(*args)
+        except (AttributeError, TypeError, ValueError) as exc:
+            _fail(f"these settings do not apply: {type(exc).__name__}: {exc}", "names from torch._inductor.config")
+        check_allclose(out, fn(*args), f"{_name_of(fn)} compiled with {settings}")
+        hits.append(counters["inductor"]["fxgraph_cache_hit"])
+    if not hits[1]:
+        _fail(f"the second compile did not hit the FX graph cache ({hits[1]} hits; "
+              f"{counters['inductor']['fxgraph_cache_miss']} misses, {counters['inductor']['fxgraph_cache_bypass']} "
+              "bypasses)", "which option turns every cache off? and which one is the FX graph cache's own?")
+    return _pass(f"the second compile is warm: {hits[1]} FX graph cache hit(s) (the first: {hits[0]})")

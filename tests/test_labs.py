@@ -1118,6 +1118,7 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "7.1": "test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula",
     "7.2": "test_exercise_7_2_rejects_the_skip_all_guard_filter",
     "7.3": "test_exercise_7_3_rejects_another_row",
+    "7.4": "test_exercise_7_4_rejects_caches_turned_off",
     "8.1": "test_exercise_8_1_rejects_the_other_rank_and_the_first_compile",
     "8.2": "test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load",
 }
@@ -1153,7 +1154,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 38, ids
+    assert len(ids) == len(set(ids)) == 39, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
@@ -1312,3 +1313,18 @@ def test_issue39_no_answer_spelled_out_in_the_checkers():
     assert "exclude_tags=()" not in text  # Ex 1.5's answer
     # the checkers that compute an answer are the instructor's (notebooks/labs/answers.py), not shipped
     assert not [name for name in answers.__all__ if name in text]
+
+
+@pytest.mark.slow
+def test_exercise_7_4_rejects_caches_turned_off():
+    """Issue 39 (compile-time caches): the second of two Inductor compiles hits the FX graph cache only with the
+    caches on, as torch's own counters say."""
+    def pointwise(x):  # lab 7's
+        y = torch.nn.functional.gelu(x * 1.5 + 0.5)
+        return y.sin() * x.cos() + y.tanh()
+
+    x = torch.randn(64, 64)
+    checks.check_warm_compile({}, pointwise, x)
+    assert "did not hit" in fails(checks.check_warm_compile, {"force_disable_caches": True}, pointwise, x).message
+    fails(checks.check_warm_compile, {"fx_graph_cache": False}, pointwise, x)
+    fails(checks.check_warm_compile, {"no_such_option": 1}, pointwise, x)

@@ -159,6 +159,12 @@ _gc.check_op(ex43, "gelu", graph="dynamo")""",
 import torch as _t
 _ops = _gc.graph_ops(ex52)
 assert any("softmax" in o for o in _ops) and len(_ops) >= 2, _ops""",
+    "7.4": """\
+import torch as _t
+def _pointwise(x):
+    y = _t.nn.functional.gelu(x * 1.5 + 0.5)
+    return y.sin() * x.cos() + y.tanh()
+_gc.check_warm_compile(cache_settings, _pointwise, _t.randn(32, 48))""",
     "7.1": """\
 import math as _m
 assert break_even(2.0, 3e-3, 1e-3) == _m.inf or abs(break_even(2.0, 3e-3, 1e-3) - 999.5) <= 1

@@ -236,6 +236,34 @@ def cells():
             check_cheapest_compile_answer(answer, table)
             """),
         md("""
+            ## 5. Compile-time caches: cold and warm
+
+            A compile writes what it made to caches on disk: Inductor's **FX graph cache** (the generated code
+            of a post-grad graph, keyed by a hash of the graph, its inputs' metadata and the config:
+            `FxGraphCache.load_with_key`, `torch/_inductor/codecache.py`), the AOTAutograd cache above it, and
+            autotuning results. A *warm* compile — a new process, or after `torch._dynamo.reset()`, with the same
+            graph — still traces with Dynamo but finds the generated code instead of lowering and compiling C++
+            again; torch counts each lookup (`counters["inductor"]["fxgraph_cache_hit"]` / `…_miss`).
+            `%%tcompile` and `fresh=True` switch the caches **off** on purpose (every Inductor stage is then
+            produced and shown); `cap.measure_caches()` measures cold vs warm compiles in fresh processes.
+
+            ### Exercise 7.4 — make the second compile warm
+
+            `cache_settings` are the Inductor options both compiles below run under (the checker compiles
+            `pointwise` twice with them, `torch._dynamo.reset()` in between, and reads torch's counters). Make the
+            second compile hit the FX graph cache.
+            """),
+        exercise("""
+            cache_settings = {"force_disable_caches": True}     # what %%tcompile and fresh=True do
+            check_warm_compile(cache_settings, pointwise, x)
+            """),
+        solution_note(),
+        solution("""
+            # the defaults keep the caches on (fx_graph_cache=True); force_disable_caches turns every cache off
+            cache_settings = {}
+            check_warm_compile(cache_settings, pointwise, x)
+            """),
+        md("""
             ## Summary: does compiling pay?
 
             | it pays when | it does not pay when |
