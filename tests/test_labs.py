@@ -456,6 +456,11 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert hasattr(trace_rules, "_polyfilled_function_ids")
     # checks.check_recompiling_input: the TENSOR_MATCH guard's C++ class
     assert hasattr(torch._C._dynamo.guards, "TensorGuards")
+    # lab07 §5: the FX graph cache's lookup, and the counter check_warm_compile reads
+    from torch._inductor.codecache import FxGraphCache
+
+    assert callable(FxGraphCache.load_with_key)
+    assert '"fxgraph_cache_hit"' in _Path(FxGraphCache.load_with_key.__code__.co_filename).read_text()
     # lab04: AOTAutograd lowers the backward lazily, except with SymInts saved or when forced
     assert hasattr(runtime_wrappers, "AutogradLazyBackwardCompileInfo")
     assert "Backward graph lazy lowering" in _Path(runtime_wrappers.__file__).read_text()
