@@ -196,6 +196,7 @@ def _run_provenance(run: InductorRun, aot_graphs: dict[str, Graph], nodes: list[
     post_ir = ir.post_fusion.nodes if ir.available and ir.post_fusion else []
     kernel_ir = kernels_to_ir(code.kernels, post_ir, code.module or "")
     tracked = _kernel_to_post(tracking, {n.name for n in post_nodes}) if tracking else {}
+    targets = {n.name: (n.target or "") for n in post_nodes}
     pre_nodes = run.pre_grad.nodes if run.pre_grad.available and run.pre_grad.nodes else dynamo_nodes
     resolve = _origin_resolver(role, pre_nodes, post_nodes, aot_graph.nodes if aot_graph else [], post_places)
     sites = kernel_sites(code.module or "", [k.name for k in code.kernels])
@@ -207,17 +208,17 @@ def _run_provenance(run: InductorRun, aot_graphs: dict[str, Graph], nodes: list[
                                  language=kernel.language or "", ir_nodes=members, fused_nodes=list(fused_names))
         if tracked.get(kernel.name):  # Inductor's own record: kernel → post-grad nodes
             post_names = tracked[kernel.name]
-            places = _weights(post_names, post_places, post_nodes)
+            places = _weights(post_names, post_places, targets)
             entry.how, entry.origin, entry.origin_nodes = "Inductor's provenance tracking (trace)", "trace", post_names
-            entry.origin_places = _place_list(_weights(post_names, post_places, post_nodes, views=1.0))
+            entry.origin_places = _place_list(_weights(post_names, post_places, targets, views=1.0))
         elif any(site for site, _ in sites.get(kernel.name, [])) or _SOURCE_MAP.search(kernel.comments or ""):
             post_names, places = _from_origin_comments(kernel, entry, sites.get(kernel.name, []), resolve,
-                                                       post_places, post_nodes, code.module or "")
+                                                       post_places, targets, code.module or "")
             if not post_names:  # an extern call's post-grad node is not named in its comment: the IR's, as nodes only
                 post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
         else:  # torch named no origin: the scheduler IR's buffers, matched to post-grad nodes (best effort)
             post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
-            places = _weights(post_names, post_places, post_nodes)
+            places = _weights(post_names, post_places, targets)
             entry.how = "inferred from the scheduler IR's buffers (torch named no origin)" if post_names else None
             entry.no_origin = ("torch wrote no origin for it: Inductor comments the nodes of Triton kernels and "
                                "extern calls, not of C++ kernels" if kernel.language == "C++" else
@@ -279,7 +280,7 @@ def _origin_resolver(role, pre_nodes, post_nodes, aot_nodes, post_places):
     return resolve
 
 
-def _from_origin_comments(kernel, entry, sites, resolve, post_places, post_nodes, module) -> tuple[list, dict]:
+def _from_origin_comments(kernel, entry, sites, resolve, post_places, targets, module) -> tuple[list, dict]:
     """A kernel's post-grad nodes and its work by (file, line) from Inductor's origin comments: each call's
     ``Source Nodes`` (``sites``), and a Triton kernel's ``Source node to ATen node mapping`` (source node →
     post-grad nodes, for the nodes of its first call). An extern call's time goes to its own node (the last of its
@@ -288,7 +289,6 @@ def _from_origin_comments(kernel, entry, sites, resolve, post_places, post_nodes
     equally."""
     mapping = {m["src"]: [n.strip() for n in m["nodes"].split(",") if n.strip()]
                for m in _SOURCE_MAP.finditer(kernel.comments or "")}
-    post_names_all = {n.name for n in post_nodes}
     commented = [(names, is_sorted) for names, is_sorted in sites if names]
     if not commented:  # no call comment (a kernel defined but called otherwise): its definition's mapping
         commented = [(list(mapping), True)]
@@ -301,38 +301,43 @@ def _from_origin_comments(kernel, entry, sites, resolve, post_places, post_nodes
     post_names: list[str] = []
     for i, (names, is_sorted) in enumerate(commented):
         share = site_flops[i] / total_flops if total_flops else 1 / len(commented)
-        own = names[-1] if extern and is_sorted else None
-        site_places: dict[tuple, float] = defaultdict(float)
+        found_of: dict[str, dict] = {}
         for name in names:
-            mapped = [p for p in mapping.get(name, []) if p in post_names_all]
-            found = _weights(mapped, post_places, post_nodes) if mapped else \
-                {place: 1 / len(found) for found in [resolve(name) or []] for place in found}
+            mapped = [p for p in mapping.get(name, []) if p in targets]
             post_names += mapped
-            for place in found:
+            found_of[name] = _weights(mapped, post_places, targets) if mapped else \
+                {place: 1 / len(found) for found in [resolve(name) or []] for place in found}
+            for place in found_of[name]:
                 origin_places[place] += 1
-            if own is not None and name != own:
-                continue
-            weight = 1.0 if own is not None or not mapped else sum(
-                0.1 if _op_of(_target(post_nodes, p)) in VIEWISH else 1.0 for p in mapped)
-            for place, w in found.items():
+        own = _own_node(kernel.name, names, found_of, targets) if extern and is_sorted else None
+        site_places: dict[tuple, float] = defaultdict(float)
+        for name in [own] if own else names:
+            mapped = [p for p in mapping.get(name, []) if p in targets]
+            weight = sum(0.1 if _op_of(targets[p]) in VIEWISH else 1.0 for p in mapped) if mapped else 1.0
+            for place, w in found_of[name].items():
                 site_places[place] += weight * w
         site_total = math.fsum(site_places.values())
-        for place, w in site_places.items():
-            places[place] += share * w / site_total
         entry.sites.append(KernelSite(source_nodes=names, own_node=own, share=share,
                                       places=_place_list({p: w / site_total for p, w in site_places.items()})
                                       if site_total else []))
+        for place, w in site_places.items():
+            places[place] += share * w / site_total
+    placed = math.fsum(places.values())  # calls whose origin nodes have no line give theirs to the others
+    places = {p: w / placed for p, w in places.items()} if placed else {}
     entry.origin, entry.how = "comments", "Inductor's origin comments in the generated code"
     entry.origin_nodes = list(dict.fromkeys(n for names, _ in commented for n in names))
     count = math.fsum(origin_places.values())
     entry.origin_places = _place_list({p: w / count for p, w in origin_places.items()}) if count else []
-    if not places:
-        entry.no_origin = None
     return list(dict.fromkeys(post_names)), dict(sorted(places.items(), key=lambda i: _place_order(i[0])))
 
 
-def _target(post_nodes, name: str) -> str | None:
-    return next((n.target for n in post_nodes if n.name == name), None)
+def _own_node(fn: str, names: list[str], found_of: dict, targets: dict) -> str | None:
+    """An extern call's own node among its sorted source nodes: the one the extern op's post-grad node is (same
+    op), else the last with a source line (its sources are sorted: the call's value is computed last)."""
+    op = _op_of(fn)
+    same_op = [n for n in names if found_of[n] and _op_of(targets.get(n)) == op]
+    with_line = [n for n in names if found_of[n]]
+    return (same_op or with_line or [None])[-1]
 
 
 def _place_list(places: dict) -> list[KernelPlace]:
@@ -366,9 +371,9 @@ def _post_grad_places(post_nodes: list[GraphNode], aot_nodes: list[GraphNode]) -
     return out
 
 
-def _weights(post_names: list[str], post_places: dict, post_nodes: list[GraphNode], views: float = 0.1) -> dict[tuple, float]:
-    """Share of a kernel's work per (file, line): its post-grad nodes counted per line (views count ``views``)."""
-    targets = {n.name: (n.target or "") for n in post_nodes}
+def _weights(post_names: list[str], post_places: dict, targets: dict[str, str], views: float = 0.1) -> dict[tuple, float]:
+    """Share of a kernel's work per (file, line): its post-grad nodes (``targets``: post-grad node → its target)
+    counted per line (views count ``views``)."""
     totals: dict[tuple, float] = defaultdict(float)
     for name in post_names:
         places = post_places.get(name) or []
