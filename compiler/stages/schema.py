@@ -1332,6 +1332,23 @@ class Compile(Data):
             self.__dict__["provenance"] = Deferred(Provenance, functools.partial(REBUILT_ON_LOAD["provenance"], self))
             self.__dict__["_provenance_from_stages"] = True  # (so saving it again needs no check)
             self.provenance_from_stages = False
+        self._provenance_before_origins()
+
+    def _provenance_before_origins(self) -> None:
+        """A provenance map saved before tcompile kept each kernel's origin nodes (``KernelProvenance.origin``):
+        built again from the saved stages — its generated code holds torch's origin comments — where that gives
+        back its times (GPU times sit on the kernels); else kept, each kernel saying its lines are unchecked."""
+        saved = self.__dict__.get("provenance")
+        if not isinstance(saved, Provenance) or not saved.available or not saved.kernels or any(
+                k.origin or k.no_origin for k in saved.kernels):
+            return
+        if ("provenance" in REBUILT_ON_LOAD and not saved.inductor_tracking
+                and (saved.time_source is None or saved.time_source.startswith("GPU"))):
+            self.__dict__["provenance"] = Deferred(Provenance, functools.partial(REBUILT_ON_LOAD["provenance"], self))
+            return
+        for k in saved.kernels:
+            k.no_origin = ("saved before tcompile kept each kernel's origin nodes: its lines are as recorded then "
+                           "(matched through the scheduler IR), not checked against torch's origins")
 
     def to_data(self) -> dict:
         """The saved compile: its Kernels stage is the Inductor runs' kernels, saved there once."""
