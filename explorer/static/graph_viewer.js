@@ -181,7 +181,8 @@ function render({ model, el }) {
     const first = inside.filter((b) => b.y <= y0 + 1.5 * Math.min(...inside.map((c) => c.h)));
     const fx0 = Math.min(...first.map((b) => b.x)), fx1 = Math.max(...first.map((b) => b.x + b.w));
     const k = Math.max(READABLE, Math.min(1.25, (W - 24) / Math.max(fx1 - fx0 + 16, 1)));
-    view = { k, x: W / 2 - ((fx0 + fx1) / 2) * k, y: 12 - top * k };
+    const fromTitle = (fx1 - cluster.x + 8) * k <= W - 24;  // its title in view too, where the first row allows
+    view = { k, x: fromTitle ? 12 - cluster.x * k : W / 2 - ((fx0 + fx1) / 2) * k, y: 12 - top * k };
     apply();
   }
 
