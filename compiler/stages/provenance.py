@@ -17,15 +17,23 @@ capture already holds:
 - post-grad nodes that Inductor's pattern passes created (``mm`` + ``add`` → ``addmm``) also take
   the lines of the AOT nodes they replaced: the AOT nodes gone from the post-grad graph whose
   inputs are all among the new node's inputs (or other replaced nodes).
-- scheduler nodes → post-grad nodes (best effort; the IR log prints no origins): each buffer a
-  scheduler node writes is matched to the post-grad node it realizes — graph inputs by name,
-  graph outputs by position (``return (buf3, buf0, …)`` ↔ the graph's ``return``), extern calls
-  by op name and shape, other buffers by shape and the op that stores them, downstream of the
-  node's inputs; the node computes that post-grad node and the nodes inlined into it (walking
-  back to its inputs).
-- kernel → scheduler nodes: the buffers a kernel is passed (and buffers reused under another name,
-  ``buf3 = buf2; del buf2  # reuse``); extern calls by the op the IR names. Triton kernels'
-  ``Source node to ATen node mapping`` comments give their post-grad nodes directly.
+- kernel → its origin nodes, as torch names them (``KernelProvenance.origin``), never inferred from shapes:
+  Inductor writes ``# Topologically Sorted Source Nodes: [a, b], Original ATen: […]`` above every call of a
+  Triton kernel or an extern op in ``call()`` (``torch/_inductor/utils.py`` ``get_kernel_metadata``: each origin
+  FX node's ``meta["from_node"][0]`` — the pre-grad (Dynamo) node in a forward graph, the backward graph's own node
+  otherwise), and a Triton kernel's definition maps each source node to its post-grad nodes (``#   a => mul,
+  sin``). A source node's lines: its pre-grad node's ``# File`` line (forward), else its post-grad node's (whose
+  ``# File`` line is its ``stack_trace``), else its AOT node's (``_origin_resolver``). Each call is a
+  ``KernelSite``; an extern op's time goes, call by call, to its own node (the one of its op, else the last of its
+  sorted sources), calls weighed by their FLOPs (``extern_costs``); a fused kernel's time to its sources by their
+  post-grad nodes (views count less). Lines in other functions or files are kept, each with its share.
+- ``origin_nodes`` / ``origin_places``: the nodes torch named and all their lines — every line in ``places`` is
+  among them (the rule ``python -m compiler check`` reads). ``origin`` None and ``no_origin`` saying why: a C++
+  kernel (CPU) carries no origin comment, so its lines are inferred from the scheduler IR — each buffer a
+  scheduler node writes matched to a post-grad node (graph inputs by name, outputs by position, extern calls by
+  op and shape, others by shape and stored op, downstream of its inputs; ``match_ir_nodes``) — and said so
+  (``how``); a capture saved before origins were kept is built again from its saved code where its times come back
+  (GPU), else its kernels say their lines are unchecked.
 
 From a TORCH_TRACE log written with Inductor's provenance tracking on, the log's own record is read
 too (``inductor_tracking``): its node maps (pre-grad ↔ post-grad ↔ kernel, artifact
