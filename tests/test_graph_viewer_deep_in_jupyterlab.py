@@ -43,6 +43,17 @@ MEASURE_JS = """(viewer, id) => {
 }"""
 
 
+# how many boxes of an opened group are wholly inside the viewport, of how many it has (issue 33: opening a group
+# landed on its empty corner)
+IN_VIEW_JS = """(viewer, id) => {
+    const port = viewer.querySelector('.tc-gv-viewport').getBoundingClientRect();
+    const group = viewer.querySelector(`.tc-gv-cluster[data-id="${id}"] rect`).getBoundingClientRect();
+    const within = (r, o) => r.left >= o.left - 1 && r.right <= o.right + 1 && r.top >= o.top - 1 && r.bottom <= o.bottom + 1;
+    const mine = [...viewer.querySelectorAll('.tc-gv-box')].map(b => b.getBoundingClientRect()).filter(r => within(r, group));
+    return {inside: mine.filter(r => within(r, port)).length, boxes: mine.length};
+}"""
+
+
 def box(viewer, item_id):
     return viewer.locator(f'.tc-gv-box[data-id="{item_id}"]')
 
@@ -71,6 +82,8 @@ def test_graph_viewer_reads_on_a_deep_module_tree(jupyterlab_server, browser_pag
     assert opened["boxes"] - first["boxes"] < OPEN_BOXES, (first, opened)  # what it opened fits the budget
     assert viewer.locator('.tc-gv-cluster[data-id^="m:backbone.body.layer3.0."]').count() == 0  # conv/bn stay closed
     assert opened["smallest_text_px"] >= 9, opened
+    in_view = viewer.evaluate(IN_VIEW_JS, "m:backbone.body.layer3")
+    assert in_view["inside"] >= min(3, in_view["boxes"]), in_view  # it lands on its boxes, not an empty corner
     screenshot(viewer, artifact_dir / "2_opened_layer3_light.png")
 
     # open a block's downsample: readable (the tall picture is not fitted into a strip)

@@ -26,7 +26,8 @@ MAX_PARSED_CODE_CHARS = 16_000_000
 # — the forward line it differentiates, as 2.13 printed it without the prefix.
 _FILE_COMMENT = re.compile(r"#\s*(?:Backward of forward node:\s*)?File:\s*(?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), "
                            r"code: (?P<code>.*)$")
-_ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)(?::\s*"(?P<type>[^"]*)")?\s*=\s*(?P<expr>.+)$')
+# ``name: "f32[…]" = expr``; a node typed by ``node.type`` rather than its value prints ``name : torch.Tensor = expr``
+_ASSIGN = re.compile(r'^(?P<names>[\w, ]+?)\s*(?::\s*(?:"(?P<type>[^"]*)"|(?P<ptype>[\w.\[\], ]+?)))?\s*=\s*(?P<expr>.+)$')
 # a placeholder of the signature, typed as torch prints it ("f32[3]") or, in older graphs, by its class (torch.Tensor)
 _PLACEHOLDER = re.compile(r'(?P<name>\w+)\s*:\s*(?:"(?P<type>[^"]*)"|[A-Za-z_][\w\.]*)')
 _TENSOR_TYPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]*:?\d*)$")
@@ -88,14 +89,14 @@ def _split_call(expr: str) -> tuple[str, str]:
     return expr, ""
 
 
-def _op_kind(target: str, locals_: set[str]) -> str:
+def _op_kind(target: str, locals_: set[str], called: bool = True) -> str:
+    """FX's op kind of a printed node: ``self.sub(…)`` call_module, ``x.view(…)`` call_method; the rest —
+    ``torch.sin(…)``, operators, ``x[0]``, an attribute read ``x.shape`` (FX's ``getattr``) — call_function."""
     if target.startswith("self."):
         return "call_module"
     first = target.split(".")[0]
-    if first in locals_ and "." in target:
+    if called and first in locals_ and "." in target:
         return "call_method"
-    if "[" in target and not target.startswith("torch"):
-        return "getitem"
     return "call_function"
 
 
@@ -132,22 +133,33 @@ def parse_readable(text: str | None) -> dict:
     """Nodes (placeholders, calls, output) and edges of a readable FX graph, and of each graph
     nested in it (``subgraphs``: a higher-order op's bodies, by name, each parsed alone). The node
     that fetches a body (``cond_true_0 = self.cond_true_0``) is a ``get_attr`` node of that name,
-    and the op that runs it has it among its inputs, so the edges connect."""
+    and the op that runs it has it among its inputs, so the edges connect.
+
+    Every statement torch's FX code generator writes for a node (``torch/fx/graph.py``, ``emit_node``) is
+    one node here, so the nodes other than ``alias`` are the GraphModule's nodes, one for one, with FX's op
+    kinds: placeholders (the signature's parameters, typed or not), ``name: "T" = call(…)``, operators
+    (``a + b``, ``-a``, ``a[0]``: call_function), in-place operators, which FX writes as two statements
+    (``x_11 += input_2;  x_12: "f32[…]" = x_11``: one ``operator.iadd`` node ``x_12`` reading both),
+    ``a[i] = b;  setitem = a``, attribute reads (``a.shape``: call_function ``getattr``), ``self.sub(…)``
+    (call_module), ``self.attr`` (get_attr), the ``return`` (output). ``alias`` rows are the
+    ``l_x_ = L_x_`` renames of placeholders: not nodes of torch's."""
     if not text:
         return {"nodes": [], "edges": [], "subgraphs": {}}
     text, nested = split_subgraphs(text)
     nodes: list[dict] = []
     names: set[str] = set()
     location: dict = {}
-    in_signature = False
+    signature: list[str] | None = None
     for line in _logical_lines(text):
-        if line.startswith("def forward("):
-            in_signature = not line.endswith("):")
-            _add_placeholders(line, nodes, names)
+        if signature is None and line.startswith("def forward("):
+            signature = [line.split("#")[0]]
+            if _signature_closed(line):
+                _add_placeholders(" ".join(signature), nodes, names)
             continue
-        if in_signature:
-            _add_placeholders(line, nodes, names)
-            in_signature = not line.startswith("):")
+        if signature is not None and len(signature) and not _signature_closed(signature[-1]):
+            signature.append(line.split("#")[0])
+            if _signature_closed(line):
+                _add_placeholders(" ".join(signature), nodes, names)
             continue
         comment = _FILE_COMMENT.search(line) if "File:" in line else None
         if comment:
@@ -163,36 +175,106 @@ def parse_readable(text: str | None) -> dict:
             nodes.append({"name": "output", "op": "output", "target": "output", "args": args,
                           "inputs": [n for n in _IDENT.findall(args) if n in names]})
             continue
-        assign = _ASSIGN.match(line)
+        statements = _statements(line)
+        inplace = _inplace_node(statements, names, location)
+        if inplace:
+            nodes.append(inplace)
+            names.add(inplace["name"])
+            continue
+        assign = _ASSIGN.match(statements[0])
         if not assign:
             continue
-        target, args = _split_call(assign["expr"])
-        if target.endswith("tree_flatten_spec"):  # joint graphs unpack (primals, tangents)
+        expr = assign["expr"]
+        target, args = _split_call(expr)
+        if target.endswith("tree_flatten_spec"):  # joint graphs unpack (primals, tangents): those two are no nodes
+            unpacked = set(_IDENT.findall(args))
+            nodes[:] = [n for n in nodes if not (n["op"] == "placeholder" and n["name"] in unpacked)]
+            names.difference_update(unpacked)
             for name in assign["names"].split(","):
                 _add_placeholder(name.strip(), None, nodes, names)
             continue
         first_name = assign["names"].split(",")[0].strip()
+        type_text = assign["type"] or assign["ptype"]
         inputs = [n for n in dict.fromkeys(_IDENT.findall(f"{target} {args}")) if n in names]
         attr = _GET_ATTR.match(target) if not args else None
         if attr:  # ``cond_true_0 = self.cond_true_0``: a body or a constant of the module
             names.add(first_name)
             nodes.append({"name": first_name, "op": "get_attr", "target": attr["attr"], "args": "",
-                          "inputs": [], **parse_type(assign["type"]), **location})
+                          "inputs": [], **parse_type(type_text), **location})
             continue
         if target in names and not args:  # alias such as ``l_x_ = L_x_``
             node_input = target
             names.add(first_name)
             nodes.append({"name": first_name, "op": "alias", "target": node_input, "args": node_input,
-                          "inputs": [node_input], **parse_type(assign["type"])})
+                          "inputs": [node_input], **parse_type(type_text)})
             continue
         module = next((m for m in map(module_path_of, inputs) if m), None)
-        nodes.append({"name": first_name, "op": _op_kind(target, names), "target": target, "args": args,
-                      "inputs": inputs, **parse_type(assign["type"]), **location,
+        nodes.append({"name": first_name, "op": _op_kind(target, names, expr.endswith(")")), "target": target,
+                      "args": args, "inputs": inputs, **parse_type(type_text), **location,
                       **({"module": module} if module else {})})
         names.update(n.strip() for n in assign["names"].split(","))
     _inherit_modules(nodes)
     edges = [[src, node["name"]] for node in nodes for src in node.get("inputs", [])]
     return {"nodes": nodes, "edges": edges, "subgraphs": {name: graph_stage(body, "") for name, body in nested.items()}}
+
+
+# FX's in-place operators (torch/fx/graph.py ``inplace_methods``), printed ``a += b;  name = a``
+_INPLACE = re.compile(r"^(?P<a>[\w.]+) (?P<op>\+|-|\*\*|\*|//|/|%|@|&|\||\^|<<|>>)= (?P<b>.+)$")
+_SETITEM = re.compile(r"^(?P<a>\w+)\[(?P<index>.*)\] = (?P<b>.+)$")
+_INPLACE_NAMES = {"+": "iadd", "-": "isub", "*": "imul", "/": "itruediv", "//": "ifloordiv", "%": "imod",
+                  "**": "ipow", "@": "imatmul", "&": "iand", "|": "ior", "^": "ixor", "<<": "ilshift", ">>": "irshift"}
+
+
+def _inplace_node(statements: list[str], names: set[str], location: dict) -> dict | None:
+    """The node of ``x_11 += input_2;  x_12: "f32[…]" = x_11`` (or ``a[i] = b;  setitem = a``), else None."""
+    if len(statements) < 2:
+        return None
+    first = _INPLACE.match(statements[0])
+    setitem = None if first else _SETITEM.match(statements[0])
+    assign = _ASSIGN.match(statements[1])
+    match = first or setitem
+    if not match or not assign or assign["expr"].strip() != match["a"]:
+        return None
+    if first:
+        target, args = f"operator.{_INPLACE_NAMES[first['op']]}", f"{first['a']}, {first['b']}"
+    else:
+        target, args = "operator.setitem", f"{setitem['a']}, {setitem['index']}, {setitem['b']}"
+    inputs = [n for n in dict.fromkeys(_IDENT.findall(args)) if n in names]
+    module = next((m for m in map(module_path_of, inputs) if m), None)
+    return {"name": assign["names"].split(",")[0].strip(), "op": "call_function", "target": target, "args": args,
+            "inputs": inputs, **parse_type(assign["type"] or assign["ptype"]), **location,
+            **({"module": module} if module else {})}
+
+
+def _statements(line: str) -> list[str]:
+    """A printed node's statements: FX joins them with ``;  `` (the in-place form, then ``a = b = None``
+    deleting values no longer used); a ``;`` inside a string or brackets is no separator."""
+    return _split_top(line, ";") if ";" in line else [line]
+
+
+def _split_top(line: str, separator: str) -> list[str]:
+    """``line`` cut at each ``separator`` outside strings and brackets, pieces stripped, empty ones dropped."""
+    out, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote and line[i - 1] != "\\":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == separator and depth == 0:
+            out.append(line[start:i].strip())
+            start = i + 1
+    out.append(line[start:].strip())
+    return [s for s in out if s]
+
+
+def _signature_closed(line: str) -> bool:
+    code = line.split("#")[0].rstrip()
+    return code.endswith(":") and (code.endswith("):") or re.search(r"\)\s*->.*:$", code) is not None)
 
 
 def _logical_lines(text: str):
@@ -224,9 +306,15 @@ def _depth(text: str) -> int:
             - text.count(")") - text.count("]") - text.count("}"))
 
 
-def _add_placeholders(line: str, nodes: list[dict], names: set[str]) -> None:
-    for match in _PLACEHOLDER.finditer(line.split("#")[0]):
-        _add_placeholder(match["name"], match["type"], nodes, names)
+def _add_placeholders(signature: str, nodes: list[dict], names: set[str]) -> None:
+    """The placeholders of ``def forward(self, x: "f32[4]", y, *args):`` — every parameter but ``self``,
+    typed or not (a placeholder FX knows no value of is printed without a type)."""
+    params = signature[signature.index("(") + 1:]
+    for param in _split_top(params.rsplit(")", 1)[0], ","):
+        name = re.match(r"\**(?P<name>\w+)", param.strip())
+        if name:
+            typed = _PLACEHOLDER.match(param.strip().lstrip("*"))
+            _add_placeholder(name["name"], typed["type"] if typed else None, nodes, names)
 
 
 def _add_placeholder(name: str, type_text: str | None, nodes: list[dict], names: set[str]) -> None:

@@ -400,17 +400,19 @@ _ATTENTION = re.compile(r"_scaled_dot_product_(flash|efficient|cudnn)_attention"
 _CAUSAL_INDEX = {"flash": 4, "efficient": 6, "cudnn": 6}
 
 
-def extern_costs(fn: str, module: str) -> dict:
+def extern_costs(fn: str, module: str, per_site: bool = False) -> dict:
     """FLOPs and bytes of every call of one extern kernel (``extern_kernels.mm``, ``…convolution``,
     ``torch.ops.aten._scaled_dot_product_*_attention``) in the wrapper's ``call()``, summed per call of the
-    module; ``{"reason"}`` for an op whose FLOPs tcompile does not know."""
+    module; ``{"reason"}`` for an op whose FLOPs tcompile does not know. ``per_site``: also each call's FLOPs
+    (``site_flops``, in call order: provenance shares an extern op's time over its calls by them)."""
     call = call_section(module) or module
     tensors = tensors_of(module)
     op = fn.rsplit(".", 1)[-1] if not fn.endswith(".default") else fn.rsplit(".", 2)[-2]
     flops = moved = largest = 0.0
     dtype, sites = None, 0
+    site_flops = []
     for line in call.splitlines():
-        before = moved
+        before, flops_before = moved, flops
         text = line.strip()
         if fn + "(" not in text:
             continue
@@ -459,13 +461,15 @@ def extern_costs(fn: str, module: str) -> dict:
         else:
             return {"reason": f"FLOPs of {op} not known to tcompile"}
         sites += 1
+        site_flops.append(flops - flops_before)
         largest = max(largest, moved - before)
     if not sites:
         return {"reason": "no call of it read from the wrapper code"}
     formula = {"convolution": "2 × output elements × input channels per group × kernel window"}.get(
         op, "4·B·H·Lq·Lk·D (half when causal)" if _ATTENTION.search(fn) else "2·M·N·K")
     # the calls run one after another: what must fit the L2 is the largest one's operands
-    return {"flops": flops, "bytes": int(moved), "dtype": dtype, "sites": sites, "working_set_bytes": int(largest),
+    return {"flops": flops, "bytes": int(moved), "dtype": dtype, "sites": sites,
+            **({"site_flops": site_flops} if per_site else {}), "working_set_bytes": int(largest),
             "flops_method": f"{formula}, from the operands' shapes in call() ({sites} call{'s' * (sites > 1)})",
             "bytes_method": "each operand and the output once (ideal reuse, from their shapes)"}
 

@@ -17,15 +17,23 @@ capture already holds:
 - post-grad nodes that Inductor's pattern passes created (``mm`` + ``add`` → ``addmm``) also take
   the lines of the AOT nodes they replaced: the AOT nodes gone from the post-grad graph whose
   inputs are all among the new node's inputs (or other replaced nodes).
-- scheduler nodes → post-grad nodes (best effort; the IR log prints no origins): each buffer a
-  scheduler node writes is matched to the post-grad node it realizes — graph inputs by name,
-  graph outputs by position (``return (buf3, buf0, …)`` ↔ the graph's ``return``), extern calls
-  by op name and shape, other buffers by shape and the op that stores them, downstream of the
-  node's inputs; the node computes that post-grad node and the nodes inlined into it (walking
-  back to its inputs).
-- kernel → scheduler nodes: the buffers a kernel is passed (and buffers reused under another name,
-  ``buf3 = buf2; del buf2  # reuse``); extern calls by the op the IR names. Triton kernels'
-  ``Source node to ATen node mapping`` comments give their post-grad nodes directly.
+- kernel → its origin nodes, as torch names them (``KernelProvenance.origin``), never inferred from shapes:
+  Inductor writes ``# Topologically Sorted Source Nodes: [a, b], Original ATen: […]`` above every call of a
+  Triton kernel or an extern op in ``call()`` (``torch/_inductor/utils.py`` ``get_kernel_metadata``: each origin
+  FX node's ``meta["from_node"][0]`` — the pre-grad (Dynamo) node in a forward graph, the backward graph's own node
+  otherwise), and a Triton kernel's definition maps each source node to its post-grad nodes (``#   a => mul,
+  sin``). A source node's lines: its pre-grad node's ``# File`` line (forward), else its post-grad node's (whose
+  ``# File`` line is its ``stack_trace``), else its AOT node's (``_origin_resolver``). Each call is a
+  ``KernelSite``; an extern op's time goes, call by call, to its own node (the one of its op, else the last of its
+  sorted sources), calls weighed by their FLOPs (``extern_costs``); a fused kernel's time to its sources by their
+  post-grad nodes (views count less). Lines in other functions or files are kept, each with its share.
+- ``origin_nodes`` / ``origin_places``: the nodes torch named and all their lines — every line in ``places`` is
+  among them (the rule ``python -m compiler check`` reads). ``origin`` None and ``no_origin`` saying why: a C++
+  kernel (CPU) carries no origin comment, so its lines are inferred from the scheduler IR — each buffer a
+  scheduler node writes matched to a post-grad node (graph inputs by name, outputs by position, extern calls by
+  op and shape, others by shape and stored op, downstream of its inputs; ``match_ir_nodes``) — and said so
+  (``how``); a capture saved before origins were kept is built again from its saved code where its times come back
+  (GPU), else its kernels say their lines are unchecked.
 
 From a TORCH_TRACE log written with Inductor's provenance tracking on, the log's own record is read
 too (``inductor_tracking``): its node maps (pre-grad ↔ post-grad ↔ kernel, artifact
@@ -59,10 +67,11 @@ import time
 from collections import defaultdict
 
 from compiler.stages.schema import (REBUILT_ON_LOAD, AotGraphs, Amortization, Compile, Graph, GraphNode, Inductor,
-                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels,
+                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, KernelSite,
                                     LineProvenance, Provenance, ProvenanceNode, Source, key_of, node_kernels)
 from compiler.stages.compile_time import compile_seconds
 from compiler.stages.data import built
+from compiler.stages.kernel_costs import call_section, extern_costs
 
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
 _LAYOUT = re.compile(r"^\s*(?P<buf>\w+)\.layout = \w+\('[^']*', torch\.\w+, size=\[(?P<size>[^\]]*)\]", re.M)
@@ -97,7 +106,7 @@ def provenance_stage(graph: Graph, aot: AotGraphs, inductor: Inductor, source: S
     found: list[KernelProvenance] = []
     by_role = {t.role: t for t in inductor_tracking}
     for run in runs:
-        found += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.role), no_ir_note)
+        found += _run_provenance(run, aot_graphs, nodes, notes, by_role.get(run.role), no_ir_note, graph.nodes)
     if not inductor.available:
         notes.append(f"no kernels: {inductor.reason}")
     comment_code = {(n.file, n.line): n.code for g in [graph, *aot_graphs.values()] for n in g.nodes if n.line}
@@ -147,7 +156,8 @@ def _add(entry, attribute: str, value) -> None:
 
 
 def _run_provenance(run: InductorRun, aot_graphs: dict[str, Graph], nodes: list[ProvenanceNode], notes: list[str],
-                    tracking: InductorTracking | None = None, no_ir_note: str | None = None) -> list[KernelProvenance]:
+                    tracking: InductorTracking | None = None, no_ir_note: str | None = None,
+                    dynamo_nodes: list[GraphNode] = ()) -> list[KernelProvenance]:
     role = run.role
     post = run.post_grad
     if not post.available:
@@ -193,29 +203,153 @@ def _run_provenance(run: InductorRun, aot_graphs: dict[str, Graph], nodes: list[
         return []
     post_ir = ir.post_fusion.nodes if ir.available and ir.post_fusion else []
     kernel_ir = kernels_to_ir(code.kernels, post_ir, code.module or "")
-    out = []
     tracked = _kernel_to_post(tracking, {n.name for n in post_nodes}) if tracking else {}
+    targets = {n.name: (n.target or "") for n in post_nodes}
+    pre_nodes = run.pre_grad.nodes if run.pre_grad.available and run.pre_grad.nodes else dynamo_nodes
+    resolve = _origin_resolver(role, pre_nodes, post_nodes, aot_graph.nodes if aot_graph else [], post_places)
+    sites = kernel_sites(code.module or "", [k.name for k in code.kernels])
+    out = []
     for kernel in code.kernels:
         fused_names = kernel_ir.get(kernel.name, [])
         members = [m for f in fused_names for m in fused.get(f, [f])]
-        post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
-        how = "IR buffers" if post_names else None
-        if tracked.get(kernel.name):
-            post_names, how = tracked[kernel.name], "Inductor's provenance tracking (trace)"
-        if not post_names:
-            post_names = _from_comments(kernel.comments or "", post_nodes)
-            how = "kernel comments" if post_names else None
-        places = _weights(post_names, post_places, post_nodes)
+        entry = KernelProvenance(key=key_of(role, kernel.name), name=kernel.name, role=role,
+                                 language=kernel.language or "", ir_nodes=members, fused_nodes=list(fused_names))
+        if tracked.get(kernel.name):  # Inductor's own record: kernel → post-grad nodes
+            post_names = tracked[kernel.name]
+            places = _weights(post_names, post_places, targets)
+            entry.how, entry.origin, entry.origin_nodes = "Inductor's provenance tracking (trace)", "trace", post_names
+            entry.origin_places = _place_list(_weights(post_names, post_places, targets, views=1.0))
+        elif any(site for site, _ in sites.get(kernel.name, [])) or _SOURCE_MAP.search(kernel.comments or ""):
+            post_names, places = _from_origin_comments(kernel, entry, sites.get(kernel.name, []), resolve,
+                                                       post_places, targets, code.module or "")
+            if not post_names:  # an extern call's post-grad node is not named in its comment: the IR's, as nodes only
+                post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
+        else:  # torch named no origin: the scheduler IR's buffers, matched to post-grad nodes (best effort)
+            post_names = list(dict.fromkeys(p for m in members for p in ir_map.get(m, [])))
+            places = _weights(post_names, post_places, targets)
+            entry.how = "inferred from the scheduler IR's buffers (torch named no origin)" if post_names else None
+            entry.no_origin = ("torch wrote no origin for it: Inductor comments the nodes of Triton kernels and "
+                               "extern calls, not of C++ kernels" if kernel.language == "C++" else
+                               "torch wrote no origin comment for it in the generated code")
         weights: dict[str, float] = defaultdict(float)
         for (_, line), weight in places.items():
             weights[str(line)] += weight
-        out.append(KernelProvenance(
-            key=key_of(role, kernel.name), name=kernel.name, role=role, language=kernel.language or "",
-            lines=sorted(int(k) for k in weights), line_weights=dict(weights),
-            places=[KernelPlace(file=file, line=line, share=w) for (file, line), w in places.items()],
-            post_grad_nodes=list(post_names), ir_nodes=members, fused_nodes=list(fused_names), how=how,
-            file=next((files[p] for p in post_names if files.get(p)), None)))
+        entry.lines, entry.line_weights = sorted(int(k) for k in weights), dict(weights)
+        entry.places = _place_list(places)
+        entry.post_grad_nodes = list(post_names)
+        entry.file = next((file for file, _ in places if file), None) or next(
+            (files[p] for p in post_names if files.get(p)), None)
+        out.append(entry)
     return out
+
+
+# ``# Topologically Sorted Source Nodes: [a, b], Original ATen: [...]`` above a kernel's call (torch/_inductor/utils.py
+# ``get_kernel_metadata``): the origin nodes' ``meta["from_node"][0]`` names, "Unsorted" when they span graphs
+_SOURCE_NODES = re.compile(r"^\s*# (?P<sorted>Topologically Sorted|Unsorted) Source Nodes: \[(?P<names>[^\]]*)\]")
+
+
+def kernel_sites(module: str, names: list[str]) -> dict[str, list[tuple[list[str], bool]]]:
+    """Each kernel's calls in the generated ``call()`` (and its CUDA-graph partitions), in order, each with the
+    source nodes of the origin comment right above it ([] where there is none) and whether torch sorted them."""
+    call = call_section(module)
+    out: dict[str, list[tuple[list[str], bool]]] = {name: [] for name in names}
+    if not call or not names:
+        return out
+    called = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                        + r")(?:\.run)?\(")
+    pending = None
+    for line in call.splitlines():
+        comment = _SOURCE_NODES.match(line)
+        if comment:
+            pending = ([n.strip() for n in comment["names"].split(",") if n.strip()],
+                       comment["sorted"] == "Topologically Sorted")
+            continue
+        stripped = line.lstrip()
+        if stripped.startswith("def "):
+            pending = None
+            continue
+        found = called.search(line) if not stripped.startswith("#") else None
+        if found:
+            out[found[1]].append(pending or ([], False))
+            pending = None
+    return out
+
+
+def _origin_resolver(role, pre_nodes, post_nodes, aot_nodes, post_places):
+    """A source-node name of an origin comment → its (file, line) places, None where no graph has it. Forward
+    names are pre-grad (Dynamo) nodes, looked up there first; a backward graph's own nodes first there."""
+    pre = {n.name: [(n.file, n.line)] if n.line else [] for n in pre_nodes if n.op not in ("placeholder", "output")}
+    post = {n.name: post_places.get(n.name, []) for n in _compute(post_nodes)}
+    aot = {n.name: [(n.file, n.line)] if n.line else [] for n in _compute(aot_nodes)}
+    levels = (post, aot, pre) if role == "backward" else (pre, post, aot)
+
+    def resolve(name: str) -> list[tuple] | None:
+        return next((level[name] for level in levels if name in level), None)
+    return resolve
+
+
+def _from_origin_comments(kernel, entry, sites, resolve, post_places, targets, module) -> tuple[list, dict]:
+    """A kernel's post-grad nodes and its work by (file, line) from Inductor's origin comments: each call's
+    ``Source Nodes`` (``sites``), and a Triton kernel's ``Source node to ATen node mapping`` (source node →
+    post-grad nodes, for the nodes of its first call). An extern call's time goes to its own node (the last of its
+    sorted sources: the one whose value it returns); a fused kernel's to its sources, each by its post-grad nodes
+    (views count less). Calls share the kernel's time by FLOPs (extern calls whose FLOPs tcompile knows), else
+    equally."""
+    mapping = {m["src"]: [n.strip() for n in m["nodes"].split(",") if n.strip()]
+               for m in _SOURCE_MAP.finditer(kernel.comments or "")}
+    commented = [(names, is_sorted) for names, is_sorted in sites if names]
+    if not commented:  # no call comment (a kernel defined but called otherwise): its definition's mapping
+        commented = [(list(mapping), True)]
+    extern = kernel.language == "extern"
+    flops = extern_costs(kernel.name, module, per_site=True).get("site_flops") if extern else None
+    site_flops = [f for f, (names, _) in zip(flops or [], sites) if names] if flops and len(flops) == len(sites) else None
+    total_flops = sum(site_flops) if site_flops else 0
+    places: dict[tuple, float] = defaultdict(float)
+    origin_places: dict[tuple, float] = defaultdict(float)
+    post_names: list[str] = []
+    for i, (names, is_sorted) in enumerate(commented):
+        share = site_flops[i] / total_flops if total_flops else 1 / len(commented)
+        found_of: dict[str, dict] = {}
+        for name in names:
+            mapped = [p for p in mapping.get(name, []) if p in targets]
+            post_names += mapped
+            found_of[name] = _weights(mapped, post_places, targets) if mapped else \
+                {place: 1 / len(found) for found in [resolve(name) or []] for place in found}
+            for place in found_of[name]:
+                origin_places[place] += 1
+        own = _own_node(kernel.name, names, found_of, targets) if extern and is_sorted else None
+        site_places: dict[tuple, float] = defaultdict(float)
+        for name in [own] if own else names:
+            mapped = [p for p in mapping.get(name, []) if p in targets]
+            weight = sum(0.1 if _op_of(targets[p]) in VIEWISH else 1.0 for p in mapped) if mapped else 1.0
+            for place, w in found_of[name].items():
+                site_places[place] += weight * w
+        site_total = math.fsum(site_places.values())
+        entry.sites.append(KernelSite(source_nodes=names, own_node=own, share=share,
+                                      places=_place_list({p: w / site_total for p, w in site_places.items()})
+                                      if site_total else []))
+        for place, w in site_places.items():
+            places[place] += share * w / site_total
+    placed = math.fsum(places.values())  # calls whose origin nodes have no line give theirs to the others
+    places = {p: w / placed for p, w in places.items()} if placed else {}
+    entry.origin, entry.how = "comments", "Inductor's origin comments in the generated code"
+    entry.origin_nodes = list(dict.fromkeys(n for names, _ in commented for n in names))
+    count = math.fsum(origin_places.values())
+    entry.origin_places = _place_list({p: w / count for p, w in origin_places.items()}) if count else []
+    return list(dict.fromkeys(post_names)), dict(sorted(places.items(), key=lambda i: _place_order(i[0])))
+
+
+def _own_node(fn: str, names: list[str], found_of: dict, targets: dict) -> str | None:
+    """An extern call's own node among its sorted source nodes: the one the extern op's post-grad node is (same
+    op), else the last with a source line (its sources are sorted: the call's value is computed last)."""
+    op = _op_of(fn)
+    same_op = [n for n in names if found_of[n] and _op_of(targets.get(n)) == op]
+    with_line = [n for n in names if found_of[n]]
+    return (same_op or with_line or [None])[-1]
+
+
+def _place_list(places: dict) -> list[KernelPlace]:
+    return [KernelPlace(file=file, line=line, share=w) for (file, line), w in places.items()]
 
 
 def _place_order(place: tuple) -> tuple:
@@ -245,14 +379,14 @@ def _post_grad_places(post_nodes: list[GraphNode], aot_nodes: list[GraphNode]) -
     return out
 
 
-def _weights(post_names: list[str], post_places: dict, post_nodes: list[GraphNode]) -> dict[tuple, float]:
-    """Share of a kernel's work per (file, line): its post-grad nodes counted per line (views count less)."""
-    targets = {n.name: (n.target or "") for n in post_nodes}
+def _weights(post_names: list[str], post_places: dict, targets: dict[str, str], views: float = 0.1) -> dict[tuple, float]:
+    """Share of a kernel's work per (file, line): its post-grad nodes (``targets``: post-grad node → its target)
+    counted per line (views count ``views``)."""
     totals: dict[tuple, float] = defaultdict(float)
     for name in post_names:
         places = post_places.get(name) or []
         op = targets.get(name, "").split(".")[-2] if targets.get(name, "").count(".") >= 2 else targets.get(name, "")
-        weight = 0.1 if op in VIEWISH else 1.0
+        weight = views if op in VIEWISH else 1.0
         for place in places:
             totals[place] += weight / len(places)
     total = math.fsum(totals.values())  # (sum's rounding differs between Python 3.11 and 3.12)

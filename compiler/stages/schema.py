@@ -819,8 +819,32 @@ class KernelPlace(Data):
 
 
 @dataclass(repr=False, eq=False)
+class KernelSite(Data):
+    """One call of a kernel in the generated ``call()`` and the nodes torch says it was generated from: the
+    ``# Topologically Sorted Source Nodes: [a, b]`` comment Inductor writes above the call (``source_nodes``:
+    each origin FX node's ``meta["from_node"][0]`` name — a pre-grad (Dynamo) node, or the backward graph's own
+    node), ``own_node``: an extern call's own node (the last of its sorted sources: the one whose value the call
+    returns), ``places``: the source lines of those nodes, ``share``: this call's share of the kernel's time."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    source_nodes: list[str] = field(default_factory=list)
+    own_node: str | None = None
+    places: list[KernelPlace] = field(default_factory=list)
+    share: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
 class KernelProvenance(Data):
-    """One kernel (or extern call) of one Inductor run, back to its nodes and source lines."""
+    """One kernel (or extern call) of one Inductor run, back to its nodes and source lines.
+
+    Where the lines come from (``origin``): the nodes torch names as the kernel's origins — ``"trace"``:
+    Inductor's provenance tracking in a TORCH_TRACE log (kernel → post-grad nodes); ``"comments"``: the
+    generated code's own comments (a Triton kernel's ``Source node to ATen node mapping``, the ``Topologically
+    Sorted Source Nodes`` above each call: ``sites``). ``origin_nodes`` are those nodes (post-grad names, or the
+    source-node names of the comments), ``origin_places`` their source lines (share: of the origin nodes).
+    Every place in ``places`` is among ``origin_places``. ``origin`` None: torch named no origin (``no_origin``
+    says why: a C++ kernel on CPU carries no origin comment; a capture saved before origins were kept); its
+    lines, if any, were inferred from Inductor's scheduler IR (``how``)."""
     OMIT_DEFAULTS: ClassVar[bool] = True
 
     key: str = ""  # "role:name" (kernel names repeat between forward and backward)
@@ -837,6 +861,11 @@ class KernelProvenance(Data):
     file: str | None = None  # the source file of its first line (``places`` names each line's own)
     seconds: float | None = None  # measured time per call of the function
     calls: float | None = None  # invocations per call of the function
+    origin: str | None = None  # "trace" or "comments": where torch named its origin nodes; None: it named none
+    origin_nodes: list[str] = field(default_factory=list)
+    origin_places: list[KernelPlace] = field(default_factory=list)
+    no_origin: str | None = None  # why torch named no origin (origin None)
+    sites: list[KernelSite] = field(default_factory=list)  # its calls in call(), each with its origin comment
 
 
 @dataclass(repr=False, eq=False)
@@ -1349,6 +1378,23 @@ class Compile(Data):
             self.__dict__["provenance"] = Deferred(Provenance, functools.partial(REBUILT_ON_LOAD["provenance"], self))
             self.__dict__["_provenance_from_stages"] = True  # (so saving it again needs no check)
             self.provenance_from_stages = False
+        self._provenance_before_origins()
+
+    def _provenance_before_origins(self) -> None:
+        """A provenance map saved before tcompile kept each kernel's origin nodes (``KernelProvenance.origin``):
+        built again from the saved stages — its generated code holds torch's origin comments — where that gives
+        back its times (GPU times sit on the kernels); else kept, each kernel saying its lines are unchecked."""
+        saved = self.__dict__.get("provenance")
+        if not isinstance(saved, Provenance) or not saved.available or not saved.kernels or any(
+                k.origin or k.no_origin for k in saved.kernels):
+            return
+        if ("provenance" in REBUILT_ON_LOAD and not saved.inductor_tracking
+                and (saved.time_source is None or saved.time_source.startswith("GPU"))):
+            self.__dict__["provenance"] = Deferred(Provenance, functools.partial(REBUILT_ON_LOAD["provenance"], self))
+            return
+        for k in saved.kernels:
+            k.no_origin = ("saved before tcompile kept each kernel's origin nodes: its lines are as recorded then "
+                           "(matched through the scheduler IR), not checked against torch's origins")
 
     def to_data(self) -> dict:
         """The saved compile: its Kernels stage is the Inductor runs' kernels, saved there once."""

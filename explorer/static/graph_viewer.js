@@ -156,12 +156,34 @@ function render({ model, el }) {
     const target = cluster || box;
     if (!target) return;
     const { w: W, h: H } = size();
-    if (cluster) fitTo(cluster.x, cluster.y, cluster.w, cluster.h);  // readable: its top at READABLE when large
+    if (cluster) focusCluster(cluster, scene.boxes || [], W, H);
     else {  // a box: centred, at a readable zoom
       const k = Math.max(view.k, READABLE);
       view = { k, x: W / 2 - (box.x + box.w / 2) * k, y: H / 2 - (box.y + box.h / 2) * k };
       apply();
     }
+  }
+
+  // An opened group lands on its boxes: all of them when they read whole, else its first row (where its
+  // inputs come in), centred on those boxes at a readable zoom — never on the group's empty corner.
+  function focusCluster(cluster, sceneBoxes, W, H) {
+    const within = (b) => b.x >= cluster.x - 1 && b.y >= cluster.y - 1 && b.x + b.w <= cluster.x + cluster.w + 1
+      && b.y + b.h <= cluster.y + cluster.h + 1;
+    const inside = sceneBoxes.filter(within);
+    if (!inside.length) { fitTo(cluster.x, cluster.y, cluster.w, cluster.h); return; }
+    const x0 = Math.min(...inside.map((b) => b.x)), x1 = Math.max(...inside.map((b) => b.x + b.w));
+    const y0 = Math.min(...inside.map((b) => b.y)), y1 = Math.max(...inside.map((b) => b.y + b.h));
+    const top = cluster.y;  // from its title
+    if (Math.min((W - 24) / (x1 - x0 + 16), (H - 24) / (y1 - top + 8)) >= READABLE) {
+      fitTo(x0 - 8, top, x1 - x0 + 16, y1 - top + 8);
+      return;
+    }
+    const first = inside.filter((b) => b.y <= y0 + 1.5 * Math.min(...inside.map((c) => c.h)));
+    const fx0 = Math.min(...first.map((b) => b.x)), fx1 = Math.max(...first.map((b) => b.x + b.w));
+    const k = Math.max(READABLE, Math.min(1.25, (W - 24) / Math.max(fx1 - fx0 + 16, 1)));
+    const fromTitle = (fx1 - cluster.x + 8) * k <= W - 24;  // its title in view too, where the first row allows
+    view = { k, x: fromTitle ? 12 - cluster.x * k : W / 2 - ((fx0 + fx1) / 2) * k, y: 12 - top * k };
+    apply();
   }
 
   function highlight() {

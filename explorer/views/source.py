@@ -275,15 +275,19 @@ def kernel_panel(compile, kernel) -> Html:
     source = compile.source
     places = sorted(kernel.places, key=lambda p: -p.share)
     mini = None
+    shown: set[int] = set()
     here = {p.line for p in places if p.file == source.filename}  # only this file's lines are lit in its source
     if source.available and source.text and here:
         first = source.firstlineno or 1
+        texts = shown_part(source.text).rstrip("\n").split("\n")
+        shown = set(range(first, first + len(texts)))
         rows = [tag("tr", tag("td", str(first + i), cls="tc-lineno"), tag("td", text),
                     cls="tc-lit" if first + i in here else None)
-                for i, text in enumerate(shown_part(source.text).rstrip("\n").split("\n"))]
+                for i, text in enumerate(texts)]
         mini = tag("table", *rows, cls="tc-mini")
     codes = {(r.file, r.line): r.code for r in compile.provenance.lines}
-    elsewhere = [p for p in places if p.file != source.filename]
+    # every line not lit above is listed with its share: other files, and this file's other functions
+    elsewhere = [p for p in places if p.file != source.filename or p.line not in shown]
     other = tag("ul", *(tag("li", file_place(p.file, p.line), f" {p.share:.0%} ",
                             code(codes.get((p.file, p.line)) or "")) for p in elsewhere), cls="tc-kernel-places") \
         if elsewhere else None
@@ -292,12 +296,25 @@ def kernel_panel(compile, kernel) -> Html:
         para(tag("strong", kernel.key), f" — {seconds(kernel.seconds)} per call" if kernel.seconds is not None else "",
              join([" · its work by line: ", weights]) if places else " · no source line (inputs, views or constants)"),
         mini,
-        join([para(f"Lines in other files than {source.filename.rsplit('/', 1)[-1] if source.filename else 'this function'}"
-                   ":", cls="tc-muted"), other]) if other else None,
-        key_values([("post-grad nodes", _chips(kernel.post_grad_nodes)),
+        join([para("Lines outside this function's source (other functions or files):", cls="tc-muted"), other])
+        if other else None,
+        para(_origin_text(kernel), cls="tc-muted"),
+        key_values([("origin nodes", _chips(kernel.origin_nodes)), ("post-grad nodes", _chips(kernel.post_grad_nodes)),
                     ("scheduler nodes (before fusion)", _chips(kernel.ir_nodes)),
                     ("after fusion", _chips(kernel.fused_nodes)), ("linked by", kernel.how or "–")]),
     ])
+
+
+def _origin_text(kernel) -> str:
+    """Where a kernel's lines come from: the nodes torch names as its origins, or why it names none."""
+    if kernel.origin == "trace":
+        return f"Origins: Inductor's provenance tracking (trace) names its post-grad nodes ({len(kernel.origin_nodes)})."
+    if kernel.origin == "comments":
+        calls = len(kernel.sites)
+        return (f"Origins: torch's comments in the generated code name {len(kernel.origin_nodes)} source node"
+                f"{'s' * (len(kernel.origin_nodes) != 1)}" + (f" over {calls} calls" if calls > 1 else "")
+                + (" (an extern call's time goes to its own node)" if kernel.language == "extern" else "") + ".")
+    return f"Torch gave no origin: {kernel.no_origin or 'none recorded'}."
 
 
 def kernel_picker(compile, title: str = "Click a kernel: its source lines and nodes") -> Html | None:
