@@ -8,6 +8,25 @@ or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., 
 (``compiler.run`` underneath: compile, call, capture, time, profile, build once).
 Imports torch and the standard library only (pandas lazily, for tables).
 """
+import sys
+
+
+def _interrupted_starting(signum, frame):
+    """Ctrl-C while ``python -m compiler`` imports this package, before its ``main`` runs: the CLI's one line."""
+    print("error: interrupted (Ctrl-C); nothing written", file=sys.stderr)
+    raise SystemExit(130)
+
+
+def _run_as_cli() -> bool:
+    argv = getattr(sys, "orig_argv", [])
+    return sys.argv[:1] == ["-m"] and "-m" in argv[:-1] and argv[argv.index("-m") + 1] == "compiler"
+
+
+if _run_as_cli():  # ``python -m compiler``: the imports below take seconds; compiler.__main__.main takes over after
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted_starting)
+
 from compiler.analyses import compile_fixes, experiments, fix_experiments  # noqa: F401 — registers Capture.try_fixes, …
 from compiler.reference import knobs
 from compiler.analyses.compare import compare

@@ -13,13 +13,11 @@ What goes in, per capture (one process; a job's ranks are one process each):
   compile, one slice per kernel of its time per call of the function. Their order and gaps are not a
   real timeline — ``args.layout`` says so; their durations are measured.
 
-``save_perfetto`` writes atomically (a temporary file in the same directory, then ``os.replace``).
+``save_perfetto`` writes through the one writer of every output (``compiler.readers.files.write_atomic``).
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 COMPILE_CATEGORY = "compile"
@@ -117,20 +115,13 @@ def _named(loaded) -> dict[str, object]:
 
 
 def save_perfetto(loaded, path) -> Path:
-    """Write ``loaded`` (a Capture or a Job) as a Chrome trace-event JSON file, atomically."""
-    text = json.dumps(perfetto_trace(_named(loaded)), separators=(",", ":"), allow_nan=False)
-    return atomic_write_text(Path(path), text)
+    """Write ``loaded`` (a Capture or a Job) as a Chrome trace-event JSON file, atomically
+    (``compiler.readers.files.write_atomic``: a symlink followed, a read-only file refused, fsynced)."""
+    from compiler.readers.files import write_atomic
+
+    return write_atomic(path, perfetto_text(loaded))
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a reader never sees
-    half a file, and a failed write leaves the old one."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+def perfetto_text(loaded) -> str:
+    """``loaded`` (a Capture or a Job) as Chrome trace-event JSON text."""
+    return json.dumps(perfetto_trace(_named(loaded)), separators=(",", ":"), allow_nan=False)
