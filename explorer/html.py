@@ -12,8 +12,8 @@ import functools
 import html
 from importlib.resources import files
 
-from compiler.analyses.findings import plural, seconds  # noqa: F401 — one spelling for the views and the text form
-from compiler.readers.files import shown_text
+from compiler.stages.findings import plural, seconds  # noqa: F401 — one spelling for the views and the text form
+from compiler.stages.files import shown_text
 
 CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
 

@@ -818,7 +818,7 @@ def test_a_save_that_runs_out_of_space_keeps_the_old_file(baseline, tmp_path):
 
 
 def test_save_to_dev_full_is_refused(baseline):
-    from compiler.readers.files import OutputError
+    from compiler.stages.files import OutputError
 
     with pytest.raises(OutputError, match="not a regular file") as refused:
         baseline.save("/dev/full")
@@ -920,7 +920,7 @@ def test_perfetto_writes_through_the_one_writer(real_trace, tmp_path, capsys, mo
 def test_a_read_only_output_file_is_refused(baseline, real_trace, tmp_path, capsys):
     """The rename of an atomic write replaces a read-only file regardless: refused in one line, as opening
     it for writing was (it was silently replaced)."""
-    from compiler.readers.files import OutputError
+    from compiler.stages.files import OutputError
 
     for name in ("r.html", "cap.json", "events.json"):
         (tmp_path / name).write_text("keep")
@@ -940,14 +940,14 @@ def test_a_temporary_file_left_by_a_killed_save_is_removed_by_the_next_save(base
     removes it (it stayed for good) — but never a temporary file of a writer still running."""
     target = tmp_path / "cap.json"
     baseline.save(target)
-    killed = ("import os, signal, sys; from compiler.readers.files import atomic_file\n"
+    killed = ("import os, signal, sys; from compiler.stages.files import atomic_file\n"
               "with atomic_file(sys.argv[1]) as f:\n"
               "    f.write('{\"half\": '); f.flush(); os.kill(os.getpid(), signal.SIGKILL)")
     result = subprocess.run([sys.executable, "-c", killed, str(target)], cwd=REPO, capture_output=True, timeout=300)
     assert result.returncode == -9
     left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
     assert len(left) == 1
-    waiting = ("import sys; from compiler.readers.files import atomic_file\n"
+    waiting = ("import sys; from compiler.stages.files import atomic_file\n"
                "with atomic_file(sys.argv[1]) as f:\n"
                "    f.write('{}'); f.flush(); print('writing', flush=True); sys.stdin.readline()")
     writer = subprocess.Popen([sys.executable, "-c", waiting, str(target)], cwd=REPO, stdin=subprocess.PIPE,

@@ -108,7 +108,7 @@ def test_the_command_line_writes_it_from_a_saved_capture(cap, tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_the_old_file(cap, tmp_path, monkeypatch):
-    from compiler.readers import files  # the one writer every output goes through
+    from compiler.stages import files  # the one atomic write (compiler.stages.files.write_atomic)
 
     path = tmp_path / "trace.json"
     path.write_text("old")

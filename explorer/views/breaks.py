@@ -5,7 +5,7 @@ import re
 
 from pathlib import Path
 
-from compiler.analyses.findings import Code, Place, share_text, skipped_frames, skipped_parts
+from compiler.stages.findings import Code, Place, share_text, skipped_frames, skipped_parts
 from compiler.stages.breaks import cell_number
 
 from ..html import (LIST_PAGE, Html, badge, code, details, heading, join, key_values, note, one_page, page_note, para, plural,
@@ -48,7 +48,7 @@ def file_place(file: str | None, line: int | None) -> Html:
 
 
 def sentence(parts) -> Html:
-    """A sentence of ``compiler.analyses.findings`` drawn: its code as code spans, its places as ``file_place``."""
+    """A sentence of ``compiler.stages.findings`` drawn: its code as code spans, its places as ``file_place``."""
     return join([code(p) if isinstance(p, Code) else file_place(p.file, p.line) if isinstance(p, Place) else p
                  for p in parts])
 

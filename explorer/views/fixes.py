@@ -2,7 +2,7 @@
 (``compiler.analyses.fixes``, ``compiler.analyses.fix_experiments``). Ranked by what the findings cost."""
 from __future__ import annotations
 
-from compiler.analyses.findings import fix_headline, fixes_of  # noqa: F401 — the Overview's headline too
+from compiler.stages.findings import fix_headline, fixes_of  # noqa: F401 — the Overview's headline too
 from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED
 
 from ..html import (Html, badge, code, code_block, heading, join, key_values, note, para, plural, seconds, table,

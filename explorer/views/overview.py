@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..html import (Html, cards, code, details, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
-from compiler.analyses.findings import findings as capture_findings
+from compiler.stages.findings import findings as capture_findings
 
 from .breaks import sentence
 from .common import is_resume
@@ -11,7 +11,7 @@ from .tables import WIDGET_ROWS, data_table
 
 
 def findings(capture) -> list[tuple[str, Html]]:
-    """(kind, sentence) pairs, worst first: what a user should look at (``compiler.analyses.findings``, the
+    """(kind, sentence) pairs, worst first: what a user should look at (``compiler.stages.findings``, the
     source ``Capture.as_text`` starts with too)."""
     return [(kind, sentence(parts)) for kind, parts in capture_findings(capture)]
 
@@ -157,7 +157,7 @@ def environment_line(capture) -> Html:
 
 
 def render_overview(capture, compile) -> str:
-    from compiler.analyses.findings import fix_headline
+    from compiler.stages.findings import fix_headline
 
     unknown = capture.unknown_records
     fixes_line = fix_headline(capture)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.analyses.findings import guard_parts, limit_parts
+from compiler.stages.findings import guard_parts, limit_parts
 from compiler.stages.breaks import cell_number, traceback_frames
 from compiler.stages.schema import RecompileReason
 
