@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import warnings
 
 
 def main(argv=None) -> int:
+    from compiler import _interrupted_starting
+
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_starting:  # set while the package imported
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, never a traceback or 0
         print("error: interrupted (Ctrl-C); no report written", file=sys.stderr)
@@ -31,7 +36,7 @@ def _main(argv=None) -> int:
                              "page to stdout")
     report.add_argument("--perfetto", metavar="OUT.json", default=None,
                         help="write the compile events of every compile, one track each, as Chrome trace-event "
-                             "JSON (opens in ui.perfetto.dev and chrome://tracing)")
+                             "JSON (opens in ui.perfetto.dev and chrome://tracing); - writes it to stdout")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
@@ -53,6 +58,8 @@ def _main(argv=None) -> int:
         return _gpu_profile(args)
     if args.output is None and not args.perfetto:
         args.output = "report.html"
+    if args.output is not None and args.perfetto is not None and _same_output(args.output, args.perfetto):
+        return _fail(f"-o and --perfetto both name {args.output}: name two files")
     for output in (args.output, args.perfetto):
         if output is None or output == "-":
             continue
@@ -83,12 +90,17 @@ def _main(argv=None) -> int:
     for warning in caught:
         print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
     if args.perfetto:
-        from compiler.readers.perfetto import save_perfetto
+        from compiler.readers.perfetto import perfetto_text, save_perfetto
 
-        try:
-            print(f"wrote {save_perfetto(loaded, args.perfetto)} (Chrome trace events)")
-        except OSError as exc:
-            return _fail(exc)
+        if args.perfetto == "-":
+            sys.stdout.write(perfetto_text(loaded))
+            print("wrote the Chrome trace events to stdout", file=sys.stderr)
+        else:
+            try:
+                print(f"wrote {save_perfetto(loaded, args.perfetto)} (Chrome trace events)",
+                      file=sys.stderr if args.output == "-" else sys.stdout)
+            except OSError as exc:
+                return _fail(exc)
         if args.output is None:
             return 0
     from compiler.drawing import renderer
@@ -111,7 +123,7 @@ def _main(argv=None) -> int:
         out = write_report(loaded, args.output)
     except OSError as exc:  # compiler.stages.files.OutputError: one line naming the path and the cause
         return _fail(exc)
-    print(f"wrote {out} ({what})")
+    print(f"wrote {out} ({what})", file=sys.stderr if args.perfetto == "-" else sys.stdout)
     return 0
 
 
@@ -147,6 +159,16 @@ def _one_line(text) -> str:
 def _fail(message) -> int:
     print(f"error: {_one_line(message)}", file=sys.stderr)
     return 2
+
+
+def _same_output(a: str, b: str) -> bool:
+    """Do two outputs name one file (both stdout, or one path by any spelling or link)?"""
+    if "-" in (a, b):
+        return a == b
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _overwrites_input(path: str, output: str) -> bool:

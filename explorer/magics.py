@@ -55,6 +55,7 @@ class Options:
     name: str | None = None
     save: str | None = None
     fix: bool = False  # --fix: try the proposed fixes after the capture
+    sample_compile: bool | None = None  # --sample-compile: compile time by line (None: Python's default)
 
 
 @magics_class
@@ -107,6 +108,11 @@ class TcompileMagics(Magics):
     @magic_arguments.argument("--sources", default="trace", choices=("trace", "local"),
                               help="with --load: trace (default) reads no local file the log names; local reads "
                                    "the source files it names from this machine (regular .py files, size-capped)")
+    @magic_arguments.argument("--sample-compile", dest="sample_compile", action="store_true", default=None,
+                              help="sample compile time by line of the cell (the FX graph viewer's compile-time "
+                                   "shading; compiler.capture(sample_compile=True)): on by default from Python 3.12, "
+                                   "off on 3.11, where sampling another thread's frames can crash CPython "
+                                   "(gh-111363)")
     @magic_arguments.argument("--fix", action="store_true",
                               help="after the capture, try each proposed fix (re-running the cell or call once per "
                                    "fix, compiled with the change) and show the measured before → after in Fixes")
@@ -206,7 +212,7 @@ def parse_options(args, namespace: dict) -> Options:
         kwargs["options"] = options
     return Options(kwargs, {"backend": args.backend}, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
                    stance=stance, name=args.name, save=unquote(args.save) if args.save else None,
-                   fix=getattr(args, "fix", False))
+                   fix=getattr(args, "fix", False), sample_compile=getattr(args, "sample_compile", None))
 
 
 # --- the cell form ------------------------------------------------------------------------------
@@ -274,10 +280,10 @@ def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
         # cache-free is the default here, so torch's note that it also turns PGO off is noise
         warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         try:
-            return compiler.run(fn, args, kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
+            return compiler.run(fn, *args, kwargs=kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
                                 timing=True if opts.timing else "timing was turned off (--no-timing)",
                                 repeat=opts.repeat, stance=opts.stance, errors="return", reset=reset,
-                                options=recorded, progress=progress.set)
+                                options=recorded, progress=progress.set, sample_compile=opts.sample_compile)
         except CaptureInterrupted as interrupt:  # kept, shown and named like any capture
             return interrupt.capture
         except Exception as exc:  # noqa: BLE001 — shown as the capture's error, in one line

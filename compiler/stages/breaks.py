@@ -117,14 +117,19 @@ def traceback_frames(text: str | None) -> list[dict]:
     """The frames of a traceback as Python and torch print them (``File "f.py", line 3, in fn``, then the
     code line, absent where Python had no source), in order: file, line, function, code (None if absent)."""
     frames: list[dict] = []
+    indent = 0  # the last frame line's: its code line is indented deeper (a frame with no source has none)
     for line in (text or "").splitlines():
         match = _TB_FRAME.match(line)
         if match:
             frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
                            "code": None})
+            indent = len(line) - len(line.lstrip())
         elif frames and frames[-1]["code"] is None and line.strip():
-            frames[-1]["code"] = line.strip()
-    return frames
+            if len(line) - len(line.lstrip()) > indent:
+                frames[-1]["code"] = line.strip()
+            else:  # the next line of the text (``Traceback (most recent call last):``), not this frame's code
+                frames[-1]["code"] = ""
+    return [dict(f, code=f["code"] or None) for f in frames]
 
 
 def cell_number(path: str | None) -> int | None:

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compiler.stages.findings import guard_parts, limit_parts
 from compiler.stages.breaks import cell_number, traceback_frames
-from compiler.stages.recompiles import value_kind
 from compiler.stages.schema import RecompileReason
 
 from ..html import LIST_PAGE, Html, badge, code, details, join, note, page_note, para, plural, shorten, tag
-from .breaks import file_place, place
+from .breaks import place, sentence
 from .tables import data_table
 
 
@@ -44,28 +44,14 @@ def _became_dynamic(capture, compile_id: str) -> str:
     return ", ".join(dict.fromkeys(symbols))  # a frame restarted at a graph break creates them again
 
 
-SHOWN_VALUES = 6
-
-
 def limit_sentence(hit) -> Html:
     """A frame at the recompile limit, in a sentence: which frame, how many compiles, which limit."""
-    ids = hit.compile_ids
-    span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
-    return join(["Recompile limit reached: ", code(hit.function or "?"), " (", file_place(hit.file, hit.line),
-                 f") compiled {plural(len(ids), 'time')} ({span}), torch._dynamo.config.{hit.limit_type} = "
-                 f"{hit.limit if hit.limit is not None else '?'}. Every new variant of it now runs eagerly "
-                 "(torch only logs a warning)."])
+    return sentence(limit_parts(hit))
 
 
 def guard_sentence(hit) -> Html | None:
     """The guard that kept failing, with the values it was specialised to."""
-    if not hit.guard:
-        return None
-    kind = value_kind(hit.values)
-    what = {"float": "a Python float specialised", "int": "a Python int specialised"}.get(kind, "specialised")
-    shown = ", ".join(hit.values[:SHOWN_VALUES]) + (f", … ({len(hit.values)} in all)" if len(hit.values) > SHOWN_VALUES else "")
-    return join(["The guard that kept failing: ", code(hit.guard), f" — {what} to each value it saw: ",
-                 code(shown) if shown else "", "."])
+    return sentence(guard_parts(hit)) if hit.guard else None
 
 
 def limit_note(hit) -> Html:
