@@ -10,8 +10,8 @@ import json
 import time
 from pathlib import Path
 
-from . import (breakdown, compare_accounting, compile_time, fixes, fresh_kernel, fresh_vs_cached, gpt2_explorer, load_job, load_trace,
-               rendering, sampler_overhead, steady_state, timing_accuracy)
+from . import (breakdown, compare_accounting, compile_time, fixes, fresh_kernel, fresh_vs_cached, gpt2_explorer, load_job,
+               load_trace, rendering, sampler_overhead, steady_state, timing_accuracy)
 from .machine import load_average, machine
 from .table import Row, format_table, markdown_table
 
