@@ -71,8 +71,8 @@ def compare(folder: Path, repeat: int, log=print) -> dict:
         runs["tlparse"].append(measure(tl_cmd))
         runs["tcompile"].append(measure(tc_cmd))
     shutil.rmtree(out, ignore_errors=True)
-    result = {name: {"wall_s": statistics.median(r["wall"] for r in found), "peak_bytes": max(r["peak"] for r in found),
-                     "walls": [round(r["wall"], 3) for r in found]} for name, found in runs.items()}
+    result = {name: {"wall_s": statistics.median(r["wall"] for r in found),
+                     "peak_bytes": max(r["peak"] for r in found), "walls": [round(r["wall"], 3) for r in found]} for name, found in runs.items()}
     ranks, divergences, torch_loaded = runs["tcompile"][-1]["out"].split()
     result.update(folder=str(folder), bytes=sum(p.stat().st_size for p in folder.iterdir() if p.is_file()),
                   ranks=int(ranks), divergences=int(divergences), torch_imported=torch_loaded == "True")
@@ -93,18 +93,20 @@ def default_inputs(tmp: Path) -> list[Path]:
 def rows_for(result: dict) -> list[Row]:
     tc, tl = result["tcompile"], result["tlparse"]
     name = f"load_job {Path(result['folder']).name} ({result['ranks']} ranks, {megabytes(result['bytes'])})"
-    return [Row(f"{name}: wall time vs tlparse --all-ranks-html", seconds(tc["wall_s"]), f"tlparse {seconds(tl['wall_s'])}",
-                tc["wall_s"] / tl["wall_s"], f"≤ {RATIO:g}", high=RATIO,
+    return [Row(f"{name}: wall time vs tlparse --all-ranks-html", seconds(tc["wall_s"]),
+                f"tlparse {seconds(tl['wall_s'])}", tc["wall_s"] / tl["wall_s"], f"≤ {RATIO:g}", high=RATIO,
                 note="fresh processes, imports included; torch imported: " + str(result["torch_imported"])),
-            Row(f"{name}: peak RSS", megabytes(tc["peak_bytes"]), f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB",
-                tc["peak_bytes"] / BUDGET_BYTES, "≤ 1 (≤ 200 MB)", high=1.0)]
+            Row(f"{name}: peak RSS", megabytes(tc["peak_bytes"]),
+                f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB", tc["peak_bytes"] / BUDGET_BYTES, "≤ 1 (≤ 200 MB)", high=1.0)]
 
 
-def run(quick: bool, log=print, folders: list[Path] | None = None, repeat: int | None = None) -> tuple[list[Row], dict]:
+def run(quick: bool, log=print, folders: list[Path] | None = None,
+        repeat: int | None = None) -> tuple[list[Row], dict]:
     if not Path(TLPARSE).exists():
         return [Row("load_job vs tlparse", "not available", "tlparse not installed", None, "")], {}
     with tempfile.TemporaryDirectory() as tmp:
-        results = [compare(folder, repeat or (1 if quick else 3), log) for folder in (folders or default_inputs(Path(tmp)))]
+        results = [compare(folder, repeat or (1 if quick else 3), log)
+                   for folder in (folders or default_inputs(Path(tmp)))]
     return [row for result in results for row in rows_for(result)], {"runs": results}
 
 
