@@ -72,7 +72,8 @@ def compare(folder: Path, repeat: int, log=print) -> dict:
         runs["tcompile"].append(measure(tc_cmd))
     shutil.rmtree(out, ignore_errors=True)
     result = {name: {"wall_s": statistics.median(r["wall"] for r in found),
-                     "peak_bytes": max(r["peak"] for r in found), "walls": [round(r["wall"], 3) for r in found]} for name, found in runs.items()}
+                     "peak_bytes": max(r["peak"] for r in found), "walls": [round(r["wall"], 3) for r in found]}
+              for name, found in runs.items()}
     ranks, divergences, torch_loaded = runs["tcompile"][-1]["out"].split()
     result.update(folder=str(folder), bytes=sum(p.stat().st_size for p in folder.iterdir() if p.is_file()),
                   ranks=int(ranks), divergences=int(divergences), torch_imported=torch_loaded == "True")
@@ -97,7 +98,8 @@ def rows_for(result: dict) -> list[Row]:
                 f"tlparse {seconds(tl['wall_s'])}", tc["wall_s"] / tl["wall_s"], f"≤ {RATIO:g}", high=RATIO,
                 note="fresh processes, imports included; torch imported: " + str(result["torch_imported"])),
             Row(f"{name}: peak RSS", megabytes(tc["peak_bytes"]),
-                f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB", tc["peak_bytes"] / BUDGET_BYTES, "≤ 1 (≤ 200 MB)", high=1.0)]
+                f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB", tc["peak_bytes"] / BUDGET_BYTES,
+                "≤ 1 (≤ 200 MB)", high=1.0)]
 
 
 def run(quick: bool, log=print, folders: list[Path] | None = None,
