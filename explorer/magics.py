@@ -121,9 +121,9 @@ class TcompileMagics(Magics):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
         option_text, rest = split_line(line)
         args = magic_arguments.parse_argstring(self.tcompile, option_text)
+        if args.load is not None:  # a saved capture or a trace needs no torch: no compile option is checked
+            return load_path(self.shell, args.load, check_name_option(args.name), cell, rest, args.sources)
         opts = parse_options(args, self.shell.user_ns)
-        if args.load is not None:
-            return load_path(self.shell, args.load, opts, cell, rest, args.sources)
         if args.compare is not None:
             if cell is None:
                 raise UsageError("--compare works on a cell: %%tcompile --compare SPEC")
@@ -137,7 +137,7 @@ class TcompileMagics(Magics):
         return run_cell(self.shell, opts, cell)
 
 
-def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
+def load_path(shell, path: str, name: str | None, cell, rest, sources: str = "trace"):
     """``%tcompile --load PATH [--name VAR]``: show what a job left behind (``explorer.show_path``)."""
     if cell is not None or rest:
         raise UsageError("--load shows a file or directory: %tcompile --load PATH (no cell, no call)")
@@ -158,8 +158,8 @@ def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
         raise UsageError(shown_text(" ".join(f"--load: {exc}".split()))) from None
     except Exception as exc:  # noqa: BLE001 — whatever a shared file does, the user gets one line, not a traceback
         raise UsageError(shown_text(" ".join(f"--load: {path}: {type(exc).__name__}: {exc}".split()))) from None
-    if opts.name:
-        shell.user_ns[opts.name] = loaded
+    if name:
+        shell.user_ns[name] = loaded
 
 
 TcompileMagics.tcompile.parser.allow_abbrev = False  # options are split from EXPR by their full names
@@ -190,13 +190,19 @@ def split_line(line: str) -> tuple[str, str]:
     return " ".join(words), line[pos:].strip()
 
 
+def check_name_option(name: str | None) -> str | None:
+    """--name must be a Python identifier that is not a keyword."""
+    if name is not None and (not name.isidentifier() or keyword.iskeyword(name)):
+        raise UsageError(f"--name must be a Python identifier that is not a keyword, got {name!r}")
+    return name
+
+
 def parse_options(args, namespace: dict) -> Options:
     """Validate parsed magic arguments (``compiler.reference.options``); a bad value raises a one-line
     UsageError naming the option."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.name is not None and (not args.name.isidentifier() or keyword.iskeyword(args.name)):
-        raise UsageError(f"--name must be a Python identifier that is not a keyword, got {args.name!r}")
+    check_name_option(args.name)
     try:
         options = (compile_options.check_inductor_options(compile_options.parse_dict(unquote(args.options)))
                    if args.options is not None else {})

@@ -16,11 +16,18 @@ _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<
 
 @functools.lru_cache(maxsize=1)
 def registry() -> dict:
-    """torch's graph-break registry, keyed by lower-case GB code (``gb0059``)."""
-    import torch._dynamo
+    """torch's graph-break registry, keyed by lower-case GB code (``gb0059``): the JSON file torch installs
+    next to ``torch/_dynamo``, read as a file — found with ``importlib.util.find_spec("torch")``, which locates
+    the installed package without importing it (reading a trace needs no torch)."""
+    import importlib.util
 
-    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
-    if not path.exists():
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    path = next((p for p in (Path(f) / "_dynamo" / "graph_break_registry.json" for f in folders) if p.is_file()), None)
+    if path is None:
         return {}
     entries = json.loads(path.read_text())
     out = {}
