@@ -38,10 +38,12 @@ def _register_drawing() -> None:
     from compiler import drawing
 
     from .views import render_compile, render_stage
+    from .watch_panel import render_watch_html, show_watch_panel
 
     for name, renderer in (("stage", render_stage), ("compile", render_compile), ("capture", render_static),
                            ("job", render_job), ("report", write_report),
-                           ("report_page", report_page)):
+                           ("report_page", report_page), ("watch_panel", show_watch_panel),
+                           ("watch", render_watch_html)):
         drawing.register(name, renderer)
 
 

@@ -585,6 +585,11 @@ class Watch:
         lines += [alert.as_text() for alert in self.alerts[:50]]
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from compiler.drawing import draw
+
+        return draw("watch", self, self.as_text)
+
     def __repr__(self) -> str:
         return f"<Watch {'running' if self.running else 'stopped'}: {self.steps} steps, {len(self.alerts)} alerts>"
 

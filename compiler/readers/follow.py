@@ -394,6 +394,14 @@ class Follower:
                     "alerts_total": len(self.alerts), "divergences": list(self.divergences),
                     "errors": list(self.errors[:3])}
 
+    def as_text(self) -> str:
+        return self.table_text()
+
+    def _repr_html_(self) -> str:
+        from compiler.drawing import draw
+
+        return draw("watch", self, self.as_text)
+
     def __repr__(self) -> str:
         return (f"<Follower {shown_path(self.path)}: {len(self.ranks)} ranks, {len(self.alerts)} alerts, "
                 f"{len(self.divergences)} divergences>")
