@@ -191,6 +191,7 @@ class Watch:
         self._last = 0.0
         self._recent: deque = deque(maxlen=RECENT)
         self._threshold = float("inf")
+        self._slow_before = False  # the last step without a compile was slow
         self._kept: dict[str, list[Record]] = {}
         self._kept_bytes = 0
         self._read: set[str] = set()  # compile ids read (their late records go with them)
@@ -310,9 +311,13 @@ class Watch:
         if self._collector.new:
             with self._lock:
                 self._guarded(self._read_compiles, step, seconds)
-        elif seconds > self._threshold:
-            self._guarded(self._slow, step, seconds, [])
         else:
+            if seconds > self._threshold:
+                if not self._slow_before:  # one alert for a stretch of slow steps: the median catches up
+                    self._guarded(self._slow, step, seconds, [])
+                self._slow_before = True
+            else:
+                self._slow_before = False
             self._recent.append(seconds)
             if not step % MEDIAN_EVERY and len(self._recent) >= 8 and step >= self.warmup_steps:
                 median = statistics.median(self._recent)
@@ -381,7 +386,7 @@ class Watch:
             fix = next((f for f in fixes if test(f)), None)
             return {"kind": fix.kind, "title": fix.title, "snippet": fix.snippet} if fix else None
 
-        compiled, recompiles = [], {}
+        compiled, recompiles = [], []
         recompile_of = {r.compile_id: r for r in mini.recompiles}
         for c in mini.compiles:
             if c.compile_id not in ids:
@@ -419,29 +424,14 @@ class Watch:
                             f"compiling frame {name} ({c.compile_id}) failed: {message.splitlines()[0][:300] if message else '?'}",
                             fix=fix_for(lambda f: c.compile_id in f.compiles))
             elif what == "recompile":
-                reason = recompile_of[c.compile_id].reasons[0] if recompile_of[c.compile_id].reasons else None
-                fix = fix_for(lambda f: c.compile_id in f.recompiles)
-                said = plain_reason(reason.text) if reason else "a guard failed"
-                key = (fix or {}).get("title") or said
-                if key in recompiles:  # the same cause in this step (the frames after a graph break): one alert
-                    alert = recompiles[key]
-                    alert.compile_ids.append(c.compile_id)
-                    alert.seconds = (alert.seconds or 0) + (c.compile_seconds or 0)
-                    continue
-                recompiles[key] = self._alert(
-                    "recompile", step, now, c.compile_id, name,
-                    f"frame {name} recompiled as {c.compile_id}{took}: {said}",
-                    guard=reason.guard if reason else None, fix=fix, seconds=c.compile_seconds, emit=False)
+                recompiles.append((c, recompile_of[c.compile_id]))
             elif step >= self.warmup_steps:
                 self._alert("new_compile", step, now, c.compile_id, name,
                             f"frame {name} compiled for the first time{took}, after the first {self.warmup_steps} "
                             "steps: new code ran (another branch, a new function, an eval loop)",
                             seconds=c.compile_seconds)
-        for alert in recompiles.values():
-            if len(alert.compile_ids) > 1:
-                alert.sentence += (f" — {len(alert.compile_ids)} frames recompiled for it in this step "
-                                   f"({', '.join(alert.compile_ids)}), {alert.seconds:.3g} s in all")
-            self._emit(alert)
+        if recompiles:
+            self._recompile_alert(recompiles, step, now, fixes)
         for index, item in enumerate(mini.breaks.items):
             key = (item.file, item.line, item.headline)
             if key in self._breaks_seen:
@@ -455,6 +445,32 @@ class Watch:
                         fix=fix_for(lambda f: index in f.breaks))
         self._cudagraph_alerts(mini, step, now, fix_for)
         return compiled
+
+    def _recompile_alert(self, recompiles: list, step: int, now: float, fixes) -> None:
+        """One alert for the recompiles of a step (the frames after a graph break recompile for the same
+        changed input): the first frame's failing guard, every frame's reason, and the fix for them — a
+        ``mark_dynamic`` where the fixes engine has one."""
+        ids = [c.compile_id for c, _ in recompiles]
+        mine = [f for f in fixes if set(f.recompiles) & set(ids)]
+        fix = next((f for f in mine if f.kind == "mark_dynamic"), mine[0] if mine else None)
+        said = []
+        for c, recompile in recompiles:
+            reason = recompile.reasons[0] if recompile.reasons else None
+            text = plain_reason(reason.text) if reason else "a guard failed"
+            if text not in said:
+                said.append(text)
+        first, recompile = recompiles[0]
+        reason = recompile.reasons[0] if recompile.reasons else None
+        seconds = sum(c.compile_seconds or 0 for c, _ in recompiles)
+        took = f" ({seconds:.3g} s)" if seconds else ""
+        if len(recompiles) == 1:
+            sentence = f"frame {first.name or '?'} recompiled as {first.compile_id}{took}: {said[0]}"
+        else:
+            sentence = (f"{len(recompiles)} frames recompiled{took} — {', '.join(f'{c.name or chr(63)} as {c.compile_id}' for c, _ in recompiles[:6])}"
+                        f"{' …' if len(recompiles) > 6 else ''}: {'; '.join(said[:3])}")
+        self._alert("recompile", step, now, first.compile_id, first.name or "?", sentence,
+                    guard=reason.guard if reason else None, seconds=seconds or None, compile_ids=ids,
+                    fix={"kind": fix.kind, "title": fix.title, "snippet": fix.snippet} if fix else None)
 
     def _cudagraph_alerts(self, mini, step: int, now: float, fix_for) -> None:
         cg = mini.cudagraphs

@@ -29,7 +29,7 @@ from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, Alert, LineRe
 POLL_S = 0.25
 GRACE_S = 2.0  # a rank whose records are this much later than another's event has passed it (trace logs)
 TRACE_WAIT_S = 10.0  # … or this long after it: a rank in step with the others would have logged the same by then
-SKEW_MIN_S = 1.0  # compile time one rank spent more than another in a step, worth a divergence
+SKEW_MIN_S, SKEW_RATIO = 1.0, 1.5  # compile time one rank spent more than another in a step (and × it), worth a divergence
 
 
 class TraceTail:
@@ -296,9 +296,9 @@ class Follower:
             full = {r: times.get(r, 0.0) for r in watched}
             slow, fast = max(full, key=full.get), min(full, key=full.get)
             self._named.add(key)
-            if full[slow] - full[fast] < SKEW_MIN_S:
+            if full[slow] - full[fast] < SKEW_MIN_S or full[slow] < SKEW_RATIO * full[fast]:
                 continue
-            slow_group = sorted(r for r in full if full[r] - full[fast] >= SKEW_MIN_S)
+            slow_group = sorted(r for r in full if full[r] - full[fast] >= SKEW_MIN_S and full[r] >= SKEW_RATIO * full[fast])
             fast_group = sorted(r for r in full if r not in slow_group)
             divergence = Divergence(
                 "compile_time", [slow_group, fast_group],

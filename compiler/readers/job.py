@@ -451,8 +451,9 @@ def _short_list(items, limit: int = 6) -> str:
     return text + (f" … ({len(items)} in all)" if len(items) > limit else "")
 
 
-_SIZE_CHANGE = re.compile(r"(?:tensor )?'?(?P<name>[^' ]+)'? (?P<what>size|stride) mismatch at index (?P<i>\d+)\. "
-                          r"expected (?P<old>\S+), actual (?P<new>\S+)")
+_SIZE_CHANGE = re.compile(r"(?:tensor )?(?:'(?P<quoted>.+?)'|(?P<bare>[^' ]+)) (?P<what>size|stride) mismatch at index "
+                          r"(?P<i>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
+_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")
 
 
 def plain_reason(text: str) -> str:
@@ -460,8 +461,15 @@ def plain_reason(text: str) -> str:
     32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
     match = _SIZE_CHANGE.search(text)
     if match:
-        return f"`{match['name']}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
+        return f"`{_size_name(match)}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
     return text
+
+
+def _size_name(match) -> str:
+    """The tensor a size guard names: ``x``, ``args[0]``, ``kwargs['input_ids']`` → ``input_ids``."""
+    name = match["quoted"] or match["bare"]
+    keyword = _KEYWORD.fullmatch(name)
+    return keyword["name"] if keyword else name
 
 
 def size_change_fix(text: str) -> dict | None:
@@ -470,7 +478,7 @@ def size_change_fix(text: str) -> dict | None:
     match = _SIZE_CHANGE.search(text or "")
     if not match or match["what"] != "size":
         return None
-    name, dim = match["name"], int(match["i"])
+    name, dim = _size_name(match), int(match["i"])
     positional = re.fullmatch(r"args\[(\d+)\]", name)
     shown = f"positional argument {positional[1]}" if positional else name
     variable = "arg" if positional else (name if re.fullmatch(r"[A-Za-z_]\w*", name) else "x")
