@@ -176,6 +176,8 @@ class Follower:
                 self._readers[name] = LineReader(self.path / name)
                 previous = self.ranks.get(rank)
                 if previous is None or previous.source != "watch":  # a watch file wins over the rank's trace
+                    if previous is not None:  # its trace's alerts (no steps) give way to the watch's
+                        self.alerts = [a for a in self.alerts if a not in previous.watch.alerts]
                     self.ranks[rank] = RankState(rank, RankWatch(rank), "watch", name)
                     if previous is None:
                         events.append(("rank", rank))
