@@ -25,14 +25,15 @@ KeyboardInterrupt in the block). ``job_dir``: each rank also appends its steps a
 from __future__ import annotations
 
 import statistics
-import sys
 import threading
 import time
 import warnings
 from array import array
 from collections import deque
 
-from compiler.capturing.records import Record, RecordCollector, _Unparsed
+from compiler.capturing.records import RecordCollector, _Unparsed
+from compiler.drawing import in_jupyter_kernel
+from compiler.stages.records import Record
 from compiler.readers.job import plain_reason
 from compiler.readers.watch_log import ALERT_KINDS, Alert, WatchLog
 
@@ -212,7 +213,7 @@ class Watch:
         import torch
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        from compiler.capturing.environment import distributed, environment, recompile_limits
+        from compiler.stages.environment import distributed, environment, recompile_limits
         from compiler.capturing.session import Recorder
 
         self._is_compiling = torch.compiler.is_compiling
@@ -239,7 +240,7 @@ class Watch:
         self.started_at = time.time()
         self.running = True
         self._last = time.perf_counter()
-        if self.show or (self.show is None and _in_jupyter_kernel()):
+        if self.show or (self.show is None and in_jupyter_kernel()):
             self._show_panel()
         return self
 
@@ -616,18 +617,6 @@ class Watch:
         if show is None:
             return
         self.panel = self._guarded(show, self)
-
-
-def _in_jupyter_kernel() -> bool:
-    """Running in a Jupyter kernel (without importing IPython: only asking whether it is there)."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None or "ipykernel" not in sys.modules:
-        return False
-    try:
-        shell = ipython.get_ipython()
-    except Exception:  # noqa: BLE001
-        return False
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _seconds(value: float) -> str:

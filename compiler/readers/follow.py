@@ -20,9 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.drawing import draw, in_jupyter_kernel, renderer
 from compiler.readers.job import (_RANK_IN_NAME, TRACE_PREFIX, Divergence, plain_reason, ranks_text,
                                   size_change_fix)
-from compiler.readers.files import shown_path
+from compiler.stages.files import shown_path
 from compiler.readers.trace import _GLOG, TraceError
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, Alert, LineReader, RankWatch
 
@@ -322,11 +323,7 @@ class Follower:
         self._halt.clear()
         self._thread = threading.Thread(target=self._run, name="tcompile-follow", daemon=True)
         self._thread.start()
-        from compiler.capturing.watch import _in_jupyter_kernel  # noqa: imports no torch at module level
-
-        if self.show or (self.show is None and _in_jupyter_kernel()):
-            from compiler.drawing import renderer
-
+        if self.show or (self.show is None and in_jupyter_kernel()):
             show = renderer("watch_panel")
             if show is not None:
                 self.panel = show(self)
@@ -400,8 +397,6 @@ class Follower:
         return self.table_text()
 
     def _repr_html_(self) -> str:
-        from compiler.drawing import draw
-
         return draw("watch", self, self.as_text)
 
     def __repr__(self) -> str:
