@@ -276,3 +276,21 @@ def test_cli_watch_prints_table(watched_job, capsys):
     out = capsys.readouterr().out
     assert "rank 1 started" in out and "DIVERGENCE [recompiles] from step 2" in out
     assert "2 ranks (rank 0: 6 steps, rank 1: 6 steps)" in out
+
+
+def test_panel_html_escaped_and_drawn():
+    from compiler.readers.job import Divergence
+    from compiler.readers.watch_log import Alert
+    from explorer.watch_panel import render_watch
+
+    alert = Alert("recompile", 7, 1, 0.0, "frame <script>x</script> recompiled", compile_id="0/1",
+                  fix={"kind": "mark_dynamic", "title": "Mark <b>", "snippet": "torch._dynamo.mark_dynamic(x, 0) # <i>"})
+    divergence = Divergence("recompiles", [[1], [0]], ["<img src=x>", "did not"], "Rank 1 <recompiled>", "error",
+                            step=7, fix=alert.fix)
+    html = str(render_watch({"title": "t<", "state": "watching", "steps": 12, "alerts": [alert], "alerts_total": 1,
+                             "divergences": [divergence],
+                             "ranks": {0: {"steps": 12, "series": [[i, 0.01 * (1 + i % 3)] for i in range(12)],
+                                           "compiles": [[0, 1.5, "0/0", "first"], [7, 0.4, "0/1", "recompile"]]}}}))
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<img" not in html and "<b>" not in html
+    assert "<polyline" in html and "rank 1 · step 7 · 0/1" in html and "from step 7" in html
+    assert "compile 0/1 (recompile, 0.4 s)" in html
