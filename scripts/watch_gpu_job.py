@@ -109,26 +109,28 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
     job = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                             str(Path(__file__).resolve()), "rank", "--out", str(out)] + (["--cpu"] if cpu else []),
                            stdout=open(out / "torchrun.log", "w"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
-    lines, job_end = [], None
-    import selectors
+    lines: list[tuple[float, str]] = []
 
-    selector = selectors.DefaultSelector()
-    selector.register(follower.stdout, selectors.EVENT_READ)
-    while True:
+    def read_follower() -> None:  # the follower's lines as they come, each with the second it arrived
+        for line in follower.stdout:
+            lines.append((round(time.time() - started, 2), line.rstrip("\n")))
+            print(f"[{lines[-1][0]:7.2f} s] {lines[-1][1]}", flush=True)
+
+    import threading
+
+    reader = threading.Thread(target=read_follower, daemon=True)
+    reader.start()
+    job_end = None
+    while time.time() - started < timeout + 60 and (job.poll() is None or follower.poll() is None):
         if job_end is None and job.poll() is not None:
             job_end = time.time() - started
-        if follower.poll() is not None and not selector.select(timeout=0):
-            break
-        if time.time() - started > timeout + 60:
-            follower.kill()
-            job.kill()
-            break
-        for _ in selector.select(timeout=0.2):
-            line = follower.stdout.readline()
-            if line:
-                lines.append((round(time.time() - started, 2), line.rstrip("\n")))
-                print(f"[{lines[-1][0]:7.2f} s] {lines[-1][1]}", flush=True)
+        time.sleep(0.2)
+    for process in (job, follower):
+        if process.poll() is None:
+            process.kill()
     job.wait(timeout=60)
+    follower.wait(timeout=60)
+    reader.join(timeout=10)
     if job_end is None:
         job_end = time.time() - started
     (out / "watch.txt").write_text("".join(f"[{t:7.2f} s] {text}\n" for t, text in lines))
