@@ -27,10 +27,16 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
 lab: setup
 	$(BIN)/jupyter lab notebooks/ $(ROOT_FLAG)
 
-# The student edition: the labs without their solutions (and the checkers they import) in notebooks/student/,
-# generated from notebooks/labs/ and not committed; hand out that folder.
+# The student release, made by nbgrader: notebooks/course/ is the labs as an nbgrader course (source/: solutions
+# and hidden tests, the instructor's), generated from notebooks/labs/ and not committed; `nbgrader
+# generate_assignment` writes release/labNN/ (starting code, visible checks, no solution, no hidden test): hand
+# that out; `nbgrader autograde labNN` in notebooks/course/ grades what comes back in submitted/<student>/labNN/.
+COURSE := notebooks/course
 labs-student: setup
-	$(BIN)/python notebooks/build_labs.py --student
+	rm -rf $(COURSE)/source $(COURSE)/release
+	$(BIN)/python notebooks/build_labs.py --course $(COURSE)
+	cd $(COURSE) && for lab in $$(ls source); do \
+		PATH="$(abspath $(BIN)):$$PATH" "$(abspath $(BIN))/nbgrader" generate_assignment $$lab --force || exit 1; done
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -3,7 +3,8 @@
 
     python notebooks/build_labs.py           # write every lab (outputs cleared)
     python notebooks/build_labs.py --check   # exit 1 if a committed .ipynb differs from its source
-    python notebooks/build_labs.py --student # the student edition, without solutions, in notebooks/student/
+    python notebooks/build_labs.py --course DIR  # the labs as an nbgrader course (DIR/source/labNN/), see
+                                                 # labs/grading.py; then in DIR: nbgrader generate_assignment
 
 Edit the labs in ``notebooks/labs/labNN_*.py``, not in JupyterLab, then rebuild: the .ipynb files are
 committed with their outputs cleared so diffs stay readable. Each lab module defines ``FILE`` and
@@ -18,18 +19,18 @@ committed with their outputs cleared so diffs stay readable. Each lab module def
   (``jupyter.source_hidden``) and it is tagged ``solution``. CI runs the solutions in place and
   requires their ✓ lines.
 
-The **student edition** (``--student``, ``make labs-student``) is the same notebooks without the solution
-cells and the notes that point at them, written to ``notebooks/student/`` together with the checkers
-(``labs/checks.py``; not the lab sources, which hold the solutions). It is generated, not committed
-(``.gitignore``): it is derived entirely from the sources, so a committed copy could only go stale, and
-a teacher hands out the folder they just built. CI checks that its exercises fail until solved and that
-no solution text is in it (``tests/test_labs.py``).
+The **student release** is nbgrader's (``make labs-student``): ``--course DIR`` writes the labs as an
+nbgrader course (``labs/grading.py``: solution cells, locked test cells with visible checks and hidden
+tests, points), and ``nbgrader generate_assignment`` in DIR writes ``release/``: the starting code in place
+of each solution, no hidden test, no answer checker (``labs/answers.py`` stays the instructor's). It is
+generated, not committed: it derives entirely from the sources. ``tests/test_labs_grading.py`` autogrades
+it (solutions, the unanswered release, planted wrong answers).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
+import re
 import sys
 from pathlib import Path
 
@@ -39,13 +40,7 @@ from nbformat.v4 import new_notebook
 HERE = Path(__file__).resolve().parent
 LAB_MODULES = ["lab00_tour", "lab01_dynamo", "lab02_graph_breaks", "lab03_guards", "lab04_aot",
                "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed"]
-STUDENT_DIR = HERE / "student"
-STUDENT_README = """# tcompile teaching labs — student edition
-
-Run each notebook top to bottom (`jupyter lab` in this folder). An **Exercise** cell ends in a checker that
-prints `✗ …` with a hint until your code is right, then `✓ …`. Keep `labs/checks.py` next to the notebooks:
-the labs import their checkers from it.
-"""
+EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -69,27 +64,102 @@ def _is_solution(cell) -> bool:
     return cell.cell_type == "markdown" and cell.source.startswith(SOLUTION_NOTE_PREFIX)
 
 
-def student_edition(nb):
-    """The notebook without its solutions: every solution cell and the note above it are dropped."""
-    nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a deep copy
-    nb.cells = [cell for cell in nb.cells if not _is_solution(cell)]
+COURSE_CONFIG = """\
+# written by notebooks/build_labs.py --course: the tcompile labs as an nbgrader course
+import sys
+
+sys.path.insert(0, {notebooks!r})  # labs.grading: the starter-code stub (instructor side)
+from labs.grading import StarterCode  # noqa: E402
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+from nbgrader.preprocessors import ClearSolutions  # noqa: E402
+
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "tcompile-labs"
+c.CourseDirectory.db_url = "sqlite:///" + {db!r}
+c.GenerateAssignment.preprocessors = [StarterCode if p is ClearSolutions else p
+                                      for p in GenerateAssignment.class_traits()["preprocessors"].default()]
+c.Execute.timeout = 300            # one cell: a cold Inductor compile on a loaded 2-core machine
+"""
+
+
+RELEASE_README = """# A tcompile lab
+
+Install once, one command (Python 3.10+; the index gives the CPU build of torch, a small download), with the
+tcompile wheel or folder your instructor hands out:
+
+    pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl
+
+tcompile brings everything the labs use: the explorer, the checkers (`tcompile_labs.checks`), the GPU captures
+and lab 8's job script. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
+edit the cell with the starting code; the locked cell after it checks your answer (✗ with a hint, or ✓).
+Submit the notebook as it is.
+"""
+
+
+def assignment_name(filename: str) -> str:
+    return "lab" + filename[:2]
+
+
+def course_notebook(nb):
+    """The notebook as nbgrader's source: each exercise a solution cell and a locked, graded test cell
+    (visible checks, hidden tests, points); every other code cell locked. See labs/grading.py."""
+    from labs import SOLUTION_FIRST_LINE, grading
+
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    cells, exercise_id, pending = [], None, None
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type == "markdown":
+            exercise_id = (EXERCISE_HEADING.findall(cell.source) or [exercise_id])[-1]
+            if not _is_solution(cell):
+                cells.append(cell)
+            continue
+        if "exercise" in tags:
+            pending = cell
+            continue
+        if "solution" in tags:
+            starter, _ = grading.split_checks(pending.source)
+            body, checks = grading.split_checks(cell.source.removeprefix(SOLUTION_FIRST_LINE + "\n"))
+            grade_id = "ex" + exercise_id.replace(".", "_")
+            answer = nbformat.v4.new_code_cell("### BEGIN SOLUTION\n" + body + "\n### END SOLUTION")
+            answer.metadata = {"nbgrader": {"grade": False, "solution": True, "locked": False,
+                                            "grade_id": grade_id, "schema_version": 3},
+                               "tcompile": {"starter": starter or "..."}}
+            test = nbformat.v4.new_code_cell("\n".join(grading.visible_checks(checks)) + "\n### BEGIN HIDDEN TESTS\n"
+                                             + grading.hidden_tests(exercise_id, checks)
+                                             + "\n### END HIDDEN TESTS")
+            test.metadata = {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                          "points": grading.POINTS.get(exercise_id, 1),
+                                          "grade_id": grade_id + "_tests", "schema_version": 3}}
+            cells += [answer, test]
+            pending = None
+            continue
+        cell.source = grading.SETUP_IMPORT.sub("", cell.source)  # the answer checkers stay the instructor's
+        cell.metadata = {"nbgrader": {"grade": False, "solution": False, "locked": True,
+                                      "grade_id": f"cell_{len(cells)}", "schema_version": 3}}
+        cells.append(cell)
+    stem = "c"
+    for i, cell in enumerate(cells):
+        cell.id = f"{stem}-{i:03d}"
+    nb.cells = cells
     nbformat.validate(nb)
     return nb
 
 
-def write_student_edition(out_dir: Path = STUDENT_DIR) -> list[Path]:
-    """Writes the student edition to ``out_dir``: the notebooks, labs/checks.py and a README."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "labs").mkdir(exist_ok=True)
-    shutil.copyfile(HERE / "labs" / "checks.py", out_dir / "labs" / "checks.py")
-    (out_dir / "labs" / "__init__.py").write_text('"""The checkers of the tcompile labs (labs.checks)."""\n',
-                                                  encoding="utf-8")
-    (out_dir / "README.md").write_text(STUDENT_README, encoding="utf-8")
+def write_course(root: Path, names=None) -> list[Path]:
+    """``root``/source/labNN/NN_name.ipynb for each lab (with a README: how to install) and
+    ``root``/nbgrader_config.py. The checkers, captures and job the labs use come with tcompile."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(
+        COURSE_CONFIG.format(notebooks=str(HERE), db=str(root / "gradebook.db")), encoding="utf-8")
     written = []
-    for name in LAB_MODULES:
+    for name in names or LAB_MODULES:
         filename, nb = build(name)
-        path = out_dir / filename
-        path.write_text(nbformat.writes(student_edition(nb)) + "\n", encoding="utf-8")
+        folder = root / "source" / assignment_name(filename)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "README.md").write_text(RELEASE_README, encoding="utf-8")
+        path = folder / filename
+        path.write_text(nbformat.writes(course_notebook(nb)) + "\n", encoding="utf-8")
         written.append(path)
     return written
 
@@ -97,15 +167,14 @@ def write_student_edition(out_dir: Path = STUDENT_DIR) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed notebooks; write nothing")
-    parser.add_argument("--student", action="store_true",
-                        help=f"write the student edition (no solutions) to {STUDENT_DIR.relative_to(HERE.parent)}/")
-    parser.add_argument("--out", type=Path, default=STUDENT_DIR, help="with --student: where to write it")
+    parser.add_argument("--course", type=Path, help="write the labs as an nbgrader course (source/) there")
+    parser.add_argument("--labs", nargs="*", help="with --course: only these lab modules (e.g. lab02_graph_breaks)")
     args = parser.parse_args(argv)
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    if args.student:
-        for path in write_student_edition(args.out.resolve()):
-            print(f"wrote {path} (student edition)")
+    if args.course:
+        for path in write_course(args.course.resolve(), args.labs):
+            print(f"wrote {path} (nbgrader source)")
         return 0
     stale = []
     for name in LAB_MODULES:

@@ -1,4 +1,5 @@
-"""The wheel installs only the ``compiler`` and ``explorer`` packages, with the styles as package data."""
+"""The wheel installs only the ``compiler``, ``explorer`` and ``tcompile_labs`` packages, with the styles and the
+labs' GPU captures as package data, and nothing of notebooks/ (lab sources, solutions, answer checkers)."""
 from __future__ import annotations
 
 import shutil
@@ -10,12 +11,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_wheel_installs_only_compiler_and_explorer(tmp_path):
+def test_wheel_installs_only_compiler_explorer_and_the_labs_run_time(tmp_path):
     source = tmp_path / "src"  # a copy: building writes build/ and *.egg-info next to pyproject.toml
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    for package in ("compiler", "explorer", "assets"):
+    for package in ("compiler", "explorer", "assets", "tcompile_labs", "notebooks"):
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                             "-q", "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True)
@@ -23,9 +24,13 @@ def test_wheel_installs_only_compiler_and_explorer(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("tcompile-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}
-    assert top == {"compiler", "explorer"}
+    assert top == {"compiler", "explorer", "tcompile_labs"}
     assert {"explorer/static/tcompile.css", "explorer/static/compare.css"} <= set(names)
-    assert not [name for name in names if name.endswith(".json")]  # the recorded GPU captures stay in the repo
+    # issue 39: a student release stands alone: the checkers, lab 8's job and the GPU captures come with tcompile
+    assert {"tcompile_labs/__init__.py", "tcompile_labs/checks.py", "tcompile_labs/dist_job.py"} <= set(names)
+    shipped = {name for name in names if name.endswith(".json")}
+    assert shipped == {f"tcompile_labs/gpu/{p.name}" for p in (REPO / "assets" / "gpu").glob("*.json")}
+    assert not [name for name in names if "answers" in name or "grading" in name or "/lab0" in name]
 
 
 def test_styles_are_read_as_package_data():

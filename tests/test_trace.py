@@ -303,13 +303,13 @@ def test_reader_yields_the_records_the_live_collector_made(tmp_path):
 
 @pytest.fixture(scope="module")
 def dist_job(tmp_path_factory):
-    """torchrun --nproc_per_node 2 tests/dist_job.py: gloo, DDP + torch.compile, rank 1 gets 48 rows
+    """torchrun --nproc_per_node 2 tcompile_labs/dist_job.py: gloo, DDP + torch.compile, rank 1 gets 48 rows
     at step 2; TORCH_TRACE writes one log per rank and tcompile saves one capture per rank."""
     root = tmp_path_factory.mktemp("dist_job")
     env = {**os.environ, "TORCH_TRACE": str(root / "trace"), "OMP_NUM_THREADS": "1"}
     torchrun = Path(sys.executable).parent / "torchrun"
     result = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(29500 + os.getpid() % 400),
-                             str(REPO / "tests" / "dist_job.py"), str(root / "captures")],
+                             str(REPO / "tcompile_labs" / "dist_job.py"), str(root / "captures")],
                             capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return root

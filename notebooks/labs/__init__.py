@@ -51,7 +51,8 @@ def solution_note(what: str = "") -> object:
 def setup(extra: str = ""):
     """The first code cell of every lab: the magics, torch, tcompile and the checkers."""
     return code("%load_ext explorer\nimport warnings\n\nimport torch\n\nimport compiler\nimport explorer\n"
-                "from labs.checks import *\n\n"
+                "from tcompile_labs.checks import *\n"
+                "from labs.answers import *           # the instructor's answer checkers (not in a student release)\n\n"
                 "# torch notes that fresh (cache-free) compiles also turn profile-guided dynamism off; we know\n"
                 "warnings.filterwarnings(\"ignore\", message=\"dynamo_pgo force disabled\")\n"
                 "_ = torch.manual_seed(0)"

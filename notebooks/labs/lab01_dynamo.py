@@ -22,12 +22,15 @@ def cells():
             CPython runs a function call by evaluating a *frame* (the code object plus its locals).
             [PEP 523](https://peps.python.org/pep-0523/) lets an extension replace the function that evaluates
             frames (`_PyInterpreterState_SetEvalFrameFunc`). While a `torch.compile`d function is being called,
-            Dynamo's callback (C code in `torch/csrc/dynamo/eval_frame.c`) is installed, and for the frame it:
+            Dynamo's callback is installed — C++, `dynamo__custom_eval_frame` in
+            `torch/csrc/dynamo/eval_frame_cpp.h` (the C shim in `eval_frame.c` hands it the frame) — and for the frame it:
 
             1. looks up the **cache entries** stored on the code object (in CPython's per-code-object "extra"
-               slot) — one per earlier compile, each holding **guards** and **transformed code**, most recently
-               *used* first: a new compile is put at the front, and so is an entry whose guards pass
-               (`ExtraState::move_to_front`, `torch/csrc/dynamo/extra_state.h`);
+               slot, an `ExtraState`, `torch/csrc/dynamo/extra_state.h`) — one per earlier compile, each holding
+               **guards** and **transformed code**. `ExtraState::cache_entry_map` keeps one list of entries per
+               compile scope (`-1`, the default; `torch.compile(..., isolate_recompiles=True)` gives a call its own), each list most
+               recently *used* first: a new compile is put at the front, and so is an entry whose guards pass
+               (`ExtraState::move_to_front`);
             2. runs each entry's guards on the frame's locals, in that order; the first entry whose guards all
                pass wins, and CPython runs *that entry's transformed bytecode* instead of the original;
             3. if no entry passes, calls back into Python (`torch._dynamo.convert_frame`) to compile: trace
@@ -99,9 +102,10 @@ def cells():
             print(steps.compiles[0].graph.as_text())
             """),
         md("""
-            Three `mul` nodes with the constants 1, 2, 3, each tagged with the source line it came from
-            (`# File: …, code: x = x * (i + 1)`). The graph has no loop: the next call with the same guards runs
-            the three multiplications directly.
+            Each node is tagged with the source line it came from (`# File: …, code: x = x * (i + 1)`), and the
+            loop counter is gone: `i` was a Python int, so each trip through the loop was traced with its value
+            as a constant. The graph has no loop; the next call with the same guards runs the recorded
+            operations directly.
 
             ### Exercise 1.1 — count the nodes
 

@@ -312,6 +312,7 @@ def cells():
             ex23 = compiler.explore(normalize, x, backend="eager", timing=False)
             check_no_graph_breaks(ex23)
             check_matches_eager(ex23, normalize_original)
+            check_no_breaks_by_default(normalize, x)
             """),
         md("""
             <details><summary>Hint</summary>
@@ -327,6 +328,7 @@ def cells():
             ex23 = compiler.explore(normalize, x, backend="eager", timing=False)
             check_no_graph_breaks(ex23)
             check_matches_eager(ex23, normalize_original)
+            check_no_breaks_by_default(normalize, x)
             """),
         md("""
             ### Exercise 2.4 — a custom op for opaque code
@@ -377,28 +379,32 @@ def cells():
             tcompile proposes a change for each graph break (`cap.fixes()`, the Fixes tab): a setting, with the
             snippet to paste, ranked by what its breaks cost. Nothing is claimed until it is tried: `try_()`
             re-runs the call with the change, in a fresh Dynamo state that is put back afterwards, and measures
-            before → after. Read the first fix of `report` (which breaks does it list?), **predict** how many graph
-            breaks are left with only that change, then try it.
+            before → after. `report` below breaks twice: at `nonzero` (an output shape that depends on the data)
+            and at `print`. The first fix tcompile proposes for it is
+            `torch._dynamo.config.capture_dynamic_output_shape_ops = True`. **Predict**, before anything runs,
+            how many graph breaks are left with only that change; the next cells try it.
             """),
-        exercise("""
+        code("""
             def report(x):
                 hits = x.nonzero()                     # how many rows: depends on the data
                 print("checked", x.shape[0], "rows")
                 return hits.float().mean() + x.sum()
-
-            ex25 = compiler.explore(report, x, backend="eager", timing=False)
-            print(ex25.fixes()[0].as_text())
-            predicted_breaks_after = None              # your prediction
-            result = ex25.fixes()[0].try_()
-            check_fix_prediction(result, predicted_breaks_after)
+            """),
+        exercise("""
+            predicted_breaks_after = None              # your prediction: a number
+            check_fix_prediction(None, predicted_breaks_after)
             """),
         solution_note(),
         solution("""
+            # the setting lets nonzero's data-dependent shape into the graph; the print still breaks it: 2 → 1
+            predicted_breaks_after = 1
+            check_fix_prediction(None, predicted_breaks_after)
+            """),
+        code("""
             ex25 = compiler.explore(report, x, backend="eager", timing=False)
             print(ex25.fixes()[0].as_text())
-            # fix1 lists one break (nonzero); the print still breaks the graph: 2 → 1
-            predicted_breaks_after = 1
             result = ex25.fixes()[0].try_()
+            check_fix_prediction(result, predicted_breaks_after)
             check_fix_prediction(result, predicted_breaks_after)
             fixes = ex25.try_fixes()                   # each alone, then the recommended ones together
             print(fixes.combined.as_text())           # together: no graph break left, outputs equal
@@ -423,11 +429,15 @@ def cells():
             (A polyfill is registered once per process: registering `operator.indexOf` again raises
             `ValueError`, so the solution catches that.)
             """),
-        exercise("""
+        code("""
             import operator
 
             ACTIVATIONS = ["relu", "tanh", "sin"]
 
+            def act_original(x, name):
+                return x * (operator.indexOf(ACTIVATIONS, name) + 1)
+            """),
+        exercise("""
             @torch.compiler.disable
             def position(names, name):
                 return operator.indexOf(names, name)
@@ -435,13 +445,12 @@ def cells():
             def act(x, name):
                 return x * (position(ACTIVATIONS, name) + 1)
 
-            def act_original(x, name):
-                return x * (operator.indexOf(ACTIVATIONS, name) + 1)
-
             ex26 = compiler.explore(act, x, "tanh", backend="eager", fullgraph=True, errors="return", timing=False)
             check_compiled(ex26)
             check_no_graph_breaks(ex26)
             check_matches_eager(ex26, act_original, x, "tanh", what="act(x, 'tanh')")
+            check_every_name(act, act_original, x, ACTIVATIONS)
+            check_polyfilled(operator.indexOf)
             """),
         solution_note(),
         solution("""
@@ -462,6 +471,8 @@ def cells():
             check_compiled(ex26)
             check_no_graph_breaks(ex26)
             check_matches_eager(ex26, act_original, x, "tanh", what="act(x, 'tanh')")
+            check_every_name(act, act_original, x, ACTIVATIONS)
+            check_polyfilled(operator.indexOf)
             print(ex26.compiles[0].graph.as_text())    # x * 2: the index was computed while tracing
             """),
         md("""

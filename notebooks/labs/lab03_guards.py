@@ -14,7 +14,7 @@ def cells():
             - bound recompiles with `recompile_limit` and `set_stance` (`fail_on_recompile`, `eager_on_recompile`);
             - explain what the `torch.compiler.skip_guard_on_*` guard filters save — and why they are unsafe —, and
               write a filter of your own;
-            - run a compiled program eagerly with the `force_eager` stance;
+            - run a compiled program eagerly with a stance (`torch.compiler.set_stance`);
             - compile a size that may be 0 or 1 without recompiling (`mark_unbacked`) and tell the compiler
               what you know about it (`torch._check`).
             """, "Uses backend=\"eager\" throughout (guards are built by Dynamo). About a minute."),
@@ -289,9 +289,15 @@ def cells():
         md("""
             ### Exercise 3.3 — a changing attribute, safely
 
-            `Gain.gain` changes every step (a schedule, say). As a Python float it is guarded with `EQUALS_MATCH`,
-            so every new value recompiles. Without a guard filter, change `Gain` so that updating the gain does
-            not recompile — and the compiled model uses the new value.
+            `Gain.gain` changes every step (a schedule, say). As a Python float it is first a constant of the
+            graph, guarded by its value: the first new value recompiles, and only then does *automatic dynamic*
+            make it a symbolic float (`VariableBuilder.wrap_symfloat` → `process_automatic_dynamic`,
+            `torch/_dynamo/variables/builder.py`): 2 compiles for any number of values. (An `int` attribute of an
+            `nn.Module` stays specialized — one compile per value: `torch._dynamo.utils.is_int_specialization_case`.)
+            Without a guard filter or a config change, rewrite `Gain` and `set_gain` so that **no** new value
+            recompiles — one compile for every value — and the compiled model uses the new value. The checker
+            builds a fresh `Gain()`, compiles it, and calls `set_gain(model, v)` before each call, counting the
+            compiles with torch's own counter.
             """),
         exercise("""
             class Gain(torch.nn.Module):
@@ -302,11 +308,10 @@ def cells():
                 def forward(self, x):
                     return x * self.gain
 
-            torch._dynamo.reset()
-            gain = Gain()
-            ex33 = compiler.explore(gain, x, backend="eager", timing=False)
-            gain.gain = 3.0                                  # the next step's value
-            check_reuses_compile(ex33, gain, x)              # no recompile, and the new gain is used
+            def set_gain(model, value):                      # the next step's value
+                model.gain = value
+
+            check_attribute_updates(Gain, set_gain, x)       # 1 compile for 4 values, each used
             """),
         md("""
             <details><summary>Hint</summary>
@@ -325,37 +330,38 @@ def cells():
                 def forward(self, x):
                     return x * self.gain
 
-            torch._dynamo.reset()
-            gain = Gain()
-            ex33 = compiler.explore(gain, x, backend="eager", timing=False)
-            gain.gain.fill_(3.0)                             # update in place: same tensor, new value
-            check_reuses_compile(ex33, gain, x)
+            def set_gain(model, value):
+                model.gain.fill_(value)                      # update in place: same tensor, new value
+
+            check_attribute_updates(Gain, set_gain, x)
             """),
         md("""
             ### Exercise 3.4 — a proposed fix for recompiles, measured
 
             A serving loop calls the model on batches of 4, 8 and 16 rows. `capture_calls` compiles once and makes
             the calls under capture; `cap.fixes()` proposes `mark_dynamic` on the argument and dimension named by
-            the failing guard. Predict how many recompiles are left with the fix, then try it.
+            the failing guard (here `torch._dynamo.mark_dynamic(batch, 0)` before the first call). **Predict**,
+            before anything runs, how many recompiles are left with the fix; the cell after tries it.
             """),
-        exercise("""
+        code("""
             from compiler.analyses.fix_experiments import capture_calls
 
             def score(batch):
                 return (batch.sin() * 2).sum(dim=1)
-
-            ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
-            print(ex34.fixes()[0].as_text())
-            predicted_recompiles_after = None          # your prediction
-            result = ex34.fixes()[0].try_()
-            check_fix_prediction(result, predicted_recompiles_after, "recompiles")
+            """),
+        exercise("""
+            predicted_recompiles_after = None          # your prediction: a number
+            check_fix_prediction(None, predicted_recompiles_after, "recompiles")
             """),
         solution_note(),
         solution("""
+            # automatic dynamic recompiles once (4 → 8), then 16 fits; marked dynamic from the start: no recompile
+            predicted_recompiles_after = 0
+            check_fix_prediction(None, predicted_recompiles_after, "recompiles")
+            """),
+        code("""
             ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
             print(ex34.fixes()[0].as_text())
-            # automatic dynamic recompiled once (4 → 8), then 16 fit; marked dynamic from the start: no recompile
-            predicted_recompiles_after = 0
             result = ex34.fixes()[0].try_()
             check_fix_prediction(result, predicted_recompiles_after, "recompiles")
             """),
@@ -406,24 +412,28 @@ def cells():
             `sgd_step` reads the global `LR`. You promise to call `torch._dynamo.reset()` whenever you change it,
             so its `EQUALS_MATCH` guard is wasted work on every call. Write a `guard_filter_fn` — it receives
             one entry per guard (with `.name`, `.guard_type`, `.is_global`…) and returns one bool per entry,
-            True to keep — that drops the guard on `LR` and keeps the tensor guards on `w` and `g`.
+            True to keep — that drops the guard on `LR` and keeps every other guard (the checker compares with
+            the guards of the same compile without a filter).
             """),
-        exercise("""
+        code("""
             LR = 0.1
 
             def sgd_step(w, g):
                 return w - LR * g
 
+            w, g = torch.randn(16), torch.randn(16)
+            """),
+        exercise("""
             def keep_guard(entries):
                 return [True for entry in entries]
 
             torch._dynamo.reset()
-            w, g = torch.randn(16), torch.randn(16)
             ex36 = compiler.explore(sgd_step, w, g, backend="eager", timing=False,
                                     options={"guard_filter_fn": keep_guard})
             check_no_guard_on(ex36, "G['LR']")
             check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
             check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
+            check_only_guard_dropped(ex36, sgd_step, w, g, dropped="G['LR']")
             """),
         solution_note(),
         solution("""
@@ -437,6 +447,7 @@ def cells():
             check_no_guard_on(ex36, "G['LR']")
             check_guard_on(ex36, "L['w']", kind="TENSOR_MATCH")
             check_guard_on(ex36, "L['g']", kind="TENSOR_MATCH")
+            check_only_guard_dropped(ex36, sgd_step, w, g, dropped="G['LR']")
             """),
         md("""
             The price, as in section 6: `LR = 0.01` now would go unnoticed by the compiled step (it was traced
@@ -467,9 +478,9 @@ def cells():
             check_stance_runs_eagerly(stance, f, torch.randn(8, 4))
             """),
         md("""
-            In a program: `with torch.compiler.set_stance("force_eager"): train()`, or
-            `torch.compiler.set_stance("force_eager")` once at the top (and `"default"` to undo it);
-            `%%tcompile --stance force_eager` for a cell.
+            In a program: `with torch.compiler.set_stance(stance): train()`, or
+            `torch.compiler.set_stance(stance)` once at the top (and `"default"` to undo it);
+            `%%tcompile --stance NAME` for a cell.
 
             ### Exercise 3.8 — batches of any size, even 1
 
@@ -495,6 +506,7 @@ def cells():
             ex38 = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
+            check_runtime_assert(ex38, mean_times_rows)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         solution_note(),
@@ -513,6 +525,7 @@ def cells():
             print(ex38.compiles[0].graph.as_text())   # u0 as an input, and _assert_scalar: the check at run time
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
+            check_runtime_assert(ex38, mean_times_rows)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         md("""

@@ -161,13 +161,21 @@ def cells():
 
             ### Exercise 4.1 — make it a training capture
 
-            This capture has no backward graph. Fix it so that `check_training` passes.
+            A model of its own for Exercises 4.1 and 4.2 (so section 4 does not answer them): this capture of
+            `step2` has no backward graph. Fix it so that `check_training` passes.
+            """),
+        code("""
+            model2 = torch.nn.Sequential(torch.nn.Linear(x.shape[-1], 48), torch.nn.SiLU(), torch.nn.Linear(48, 24),
+                                         torch.nn.Tanh(), torch.nn.Linear(24, 1))
+
+            def step2(x):
+                return model2(x).square().mean()
             """),
         exercise("""
             torch._dynamo.reset()
             with compiler.capture() as ex41:
                 with torch.no_grad():
-                    loss = torch.compile(step, backend="aot_eager")(x)
+                    loss = torch.compile(step2, backend="aot_eager")(x)
             check_training(ex41)
             """),
         solution_note(),
@@ -176,7 +184,7 @@ def cells():
             with compiler.capture() as ex41:
                 # grad mode on and parameters that require grad: AOTAutograd traces the joint graph and
                 # partitions it into forward and backward when the forward compiles
-                loss = torch.compile(step, backend="aot_eager")(x)
+                loss = torch.compile(step2, backend="aot_eager")(x)
                 loss.backward()                                       # the backward runs inside the capture
             check_training(ex41)
             """),
@@ -193,7 +201,7 @@ def cells():
         solution_note(),
         solution("""
             print(ex41.compiles[0].aot.graphs["forward"].code.split("return (")[1])
-            answer = len(saved_for_backward(ex41))   # the inputs x and W2, the two addmm outputs, the GELU output
+            answer = len(saved_for_backward(ex41))   # read from the forward graph's return tuple
             check_saved_answer(answer, ex41)
             """),
         md("""

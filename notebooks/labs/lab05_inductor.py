@@ -55,8 +55,8 @@ def cells():
             print([k.name for k in ind.compiles[0].kernels.kernels])
             """),
         md("""
-            `op0` is the matmul: an `ExternKernelSchedulerNode` — Inductor calls a library GEMM
-            (`extern_kernels.mm`) rather than generating one. The other nodes each write one buffer (the row
+            `op0` is an `ExternKernelSchedulerNode`: Inductor calls a library kernel for it rather than
+            generating code (which operator? Exercise 5.3). The other nodes each write one buffer (the row
             maxima and row sums of the softmax, the output…). They all loop over the same 64 rows, so the
             scheduler fused them — on CPU into an `OuterLoopFusedSchedulerNode`: one shared loop over rows with
             an inner loop per original node — and one C++ kernel computes them all.
@@ -112,11 +112,13 @@ def cells():
         md("""
             On a GPU the same kernel is **Triton**: a Python function decorated with `@triton.jit`, with one
             program per block of `XBLOCK` elements, `tl.load`/`tl.store` with masks, and a launcher
-            (`@triton_heuristics.pointwise`). From a shipped capture recorded on an H100:
+            (`@triton_heuristics.pointwise`). From a shipped capture recorded on an H100 with torch 2.11:
             """),
         code("""
             from pathlib import Path
-            GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
+
+            import tcompile_labs
+            GPU_CAPTURES = tcompile_labs.gpu_captures()      # shipped with tcompile (package data)
             gpu_chain = compiler.load(GPU_CAPTURES / "pointwise_chain.json")
             triton_kernel = gpu_chain.compiles[0].kernels.kernels[0]
             print(gpu_chain.compiles[0].source.text)
@@ -289,9 +291,10 @@ def cells():
         md("""
             Which line wins depends on the sizes, the machine and — when shares are close — noise; that is why
             it is measured (re-run with a larger `repeat` when two shares are close). In three runs on a loaded
-            2-core CPU the softmax line won twice (40–50 % of the kernel time: an `exp` per element, several
-            passes over each row) and the `relu` line once (40 %); the matmul's O(n³) work, in a tuned library
-            GEMM (`extern_kernels.mm`), took 17–29 %.
+            2-core CPU (torch 2.13, each kernel timed from its own nodes) the matmul line — O(n³) work in a tuned
+            library GEMM, `extern_kernels.mm` — won twice (52 %, 45 % of the kernel time) and the softmax line
+            (an `exp` per element, several passes over each row) once (38 %, the matmul 31 %); `relu() + 1`
+            took 13–31 %.
             The shares come from timing each kernel call of the generated code after the capture (on a GPU, from
             the profiler); a loaded capture keeps them. (The inputs are not square on purpose: with every tensor
             of one shape, tcompile's kernel-to-line matching, which uses shapes, spreads each kernel over all the

@@ -13,19 +13,22 @@ def cells():
             - explain the shared memory pool, the "overwritten by a subsequent run" error, `.clone()` and
               `torch.compiler.cudagraph_mark_step_begin()`.
             """, "With CUDA, every capture below is recorded live. Without it (this lab's CI runs on a CPU), "
-                 "the lab reads the captures shipped in `assets/gpu/`, recorded on an NVIDIA H100: the explorer "
-                 "shows them exactly like live ones. About a minute on CPU."),
+                 "the lab reads the captures shipped in `assets/gpu/`, recorded on an NVIDIA H100 with torch 2.11 "
+                 "(each capture's `environment` says so; this CPU runs a newer torch): the explorer shows them exactly "
+                 "like live ones. About a minute on CPU."),
         setup("""
             from pathlib import Path
+
+            import tcompile_labs
             import pandas as pd
 
             GPU = torch.cuda.is_available()
-            GPU_CAPTURES = Path(compiler.__file__).resolve().parent.parent / "assets" / "gpu"
+            GPU_CAPTURES = tcompile_labs.gpu_captures()      # shipped with tcompile (package data)
             if GPU:
                 print(f"CUDA is available ({torch.cuda.get_device_name()}): this lab records its captures live.")
             else:
                 print("CUDA is not available here: this lab reads the captures in assets/gpu/, recorded on an\\n"
-                      "NVIDIA H100 with `python -m scripts.record_gpu_captures assets/gpu`. Same data, same views;\\n"
+                      "NVIDIA H100 with torch 2.11 (`python -m scripts.record_gpu_captures assets/gpu`). Same data, same views;\\n"
                       "only the what-if panel needs a live capture.")
             """),
         md("""
@@ -187,20 +190,24 @@ def cells():
 
             ### Exercise 6.1 — which capture skipped CUDA graphs?
 
-            Load the shipped capture that **requested** CUDA graphs but had them **skipped** (file names are in
-            `assets/gpu/`, listed below).
+            Which of the shipped captures **requested** CUDA graphs but had them **skipped**? They are listed
+            below under neutral labels (their file names would give it away): load them and look.
             """),
         code("""
-            sorted(p.stem for p in GPU_CAPTURES.glob("*.json"))
+            captures = {f"capture_{i}": path for i, path in enumerate(sorted(GPU_CAPTURES.glob("*.json")))}
+            list(captures)
             """),
         exercise("""
-            name = "reduce_overhead_small_model"
-            check_cudagraphs(compiler.load(GPU_CAPTURES / f"{name}.json"), used=False)
+            name = "capture_0"
+            check_cudagraphs(compiler.load(captures[name]), used=False)
             """),
         solution_note(),
         solution("""
-            name = "cudagraphs_skipped_input_mutation"      # buf.add_(1) mutates an input
-            check_cudagraphs(compiler.load(GPU_CAPTURES / f"{name}.json"), used=False)
+            for label, path in captures.items():            # the CUDA graphs tab of each, or its summary
+                cg = compiler.load(path).cudagraphs
+                print(label, path.stem, "skipped:" if cg.skipped else "", cg.skip_reasons[:1] if cg.skipped else "")
+            name = next(label for label, path in captures.items() if compiler.load(path).cudagraphs.skipped)
+            check_cudagraphs(compiler.load(captures[name]), used=False)
             """),
         md("""
             ### Exercise 6.2 — how many recordings?

@@ -107,20 +107,31 @@ def cells():
 
             ### Exercise 7.1 — compute the break-even point
 
-            From `inductor.runtime`, compute the number of calls after which the default Inductor compile has
-            paid for itself.
+            Write `break_even(first_call_s, eager_s, compiled_s)`: the number of calls after which a compile has
+            paid for itself (`math.inf` when the compiled call is not faster), then apply it to
+            `inductor.runtime` (its medians). The checker also calls your function on timings it makes up, so
+            the table above cannot answer it.
             """),
         exercise("""
+            def break_even(first_call_s, eager_s, compiled_s):
+                ...
+
             r = inductor.runtime
-            calls = ...
+            calls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)
             check_break_even(calls, r)      # any correct form: unrounded, rounded or rounded up (±1 call or 1 %)
+            check_break_even_function(break_even)
             """),
         solution_note(),
         solution("""
+            def break_even(first_call_s, eager_s, compiled_s):
+                if eager_s <= compiled_s:
+                    return math.inf
+                return (first_call_s - compiled_s) / (eager_s - compiled_s)
+
             r = inductor.runtime
-            eager, compiled = r.eager.median_s, r.compiled.median_s
-            calls = (r.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
+            calls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)
             check_break_even(calls, r)
+            check_break_even_function(break_even)
             """),
         md("""
             ## 4. When compiling does not pay
@@ -223,6 +234,34 @@ def cells():
             answer = table["compile s"].idxmin()
             print(answer)
             check_cheapest_compile_answer(answer, table)
+            """),
+        md("""
+            ## 5. Compile-time caches: cold and warm
+
+            A compile writes what it made to caches on disk: Inductor's **FX graph cache** (the generated code
+            of a post-grad graph, keyed by a hash of the graph, its inputs' metadata and the config:
+            `FxGraphCache.load_with_key`, `torch/_inductor/codecache.py`), the AOTAutograd cache above it, and
+            autotuning results. A *warm* compile — a new process, or after `torch._dynamo.reset()`, with the same
+            graph — still traces with Dynamo but finds the generated code instead of lowering and compiling C++
+            again; torch counts each lookup (`counters["inductor"]["fxgraph_cache_hit"]` / `…_miss`).
+            `%%tcompile` and `fresh=True` switch the caches **off** on purpose (every Inductor stage is then
+            produced and shown); `cap.measure_caches()` measures cold vs warm compiles in fresh processes.
+
+            ### Exercise 7.4 — make the second compile warm
+
+            `cache_settings` are the Inductor options both compiles below run under (the checker compiles
+            `pointwise` twice with them, `torch._dynamo.reset()` in between, and reads torch's counters). Make the
+            second compile hit the FX graph cache.
+            """),
+        exercise("""
+            cache_settings = {"force_disable_caches": True}     # what %%tcompile and fresh=True do
+            check_warm_compile(cache_settings, pointwise, x)
+            """),
+        solution_note(),
+        solution("""
+            # the defaults keep the caches on (fx_graph_cache=True); force_disable_caches turns every cache off
+            cache_settings = {}
+            check_warm_compile(cache_settings, pointwise, x)
             """),
         md("""
             ## Summary: does compiling pay?

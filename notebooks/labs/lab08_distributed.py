@@ -24,8 +24,9 @@ def cells():
             import tempfile
             from pathlib import Path
 
-            REPO = Path(compiler.__file__).resolve().parent.parent
-            JOB = REPO / "tests" / "dist_job.py"
+            import tcompile_labs
+
+            JOB = tcompile_labs.job_script()             # shipped with tcompile: tcompile_labs/dist_job.py
             WORK = Path(tempfile.mkdtemp(prefix="lab08-"))
             PORTS = itertools.count(29000 + os.getpid() % 500 * 2)
 
@@ -46,7 +47,7 @@ def cells():
         md("""
             ## 1. The job
 
-            `tests/dist_job.py` is a tiny data-parallel training loop: two processes (ranks) on this CPU, talking
+            `tcompile_labs/dist_job.py` (shipped with tcompile) is a tiny data-parallel training loop: two processes (ranks) on this CPU, talking
             through the **gloo** backend, each running `torch.compile(DistributedDataParallel(model))` for three
             steps. Every rank trains on batches of 32 rows — except rank 1 at step 2, which gets 48 (think: the
             last, uneven batch of a data loader shard). Read the loop:
@@ -154,7 +155,7 @@ def cells():
             """),
         code("""
             result = subprocess.run([sys.executable, "-m", "compiler", "report", str(broken / "trace"),
-                                     "-o", str(WORK / "report.html")], capture_output=True, text=True, cwd=REPO)
+                                     "-o", str(WORK / "report.html")], capture_output=True, text=True, cwd=WORK)
             print(result.stdout or result.stderr)
             """),
     ]

@@ -1,4 +1,4 @@
-"""A small distributed training job for tests and lab 8: ``torchrun --nproc_per_node 2 tests/dist_job.py OUT``.
+"""A small distributed training job for tests and lab 8: ``torchrun --nproc_per_node 2 tcompile_labs/dist_job.py OUT``.
 
 Gloo on CPU, DDP + torch.compile (backend aot_eager). Every rank trains on batches of 32, except
 rank 1 at step 2, which gets 48 rows: rank 1 recompiles, the others do not. Run it with

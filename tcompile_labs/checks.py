@@ -2,7 +2,7 @@
 prints one ``✓`` line when the answer is right, and otherwise raises ``CheckFailed`` — an
 ``AssertionError`` — whose message says what was found and gives a hint.
 
-    from labs.checks import *           # in notebooks/ (where the labs run)
+    from tcompile_labs.checks import *  # shipped with tcompile
     cap = compiler.explore(f, x, backend="eager")
     check_no_graph_breaks(cap)          # ✓ f compiles with zero graph breaks (1 graph)
 
@@ -19,19 +19,15 @@ import math
 import re
 
 __all__ = [
-    "CheckFailed", "check_allclose", "check_answer", "check_break_even", "check_close", "check_compiled",
-    "check_costliest_line", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
-    "check_reuses_for_new_values",
-    "check_cheapest_compile_answer", "check_decomposed", "check_extern_op_answer", "check_kernels_answer",
-    "check_op_count_answer", "check_recompiled_rank_answer", "check_recordings_answer", "check_saved_answer",
-    "check_saved_fraction", "check_ranks_compile_alike",
-    "check_accepting_compile_answer", "check_backend_rewrite", "check_backends_answer", "check_epilogue_answer",
-    "check_line_answer", "check_reason_against_answer", "check_reduction_kernel_answer", "check_stance_runs_eagerly",
+    "CheckFailed", "check_answered", "check_warm_compile", "check_allclose", "check_answer", "check_close", "check_compiled", "check_cudagraphs", "check_matches_eager", "check_recompiling_input", "check_reuses_compile",
+    "check_reuses_for_new_values", "check_decomposed", "check_ranks_compile_alike", "check_backend_rewrite", "check_stance_runs_eagerly",
     "check_still_prints", "check_trace_bakes_in", "check_unbacked",
     "check_dynamic", "check_fix_prediction", "check_fused", "check_graph_breaks", "check_graph_count", "check_guard_on",
     "check_inference", "check_kernel_count", "check_no_graph_breaks", "check_no_guard_on", "check_no_recompile",
     "check_op", "check_recompile_count", "check_static", "check_training", "check_would_recompile", "graph_ops",
     "saved_for_backward",
+    "check_attribute_updates", "check_every_name", "check_no_breaks_by_default",
+    "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -62,6 +58,7 @@ def _fail(message: str, hint: str | None = None):
 
 
 # --- what a capture holds -----------------------------------------------------------------------
+
 
 def _name(cap) -> str:
     names = [c.name for c in cap.compiles if c.name and not c.name.startswith("torch_dynamo_resume_in_")]
@@ -136,6 +133,7 @@ def saved_for_backward(cap) -> list[str]:
 
 # --- compiling and graph breaks -----------------------------------------------------------------
 
+
 def check_compiled(cap) -> None:
     """The capture compiled at least one frame, with no error and no failed compile."""
     _require_no_error(cap)
@@ -202,6 +200,7 @@ def check_op(cap, op: str, graph: str = "dynamo", present: bool = True) -> None:
 
 
 # --- guards and recompiles ----------------------------------------------------------------------
+
 
 def _what_if(cap, fn, args, kwargs):
     if not cap.is_live:
@@ -299,12 +298,34 @@ def check_matches_eager(cap, reference, *args, what: str = "the compiled functio
 
 def check_reuses_compile(cap, fn, *args, **kwargs) -> None:
     """``fn(*args)`` reuses the capture's compile (its guards pass), the guards on the tensor arguments were
-    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them."""
+    kept (no guard filter dropped them), and the compiled function gives eager ``fn``'s result on them. The
+    call that was compiled does not count: ``args`` must differ from it (another value or another shape)."""
+    _require_not_the_compiled_call(cap, args, kwargs)
     check_no_recompile(cap, fn, *args, **kwargs)
     _check_tensor_guards_kept(cap, fn, args)
     if kwargs:
         return None
     check_matches_eager(cap, fn, *args, what="the reused compile")
+
+
+def _signature_of(value):
+    """What guards see of a value: a tensor's shape, dtype and strides; anything else itself."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.dtype, value.stride(), value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__, tuple(_signature_of(v) for v in value)
+    return value
+
+
+def _require_not_the_compiled_call(cap, args, kwargs) -> None:
+    if not cap.is_live or cap.live.args is None or kwargs:
+        return
+    if len(args) == len(cap.live.args) and all(_signature_of(a) == _signature_of(b)
+                                               for a, b in zip(args, cap.live.args)):
+        _fail(f"({_describe_args(args, {})}) is the call that was compiled: reusing it proves nothing",
+              "compile with the first call, then check another value or size")
 
 
 def _check_tensor_guards_kept(cap, fn, args) -> None:
@@ -326,13 +347,15 @@ def _new_values(value, generator):
         return torch.randn(value.shape, generator=generator).to(value.dtype)
     if isinstance(value, float):
         return value + 0.25 + torch.rand((), generator=generator).item()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value + 1 + int(torch.randint(0, 5, (), generator=generator))
     if isinstance(value, (list, tuple)):
         return type(value)(_new_values(item, generator) for item in value)
     return value
 
 
 def check_reuses_for_new_values(cap, reference) -> None:
-    """The captured call again with new values — every float tensor redrawn, every Python float (also in a
+    """The captured call again with new values — every float tensor redrawn, every Python number (also in a
     list or tuple) changed — reuses the capture's first compile (its guards pass, and the guards on the tensor
     arguments were kept), and the compiled function gives ``reference``'s result on them. ``reference`` is the
     original function: how the values are passed (floats or a tensor of them) is the student's choice."""
@@ -362,7 +385,9 @@ def check_reuses_for_new_values(cap, reference) -> None:
 
 def check_recompiling_input(cap, fn, tensor, *rest) -> None:
     """``fn(tensor, *rest)`` would recompile the capture although ``tensor`` has the dtype and device of the
-    compiled call's tensor in the same position: the recompile comes from its sizes or strides."""
+    compiled call's tensor in the same position, and the same ``requires_grad`` and number of dimensions: so the
+    recompile comes from its sizes or strides (the TENSOR_MATCH guard, ``torch._C._dynamo.guards.TensorGuards``,
+    checks dispatch keys — dtype, device, requires_grad —, ndim, sizes and strides)."""
     import torch
 
     if tensor is ... or tensor is None:
@@ -373,6 +398,14 @@ def check_recompiling_input(cap, fn, tensor, *rest) -> None:
             _fail(f"your input is {tensor.dtype} on {tensor.device}; the compile was for {compiled.dtype} on "
                   f"{compiled.device}: a dtype or device change recompiles any compile, dynamic or not",
                   "keep the dtype and device; which sizes can a symbolic dimension not take?")
+        if compiled is not None and tensor.requires_grad != compiled.requires_grad:
+            _fail(f"your input has requires_grad={tensor.requires_grad}, the compile's {compiled.requires_grad}: "
+                  "that recompiles through the tensor's dispatch keys, not its sizes or strides",
+                  "keep requires_grad; which sizes can a symbolic dimension not take?")
+        if compiled is not None and tensor.dim() != compiled.dim():
+            _fail(f"your input has {tensor.dim()} dimensions, the compile's {compiled.dim()}: a change of rank "
+                  "recompiles any compile; the exercise asks for sizes or strides",
+                  "keep the number of dimensions; which sizes can a symbolic dimension not take?")
     check_would_recompile(cap, fn, tensor, *rest)
 
 
@@ -434,6 +467,7 @@ def check_static(cap) -> None:
 
 # --- AOTAutograd --------------------------------------------------------------------------------
 
+
 def _aot_roles(cap) -> set[str]:
     return {role.split("_")[0] for c in cap.compiles if c.aot.available for role in c.aot.graphs}
 
@@ -462,6 +496,7 @@ def check_inference(cap) -> None:
 
 
 # --- Inductor -----------------------------------------------------------------------------------
+
 
 def _kernels(cap) -> list:
     return [k for c in cap.compiles if c.kernels.available for k in c.kernels.kernels if k.language != "extern"]
@@ -512,6 +547,9 @@ def check_fused(cap, ops=None, fused: bool = True) -> None:
               "Inductor's options (torch._inductor.list_options()) include limits on fusion")
     if not fused:
         nodes = sum(len(run.ir.fusion) for run in _ir_runs(cap))
+        if nodes < 2:
+            _fail(f"{_plural(nodes, 'scheduler node')}: nothing could have fused, so this shows no option at work",
+                  "compile the exercise's function, which has several ops fusion would join")
         return _pass(f"no fusion: {_plural(nodes, 'scheduler node')} after fusion, each one node before fusion")
     first = fusions[0]
     return _pass(f"Inductor fused {', '.join(first.members)} into {first.fused}"
@@ -533,6 +571,7 @@ def check_kernel_count(cap, n: int, at_most: bool = False) -> None:
 
 # --- CUDA graphs --------------------------------------------------------------------------------
 
+
 def check_cudagraphs(cap, used: bool = True) -> None:
     """CUDA graphs were used (``used=False``: requested but skipped) — live or from a shipped capture."""
     stage = cap.cudagraphs
@@ -552,6 +591,7 @@ def check_cudagraphs(cap, used: bool = True) -> None:
 
 
 # --- answers ------------------------------------------------------------------------------------
+
 
 def check_allclose(actual, expected, what: str = "the result", rtol: float = 1e-4, atol: float = 1e-5,
                    hint: str | None = None) -> None:
@@ -599,62 +639,20 @@ def check_close(answer, expected: float, rel: float = 0.05, what: str = "the ans
     return _pass(f"{what}: {value:.4g} (expected {float(expected):.4g})")
 
 
-def check_break_even(calls, runtime, tolerance_calls: float = 1.0, rel: float = 0.01) -> None:
-    """The number of calls after which a compile has paid for itself, from ``runtime`` (a capture's
-    ``.runtime``): ``(first_call_s - compiled) / (eager - compiled)`` with median times, or ``math.inf`` when
-    the compiled function is not faster. Any correct form passes: unrounded, rounded or rounded up (within
-    ``tolerance_calls`` calls or ``rel``, whichever is larger)."""
-    if calls is ... or calls is None:
-        _fail("break-even calls: no answer yet", "replace ... with your computation")
-    eager, compiled = runtime.eager.median_s, runtime.compiled.median_s
-    expected = (runtime.first_call_s - compiled) / (eager - compiled) if eager > compiled else math.inf
-    try:
-        value = float(calls)
-    except (TypeError, ValueError):
-        _fail(f"break-even calls: {calls!r} is not a number")
-    if math.isinf(expected) or math.isinf(value):
-        if value != expected:
-            _fail(f"break-even calls: {value:.4g} is not right",
-                  "when the compiled call is not faster than eager, the compile never pays: math.inf")
-        return _pass("break-even calls: never (the compiled function is not faster)")
-    if abs(value - expected) > max(tolerance_calls, rel * abs(expected)):
-        _fail(f"break-even calls: {value:.4g} is not right (off by more than {tolerance_calls:g} call or "
-              f"{rel:.0%})", "(first_call_s - compiled) / (eager - compiled), with the medians of runtime")
-    return _pass(f"break-even calls: {value:.4g} (exactly {expected:.2f}; within {tolerance_calls:g} call or "
-                 f"{rel:.0%})")
-
-
-def check_costliest_line(cap, line) -> None:
-    """``line`` is the source line with the largest share of the measured kernel time (``cap.line_table()``)."""
-    _require_no_error(cap)
-    if line is ... or line is None:
-        _fail("no answer yet", "replace ... with a line number from cap.line_table() (or the Source tab's shading)")
-    table = cap.line_table()
-    if table.empty or table["time_share"].isna().all():
-        _fail("no kernel times in this capture",
-              "explore with timing=True (the default): kernel times are measured after the compile")
-    top = table.loc[table["time_share"].idxmax()]
-    try:
-        answer = int(line)
-    except (TypeError, ValueError):
-        _fail(f"{line!r} is not a line number", "give the number in the 'line' column")
-    if answer != int(top["line"]):
-        share = table.loc[table["line"] == answer, "time_share"]
-        found = f"line {answer} has {share.iloc[0]:.0%} of the kernel time" if len(share) else \
-            f"line {answer} produced no kernel"
-        _fail(f"{found}; another line costs more", "sort cap.line_table() by time_share")
-    return _pass(f"line {answer} ({top['code']}) takes {top['time_share']:.0%} of the kernel time, in "
-                 f"{', '.join(top['kernels'])}")
-
-
 # --- fixes (compiler.analyses.fixes, compiler.analyses.fix_experiments) -----------------------------------------------
+
 
 def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
     """The student's prediction of a tried fix's effect (``result = cap.fixes()[i].try_()``): ``predicted``
-    is the number of ``what`` (graph_breaks, recompiles, graphs) left after the change, as measured."""
+    is the number of ``what`` (graph_breaks, recompiles, graphs) left after the change, as measured. With
+    ``result=None`` (the prediction asked before the fix is tried) only its form is checked."""
     if predicted is None:
         _fail("no prediction yet", f"read the fix (its findings and snippet), then set your prediction of the {what.replace('_', ' ')} left")
-    if result is None or result.after is None:
+    if isinstance(predicted, bool) or not isinstance(predicted, int):
+        _fail(f"your prediction {predicted!r} is not a number of {what.replace('_', ' ')}", "an int, e.g. 0")
+    if result is None:  # asked before the fix is tried: only recorded here, checked once it is measured
+        return _pass(f"prediction recorded: {predicted} {what.replace('_', ' ')} (checked once the fix is tried)")
+    if result.after is None:
         _fail(f"the fix was not measured ({getattr(result, 'status', 'not tried')})",
               "try it: result = cap.fixes()[i].try_()")
     before, after = getattr(result.before, what), getattr(result.after, what)
@@ -667,108 +665,6 @@ def check_fix_prediction(result, predicted, what: str = "graph_breaks") -> None:
 
 
 # --- answers read from a capture: the expected value is computed here, not written in the exercise ----
-
-def _no_answer(answer, what: str) -> None:
-    if answer is ... or answer is None:
-        _fail(f"{what}: no answer yet", "replace ... with your answer")
-
-
-def _check_count(answer, expected: int, what: str, hint: str) -> None:
-    _no_answer(answer, what)
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != expected:
-        _fail(f"{what}: {answer!r} is not right", hint)
-    return _pass(f"{what}: {answer!r} is right")
-
-
-def check_kernels_answer(answer, cap) -> None:
-    """The number of kernels Inductor generated for ``cap`` (library calls such as ``extern_kernels.mm`` not
-    counted): the Overview's *kernels* card."""
-    return _check_count(answer, cap.summary.kernels, f"kernels generated for {_name(cap)}",
-                        "the 'kernels' card on the Overview tab; library (extern) calls are not generated kernels")
-
-
-def check_op_count_answer(answer, cap) -> None:
-    """The number of operations (nodes other than inputs and the output) in the first FX graph of ``cap``."""
-    return _check_count(answer, cap.compiles[0].graph.op_count, f"operations in {_name(cap)}'s FX graph",
-                        "count the call nodes: inputs (placeholders) and the output are not operations")
-
-
-def check_saved_answer(answer, cap) -> None:
-    """The number of tensors AOTAutograd's forward graph of ``cap`` saves for the backward."""
-    return _check_count(answer, len(saved_for_backward(cap)), "tensors saved for backward",
-                        "the forward's return tuple: the user's outputs first (the loss), then the saved tensors")
-
-
-def check_recordings_answer(answer, cap) -> None:
-    """The number of CUDA graphs ``cap`` recorded."""
-    return _check_count(answer, cap.cudagraphs.recorded, "CUDA graphs recorded",
-                        "count the 'record' events of the CUDA graphs tab: one per distinct input shape")
-
-
-def _op_name(value) -> str:
-    text = str(value).strip().strip("'\"").casefold()
-    for prefix in ("torch.ops.", "extern_kernels.", "aten."):
-        text = text.removeprefix(prefix)
-    return text.split(".")[0]
-
-
-def check_extern_op_answer(answer, cap) -> None:
-    """The ATen operator that Inductor left to a library kernel in ``cap`` (``"mm"``, ``"aten.mm"`` and
-    ``"extern_kernels.mm"`` all name it)."""
-    what = "the operator Inductor left to a library"
-    _no_answer(answer, what)
-    extern = {_op_name(op) for c in cap.compiles for k in c.kernels.kernels if k.language == "extern"
-              for op in k.ops_from_name}
-    if not extern:
-        _fail(f"{_name(cap)} has no library (extern) kernel", "use the capture the exercise names")
-    if _op_name(answer) not in extern:
-        _fail(f"{what}: {answer!r} is not right",
-              "Generated code: the kernel whose language is 'extern' — name the ATen operator it runs")
-    return _pass(f"{what}: {answer!r} is right")
-
-
-def check_saved_fraction(answer, comparison, tolerance: float = 0.01) -> None:
-    """The fraction of the call time CUDA graphs removed, ``(without - with) / without`` from the medians of
-    ``comparison`` (a capture's ``cudagraph_comparison``), within ``tolerance`` (absolute)."""
-    what = "fraction of the call time removed by CUDA graphs"
-    _no_answer(answer, what)
-    without, with_ = comparison.without_cudagraphs.median_s, comparison.with_cudagraphs.median_s
-    expected = (without - with_) / without
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        _fail(f"{what}: {answer!r} is not a number")
-    if abs(value) > 1.5 and abs(value / 100 - expected) <= tolerance:
-        _fail(f"{what}: {value:.4g} looks like a percentage", "give a fraction between 0 and 1")
-    if abs(value - expected) > tolerance:
-        _fail(f"{what}: {value:.4g} is not right (off by more than {tolerance:g})",
-              "(without - with) / without, with the two medians")
-    return _pass(f"{what}: {value:.3f} (exactly {expected:.4f}; within {tolerance:g})")
-
-
-def check_cheapest_compile_answer(answer, table) -> None:
-    """The ``config`` row of ``table`` (a DataFrame with a ``compile s`` column) with the cheapest compile."""
-    what = "the configuration with the cheapest compile"
-    _no_answer(answer, what)
-    expected = table["compile s"].idxmin()
-    if _normal(answer) != _normal(expected):
-        _fail(f"{what}: {answer!r} is not right", "the smallest number in the 'compile s' column")
-    return _pass(f"{what}: {answer!r} is right")
-
-
-def check_recompiled_rank_answer(rank, compile_id, job) -> None:
-    """``rank`` is the rank of ``job`` that recompiled and ``compile_id`` (e.g. ``"0/1"``) its new compile."""
-    _no_answer(rank, "the rank that recompiled")
-    recompiled = {r: cap.recompiles for r, cap in job.captures.items() if cap.recompiles}
-    if len(recompiled) != 1 or rank not in recompiled:
-        _fail(f"the rank that recompiled: {rank!r} is not right",
-              "look at the groups of the 'recompiles' divergence")
-    _pass(f"the rank that recompiled: {rank!r} is right")
-    _no_answer(compile_id, "its new compile id")
-    ids = [r.compile_id for r in recompiled[rank]]
-    if _normal(compile_id) not in [_normal(i) for i in ids]:
-        _fail(f"its new compile id: {compile_id!r} is not right", "job.captures[odd_rank].recompiles")
-    return _pass(f"its new compile id: {compile_id!r} is right")
 
 
 def _decomposition_ops(op: str) -> set[str]:
@@ -799,6 +695,9 @@ def check_decomposed(cap, op: str, graph: str = "forward") -> None:
         _fail(f"no {op!r} in the {graph} graph, but none of what it decomposes into either "
               f"({', '.join(missing)} missing): was it removed rather than decomposed?",
               f"keep the model computing {op}; choose the backend, not the model")
+    if not any(_matches_op(t, op) for t in graph_ops(cap, "dynamo")):
+        _fail(f"your code no longer calls {op!r} (Dynamo's graph has none): the backend is to decompose it, "
+              "not your code", "keep the model as it is; change how it is compiled")
     return _pass(f"{op} is decomposed in the {graph} graph, into {', '.join(parts)}")
 
 
@@ -816,21 +715,6 @@ def check_ranks_compile_alike(job) -> None:
 
 
 # --- the exercises added for issue 24: each computes what it expects from torch or the capture -----
-
-def check_line_answer(answer, cap, op: str) -> None:
-    """``answer`` is the source line (as the FX graph tab numbers it) of the node that calls ``op`` in the
-    first compile of ``cap``."""
-    what = f"the line that produced {op!r}"
-    _no_answer(answer, what)
-    lines = sorted({n.line for n in cap.compiles[0].graph.nodes
-                    if n.line is not None and n.op not in ("placeholder", "output", "alias")
-                    and _matches_op(n.target or "", op)})
-    if not lines:
-        _fail(f"no {op!r} node with a source line in {_name(cap)}'s FX graph", "use the capture the exercise names")
-    if isinstance(answer, bool) or answer not in lines:
-        _fail(f"{what}: {answer!r} is not right",
-              "the FX graph tab shows each node's line; in a %%tcompile cell the %%tcompile line is line 1")
-    return _pass(f"{what}: line {answer} is right")
 
 
 def check_trace_bakes_in(traced, reference, x) -> None:
@@ -900,25 +784,6 @@ def check_backend_rewrite(cap, backend, fn, removed: str, added: str) -> None:
     check_matches_eager(cap, fn, what="the compiled function (your backend's graph)")
 
 
-def check_backends_answer(answer) -> None:
-    """``answer`` holds every backend name ``torch.compile`` accepts here (``list_backends`` with no tag
-    excluded)."""
-    import torch
-
-    what = "every backend torch.compile accepts"
-    _no_answer(answer, what)
-    expected = set(torch._dynamo.list_backends(exclude_tags=()))
-    given = {str(a) for a in answer} if isinstance(answer, (list, tuple, set)) else set()
-    missing, extra = sorted(expected - given), sorted(given - expected)
-    if missing or extra:
-        _fail(f"{what}: {len(given)} names; missing {', '.join(missing[:6]) or 'none'}"
-              + (" …" if len(missing) > 6 else "") + f"; not backends: {', '.join(extra) or 'none'}",
-              "list_backends() hides the backends tagged 'debug' or 'experimental' (eager, aot_eager…): "
-              "look at its exclude_tags argument")
-    return _pass(f"{what}: {len(expected)} names, "
-                 f"{len(expected) - len(torch._dynamo.list_backends())} of them hidden by default")
-
-
 def check_still_prints(cap, text: str) -> None:
     """Calling the capture's compiled function still prints ``text`` (the log line was kept, not deleted)."""
     import contextlib
@@ -938,36 +803,17 @@ def check_still_prints(cap, text: str) -> None:
     return _pass(f"the compiled function still prints: {printed.strip().splitlines()[-1][:120]}")
 
 
-def check_accepting_compile_answer(answer, cap, fn, *args, **kwargs) -> None:
-    """``answer`` is the compile id (e.g. ``"0/1"``) whose guards accept ``fn(*args, **kwargs)`` first
-    (what-if on the live guards, in Dynamo's cache order)."""
-    what = f"the compile that would run ({_describe_args(args, kwargs)})"
-    _no_answer(answer, what)
-    result = _what_if(cap, fn, args, kwargs)
-    expected = result.accepted_by or "none (a recompile)"
-    if _normal(answer) != _normal(expected) and not (result.recompiles and _normal(answer) in ("none", "")):
-        _fail(f"{what}: {answer!r} is not right",
-              "Dynamo tries the cache entries most recently used (or compiled) first, and takes the first whose "
-              "guards pass: ask the what-if panel (Guards tab) or cap.what_if")
-    return _pass(f"{what}: {expected}")
+def _no_answer(answer, what: str) -> None:
+    if answer is ... or answer is None:
+        _fail(f"{what}: no answer yet", "replace ... with your answer")
 
 
-def check_reason_against_answer(answer, cap, compile_id: str, input: str) -> None:
-    """``answer`` is the earlier compile whose guard on ``input`` failed when ``compile_id`` was compiled
-    (the Recompiles tab lists one failing guard per earlier compile)."""
-    what = f"the earlier compile whose guard on {input!r} failed for {compile_id}"
-    _no_answer(answer, what)
-    recompile = next((r for r in cap.recompiles if r.compile_id == compile_id), None)
-    if recompile is None:
-        _fail(f"{compile_id} is not a recompile of this capture", "use the capture and the compile the exercise names")
-    mentions = (f"'{input}'", f"L['{input}']")
-    against = [r.against for r in recompile.reasons if any(m in r.text or m in r.guard for m in mentions)]
-    if not against:
-        _fail(f"no reason of {compile_id} names {input!r}", "use the input the exercise names")
-    if _normal(answer) not in [_normal(a) for a in against]:
-        _fail(f"{what}: {answer!r} is not right",
-              f"the Recompiles tab lists, for {compile_id}, the guard that failed against each earlier compile")
-    return _pass(f"{what}: {answer!r} is right")
+def check_answered(*answers) -> None:
+    """Each answer is given (not ``...`` or ``None``). A student release checks no more than this for a question
+    whose answer is read from a capture: the grader's hidden tests check its value."""
+    for answer in answers:
+        _no_answer(answer, "your answer")
+    return _pass("answered (its value is checked when the notebook is graded)")
 
 
 def check_stance_runs_eagerly(stance, fn, *args) -> None:
@@ -1042,47 +888,159 @@ def check_unbacked(cap, input: str | None = None) -> None:
                  + (f" in {input}'s shape" if input else ""))
 
 
-def _reduction_kernel(cap):
-    for c in cap.compiles:
-        for k in c.kernels.kernels:
-            if k.language != "extern" and re.search(r"reduction|triton_(per|red)_", f"{k.name} {k.triton or ''}"):
-                return k
-    _fail("no reduction kernel in this capture", "use the capture the exercise names")
+# --- checks that compile the student's code again, from torch's own counters (issue 39) ----------------
 
 
-def check_reduction_kernel_answer(row_length, loads_of_input, cap) -> None:
-    """For the reduction kernel of ``cap`` (a Triton capture): ``row_length`` is the number of elements each
-    reduction reduces (``r0_numel``), ``loads_of_input`` the number of ``tl.load`` of ``in_ptr0``."""
-    kernel = _reduction_kernel(cap)
-    source = kernel.source or ""
-    numel = re.search(r"^\s*r(?:0_)?numel = (\d+)", source, re.M)
-    if numel is None:
-        _fail(f"{kernel.name}: no constant reduction length in its source", "use the capture the exercise names")
-    _check_count(row_length, int(numel[1]), "elements per reduced row",
-                 "a reduction kernel loops over x (rows: xnumel) and reduces over r (each row: r0_numel)")
-    loads = len(re.findall(r"tl\.load\(in_ptr0\b", source))
-    _check_count(loads_of_input, loads, "loads of in_ptr0",
-                 "count the tl.load(in_ptr0 …) lines: a persistent reduction keeps the row in registers")
+def _fresh_count(fn, calls, **compile_kwargs):
+    """Compiles ``fn`` afresh with a counting backend (``torch._dynamo.testing.CompileCounter``), makes each
+    call in ``calls`` (a list of argument tuples) and returns (frames compiled, the outputs, graph breaks
+    counted by torch (``torch._dynamo.utils.counters["graph_break"]``))."""
+    import torch
+    from torch._dynamo.testing import CompileCounter
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    counter = CompileCounter()
+    compiled = torch.compile(fn, backend=counter, **compile_kwargs)
+    outputs = [compiled(*call) for call in calls]
+    return counter.frame_count, outputs, sum(counters["graph_break"].values())
 
 
-def check_epilogue_answer(changed, kernel_name, comparison, gpu_cap) -> None:
-    """``changed``: whether turning ``epilogue_fusion`` off changed the generated kernels in ``comparison``
-    (two configurations of this machine, compared with ``comparison.diff(0, 1)``); ``kernel_name``: the
-    kernel of ``gpu_cap`` that computes the matmul together with its epilogue."""
-    _no_answer(changed, "did the kernels change")
-    diff = comparison.diff(0, 1)
-    expected = bool({"kernels", "inductor"} & set(diff.changed_stages))
-    if not isinstance(changed, bool) or changed != expected:
-        _fail(f"did the kernels change: {changed!r} is not right",
-              "comparison.diff(0, 1).changed_stages lists the stages that differ; epilogue fusion only acts "
-              "on a template kernel (a matmul Inductor generates itself): what runs the matmul here?")
-    _pass(f"did the kernels change: {changed!r} is right")
-    _no_answer(kernel_name, "the kernel that computes the matmul and its epilogue")
-    kernels = {k.name: k for c in gpu_cap.compiles for k in c.kernels.kernels}
-    kernel = kernels.get(str(kernel_name).strip())
-    ops = _kernel_ops(kernel) if kernel is not None else set()
-    if kernel is None or kernel.language == "extern" or "mm" not in ops or len(ops - {"mm", "constant"}) < 1:
-        _fail(f"the kernel that computes the matmul and its epilogue: {kernel_name!r} is not right "
-              f"(kernels: {', '.join(kernels)})", "a generated kernel whose ops include mm and what follows it")
-    return _pass(f"{kernel_name} computes {', '.join(sorted(ops - {'constant'}))}: the epilogue runs in the "
-                 "matmul's kernel")
+def check_attribute_updates(module_cls, set_value, x, values=(2.0, 3.0, 4.0, 5.0)) -> None:
+    """A fresh ``module_cls()``, compiled once and called on ``x`` after ``set_value(module, v)`` for each of
+    ``values``, compiles one frame in all (no recompile, counted by torch) and returns ``x * v`` each time."""
+    import torch
+
+    if module_cls is ... or set_value is ...:
+        _fail("no answer yet", "define the class and the function that sets its value")
+    module = module_cls()
+
+    def call(v):
+        set_value(module, v)
+        return (x,)
+
+    torch._dynamo.reset()
+    from torch._dynamo.testing import CompileCounter
+    counter = CompileCounter()
+    compiled = torch.compile(module, backend=counter)
+    for v in values:
+        got = compiled(*call(v))
+        if not torch.allclose(got, x * v):
+            _fail(f"after setting the value to {v}, the compiled module does not return x * {v}",
+                  "the update must reach the compiled model: a new value, used")
+    if counter.frame_count != 1:
+        _fail(f"{len(values)} values compiled {_plural(counter.frame_count, 'frame')}: "
+              f"{counter.frame_count - 1} recompile(s)",
+              "a Python float attribute is a constant until automatic dynamic makes it a symbol, after one "
+              "recompile; what kind of value do guards never check?")
+    return _pass(f"{len(values)} values, 1 compile (counted by torch), the new value used each time")
+
+
+def check_no_breaks_by_default(fn, *args) -> None:
+    """``fn(*args)`` compiles with torch.compile's defaults (no fullgraph, ``.item()`` not captured) with
+    no graph break, counted by torch, and gives ``fn``'s eager result."""
+    import torch
+
+    with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False):
+        frames, outputs, breaks = _fresh_count(fn, [args])
+    if breaks:
+        _fail(f"with torch.compile's defaults, {_name_of(fn)} still has {_plural(breaks, 'graph break')} "
+              "(fullgraph=True or a config flag hides a break; it does not remove it)",
+              "rewrite the code so that nothing leaves tensor land")
+    check_allclose(outputs[0], fn(*args), f"{_name_of(fn)} compiled with the defaults")
+    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(frames, 'frame')})")
+
+
+def _name_of(fn) -> str:
+    return getattr(fn, "__name__", "the function")
+
+
+def check_every_name(fn, reference, x, names) -> None:
+    """``fn(x, name)`` compiles with ``fullgraph=True`` and equals ``reference(x, name)`` for every name."""
+    import torch
+
+    for name in names:
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(fn, backend="eager", fullgraph=True)(x, name)
+        except Exception as exc:  # noqa: BLE001 - the student's code: say what failed
+            _fail(f"{_name_of(fn)}(x, {name!r}) does not compile with fullgraph=True: {type(exc).__name__}",
+                  "every name must compile in one graph")
+        check_allclose(got, reference(x, name), f"{_name_of(fn)}(x, {name!r})")
+
+
+def check_polyfilled(original_fn) -> None:
+    """Dynamo traces ``original_fn`` through a registered substitute (``torch.compiler.substitute_in_graph``
+    records it in ``torch._dynamo.trace_rules._polyfilled_function_ids``)."""
+    from torch._dynamo import trace_rules
+
+    if id(original_fn) not in trace_rules._polyfilled_function_ids:
+        _fail(f"{_name_of(original_fn)} has no substitute registered for Dynamo",
+              "the exercise asks for torch.compiler.substitute_in_graph on the function the code calls")
+    return _pass(f"{_name_of(original_fn)} is traced through its registered substitute")
+
+
+def check_only_guard_dropped(cap, fn, *args, dropped: str) -> None:
+    """Compared with ``fn(*args)`` compiled without a guard filter, ``cap`` dropped the guards on ``dropped``
+    (a guard source such as ``"G['LR']"``) and kept every other guard."""
+    import torch
+
+    import compiler
+
+    _require_no_error(cap)
+    mine = {(row.source or "", row.kind) for _, row in _guard_rows(cap)}
+    torch._dynamo.reset()
+    reference = compiler.explore(fn, *args, backend="eager", timing=False)
+    everything = {(row.source or "", row.kind) for _, row in _guard_rows(reference)}
+    lost = sorted(f"{source or '(global)'} {kind}" for source, kind in everything - mine if dropped not in source)
+    if lost:
+        _fail(f"your filter also dropped {', '.join(lost[:5])}" + (" …" if len(lost) > 5 else ""),
+              f"keep every guard except those on {dropped}: each one you drop is a change the compile ignores")
+    return _pass(f"only the guards on {dropped} are dropped ({len(mine)} kept)")
+
+
+def check_runtime_assert(cap, fn) -> None:
+    """``fn`` still branches on a size being 0 (its bytecode compares with the constant 0: the empty-batch
+    case kept), and some FX graph of ``cap`` checks a fact about a size at run time (``torch._check`` becomes
+    an ``_assert_scalar`` node: ``ShapeEnv.defer_runtime_assert``, ``torch/fx/experimental/symbolic_shapes.py``)."""
+    import dis
+
+    _require_no_error(cap)
+    ops = list(dis.get_instructions(fn))
+    if not any(i.opname == "COMPARE_OP" for i in ops) or 0 not in fn.__code__.co_consts:
+        _fail(f"{_name_of(fn)} no longer branches on an empty batch: the exercise keeps that case",
+              "keep `if n == 0`; tell the compiler which way it goes instead")
+    asserts = [t for t in graph_ops(cap) if "assert" in t or "_check" in t]
+    if not asserts:
+        _fail("no run-time check of a size in the graph: nothing tells the compiler which branch is taken",
+              "torch._check(...) records a fact the compiler may use, checked when the graph runs")
+    return _pass(f"the empty-batch branch is kept and the graph checks at run time: {asserts[0]}")
+
+
+def check_warm_compile(settings, fn, *args) -> None:
+    """``fn(*args)`` compiled twice with Inductor under ``torch._inductor.config.patch(**settings)``, with
+    ``torch._dynamo.reset()`` in between: the first compile may miss the FX graph cache, the second must hit it
+    (``torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]``, counted by torch), and both give
+    ``fn``'s eager result."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    if not isinstance(settings, dict):
+        _fail(f"{settings!r} is not a dict of Inductor options", "e.g. {'fx_graph_cache': True}")
+    hits = []
+    for _ in range(2):
+        torch._dynamo.reset()
+        counters.clear()
+        try:
+            with torch._inductor.config.patch(**settings):
+                out = torch.compile(fn)(*args)
+        except (AttributeError, TypeError, ValueError) as exc:
+            _fail(f"these settings do not apply: {type(exc).__name__}: {exc}", "names from torch._inductor.config")
+        check_allclose(out, fn(*args), f"{_name_of(fn)} compiled with {settings}")
+        hits.append(counters["inductor"]["fxgraph_cache_hit"])
+    if not hits[1]:
+        _fail(f"the second compile did not hit the FX graph cache ({hits[1]} hits; "
+              f"{counters['inductor']['fxgraph_cache_miss']} misses, {counters['inductor']['fxgraph_cache_bypass']} "
+              "bypasses)", "which option turns every cache off? and which one is the FX graph cache's own?")
+    return _pass(f"the second compile is warm: {hits[1]} FX graph cache hit(s) (the first: {hits[0]})")

@@ -1,0 +1,216 @@
+"""The labs as an nbgrader course (instructor side: never shipped to students).
+
+``build_labs.py --course DIR`` writes ``DIR/source/labNN/NN_name.ipynb`` and ``DIR/nbgrader_config.py``:
+each exercise becomes two cells, nbgrader's way:
+
+- the student's cell (``solution: true``): the solution between ``### BEGIN SOLUTION`` / ``### END
+  SOLUTION``; ``nbgrader generate_assignment`` replaces it with the exercise's starting code (``StarterCode``,
+  a ``ClearSolutions`` that takes the stub from the cell's ``tcompile.starter`` metadata);
+- a locked test cell (``grade: true``, ``POINTS``): the exercise's checker calls (the feedback a student sees;
+  an answer checker of ``labs/answers.py`` — which computes the answer, so its code would give it away — shows
+  as ``check_answered(answer)``), then ``### BEGIN HIDDEN TESTS``: every call on freshly loaded copies of the
+  checkers and of the instructor's ``answers.py`` (patching or catching the student's copy changes nothing) and the exercise's own test from ``HIDDEN`` — code that
+  recomputes the answer from torch, with the lab's reference definitions written in it (a student who
+  redefines a lab function does not change them). ``nbgrader autograde`` restores these cells from the source.
+
+Every other code cell is locked (restored from the source at grading). A grade cell that raises scores 0.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from nbgrader.preprocessors import ClearSolutions
+
+CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
+
+# points per exercise: 1, or 2 where the exercise is to write or rewrite code that compiles differently
+POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "8.2")}
+
+# the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
+FRESH_CHECKS = """\
+import importlib.util as _ilu, sys as _sys
+import tcompile_labs.checks as _lc
+_spec = _ilu.spec_from_file_location("_graded_checks", _lc.__file__)
+_gc = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_gc)
+_spec = _ilu.spec_from_file_location("_graded_answers", {answers!r})  # the instructor's, at grading
+_ans = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_ans)"""
+ANSWERS_FILE = str(Path(__file__).resolve().parent / "answers.py")
+SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
+
+# how many leading arguments of an answer checker are the student's answers
+ANSWER_ARITY = {"check_reduction_kernel_answer": 2, "check_epilogue_answer": 2, "check_recompiled_rank_answer": 2}
+
+HIDDEN = {
+    "0.1": """\
+import re as _re, torch as _t
+from torch._inductor.utils import run_and_get_code as _rgc
+def _tour(x, w):
+    scores = x @ w
+    return _t.softmax(scores, dim=-1) * 2 + _t.sin(scores)
+_t._dynamo.reset()
+with _t._inductor.config.patch(force_disable_caches=True):
+    _, _codes = _rgc(_t.compile(_tour), _t.randn(64, 32), _t.randn(32, 16))
+_kernels = {k for c in _codes for k in _re.findall(r"^(cpp_fused_\\w+|triton_\\w+) = ", c, _re.M)}
+assert answer == len(_kernels), (answer, sorted(_kernels))""",
+    "1.1": """\
+import torch as _t
+from torch._dynamo.testing import EagerAndRecordGraphs as _R
+def _steps(x):
+    for i in range(3):
+        x = x * (i + 1)
+    return x
+_t._dynamo.reset(); _r = _R(); _t.compile(_steps, backend=_r)(_t.randn(4))
+_ops = [n for n in _r.graphs[0].graph.nodes if n.op not in ("placeholder", "output")]
+assert answer == len(_ops), (answer, len(_ops))""",
+    "1.2": """\
+import torch as _t
+from torch._dynamo.testing import CompileCounter as _CC
+_t._dynamo.reset(); _cc = _CC(); _f = _t.compile(scale_all, backend=_cc)
+_x = _t.randn(8, 4)
+_args = ex12.live.args[1]
+for _k in range(4):
+    _vals = [0.5 + _k + 0.25 * _i for _i in range(3)]
+    _s = _t.tensor(_vals) if isinstance(_args, _t.Tensor) else type(_args)(_vals)
+    _want = _x * _vals[0] * _vals[1] * _vals[2]
+    assert _t.allclose(_f(_x, _s), _want), "wrong result on new values"
+assert _cc.frame_count <= 1 if isinstance(_args, _t.Tensor) else _cc.frame_count <= 1, _cc.frame_count""",
+    "1.3": """\
+import torch as _t
+assert ex13.live.args[1] != 3, "compile with another n than the one checked"
+for _n in (5, 7):
+    _gc.check_reuses_compile(ex13, power, x, _n)""",
+    "2.3": """\
+assert "item" not in normalize.__code__.co_names, "normalize still calls .item()"
+_gc.check_no_breaks_by_default(normalize, __import__("torch").randn(16, 8))""",
+    "2.5": """\
+import torch as _t
+def _report(x):
+    hits = x.nonzero()
+    print("checked", x.shape[0], "rows")
+    return hits.float().mean() + x.sum()
+from torch._dynamo.utils import counters as _c
+_t._dynamo.reset(); _c.clear()
+with _t._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+    _t.compile(_report, backend="eager")(_t.randn(16, 8))
+assert predicted_breaks_after == sum(_c["graph_break"].values()), predicted_breaks_after""",
+    "2.6": """\
+import operator as _op, torch as _t
+_names = ["relu", "tanh", "sin"]
+for _n in _names:
+    _t._dynamo.reset()
+    _x = _t.randn(8, 4)
+    assert _t.allclose(_t.compile(act, backend="eager", fullgraph=True)(_x, _n), _x * (_names.index(_n) + 1)), _n
+from torch._dynamo import trace_rules as _tr
+assert id(_op.indexOf) in _tr._polyfilled_function_ids, "no polyfill for operator.indexOf\"""",
+    "3.2": """\
+import torch as _t
+assert my_input.dtype == _t.float32 and not my_input.requires_grad and my_input.dim() == 2, "same dtype, grad, rank"
+def _f(x):
+    return x * x.shape[0]
+from torch._dynamo.testing import CompileCounter as _CC
+_t._dynamo.reset(); _cc = _CC(); _g = _t.compile(_f, backend=_cc, dynamic=True)
+_g(_t.randn(8, 4)); _g(my_input)
+assert _cc.frame_count == 2, "your input does not recompile a dynamic compile\"""",
+    "3.3": """\
+import torch as _t
+from torch._dynamo.testing import CompileCounter as _CC
+_t._dynamo.reset(); _cc = _CC(); _m = Gain(); _f = _t.compile(_m, backend=_cc)
+_x = _t.randn(8, 4)
+for _v in (1.5, 2.5, 7.0, -3.0, 0.5):
+    set_gain(_m, _v)
+    assert _t.allclose(_f(_x), _x * _v), _v
+assert _cc.frame_count == 1, _cc.frame_count""",
+    "3.4": """\
+import torch as _t
+def _score(batch):
+    return (batch.sin() * 2).sum(dim=1)
+from torch._dynamo.testing import CompileCounter as _CC
+_t._dynamo.reset(); _cc = _CC(); _f = _t.compile(_score, backend=_cc)
+for _n in (4, 8, 16):
+    _b = _t.randn(_n, 4); _t._dynamo.mark_dynamic(_b, 0); _f(_b)
+assert predicted_recompiles_after == _cc.frame_count - 1, predicted_recompiles_after""",
+    "3.6": """\
+import torch as _t
+_seen = []
+def _rec(entries):
+    out = keep_guard(entries); _seen.append((entries, out)); return out
+def _sgd(w, g):
+    return w - LR * g
+_t._dynamo.reset()
+_t.compile(_sgd, backend="eager", options={"guard_filter_fn": _rec})(_t.randn(16), _t.randn(16))
+_entries, _kept = _seen[0]
+for _e, _k in zip(_entries, _kept):
+    assert _k == (_e.name != "G['LR']"), (_e.name, _k)""",
+    "3.8": """\
+import torch as _t, inspect as _i
+_src = _i.getsource(mean_times_rows)
+assert "== 0" in _src, "the branch for an empty batch was deleted"
+_gc.check_runtime_assert(ex38, mean_times_rows)""",
+    "4.2": """\
+_gc.check_training(ex41)
+assert answer == len(_gc.saved_for_backward(ex41)), answer""",
+    "4.3": """\
+_gc.check_op(ex43, "gelu", graph="dynamo")""",
+    "5.2": """\
+import torch as _t
+_ops = _gc.graph_ops(ex52)
+assert any("softmax" in o for o in _ops) and len(_ops) >= 2, _ops""",
+    "7.4": """\
+import torch as _t
+def _pointwise(x):
+    y = _t.nn.functional.gelu(x * 1.5 + 0.5)
+    return y.sin() * x.cos() + y.tanh()
+_gc.check_warm_compile(cache_settings, _pointwise, _t.randn(32, 48))""",
+    "7.1": """\
+import math as _m
+assert break_even(2.0, 3e-3, 1e-3) == _m.inf or abs(break_even(2.0, 3e-3, 1e-3) - 999.5) <= 1
+assert break_even(1.0, 1e-3, 2e-3) == _m.inf""",
+}
+
+
+def split_checks(source: str) -> tuple[str, list[str]]:
+    """(the cell without its checker calls, the checker calls)."""
+    body, checks = [], []
+    for line in source.split("\n"):
+        (checks if CHECK_LINE.match(line) else body).append(line)
+    return "\n".join(body).strip("\n"), [c.strip() for c in checks]
+
+
+def _is_answer_check(line: str) -> bool:
+    from labs import answers
+
+    return line.split("(")[0].strip() in answers.__all__
+
+
+def visible_checks(checks: list[str]) -> list[str]:
+    """The checker calls a student sees: an answer checker (``labs.answers``, whose code would give the answer
+    away) becomes ``check_answered(<the answers>)``; the rest are kept."""
+    shown = []
+    for line in checks:
+        if not _is_answer_check(line):
+            shown.append(line)
+            continue
+        call = ast.parse(line.split("#")[0].strip()).body[0].value
+        given = call.args[:ANSWER_ARITY.get(call.func.id, 1)]
+        shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
+    return shown
+
+
+def hidden_tests(ex_id: str, checks: list[str]) -> str:
+    fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gc.") + c.split("#")[0].strip() for c in checks)
+    return "\n".join([FRESH_CHECKS.format(answers=ANSWERS_FILE), fresh, HIDDEN.get(ex_id, "")]).strip("\n")
+
+
+class StarterCode(ClearSolutions):
+    """``ClearSolutions`` whose stub is the exercise's starting code (cell metadata ``tcompile.starter``)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        starter = cell.get("metadata", {}).get("tcompile", {}).get("starter")
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if starter is not None and cell.cell_type == "code":
+            cell.source = starter
+        return cell, resources
