@@ -63,7 +63,8 @@ from compiler.stages.capture import Capture, CaptureFormatError, Compile, Stage,
 from compiler.reference.options import OptionError
 from compiler.capturing.run import explore, run
 from compiler.capturing.session import capture
+from compiler.capturing.watch import Watch, watch
 
 __all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Divergence", "Job", "load_job", "load_trace", "OptionError", "Stage",
            "capture", "compare", "diff_captures", "experiments", "explore", "knobs", "load",
-           "parse_compare_spec", "run"]
+           "parse_compare_spec", "run", "Watch", "watch"]

@@ -53,9 +53,23 @@ def _main(argv=None) -> int:
     profile.add_argument("--ncu", default=None, help="the ncu executable (default: ncu on PATH, or /usr/local/cuda/bin/ncu)")
     profile.add_argument("--keep-csv", metavar="CSV", default=None, help="also keep ncu's raw CSV there")
     profile.add_argument("--timeout", type=float, default=None, help="seconds each run of the script may take")
+    follow = commands.add_parser(
+        "watch", help="follow a running job: its ranks, alerts and divergences as they are written",
+        description="Follow the job directory DIR while its ranks write into it (compiler.watch(job_dir=DIR) in each "
+                    "rank, or TORCH_TRACE=DIR): print each rank as it starts, each alert (step, rank, compile, what "
+                    "happened, the fix) and each divergence between ranks as it happens; at the end (every rank "
+                    "stopped, --timeout, or Ctrl-C) the table of alerts.")
+    follow.add_argument("path", help="the job directory the ranks write into")
+    follow.add_argument("--timeout", type=float, default=None, help="stop following after this many seconds")
+    follow.add_argument("--ranks", type=int, default=1,
+                        help="wait for this many ranks before stopping when every rank seen has stopped (default 1)")
+    follow.add_argument("--wait", type=float, default=60.0,
+                        help="seconds to wait for the directory to appear (default 60)")
     args = parser.parse_args(argv)
     if args.command == "gpu-profile":
         return _gpu_profile(args)
+    if args.command == "watch":
+        return _watch(args)
     if args.output is None and not args.perfetto:
         args.output = "report.html"
     if args.output is not None and args.perfetto is not None and _same_output(args.output, args.perfetto):
@@ -147,6 +161,44 @@ def _gpu_profile(args) -> int:
         print(f"{r['kernel'][:60]} | {r['us_per_call'] or 0:.1f} | {mb(r['read'])} | {mb(r['ncu_read'])} | "
               f"{ratio(r['read_ratio'])} | {mb(r['written'])} | {mb(r['ncu_l2_written'])} | {ratio(r['moved_ratio'])}")
     print(f"wrote {done['output']} (the capture, with ncu's DRAM bytes beside the estimates)")
+    return 0
+
+
+def _watch(args) -> int:
+    import time
+
+    from compiler.readers.follow import POLL_S, Follower
+    from compiler.readers.trace import TraceError
+
+    started = time.monotonic()
+    while not os.path.isdir(args.path) and time.monotonic() - started < args.wait:
+        time.sleep(POLL_S)
+    try:
+        follower = Follower(args.path)
+    except TraceError as exc:
+        return _fail(exc)
+    print(f"following {args.path} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            for kind, value in follower.poll():
+                if kind == "rank":
+                    state = follower.ranks[value]
+                    print(f"rank {value} started ({state.source}: {state.file})", flush=True)
+                elif kind == "alert":
+                    print(value.as_text(), flush=True)
+                elif kind == "divergence":
+                    print("DIVERGENCE " + value.as_text(), flush=True)
+                elif kind == "stop":
+                    print(f"rank {value} stopped after {follower.ranks[value].watch.steps} steps", flush=True)
+            if follower.done and len(follower.ranks) >= args.ranks:
+                break
+            if args.timeout is not None and time.monotonic() - started > args.timeout:
+                print(f"stopped following after {args.timeout:g} s", flush=True)
+                break
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    print(follower.table_text(), flush=True)
     return 0
 
 

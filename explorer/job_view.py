@@ -21,8 +21,17 @@ def ranks_label(ranks) -> str:
 def render_divergence(divergence) -> Html:
     kind = SEVERITY_KIND.get(divergence.severity, "info")
     rows = [[ranks_label(group), behaviour] for group, behaviour in zip(divergence.groups, divergence.behaviours)]
-    return note(tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind),
-                para(divergence.explanation), table(["ranks", "what they did"], rows), kind=kind)
+    step = getattr(divergence, "step", None)
+    fix = getattr(divergence, "fix", None)
+    parts = [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
+    if step is not None:
+        parts += [" ", badge(f"from step {step}", "info", title="the step it began in, from the ranks' watch files "
+                                                                 "(compiler.watch(job_dir=...))")]
+    parts += [para(divergence.explanation), table(["ranks", "what they did"], rows)]
+    if fix:
+        parts += [para(tag("strong", "Fix: "), str(fix.get("title") or "")),
+                  tag("pre", str(fix.get("snippet") or ""), cls="tc-pre")]
+    return note(*parts, kind=kind)
 
 
 def render_ranks_table(job) -> Html:

@@ -63,7 +63,8 @@ _MODULE_SOURCE = re.compile(r"_modules\[|\._parameters\[|\._buffers\[|L\['self'\
 _FP32_MATMUL = re.compile(r"f32\[[^\]]*\][^\n]*aten\.(?:mm|addmm|bmm|baddbmm|convolution)\b")
 _MUTATED = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.\w+_\(|\b(?P<target>[A-Za-z_]\w*)\[[^\]]*\]\s*[+\-*/]?=")
 
-_SIZE = re.compile(r"tensor '(?P<name>[^']+)' (?:size|stride) mismatch at index (?P<dim>\d+)")
+_SIZE = re.compile(r"tensor '(?P<name>.+?)' (?:size|stride) mismatch at index (?P<dim>\d+)")  # kwargs['ids'] too
+_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")  # a keyword argument of a **kwargs frame
 _SCALAR = re.compile(r"^(?P<name>[\w\.\[\]'\"]+) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
 _CONFIG_HINT = re.compile(r"torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>True|False)")
 _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w\.]+)`")
@@ -245,6 +246,9 @@ class _Builder:
             if not entry:  # a frame after a graph break or a function called inside: not an argument the user passes
                 self.inner_sizes.append((recompile.compile_id, finding))
                 return
+            keyword = _KEYWORD.fullmatch(name)
+            if keyword:  # the frame takes **kwargs (DDP's forward, a module's __call__): the keyword argument
+                name = keyword["name"]
             positional = re.fullmatch(r"args\[(\d+)\]", name)
             if positional:  # the frame takes *args (a decorator's wrapper): the Nth positional argument
                 position = int(positional[1])
