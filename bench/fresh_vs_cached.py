@@ -40,7 +40,7 @@ def _compile(fn, args, fresh: bool) -> dict:
 
     torch._dynamo.reset()
     start = time.perf_counter()
-    cap = compiler.run(fn, args, fresh=fresh, timing=False, reset=False)
+    cap = compiler.run(fn, *args, fresh=fresh, timing=False, reset=False)
     wall = time.perf_counter() - start
     inductor = cap.counters.get("inductor", {})
     return {"fresh": fresh, "wall_s": wall, "fxgraph_cache_hit": inductor.get("fxgraph_cache_hit", 0),

@@ -61,7 +61,7 @@ def capture_with_build_time():
     try:
         start = time.perf_counter()
         with torch.no_grad():
-            cap = compiler.run(model, (ids,), fresh=True, timing=False, errors="return")
+            cap = compiler.run(model, ids, fresh=True, timing=False, errors="return")
         built["run_s"] = time.perf_counter() - start
     finally:
         session.Recorder.build = original

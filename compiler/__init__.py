@@ -25,6 +25,25 @@ one way: each of those methods calls ``compiler.stages.capture.METHODS[name]``, 
 work fills when it is imported (a ``METHODS[...] = ...`` line at its end). This file imports each such module
 below, and Python runs it before any module of the package, so every Capture finds them all.
 """
+import sys
+
+
+def _interrupted_starting(signum, frame):
+    """Ctrl-C while ``python -m compiler`` imports this package, before its ``main`` runs: the CLI's one line."""
+    print("error: interrupted (Ctrl-C); nothing written", file=sys.stderr)
+    raise SystemExit(130)
+
+
+def _run_as_cli() -> bool:
+    argv = getattr(sys, "orig_argv", [])
+    return sys.argv[:1] == ["-m"] and "-m" in argv[:-1] and argv[argv.index("-m") + 1] == "compiler"
+
+
+if _run_as_cli():  # ``python -m compiler``: the imports below take seconds; compiler.__main__.main takes over after
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted_starting)
+
 import importlib
 
 # The modules that give Capture its upper floors' methods (compiler.stages.capture.METHODS), imported first
@@ -44,7 +63,8 @@ from compiler.stages.capture import Capture, CaptureFormatError, Compile, Stage,
 from compiler.reference.options import OptionError
 from compiler.capturing.run import explore, run
 from compiler.capturing.session import capture
+from compiler.capturing.watch import Watch, watch
 
 __all__ = ["Capture", "CaptureDiff", "CaptureFormatError", "Comparison", "Compile", "Divergence", "Job", "load_job", "load_trace", "OptionError", "Stage",
            "capture", "compare", "diff_captures", "experiments", "explore", "knobs", "load",
-           "parse_compare_spec", "run"]
+           "parse_compare_spec", "run", "Watch", "watch"]

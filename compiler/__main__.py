@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import warnings
 
 
 def main(argv=None) -> int:
+    from compiler import _interrupted_starting
+
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_starting:  # set while the package imported
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, never a traceback or 0
         print("error: interrupted (Ctrl-C); no report written", file=sys.stderr)
@@ -33,7 +38,7 @@ def _main(argv=None) -> int:
                              "page to stdout")
     report.add_argument("--perfetto", metavar="OUT.json", default=None,
                         help="write the compile events of every compile, one track each, as Chrome trace-event "
-                             "JSON (opens in ui.perfetto.dev and chrome://tracing)")
+                             "JSON (opens in ui.perfetto.dev and chrome://tracing); - writes it to stdout")
     report.add_argument("--strict", action="store_true", help="fail on a corrupted line or a payload md5 mismatch")
     report.add_argument("--sources", choices=("trace", "local"), default="trace",
                         help="trace (default): read no local file the log names; local: read the source files "
@@ -57,13 +62,29 @@ def _main(argv=None) -> int:
                     "(2 when a file cannot be read).")
     checking.add_argument("paths", nargs="+", metavar="FILE", help="capture JSON, TORCH_TRACE log or directory")
     checking.add_argument("-q", "--quiet", action="store_true", help="print only the violations")
+    follow = commands.add_parser(
+        "watch", help="follow a running job: its ranks, alerts and divergences as they are written",
+        description="Follow the job directory DIR while its ranks write into it (compiler.watch(job_dir=DIR) in each "
+                    "rank, or TORCH_TRACE=DIR): print each rank as it starts, each alert (step, rank, compile, what "
+                    "happened, the fix) and each divergence between ranks as it happens; at the end (every rank "
+                    "stopped, --timeout, or Ctrl-C) the table of alerts.")
+    follow.add_argument("path", help="the job directory the ranks write into")
+    follow.add_argument("--timeout", type=float, default=None, help="stop following after this many seconds")
+    follow.add_argument("--ranks", type=int, default=1,
+                        help="wait for this many ranks before stopping when every rank seen has stopped (default 1)")
+    follow.add_argument("--wait", type=float, default=60.0,
+                        help="seconds to wait for the directory to appear (default 60)")
     args = parser.parse_args(argv)
     if args.command == "gpu-profile":
         return _gpu_profile(args)
+    if args.command == "watch":
+        return _watch(args)
     if args.command == "check":
         return _check(args)
     if args.output is None and not args.perfetto:
         args.output = "report.html"
+    if args.output is not None and args.perfetto is not None and _same_output(args.output, args.perfetto):
+        return _fail(f"-o and --perfetto both name {args.output}: name two files")
     for output in (args.output, args.perfetto):
         if output is None or output == "-":
             continue
@@ -94,12 +115,17 @@ def _main(argv=None) -> int:
     for warning in caught:
         print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
     if args.perfetto:
-        from compiler.readers.perfetto import save_perfetto
+        from compiler.readers.perfetto import perfetto_text, save_perfetto
 
-        try:
-            print(f"wrote {save_perfetto(loaded, args.perfetto)} (Chrome trace events)")
-        except OSError as exc:
-            return _fail(exc)
+        if args.perfetto == "-":
+            sys.stdout.write(perfetto_text(loaded))
+            print("wrote the Chrome trace events to stdout", file=sys.stderr)
+        else:
+            try:
+                print(f"wrote {save_perfetto(loaded, args.perfetto)} (Chrome trace events)",
+                      file=sys.stderr if args.output == "-" else sys.stdout)
+            except OSError as exc:
+                return _fail(exc)
         if args.output is None:
             return 0
     from compiler.drawing import renderer
@@ -122,7 +148,7 @@ def _main(argv=None) -> int:
         out = write_report(loaded, args.output)
     except OSError as exc:  # compiler.stages.files.OutputError: one line naming the path and the cause
         return _fail(exc)
-    print(f"wrote {out} ({what})")
+    print(f"wrote {out} ({what})", file=sys.stderr if args.perfetto == "-" else sys.stdout)
     return 0
 
 
@@ -175,6 +201,44 @@ def _check(args) -> int:
     return 2 if unreadable else 1 if violations else 0
 
 
+def _watch(args) -> int:
+    import time
+
+    from compiler.readers.follow import POLL_S, Follower
+    from compiler.readers.trace import TraceError
+
+    started = time.monotonic()
+    while not os.path.isdir(args.path) and time.monotonic() - started < args.wait:
+        time.sleep(POLL_S)
+    try:
+        follower = Follower(args.path)
+    except TraceError as exc:
+        return _fail(exc)
+    print(f"following {args.path} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            for kind, value in follower.poll():
+                if kind == "rank":
+                    state = follower.ranks[value]
+                    print(f"rank {value} started ({state.source}: {state.file})", flush=True)
+                elif kind == "alert":
+                    print(value.as_text(), flush=True)
+                elif kind == "divergence":
+                    print("DIVERGENCE " + value.as_text(), flush=True)
+                elif kind == "stop":
+                    print(f"rank {value} stopped after {follower.ranks[value].watch.steps} steps", flush=True)
+            if follower.done and len(follower.ranks) >= args.ranks:
+                break
+            if args.timeout is not None and time.monotonic() - started > args.timeout:
+                print(f"stopped following after {args.timeout:g} s", flush=True)
+                break
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    print(follower.table_text(), flush=True)
+    return 0
+
+
 def _one_line(text) -> str:
     from compiler.stages.files import shown_text
 
@@ -184,6 +248,16 @@ def _one_line(text) -> str:
 def _fail(message) -> int:
     print(f"error: {_one_line(message)}", file=sys.stderr)
     return 2
+
+
+def _same_output(a: str, b: str) -> bool:
+    """Do two outputs name one file (both stdout, or one path by any spelling or link)?"""
+    if "-" in (a, b):
+        return a == b
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _overwrites_input(path: str, output: str) -> bool:

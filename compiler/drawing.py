@@ -12,6 +12,7 @@ Names: ``stage`` (one Stage), ``compile`` (one Compile), ``capture`` (a whole Ca
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -43,3 +44,16 @@ def draw(name: str, obj, text: Callable[[], str]) -> str:
     if render is None:
         return f'<pre style="white-space: pre-wrap">{html.escape(text())}</pre>'
     return render(obj)
+
+
+def in_jupyter_kernel() -> bool:
+    """Running in a Jupyter kernel? (Without importing IPython: only asking whether it is there.) A live view
+    (``compiler.watch``'s panel) shows itself there."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or "ipykernel" not in sys.modules:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # noqa: BLE001
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None

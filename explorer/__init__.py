@@ -37,11 +37,15 @@ def _register_drawing() -> None:
     """Tell compiler/ how its objects draw (``compiler.drawing``): compiler never imports explorer."""
     from compiler import drawing
 
-    from .views import render_compile, render_stage
+    from .job_view import display_job
+    from .page import display_capture, display_compile, display_stage
+    from .watch_panel import render_watch_html, show_watch_panel
 
-    for name, renderer in (("stage", render_stage), ("compile", render_compile), ("capture", render_static),
-                           ("job", render_job), ("report", write_report),
-                           ("report_page", report_page)):
+    # a cell's value renders at most 1 MB (explorer.page.DISPLAY_BYTES): the rest is named, not drawn
+    for name, renderer in (("stage", display_stage), ("compile", display_compile), ("capture", display_capture),
+                           ("job", display_job), ("report", write_report),
+                           ("report_page", report_page), ("watch_panel", show_watch_panel),
+                           ("watch", render_watch_html)):
         drawing.register(name, renderer)
 
 

@@ -12,6 +12,7 @@ import functools
 import html
 from importlib.resources import files
 
+from compiler.stages.findings import plural, seconds  # noqa: F401 — one spelling for the views and the text form
 from compiler.stages.files import shown_text
 
 CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
@@ -261,20 +262,6 @@ def cut_mark(text: str | None, limit: int = BLOCK_CHARS) -> Html | None:
 
 
 # --- numbers ------------------------------------------------------------------------------------
-
-def seconds(value: float | None) -> str:
-    """``0.000347`` → ``347 µs``; ``1.49`` → ``1.49 s``."""
-    if value is None:
-        return "–"
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value * 1e9:.3g} ns"
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (words or word + 's')}"
-
 
 # --- lists that can be as long as a trace: every list view shows one page -------------------------
 

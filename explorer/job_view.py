@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .html import (LIST_PAGE, Html, badge, details, esc, heading, join, note, page_note, para, plural, seconds,
                    style_tag, table, tag)
-from .page import FALLBACK_BYTES, REOPENED_CSS, render_static, summary_text
+from .page import DISPLAY_BYTES, FALLBACK_BYTES, REOPENED_CSS, render_static, summary_text
 from .views.tables import datatables_script
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
@@ -21,8 +21,17 @@ def ranks_label(ranks) -> str:
 def render_divergence(divergence) -> Html:
     kind = SEVERITY_KIND.get(divergence.severity, "info")
     rows = [[ranks_label(group), behaviour] for group, behaviour in zip(divergence.groups, divergence.behaviours)]
-    return note(tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind),
-                para(divergence.explanation), table(["ranks", "what they did"], rows), kind=kind)
+    step = getattr(divergence, "step", None)
+    fix = getattr(divergence, "fix", None)
+    parts = [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
+    if step is not None:
+        parts += [" ", badge(f"from step {step}", "info", title="the step it began in, from the ranks' watch files "
+                                                                 "(compiler.watch(job_dir=...))")]
+    parts += [para(divergence.explanation), table(["ranks", "what they did"], rows)]
+    if fix:
+        parts += [para(tag("strong", "Fix: "), str(fix.get("title") or "")),
+                  tag("pre", str(fix.get("snippet") or ""), cls="tc-pre")]
+    return note(*parts, kind=kind)
 
 
 def render_ranks_table(job) -> Html:
@@ -111,6 +120,12 @@ def render_job(job, fallback: bool = False, limit: int | None = None) -> str:
     html = str(tag("div", style, about, overview, heading("Every rank's explorer", 3), *ranks,
                    cls="tcompile tc-static tc-fallback" if fallback else "tcompile tc-static"))
     return REOPENED_CSS + html if fallback else html
+
+
+def display_job(job) -> str:
+    """A job as a cell's value: the overview (divergences first) and the ranks, under
+    ``explorer.page.DISPLAY_BYTES`` like the copy a notebook keeps."""
+    return render_job(job, limit=DISPLAY_BYTES)
 
 
 PROBLEMS_SHOWN = 200  # problems a page lists one by one; the rest are counted by kind

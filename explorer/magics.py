@@ -55,6 +55,7 @@ class Options:
     name: str | None = None
     save: str | None = None
     fix: bool = False  # --fix: try the proposed fixes after the capture
+    sample_compile: bool | None = None  # --sample-compile: compile time by line (None: Python's default)
 
 
 @magics_class
@@ -107,6 +108,11 @@ class TcompileMagics(Magics):
     @magic_arguments.argument("--sources", default="trace", choices=("trace", "local"),
                               help="with --load: trace (default) reads no local file the log names; local reads "
                                    "the source files it names from this machine (regular .py files, size-capped)")
+    @magic_arguments.argument("--sample-compile", dest="sample_compile", action="store_true", default=None,
+                              help="sample compile time by line of the cell (the FX graph viewer's compile-time "
+                                   "shading; compiler.capture(sample_compile=True)): on by default from Python 3.12, "
+                                   "off on 3.11, where sampling another thread's frames can crash CPython "
+                                   "(gh-111363)")
     @magic_arguments.argument("--fix", action="store_true",
                               help="after the capture, try each proposed fix (re-running the cell or call once per "
                                    "fix, compiled with the change) and show the measured before → after in Fixes")
@@ -115,9 +121,9 @@ class TcompileMagics(Magics):
         """Capture every stage of torch.compile for a cell (%%tcompile) or one call (%tcompile f(x))."""
         option_text, rest = split_line(line)
         args = magic_arguments.parse_argstring(self.tcompile, option_text)
+        if args.load is not None:  # a saved capture or a trace needs no torch: no compile option is checked
+            return load_path(self.shell, args.load, check_name_option(args.name), cell, rest, args.sources)
         opts = parse_options(args, self.shell.user_ns)
-        if args.load is not None:
-            return load_path(self.shell, args.load, opts, cell, rest, args.sources)
         if args.compare is not None:
             if cell is None:
                 raise UsageError("--compare works on a cell: %%tcompile --compare SPEC")
@@ -131,7 +137,7 @@ class TcompileMagics(Magics):
         return run_cell(self.shell, opts, cell)
 
 
-def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
+def load_path(shell, path: str, name: str | None, cell, rest, sources: str = "trace"):
     """``%tcompile --load PATH [--name VAR]``: show what a job left behind (``explorer.show_path``)."""
     if cell is not None or rest:
         raise UsageError("--load shows a file or directory: %tcompile --load PATH (no cell, no call)")
@@ -152,8 +158,8 @@ def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
         raise UsageError(shown_text(" ".join(f"--load: {exc}".split()))) from None
     except Exception as exc:  # noqa: BLE001 — whatever a shared file does, the user gets one line, not a traceback
         raise UsageError(shown_text(" ".join(f"--load: {path}: {type(exc).__name__}: {exc}".split()))) from None
-    if opts.name:
-        shell.user_ns[opts.name] = loaded
+    if name:
+        shell.user_ns[name] = loaded
 
 
 TcompileMagics.tcompile.parser.allow_abbrev = False  # options are split from EXPR by their full names
@@ -184,13 +190,19 @@ def split_line(line: str) -> tuple[str, str]:
     return " ".join(words), line[pos:].strip()
 
 
+def check_name_option(name: str | None) -> str | None:
+    """--name must be a Python identifier that is not a keyword."""
+    if name is not None and (not name.isidentifier() or keyword.iskeyword(name)):
+        raise UsageError(f"--name must be a Python identifier that is not a keyword, got {name!r}")
+    return name
+
+
 def parse_options(args, namespace: dict) -> Options:
     """Validate parsed magic arguments (``compiler.reference.options``); a bad value raises a one-line
     UsageError naming the option."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.name is not None and (not args.name.isidentifier() or keyword.iskeyword(args.name)):
-        raise UsageError(f"--name must be a Python identifier that is not a keyword, got {args.name!r}")
+    check_name_option(args.name)
     try:
         options = (compile_options.check_inductor_options(compile_options.parse_dict(unquote(args.options)))
                    if args.options is not None else {})
@@ -206,7 +218,7 @@ def parse_options(args, namespace: dict) -> Options:
         kwargs["options"] = options
     return Options(kwargs, {"backend": args.backend}, fresh=args.fresh, timing=args.timing, repeat=args.repeat,
                    stance=stance, name=args.name, save=unquote(args.save) if args.save else None,
-                   fix=getattr(args, "fix", False))
+                   fix=getattr(args, "fix", False), sample_compile=getattr(args, "sample_compile", None))
 
 
 # --- the cell form ------------------------------------------------------------------------------
@@ -274,10 +286,10 @@ def run(shell, opts: Options, fn, args, kwargs, recorded: dict, *, reset: bool):
         # cache-free is the default here, so torch's note that it also turns PGO off is noise
         warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
         try:
-            return compiler.run(fn, args, kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
+            return compiler.run(fn, *args, kwargs=kwargs, compile_kwargs=opts.compile_kwargs, fresh=opts.fresh,
                                 timing=True if opts.timing else "timing was turned off (--no-timing)",
                                 repeat=opts.repeat, stance=opts.stance, errors="return", reset=reset,
-                                options=recorded, progress=progress.set)
+                                options=recorded, progress=progress.set, sample_compile=opts.sample_compile)
         except CaptureInterrupted as interrupt:  # kept, shown and named like any capture
             return interrupt.capture
         except Exception as exc:  # noqa: BLE001 — shown as the capture's error, in one line

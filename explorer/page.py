@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from string import Template
 
-from .html import Html, details, esc, heading, join, note, para, plural, preformatted, seconds, shorten, style_tag
+from .html import (Html, details, esc, heading, join, note, para, plural, preformatted, seconds, shorten, style_tag,
+                   view_frame)
 from .views import VIEWS, render_view
 from .views.common import break_title, capture_title, compile_label
 from .views.error import render_error
@@ -32,13 +33,15 @@ FALLBACK_BYTES = 1_000_000  # a notebook output's static copy stays under this (
 REOPENED_CSS = ("<style>.jp-OutputArea-child:has(> .jp-OutputArea-output:not([data-mime-type]))"
                 ":not(:has(.tc-explorer)):has(~ .jp-OutputArea-child .tc-fallback) { display: none; }</style>")
 
-KEEP = ("The interactive explorer (while the kernel runs) and the saved capture (<code>%%tcompile --save PATH</code> or "
-        "<code>cap.save(PATH)</code>, reopened with <code>%tcompile --load PATH</code>) hold everything.")
+KEEP = ("The interactive explorer (<code>explorer.show(cap)</code>, or the one a cell showed while the kernel runs) "
+        "and the saved capture (<code>%%tcompile --save PATH</code> or <code>cap.save(PATH)</code>, reopened with "
+        "<code>%tcompile --load PATH</code>) hold everything.")
 
 
-# Which sections a size-limited copy keeps first: the small summaries, then what is hardest to get back
+# Which sections a size-limited copy keeps first: the small summaries (Overview, and Fixes, which Overview points
+# to, with their results), then what is hardest to get back
 # from the saved JSON by eye (the drawn graph, the generated code), the long listings last.
-PRIORITY = ("overview", "breaks", "recompiles", "cudagraphs", "source", "timings", "graph", "code", "inductor",
+PRIORITY = ("overview", "fixes", "breaks", "recompiles", "cudagraphs", "source", "timings", "graph", "code", "inductor",
             "aot", "guards", "bytecode")
 
 
@@ -205,3 +208,49 @@ def summary_text(capture) -> str:
         error = capture.error
         lines.append(f"  ERROR in {error.stage}: {error.type}: {shorten(error.message, 200)}")
     return "\n".join(lines)
+
+
+# --- a capture, compile or stage as a cell's value (``_repr_html_``, through ``compiler.drawing``) -------------
+
+DISPLAY_BYTES = FALLBACK_BYTES  # what any object tcompile draws as a cell's value renders at most
+
+
+def display_capture(capture) -> str:
+    """A capture as a cell's value: its static copy, under ``DISPLAY_BYTES`` (the rest named, a click on
+    ``explorer.show(cap)`` or the saved file away), like the copy a notebook keeps."""
+    return render_static(capture, limit=DISPLAY_BYTES)
+
+
+def display_compile(compile, limit: int = DISPLAY_BYTES) -> str:
+    """One compile as a cell's value: its error, then every compile view (``render_compile``), each kept
+    whole while the page stays under ``limit``; a view that does not fit is named with its size."""
+    from .views import _alone, _capture_of
+
+    capture = _capture_of(compile)
+    error = render_error(None, compile)
+    budget = Budget(limit, used=len(style_tag().encode()) + len(error.encode()) + 4_000)
+    for view in VIEWS:
+        if view.scope == "compile":
+            budget.add(view.key, view.title, lambda v=view: render_view(v.key, capture, compile),
+                       open=view.key == "source")
+    sections = budget.decide()
+    return str(_alone(f"compile {compile_label(compile)}", budget.about() if budget.left_out else None,
+                      view_frame(error) if error else None, join(sections, "\n")))
+
+
+def display_stage(stage, limit: int = DISPLAY_BYTES) -> str:
+    """One stage as a cell's value (``render_stage``); one that renders over ``limit`` shows its text, cut
+    at ``limit``, and says where the whole is (its tab in ``explorer.show(cap)``, ``as_text()``, the saved capture)."""
+    from .html import cut_text
+    from .views import _alone, render_stage
+
+    html = str(render_stage(stage))
+    size = len(html.encode())
+    if size <= limit:
+        return html
+    shown, _ = cut_text(stage.as_text() or "", limit // 2)
+    name = type(stage).__name__
+    return str(_alone(name, note(f"{name} renders {size / 1e6:.3g} MB, over the {limit / 1e6:.3g} MB a cell's output "
+                                 "keeps: its text is below, cut. The whole is in its tab of the explorer "
+                                 "(explorer.show(cap)), in stage.as_text() and in the saved capture.", kind="info"),
+                      preformatted(shown)))

@@ -135,7 +135,7 @@ def run(name: str) -> None:
     import compiler
 
     fn, args = MODELS[name]()
-    cap = compiler.run(fn, args, fresh=True, errors="return", options={"case": name})
+    cap = compiler.run(fn, *args, fresh=True, errors="return", options={"case": name})
     print(f"{name}: {len(cap.compiles)} compiles, error: {cap.error.as_text() if cap.error else None}", flush=True)
 
 
@@ -148,7 +148,7 @@ def capture(out_dir: Path, names) -> None:
     for name in names:
         start = time.perf_counter()
         fn, args = MODELS[name]()
-        cap = compiler.run(fn, args, fresh=True, errors="return", options={"case": name})
+        cap = compiler.run(fn, *args, fresh=True, errors="return", options={"case": name})
         path = cap.save(out_dir / f"{name}.json")
         print(json.dumps({"model": name, "seconds": round(time.perf_counter() - start, 1),
                           "bytes": path.stat().st_size, "error": str(cap.error) if cap.error else None}), flush=True)

@@ -46,7 +46,7 @@ def record(name: str, out_dir: Path) -> dict:
         runtime = time_interleaved(fn, compiled, args, {}, device="cuda")
         cap = recorder.build({"runtime": runtime, "gpu_profile": profile_kernels(compiled, calls[-1])})
     else:
-        cap = compiler.run(fn, args, compile_kwargs=compile_kwargs, fresh=True, errors="return",
+        cap = compiler.run(fn, *args, compile_kwargs=compile_kwargs, fresh=True, errors="return",
                            options={"case": name})
     path = cap.save(out_dir / f"{name}.json")
     if "--raw" in sys.argv:  # the raw log records behind the GPU stages, for parser development

@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -54,6 +55,10 @@ def with_break(x):
     y = x.sin()
     print("a graph break")
     return y.cos()
+
+
+def add(x, y):
+    return x + y
 
 
 def bad_backend(gm, example_inputs):
@@ -305,6 +310,10 @@ API_ERRORS = {
                           "kwargs must be a dict"),
     "missing argument, errors='raise'": (lambda: compiler.explore(f, backend="eager", timing=False), TypeError,
                                          "missing 1 required positional argument"),
+    "explore with fn's arguments in a tuple": (lambda: compiler.explore(add, (x4, x4), backend="eager"), TypeError,
+                                               "spread out — explore(fn, x, y), run(fn, x, y) — not as one tuple"),
+    "run with fn's arguments in a list": (lambda: compiler.run(add, [x4, x4], compile_kwargs={"backend": "eager"}),
+                                          TypeError, "not as one list (explore(fn, (x, y))), which fn cannot take"),
     "compare with a bad spec": (lambda: compiler.compare(f, x4, configs="mode=fastest"), OptionError,
                                 "unknown mode"),
     "compare with an empty spec": (lambda: compiler.compare(f, x4, configs=""), OptionError, "empty spec"),
@@ -583,3 +592,116 @@ def test_a_cell_with_a_5_mb_string_renders_bounded(cell):
 def test_a_large_tensor_timed_twice():
     cap = compiler.explore(f, torch.randn(5_000_000), backend="eager", repeat=2)
     assert cap.error is None and cap.runtime.available
+
+
+# --- loose ends (issue 38): what a newcomer sees --------------------------------------------------------
+
+def test_explore_and_run_take_the_arguments_one_way_and_sample_compile_time_when_asked(cell):
+    """run(fn, x, y) as explore(fn, x, y) (run took a tuple); sample_compile from explore, run and %%tcompile
+    (on Python 3.11 compile time by line is off unless asked for, and only capture() could ask)."""
+    cap = compiler.run(add, x4, x4, compile_kwargs={"backend": "eager"}, timing=False, sample_compile=True)
+    assert cap.error is None and torch.equal(cap.live.result, x4 + x4) and "compile_sampling" in cap.options
+    assert "compile_sampling" not in compiler.explore(f, x4, backend="eager", timing=False,
+                                                      sample_compile=False).options
+    assert "compile_sampling" in compiler.explore(f, x4, backend="eager", timing=False, sample_compile=True).options
+    one_tuple = compiler.explore(lambda pair: pair[0] * pair[1], (x4, x4), backend="eager", timing=False)
+    assert one_tuple.error is None  # a function that takes one tuple still gets it whole
+    error, _, cap = cell("%%tcompile --backend eager --no-timing --sample-compile\nsampled = x + 1")
+    assert error is None and "compile_sampling" in cap.options
+
+
+def test_a_break_in_code_with_no_source_file_has_no_code_line():
+    """python -c / exec: torch logs no code line for the frame; the traceback's next line is not it."""
+    namespace: dict = {}
+    exec(compile("def g(x):\n    y = x.sin()\n    print('a graph break')\n    return y.cos()\n", "<string>",
+                 "exec"), namespace)
+    with compiler.capture() as cap:
+        torch.compile(namespace["g"], backend="eager")(x4)
+    item = cap.breaks[0]
+    assert (item.file, item.line, item.code) == ("<string>", 3, None)
+    assert not [frame for frame in item.stack if (frame.code or "").startswith("Traceback")]
+    assert "Traceback (most recent call last)" not in explorer.render_view("breaks", cap, cap.compiles[0])
+
+
+def test_print_right_after_the_with_block_shows_the_capture():
+    with compiler.capture() as cap:
+        assert repr(cap) == "<Capture pending: made when its with block ends>"
+        torch.compile(with_break, backend="eager")(x4)
+    assert str(cap) == repr(cap) == "<Capture 2 compiles, 2 graphs, 1 graph breaks, 0 recompiles>"
+
+
+def _overview_first_lines(cap) -> list[str]:
+    """The Overview's fixes headline and findings as text (its HTML, tags stripped)."""
+    import html
+    import re
+
+    from explorer.views.overview import render_overview
+
+    page = render_overview(cap, None)
+    shown = re.findall(r'<p class="tc-fix-headline">(.*?)</p>|<li class="tc-finding tc-(\w+)">(.*?)</li>', page)
+    strip = lambda text: html.unescape(re.sub(r"<[^>]+>", "", text))  # noqa: E731
+    return [f"{strip(head).replace(' (see Fixes)', '')}" if head else f"{kind}: {strip(text)}"
+            for head, kind, text in shown]
+
+
+def test_as_text_starts_with_what_the_overview_says_first(monkeypatch):
+    """The text form of a capture opens with the Overview's first lines — frames skipped to eager, the fixes —
+    from one source (it opened with the counts, and named no skipped frame and no fix)."""
+    def looping(x):
+        for _ in range(2):
+            x = x.sin()
+            print("a graph break in a loop: Dynamo skips the frame")
+        return x
+
+    with compiler.capture() as skipped:
+        torch.compile(looping, backend="eager")(x4)
+    with compiler.capture() as recompiled:
+        compiled = torch.compile(with_break, backend="eager")
+        compiled(x4)
+        compiled(torch.randn(4, 5))
+    for cap in (skipped, recompiled):
+        lines = cap.as_text().splitlines()
+        overview = _overview_first_lines(cap)
+        assert overview and lines[0] == repr(cap)
+        text_lines = [line.replace(" (see Fixes; cap.fixes())", "") for line in lines[1:1 + len(overview)]]
+        # a place: the full path in the text, its file name in the page (the path in its tooltip)
+        assert [re.sub(r"[^\s(]*/(\w+\.py:\d+)", r"\1", line) for line in text_lines] == overview
+    assert skipped.as_text().splitlines()[1].startswith("error: Dynamo skipped the whole frame looping (")
+    assert recompiled.as_text().splitlines()[1].startswith("Fixes: ")
+
+
+def test_an_unknown_saving_does_not_read_never_paid_off():
+    """The graph after a break is not timed alone: its saving is unknown, not 'never paid off'."""
+    def then_nothing(x):
+        y = x.sin() + 1
+        print("a graph break")
+        return y
+
+    cap = compiler.explore(then_nothing, x4, backend="aot_eager", repeat=3)
+    after = cap.compiles[1].amortization
+    assert after.available and after.saving_per_call_s is None
+    assert repr(after) == "<Amortization paid off: unknown: this graph is not timed alone>"
+    assert after.as_text().endswith("saving unknown: paid off: unknown: this graph is not timed alone")
+    untimed = compiler.explore(f, x4, backend="aot_eager", timing=False).compiles[0].amortization
+    assert repr(untimed) == "<Amortization paid off: unknown: no timed calls>"
+
+
+@pytest.mark.slow
+def test_a_cache_hit_names_itself_where_the_ir_is_missing():
+    """compiler.capture() keeps Inductor's caches on: a hit skips lowering and fusion, and the run's IR says so
+    (ir_after was an empty text: README's example raised IndexError on its second run)."""
+    def g(x):
+        return x.cos() * 2
+
+    for _ in range(2):  # the first fills Inductor's caches (or hits them); the second, after a reset, hits
+        torch._dynamo.reset()
+        with compiler.capture() as cap:
+            torch.compile(g)(x4)
+    run = cap.compiles[0].inductor.runs[0]
+    for ir in (run.ir_before, run.ir_after):
+        assert not ir.available and "cache hit" in ir.reason and ir.text == ""
+        assert ir.as_text() == f"[ir: unavailable — {ir.reason}]"
+    with compiler.capture(fresh=True) as fresh:
+        torch._dynamo.reset()
+        torch.compile(g)(x4)
+    assert fresh.compiles[0].inductor.runs[0].ir_after.available

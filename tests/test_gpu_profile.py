@@ -161,7 +161,7 @@ def test_measure_mode_brackets_one_call_and_skips_timing(monkeypatch):
 
     monkeypatch.setenv(ncu.ENV, "measure")
     monkeypatch.setitem(ncu._seen, "runs", 0)
-    cap = compiler.run(f, (torch.ones(4),), compile_kwargs={"backend": "eager"})
+    cap = compiler.run(f, torch.ones(4), compile_kwargs={"backend": "eager"})
     assert not cap.runtime.available and cap.runtime.reason == ncu.NOT_TIMED
     assert len(calls) == 1 + 2 + 1  # the captured call, two warm-ups, the measured call (Dynamo replays the append)
     assert ncu._seen["runs"] == 1 and not ncu.measuring()  # only the script's first captured call

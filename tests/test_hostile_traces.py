@@ -825,6 +825,145 @@ def test_save_to_dev_full_is_refused(baseline):
     one_line(refused.value)
 
 
+# --- loose ends (issue 38): the torch version, output paths, Ctrl-C while starting, temporary files ----------
+
+TORCH_2_14_LOG = REPO / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
+
+
+def with_torch_version_payload(tmp_path: Path, payload: str) -> tuple[Path, int]:
+    """The torch 2.14.1 log with its torch_version artifact's payload replaced (md5 made to match): (file, line)."""
+    import hashlib
+
+    lines = read_lines(TORCH_2_14_LOG)
+    at = envelope_at(lines, "artifact:torch_version")
+    end = at + 1
+    while end < len(lines) and lines[end].startswith("\t"):
+        end += 1
+    lines[at] = set_field(lines[at], "has_payload", hashlib.md5(payload.encode()).hexdigest())
+    lines[at + 1:end] = ["\t" + payload]
+    out = tmp_path / "version.log"
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out, at + 1
+
+
+def test_the_torch_version_record_is_known_not_counted_unknown():
+    cap = quiet_load(TORCH_2_14_LOG)
+    assert cap.environment["torch"] == "2.14.1+cu130" and cap.trace.problems == []
+    assert "artifact:torch_version" not in cap.unknown_records
+
+
+@pytest.mark.parametrize("payload", ['{"pytorch_version": 99.5}', '{"pytorch_version": ["2.14"]}', '[1, 2]'])
+def test_a_torch_version_that_is_not_text_is_reported(tmp_path, payload):
+    """A number where torch writes the version string: listed (it was dropped silently, the version None)."""
+    path, line = with_torch_version_payload(tmp_path, payload)
+    field = "torch_version" if payload.startswith("[") else "torch_version.pytorch_version"
+    assert_reported(path, line, field, tmp_path)
+    cap = quiet_load(path)
+    assert cap.environment["torch"] == "2.14.1+cu130"  # the compiles' own metrics still name it
+
+
+def test_an_output_name_ending_in_a_slash_is_refused(real_trace, tmp_path, capsys, monkeypatch):
+    """``-o out/`` with no folder ``out``: one line (it wrote a file named ``out``)."""
+    monkeypatch.chdir(tmp_path)
+    for option in ("-o", "--perfetto"):
+        rc, _, err = run_cli(capsys, real_trace, option, "out/")
+        assert rc == 2 and one_line(err.strip()) == "error: cannot write out/: a name ending in / is a folder; name a file"
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_the_cli_starts_is_one_line(real_trace, tmp_path):
+    """SIGINT while ``python -m compiler`` still imports the package (before its main runs): exit 130 and the
+    one 'error:' line, as later (it printed a traceback). ``-X importtime`` says when the package's
+    submodules are being imported: the interrupt is sent after the first of them."""
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "compiler", "report", str(real_trace),
+                                "-o", str(tmp_path / "r.html")],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.rstrip().endswith(("compiler.readers", "compiler.stages")) or "|   compiler." in line:
+            process.send_signal(signal.SIGINT)
+            break
+    out, rest = process.communicate(timeout=300)
+    err = [line for line in "".join(seen).splitlines() + rest.splitlines() if not line.startswith("import time:")]
+    assert process.returncode == 130, (out, err)
+    assert len(err) == 1 and one_line(err[0]).startswith("error: interrupted (Ctrl-C)")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_perfetto_writes_through_the_one_writer(real_trace, tmp_path, capsys, monkeypatch):
+    """``--perfetto -`` is stdout (it wrote a file named ``-``); a symlink is followed, not replaced; the file
+    gets the mode a new file gets and is fsynced; ``-o X --perfetto X`` is refused (it wrote X twice, exit 0)."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(capsys, real_trace, "--perfetto", "-")
+    assert rc == 0 and json.loads(out)["traceEvents"] and list(tmp_path.iterdir()) == []
+    (tmp_path / "link.json").symlink_to("events.json")
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    rc, out, err = run_cli(capsys, real_trace, "--perfetto", "link.json")
+    assert rc == 0 and (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "events.json").read_text())
+    assert synced
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "events.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    for output, perfetto in (("r.html", "./r.html"), ("-", "-"), ("r.html", "link.html")):
+        if perfetto == "link.html":
+            (tmp_path / "link.html").symlink_to("r.html")
+        rc, out, err = run_cli(capsys, real_trace, "-o", output, "--perfetto", perfetto)
+        assert rc == 2 and one_line(err.strip()).startswith("error: -o and --perfetto both name"), err
+        assert not (tmp_path / "r.html").exists()
+
+
+def test_a_read_only_output_file_is_refused(baseline, real_trace, tmp_path, capsys):
+    """The rename of an atomic write replaces a read-only file regardless: refused in one line, as opening
+    it for writing was (it was silently replaced)."""
+    from compiler.stages.files import OutputError
+
+    for name in ("r.html", "cap.json", "events.json"):
+        (tmp_path / name).write_text("keep")
+        (tmp_path / name).chmod(0o444)
+    rc, _, err = run_cli(capsys, real_trace, "-o", tmp_path / "r.html")
+    assert rc == 2 and one_line(err.strip()) == f"error: cannot write {tmp_path / 'r.html'}: the file is read-only"
+    rc, _, err = run_cli(capsys, real_trace, "--perfetto", tmp_path / "events.json")
+    assert rc == 2 and one_line(err.strip()).endswith("events.json: the file is read-only")
+    with pytest.raises(OutputError, match="the file is read-only") as refused:
+        baseline.save(tmp_path / "cap.json")
+    one_line(refused.value)
+    assert all((tmp_path / name).read_text() == "keep" for name in ("r.html", "cap.json", "events.json"))
+
+
+def test_a_temporary_file_left_by_a_killed_save_is_removed_by_the_next_save(baseline, tmp_path):
+    """A save killed mid-way (SIGKILL inside the write) leaves its temporary file; the next save to that name
+    removes it (it stayed for good) — but never a temporary file of a writer still running."""
+    target = tmp_path / "cap.json"
+    baseline.save(target)
+    killed = ("import os, signal, sys; from compiler.stages.files import atomic_file\n"
+              "with atomic_file(sys.argv[1]) as f:\n"
+              "    f.write('{\"half\": '); f.flush(); os.kill(os.getpid(), signal.SIGKILL)")
+    result = subprocess.run([sys.executable, "-c", killed, str(target)], cwd=REPO, capture_output=True, timeout=300)
+    assert result.returncode == -9
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    assert len(left) == 1
+    waiting = ("import sys; from compiler.stages.files import atomic_file\n"
+               "with atomic_file(sys.argv[1]) as f:\n"
+               "    f.write('{}'); f.flush(); print('writing', flush=True); sys.stdin.readline()")
+    writer = subprocess.Popen([sys.executable, "-c", waiting, str(target)], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        live = [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial") and p.name not in left]
+        assert len(live) == 1
+        baseline.save(target)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cap.json", *live])
+        assert json.loads(target.read_text())["format"]
+    finally:
+        writer.communicate("\n", timeout=300)
+    assert writer.returncode == 0 and [p.name for p in tmp_path.iterdir()] == ["cap.json"]
+
+
 # --- %tcompile --load -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

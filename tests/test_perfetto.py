@@ -59,7 +59,7 @@ def _graph_break(x):
 @pytest.fixture(scope="module")
 def cap():
     torch._dynamo.reset()
-    return compiler.run(_graph_break, (torch.randn(64),), compile_kwargs={"backend": "inductor"}, repeat=3)
+    return compiler.run(_graph_break, torch.randn(64), compile_kwargs={"backend": "inductor"}, repeat=3)
 
 
 def test_the_file_validates_and_matches_the_captures_timings(cap, tmp_path):

@@ -368,8 +368,12 @@ def test_loaded_capture_gives_the_same_views(module_cap):
 
 
 def test_captures_compiles_and_stages_draw_themselves(module_cap):
-    """What a notebook cell shows for ``cap``, ``cap.compiles[i]`` and a stage: its view, styled."""
-    assert without_ids(module_cap._repr_html_()) == without_ids(explorer.render_static(module_cap))
+    """What a notebook cell shows for ``cap``, ``cap.compiles[i]`` and a stage: its view, styled (a capture: its
+    static copy, under the 1 MB a cell's value renders at most)."""
+    from explorer.page import DISPLAY_BYTES
+
+    assert (without_ids(module_cap._repr_html_())
+            == without_ids(explorer.render_static(module_cap, limit=DISPLAY_BYTES)))
     compile = module_cap.compiles[0]
     page = compile._repr_html_()
     assert page.count("/* tcompile views.") == 1 and html.escape(compile.compile_id) in page

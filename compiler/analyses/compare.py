@@ -70,7 +70,7 @@ def run_config(fn, args, config: dict, *, fresh: bool, kwargs: dict, eager_check
     start = time.perf_counter()
     args, kwargs = copy_arguments(args, kwargs)  # every configuration starts from the same inputs
     try:
-        cap = run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing_reason, repeat=repeat,
+        cap = run(fn, *args, kwargs=kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing_reason, repeat=repeat,
                   stance=config.get("stance"), errors="return", eager_fn=eager_fn,
                   dynamo_config=config.get("dynamo_config"), options={"label": label, "config": entry["config"]})
     except CaptureInterrupted as interrupt:  # the partial capture goes with the interrupt

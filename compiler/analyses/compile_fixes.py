@@ -51,9 +51,8 @@ def _structure(module) -> tuple:
 def repeated_blocks(model) -> list[dict]:
     """Groups of structurally identical submodules with children (blocks, not single layers), outermost
     first: ``[{"class": "Block", "paths": ["blocks.0", …], "parameters": n}]``, most parameters first."""
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
+    torch = sys.modules.get("torch")  # a live module means torch is loaded; a loaded capture has none
+    if model is None or torch is None or not isinstance(model, torch.nn.Module):
         return []
     groups: dict[tuple, list[str]] = defaultdict(list)
     for path, module in model.named_modules():

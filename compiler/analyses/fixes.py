@@ -20,6 +20,7 @@ A change that is a code rewrite (``torch.cond``, ``allow_in_graph`` on your func
 from __future__ import annotations
 
 import re
+import sys
 
 from compiler.stages.capture import METHODS
 from compiler.stages.fix_schema import FINDINGS, GUARDS, RUNTIME, DynamicMark, Fix, Fixes
@@ -63,7 +64,8 @@ _MODULE_SOURCE = re.compile(r"_modules\[|\._parameters\[|\._buffers\[|L\['self'\
 _FP32_MATMUL = re.compile(r"f32\[[^\]]*\][^\n]*aten\.(?:mm|addmm|bmm|baddbmm|convolution)\b")
 _MUTATED = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.\w+_\(|\b(?P<target>[A-Za-z_]\w*)\[[^\]]*\]\s*[+\-*/]?=")
 
-_SIZE = re.compile(r"tensor '(?P<name>[^']+)' (?:size|stride) mismatch at index (?P<dim>\d+)")
+_SIZE = re.compile(r"tensor '(?P<name>.+?)' (?:size|stride) mismatch at index (?P<dim>\d+)")  # kwargs['ids'] too
+_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")  # a keyword argument of a **kwargs frame
 _SCALAR = re.compile(r"^(?P<name>[\w\.\[\]'\"]+) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
 _CONFIG_HINT = re.compile(r"torch\._dynamo\.config\.(?P<name>\w+)\s*=\s*(?P<value>True|False)")
 _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w\.]+)`")
@@ -189,10 +191,9 @@ class _Builder:
         match = _CONFIG_HINT.search(text)
         if not match:
             return None
-        import torch
-
+        torch = _loaded_torch()
         name, value = match["name"], match["value"] == "True"
-        if not hasattr(torch._dynamo.config, name):
+        if torch is not None and not hasattr(torch._dynamo.config, name):
             return None
         return self._config_fix(name, f"Set torch._dynamo.config.{name} = {value}, as torch's hint says", value)
 
@@ -247,6 +248,9 @@ class _Builder:
             if not entry:  # a frame after a graph break or a function called inside: not an argument the user passes
                 self.inner_sizes.append((recompile.compile_id, finding))
                 return
+            keyword = _KEYWORD.fullmatch(name)
+            if keyword:  # the frame takes **kwargs (DDP's forward, a module's __call__): the keyword argument
+                name = keyword["name"]
             positional = re.fullmatch(r"args\[(\d+)\]", name)
             if positional:  # the frame takes *args (a decorator's wrapper): the Nth positional argument
                 position = int(positional[1])
@@ -462,8 +466,7 @@ class _Builder:
         compiles = [c for c in self.cap.compiles if c.guards.available and c.guards.rows]
         if not compiles or max(len(c.guards.rows) for c in compiles) < GUARD_OVERHEAD_MIN:
             return
-        import torch.compiler
-
+        torch = _loaded_torch()
         latency = sum(c.guards.latency_us or 0.0 for c in compiles)
         rows = [row for c in compiles for row in c.guards.rows]
         modules = sum(bool(_MODULE_SOURCE.search(row.source)) for row in rows)
@@ -474,7 +477,7 @@ class _Builder:
         timed = (f", torch timed {latency:.3g} µs to check them (one cold-cache evaluation per compile, at compile "
                  "time)") if latency else ""
         for name, (what, gives_up) in GUARD_FILTERS.items():
-            if not dropped[name] or not hasattr(torch.compiler, name):
+            if not dropped[name] or (torch is not None and not hasattr(torch.compiler, name)):
                 continue
             fix = self._fix(("guard_filter", name), kind=name,
                             title=f"Skip the guards on {what} (torch.compiler.{name}): fewer checks on every call",
@@ -593,10 +596,17 @@ class _Builder:
 
 def _specializes(kind: str) -> bool:
     """Is ``torch._dynamo.config.specialize_<kind>`` on in this process (the config the capture ran under,
-    unless it was patched only around the capture)?"""
-    import torch
+    unless it was patched only around the capture)? Not where torch is not loaded (a capture only read):
+    False, torch's default."""
+    torch = _loaded_torch()
+    return torch is not None and bool(getattr(torch._dynamo.config, f"specialize_{kind}", False))
 
-    return bool(getattr(torch._dynamo.config, f"specialize_{kind}", False))
+
+def _loaded_torch():
+    """torch where this process has loaded it (a live capture; fixes to try), else None: proposing fixes for a
+    capture only read imports no torch, and trusts what the capture's own torch logged (a hint's config name,
+    a guard filter) instead of checking it against this process's torch."""
+    return sys.modules.get("torch")
 
 
 def _version(text: str) -> tuple[int, ...]:

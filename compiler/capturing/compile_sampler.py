@@ -61,7 +61,7 @@ from compiler.stages.compile_time import DEFAULT_INTERVAL_S, GC_PHASE, LATE_AFTE
 SAFE_BY_DEFAULT = sys.version_info >= (3, 12)
 OFF_BY_DEFAULT = (f"compile time by line is off by default on Python {sys.version_info.major}.{sys.version_info.minor}: "
                   "sampling the compiling thread's frames from another thread can crash CPython 3.11 (gh-111363); "
-                  "capture(sample_compile=True) turns it on")
+                  "sample_compile=True turns it on (compiler.capture, explore or run; %%tcompile --sample-compile)")
 # While the compiling thread only waits (for g++ or the compile workers) a sample every 50 ms is as good as
 # every 5 ms — those seconds go to no line either way — and costs a tenth: a cold compile waits for g++ for
 # most of its time, where 5 ms sampling took 184 ms of CPU from the compile's 2 cores (MLP, fresh process).

@@ -35,12 +35,13 @@ TORCHSCRIPT_NOT_COMPILED = ("a TorchScript module's forward runs in the TorchScr
                             "would compare two runs of the same code; compile the original module instead")
 
 
-def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None = None, fresh: bool = False,
+def run(fn, *args, kwargs: dict | None = None, compile_kwargs: dict | None = None, fresh: bool = False,
         timing: bool | str = True, repeat: int = 15, stance: str | None = None, errors: str = "raise",
         reset: bool = True, options: dict | None = None, eager_fn=None, dynamo_config: dict | None = None,
-        cudagraph_comparison: bool = True, progress=None) -> Capture:
-    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``/``kwargs`` under
-    capture, time and (on CUDA) profile it; → the Capture.
+        cudagraph_comparison: bool = True, progress=None, sample_compile: bool | None = None) -> Capture:
+    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it as ``fn(*args, **kwargs)`` under
+    capture, time and (on CUDA) profile it; → the Capture. Like ``explore``, ``fn``'s arguments follow it
+    spread out (``run(fn, x, y)``); a tuple of them (``run(fn, (x, y))``) is refused in one line.
 
     - ``timing``: True times eager (``eager_fn``, default ``fn``) against compiled in alternating
       samples (``repeat`` each); False, or a string saying why, skips timing.
@@ -51,6 +52,7 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     - ``dynamo_config``: a ``torch._dynamo.config.patch`` for compiling, calling and timing.
     - ``cudagraph_comparison``: on CUDA with a CUDA-graph mode, also time the function without them.
     - ``progress(text)``: told what runs next (timing, profiling), for a progress display.
+    - ``sample_compile``: compile time by line (``compiler.capture``'s; None: on from Python 3.12, off on 3.11).
     """
     import torch
 
@@ -69,6 +71,7 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     if isinstance(compile_kwargs.get("options"), dict):
         compile_kwargs["options"] = dict(compile_kwargs["options"])  # torch.compile pops keys from it
     args, kwargs = tuple(args), dict(kwargs or {})
+    check_spread(fn, args, kwargs)
     device = device_of(args, kwargs)
     recorded = {"backend": "inductor", **jsonable(compile_kwargs), "stance": stance, **(options or {})}
     from compiler.stages.cudagraphs import wants_cudagraphs
@@ -93,7 +96,8 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
         compiled = torch.compile(fn, **compile_kwargs)
         live.compiled_fn = compiled
         memory_before = torch.cuda.memory_reserved() if device == "cuda" else None
-        recorder = Recorder(fresh=fresh, suppress_errors=errors == "return", options=recorded, live=live)
+        recorder = Recorder(fresh=fresh, suppress_errors=errors == "return", options=recorded, live=live,
+                            sample_compile=sample_compile)
         phase = "the compile or the first call"
         try:
             with recorder, _stance(stance):
@@ -143,6 +147,34 @@ def run(fn, args=(), kwargs: dict | None = None, *, compile_kwargs: dict | None 
     cap = recorder.build(measurements)
     ncu.after_run(cap)  # gpu-profile's plain run keeps the first capture
     return cap
+
+
+def check_spread(fn, args: tuple, kwargs: dict) -> None:
+    """``run`` and ``explore`` take ``fn``'s arguments spread out: a lone tuple (or list) that ``fn`` cannot
+    take as one argument, but could as its arguments, is the other convention — refused, naming the right
+    call. A function whose signature Python cannot read is not checked."""
+    import inspect
+
+    import torch
+
+    if len(args) != 1 or not isinstance(args[0], (tuple, list)) or not args[0]:
+        return
+    try:
+        signature = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args, **kwargs)
+        return  # fn takes the tuple itself
+    except TypeError:
+        pass
+    try:
+        signature.bind(*args[0], **kwargs)
+    except TypeError:
+        return  # neither: the call fails as it would without tcompile
+    raise TypeError(f"tcompile: explore and run take fn's arguments spread out — explore(fn, x, y), run(fn, x, y) "
+                    f"— not as one {type(args[0]).__name__} (explore(fn, (x, y))), which fn cannot take: pass "
+                    "explore(fn, *args)")
 
 
 def _short_repr(value) -> str:
@@ -208,9 +240,12 @@ def interrupted_error(exc: BaseException, phase: str, recorder: Recorder) -> dic
 
 def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 15, reset: bool = True,
             errors: str = "raise", stance: str | None = None, kwargs: dict | None = None,
-            cudagraph_comparison: bool = True, job_dir=None, **compile_kwargs) -> Capture:
-    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it on ``args``, capture every
-    stage, and (``timing=True``) time eager vs compiled calls afterwards (``compiler.run``).
+            cudagraph_comparison: bool = True, job_dir=None, sample_compile: bool | None = None,
+            **compile_kwargs) -> Capture:
+    """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, call it as ``fn(*args, **kwargs)``, capture
+    every stage, and (``timing=True``) time eager vs compiled calls afterwards (``compiler.run``, which takes
+    the arguments the same way: spread out, never as one tuple). ``sample_compile=True``: compile time by
+    line also on Python 3.11, where it is off by default (``compiler.capture``).
 
     On CUDA it also profiles each kernel's GPU time and, for CUDA-graph modes
     (``cudagraph_comparison=True``), times the function compiled without CUDA graphs.
@@ -219,8 +254,9 @@ def explore(fn, *args, fresh: bool = False, timing: bool = True, repeat: int = 1
     The compiled function is ``cap.live.compiled_fn``. ``job_dir``: also save the capture there as
     ``tcompile_capture_rank_N.json`` (N: this process's rank under torchrun; ``compiler.readers.job``).
     """
-    cap = run(fn, args, kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat,
-              stance=stance, errors=errors, reset=reset, cudagraph_comparison=cudagraph_comparison)
+    cap = run(fn, *args, kwargs=kwargs, compile_kwargs=compile_kwargs, fresh=fresh, timing=timing, repeat=repeat,
+              stance=stance, errors=errors, reset=reset, cudagraph_comparison=cudagraph_comparison,
+              sample_compile=sample_compile)
     if job_dir is not None:
         from compiler.readers.job import save_rank
 

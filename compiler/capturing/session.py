@@ -117,14 +117,16 @@ class Recorder:
     once."""
 
     def __init__(self, *, fresh: bool = False, artifact_logs: bool | Iterable[str] = True, suppress_errors: bool = False,
-                 options: dict | None = None, live: LiveState | None = None, sample_compile: bool | None = None):
+                 options: dict | None = None, live: LiveState | None = None, sample_compile: bool | None = None,
+                 collector: RecordCollector | None = None):
         import torch
         import torch._inductor.config as inductor_config
 
         warn_if_untested_torch()
         self.fresh, self.suppress_errors = fresh, suppress_errors
         self.live = live if live is not None else LiveState()
-        self.collector = RecordCollector(with_artifact_logs=artifact_logs)
+        # ``collector``: another collector of torch's records (a watch's, which keeps them bounded)
+        self.collector = collector if collector is not None else RecordCollector(with_artifact_logs=artifact_logs)
         self.bytecode = _BytecodeRecorder(self.live, self.collector)
         self.autotune = AutotuneRecorder(self.collector)
         # compile time by line of user code (compiler.capturing.compile_sampler); None: not sampled
@@ -185,12 +187,14 @@ class Recorder:
                 self.environment = None
         return exc is not None and self.suppress_errors and isinstance(exc, Exception)
 
-    def build(self, measurements: dict | None = None, into: Capture | None = None) -> Capture:
+    def build(self, measurements: dict | None = None, into: Capture | None = None, records: list | None = None) -> Capture:
         """The Capture of what was recorded, plus what was measured after the compile
         (``assemble``'s ``measurements``). A failure here is a tcompile bug: it becomes the
         capture's error instead of reaching the user's code. ``into``: the ``Capture.pending`` a
-        ``with capture()`` block holds, made now."""
-        self.live.records = self.collector.records
+        ``with capture()`` block holds, made now. ``records``: these instead of the collector's (a watch keeps
+        the records of its first compiles only)."""
+        records = self.collector.records if records is None else records
+        self.live.records = records
         if self.collector.overlapping_captures:
             self.options["overlapping_captures"] = self.collector.overlapping_captures
         try:
@@ -200,7 +204,7 @@ class Recorder:
             elif self.sampling_off:
                 self.options["compile_sampling_off"] = self.sampling_off
             hooks = self.bytecode.by_compile()
-            saved = assemble(self.collector.records, self.collector.strings, hooks, self.options,
+            saved = assemble(records, self.collector.strings, hooks, self.options,
                              self.environment or {**environment(), "recompile_limits": self.recompile_limits},
                              self.error, self.counters, self.autotune.results, measurements, compile_samples=samples)
             return new_capture(saved, self.live, into)

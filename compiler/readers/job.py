@@ -22,6 +22,7 @@ from compiler.drawing import draw
 from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
 from compiler.readers.trace_capture import load_trace_file
+from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, read_watch_file
 from compiler.stages.schema import paused_gc
 
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
@@ -43,15 +44,25 @@ class Divergence:
     behaviours: list[str]  # what each group did, in the order of ``groups``
     explanation: str
     severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
+    step: int | None = None  # the step it began in (from the ranks' watch files: ``compiler.watch(job_dir=...)``)
+    fix: dict | None = None  # the change that would prevent it: {"kind", "title", "snippet"}
 
     def as_text(self) -> str:
-        lines = [f"[{self.kind}] {self.explanation}"]
+        lines = [f"[{self.kind}]" + (f" from step {self.step}:" if self.step is not None else "") + f" {self.explanation}"]
         lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
+        if self.fix:
+            lines.append(f"  fix: {self.fix.get('title')}")
+            lines += ["    " + line for line in str(self.fix.get("snippet") or "").splitlines()]
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
-                "explanation": self.explanation, "severity": self.severity}
+        out = {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
+               "explanation": self.explanation, "severity": self.severity}
+        if self.step is not None:
+            out["step"] = self.step
+        if self.fix:
+            out["fix"] = self.fix
+        return out
 
 
 def ranks_text(ranks) -> str:
@@ -70,6 +81,7 @@ class Job:
     problems: list[TraceProblem] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
     source: str = "torch_trace"  # or "tcompile_capture"
+    watches: dict = field(default_factory=dict)  # rank → its watch file (``compiler.readers.watch_log.RankWatch``)
 
     @property
     def ranks(self) -> list[int]:
@@ -144,6 +156,9 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     files, problems = _regular_files(path, entries)
     captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith(CAPTURE_SUFFIXES)]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
+    watches = [p for p in files if p.name.startswith(WATCH_PREFIX) and p.name.endswith(WATCH_SUFFIX)
+               and _RANK_IN_NAME.search(p.name)]
+    files = [p for p in files if p not in watches]
     if not logs and not captures:
         raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
                          f"captures ({CAPTURE_PREFIX}N.json or .json.gz) in this directory")
@@ -163,6 +178,9 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     _check_versions(job)
     unread = _unread_ranks(job)
     job.divergences = ([unread] if unread else []) + find_divergences(job.captures, job.problems, job.path)
+    job.watches = {int(_RANK_IN_NAME.search(p.name)[1]): read_watch_file(p, int(_RANK_IN_NAME.search(p.name)[1]))
+                   for p in watches}
+    _when_and_fix(job)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
@@ -256,6 +274,74 @@ def _load_captures(job: Job, files: list[Path]) -> None:
 
 
 UNREAD_KINDS = ("unreadable_file", "skipped_file", "empty_file")  # problems that leave a file unread
+
+
+def _when_and_fix(job: Job) -> None:
+    """Each recompile divergence gets the step it began in (the odd ranks' recompile alerts in their watch
+    files, ``compiler.watch(job_dir=...)``) and the fix that would prevent it: the fix the watch or the
+    rank's own capture proposed for that recompile (``mark_dynamic`` on the changed dimension), else the
+    one for a size change named by the guard, with padding to one size as the other way."""
+    for divergence in job.divergences:
+        if divergence.kind == "compile_time" and job.watches:
+            divergence.step = _slowest_compile_step(job, divergence.groups[0], divergence.groups[1:])
+        if divergence.kind not in ("recompiles", "compile_ids") or len(divergence.groups) < 2:
+            continue
+        odd = [rank for group in divergence.groups[1:] for rank in group] + divergence.groups[0]
+        for rank in odd:
+            cap = job.captures.get(rank)
+            ids = [r.compile_id for r in cap.recompiles] if cap is not None else []
+            others = [job.captures[r] for g in divergence.groups if rank not in g for r in g if r in job.captures]
+            shared = {r.compile_id for other in others for r in other.recompiles}
+            ids = [i for i in ids if i not in shared]
+            if not ids:
+                continue
+            alerts = [a for a in getattr(job.watches.get(rank), "alerts", [])
+                      if a.kind == "recompile" and set(a.compile_ids) & set(ids)]
+            if alerts and divergence.step is None:
+                divergence.step = min(a.step for a in alerts if a.step is not None) if any(
+                    a.step is not None for a in alerts) else None
+            fix = next((a.fix for a in alerts if a.fix), None) or _capture_fix(cap, ids)
+            if fix and divergence.fix is None:
+                divergence.fix = dict(fix)
+                if fix.get("kind") == "mark_dynamic" and "pad" not in str(fix.get("title")):
+                    divergence.fix["title"] = f"{fix.get('title')} — or pad that input to one size on every rank"
+            if divergence.fix is not None:
+                break
+
+
+def _slowest_compile_step(job: Job, slow, others) -> int | None:
+    """The step in which the ``slow`` ranks spent the most time compiling beyond the other ranks (their watch
+    files' compiles; the mean of each group)."""
+    def per_step(ranks) -> dict[int, float]:
+        ranks = [r for r in ranks if r in job.watches]
+        total: dict[int, float] = defaultdict(float)
+        for rank in ranks:
+            for c in job.watches[rank].compiles:
+                if isinstance(c.get("step"), int) and number(c.get("seconds")):
+                    total[c["step"]] += c["seconds"] / len(ranks)
+        return total
+
+    mine, theirs = per_step(slow), per_step([r for group in others for r in group])
+    extra = {step: seconds - theirs.get(step, 0.0) for step, seconds in mine.items()}
+    return max(extra, key=extra.get) if extra and max(extra.values()) > 0 else None
+
+
+def _capture_fix(cap, compile_ids) -> dict | None:
+    """The fix a rank's capture proposes for one of these recompiles, else the size-change fix of its guard."""
+    try:
+        fixes = cap.fixes().items
+    except Exception:  # noqa: BLE001 — a capture that cannot propose (a loaded error) gives the guard's fix
+        fixes = []
+    fix = next((f for f in fixes if set(f.recompiles) & set(compile_ids) and f.kind == "mark_dynamic"), None) or \
+        next((f for f in fixes if set(f.recompiles) & set(compile_ids)), None)
+    if fix is not None:
+        return {"kind": fix.kind, "title": fix.title, "snippet": fix.snippet}
+    for recompile in cap.recompiles:
+        if recompile.compile_id in compile_ids and recompile.reasons:
+            found = size_change_fix(recompile.reasons[0].text)
+            if found:
+                return found
+    return None
 
 
 def _unread_ranks(job: Job) -> Divergence | None:
@@ -365,8 +451,9 @@ def _short_list(items, limit: int = 6) -> str:
     return text + (f" … ({len(items)} in all)" if len(items) > limit else "")
 
 
-_SIZE_CHANGE = re.compile(r"(?:tensor )?'?(?P<name>[^' ]+)'? (?P<what>size|stride) mismatch at index (?P<i>\d+)\. "
-                          r"expected (?P<old>\S+), actual (?P<new>\S+)")
+_SIZE_CHANGE = re.compile(r"(?:tensor )?(?:'(?P<quoted>.+?)'|(?P<bare>[^' ]+)) (?P<what>size|stride) mismatch at index "
+                          r"(?P<i>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
+_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")
 
 
 def plain_reason(text: str) -> str:
@@ -374,8 +461,32 @@ def plain_reason(text: str) -> str:
     32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
     match = _SIZE_CHANGE.search(text)
     if match:
-        return f"`{match['name']}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
+        return f"`{_size_name(match)}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
     return text
+
+
+def _size_name(match) -> str:
+    """The tensor a size guard names: ``x``, ``args[0]``, ``kwargs['input_ids']`` → ``input_ids``."""
+    name = match["quoted"] or match["bare"]
+    keyword = _KEYWORD.fullmatch(name)
+    return keyword["name"] if keyword else name
+
+
+def size_change_fix(text: str) -> dict | None:
+    """The fix for a rank that recompiled because a tensor's size changed (torch's guard text): mark that
+    dimension dynamic, or pad every rank's inputs to one size; None for another guard."""
+    match = _SIZE_CHANGE.search(text or "")
+    if not match or match["what"] != "size":
+        return None
+    name, dim = _size_name(match), int(match["i"])
+    positional = re.fullmatch(r"args\[(\d+)\]", name)
+    shown = f"positional argument {positional[1]}" if positional else name
+    variable = "arg" if positional else (name if re.fullmatch(r"[A-Za-z_]\w*", name) else "x")
+    return {"kind": "mark_dynamic",
+            "title": f"Mark dimension {dim} of {shown} dynamic before calling (one compile serves every size), or "
+                     f"pad it to one size ({match['old']} → {match['new']} here) on every rank",
+            "snippet": f"torch._dynamo.mark_dynamic({variable}, {dim})   # before each call, on every rank\n"
+                       f"# or: {variable} = torch.nn.functional.pad({variable}, …)   # one size on every rank"}
 
 
 def find_divergences(captures: dict[int, object], problems: list | None = None, where: str = "job") -> list[Divergence]:

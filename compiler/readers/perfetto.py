@@ -13,7 +13,8 @@ What goes in, per capture (one process; a job's ranks are one process each):
   compile, one slice per kernel of its time per call of the function. Their order and gaps are not a
   real timeline — ``args.layout`` says so; their durations are measured.
 
-``save_perfetto`` writes atomically (``compiler.stages.files.write_atomic``).
+``save_perfetto`` writes through the one writer of every output (``compiler.stages.files.write_atomic``: a symlink
+followed, a read-only file refused, fsynced).
 """
 from __future__ import annotations
 
@@ -119,8 +120,12 @@ def _named(loaded) -> dict[str, object]:
 
 def save_perfetto(loaded, path) -> Path:
     """Write ``loaded`` (a Capture or a Job) as a Chrome trace-event JSON file, atomically."""
-    text = json.dumps(perfetto_trace(_named(loaded)), separators=(",", ":"), allow_nan=False)
-    return write_atomic(path, text)
+    return write_atomic(path, perfetto_text(loaded))
+
+
+def perfetto_text(loaded) -> str:
+    """``loaded`` (a Capture or a Job) as Chrome trace-event JSON text."""
+    return json.dumps(perfetto_trace(_named(loaded)), separators=(",", ":"), allow_nan=False)
 
 
 METHODS["save_perfetto"] = save_perfetto  # Capture.save_perfetto (compiler.stages.capture)

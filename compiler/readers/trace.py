@@ -422,15 +422,24 @@ def _kind_name(metadata: dict) -> str:
     return record_kind(metadata)
 
 
-def _torch_version(records) -> str | None:
-    """torch's ``torch_version`` artifact (2.12+), else ``compilation_metrics.pytorch_version`` (2.11)."""
+def _torch_version(records, report) -> str | None:
+    """torch's ``torch_version`` artifact (2.12+), else ``compilation_metrics.pytorch_version`` (2.11). A
+    version that is not text goes to ``report(record, field, value, why)`` and is left out."""
     for record in records:
         if record.kind == "artifact:torch_version" and record.payload:
             try:
-                version = json.loads(record.payload).get("pytorch_version")
-            except (ValueError, AttributeError, RecursionError):
-                return None
-            return shown_text(version) if isinstance(version, str) else None
+                body = json.loads(record.payload)
+            except (ValueError, RecursionError):
+                report(record, "torch_version", record.payload[:80], "not JSON")
+                break
+            if not isinstance(body, dict):
+                report(record, "torch_version", body, "not an object")
+                break
+            version = body.get("pytorch_version")
+            if isinstance(version, str):
+                return shown_text(version)
+            report(record, "torch_version.pytorch_version", version, "not a version string")
+            break
     for record in records:
         if record.kind == "compilation_metrics":
             version = record.metadata["compilation_metrics"].get("pytorch_version")  # checked: str or None

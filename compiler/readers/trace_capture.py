@@ -47,7 +47,14 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
         if path.stat().st_size == 0:
             raise TraceError(f"{info.file}: an empty file, not a TORCH_TRACE log")
         raise TraceError(f"{info.file}: no TORCH_TRACE records in {info.lines} lines (is this a torch trace log?)")
-    info.torch_version = _torch_version(records)
+
+    def report(record, field, value, why):  # a field the stages read that is not what torch writes
+        found = TraceProblem(info.file, record.line, "bad_field", f"{field} = {shown_value(value)}: {why}", field)
+        if strict:
+            raise TraceError(str(found))
+        info.problems.append(found)
+
+    info.torch_version = _torch_version(records, report)
     known = version_tuple(info.torch_version)
     if known and known > NEWEST_KNOWN_TORCH:
         info.problems.append(TraceProblem(
@@ -64,13 +71,6 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     if info.ranks:
         environment["rank"] = info.ranks[0]
     options = {"backend": "unknown", "source": "torch_trace", "trace_file": info.file}
-
-    def report(record, field, value, why):  # a field the stages read that is not what torch writes
-        found = TraceProblem(info.file, record.line, "bad_field", f"{field} = {shown_value(value)}: {why}", field)
-        if strict:
-            raise TraceError(str(found))
-        info.problems.append(found)
-
     saved = assemble(records, strings, {}, options, environment, None, {},
                      measurements={"runtime": _unavailable(UNAVAILABLE["runtime"])}, sources=source_files,
                      report=report, absent=_absent(environment), no_compile_id=READER)

@@ -69,7 +69,8 @@ OTHER_KNOWN = {"bwd_compilation_metrics", "compilation_metrics_runtime", "artifa
                "dynamo_guards", "artifact:backward_prologue", "artifact:backward_epilogue",
                "artifact:compiled_function_forward", "artifact:compiled_function_backward",
                "artifact:compiled_fn_wrapper", "missing_fake_kernel", "mismatched_fake_kernel",
-               "artifact:dynamo_error"}  # a failed compile's traceback: its reason is the compile's error (fail_reason)
+               "artifact:dynamo_error",  # a failed compile's traceback: its reason is the compile's error (fail_reason)
+               "artifact:torch_version"}  # the torch that wrote a log: read by compiler.readers.trace (_torch_version)
 EXTRA_PAYLOAD_LIMIT = 20_000
 
 

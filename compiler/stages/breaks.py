@@ -21,11 +21,18 @@ UNRESUMABLE = "Encountered graph break that we cannot resume from"
 
 @functools.lru_cache(maxsize=1)
 def registry() -> dict:
-    """torch's graph-break registry, keyed by lower-case GB code (``gb0059``)."""
-    import torch._dynamo
+    """torch's graph-break registry, keyed by lower-case GB code (``gb0059``): the JSON file torch installs
+    next to ``torch/_dynamo``, read as a file — found with ``importlib.util.find_spec("torch")``, which locates
+    the installed package without importing it (reading a trace needs no torch)."""
+    import importlib.util
 
-    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
-    if not path.exists():
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    path = next((p for p in (Path(f) / "_dynamo" / "graph_break_registry.json" for f in folders) if p.is_file()), None)
+    if path is None:
         return {}
     entries = json.loads(path.read_text())
     out = {}
@@ -122,14 +129,19 @@ def traceback_frames(text: str | None) -> list[dict]:
     """The frames of a traceback as Python and torch print them (``File "f.py", line 3, in fn``, then the
     code line, absent where Python had no source), in order: file, line, function, code (None if absent)."""
     frames: list[dict] = []
+    indent = 0  # the last frame line's: its code line is indented deeper (a frame with no source has none)
     for line in (text or "").splitlines():
         match = _TB_FRAME.match(line)
         if match:
             frames.append({"file": match["file"], "line": int(match["line"]), "function": match["function"],
                            "code": None})
+            indent = len(line) - len(line.lstrip())
         elif frames and frames[-1]["code"] is None and line.strip():
-            frames[-1]["code"] = line.strip()
-    return frames
+            if len(line) - len(line.lstrip()) > indent:
+                frames[-1]["code"] = line.strip()
+            else:  # the next line of the text (``Traceback (most recent call last):``), not this frame's code
+                frames[-1]["code"] = ""
+    return [dict(f, code=f["code"] or None) for f in frames]
 
 
 def cell_number(path: str | None) -> int | None:

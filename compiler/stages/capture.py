@@ -330,9 +330,13 @@ class Capture(CaptureData, JsonFile):
                       "message": message or str(exc), "stage": stage}}), live=live, into=into)
 
     def as_text(self) -> str:
-        """A plain-text report: the summary, then every compile's stages."""
+        """A plain-text report: what the Overview says first (the fixes' headline, then the findings, worst
+        first: ``compiler.stages.findings``), the summary, then every compile's stages."""
+        from compiler.stages.findings import overview_lines
+
         s = self.summary
-        lines = [repr(self), f"compile time {s.compile_time_s:.3g} s, {s.guards} guards, {s.kernels} kernels"]
+        lines = [repr(self), *overview_lines(self),
+                 f"compile time {s.compile_time_s:.3g} s, {s.guards} guards, {s.kernels} kernels"]
         if self.error:
             lines.append(f"error: {self.error.as_text()}")
         if self.runtime.available:
@@ -352,7 +356,7 @@ class Capture(CaptureData, JsonFile):
         return isinstance(other, Capture) and self.to_data() == other.to_data()
 
     def __repr__(self) -> str:
-        if self.__dict__.get("_pending"):
+        if self.__dict__.get("_pending") is True:  # inside its with block (after it: built by the read below)
             return "<Capture pending: made when its with block ends>"
         s = self.summary
         return (f"<Capture {len(self.compiles)} compiles, {s.graphs} graphs, "

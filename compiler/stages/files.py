@@ -5,13 +5,15 @@ written (``write_atomic``), and the one spelling of a path that came from a dire
 A write goes to a temporary file in the target's directory, is flushed and fsynced, then renamed
 over the target (``os.replace``): a reader sees the old file or the new one, never a part of one —
 also when the process is killed mid-save, the disk fills, or two writers race. Only a regular file
-(or a new name) is written: ``/dev/full``, a FIFO or a directory is refused with a one-line
-``OutputError``.
+(or a new name) is written: ``/dev/full``, a FIFO, a directory, a name ending in ``/`` and a read-only
+file are refused with a one-line ``OutputError``. A temporary file names its writer's process id: one
+left by a writer killed mid-save (whose process is gone) is removed by the next write to the same name.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -34,6 +36,8 @@ _MODE = 0o666 & ~_umask()  # what open(path, "w") would give a new file
 def output_target(path) -> Path:
     """The file a write to ``path`` replaces: a symlink's target, and only a regular file or a new
     name in an existing folder; else an ``OutputError`` (callers check early, before slow work)."""
+    if os.fspath(path).endswith(("/", os.sep)):  # Path() would drop the slash and write a file of that name
+        raise OutputError(f"cannot write {shown_path(path)}: a name ending in / is a folder; name a file")
     path = Path(path)
     path = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
@@ -48,6 +52,10 @@ def output_target(path) -> Path:
     if not stat.S_ISREG(info.st_mode):
         raise OutputError(f"cannot write {path}: not a regular file (a directory, device or FIFO); "
                           "name a new or regular file")
+    # the rename would replace a read-only file regardless: refused, as opening it for writing is (root too,
+    # where no write bit is set: the file was made read-only on purpose)
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise OutputError(f"cannot write {path}: the file is read-only")
     return path
 
 
@@ -63,8 +71,10 @@ def atomic_file(path, binary: bool = False):
     """A file object to write ``path``'s new content to, streaming; the target is replaced only when
     the block ends without an error (temporary file in the same folder, fsync, ``os.replace``)."""
     target = output_target(path)
+    _remove_abandoned(target)
     try:
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
+                                    suffix=".partial")
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
@@ -81,6 +91,31 @@ def atomic_file(path, binary: bool = False):
             raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
         raise
     _sync_folder(target.parent)
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Remove the temporary files of earlier writes to ``target`` whose writer is gone (killed mid-save:
+    ``.NAME.PID.XXXX.partial`` with no process PID); a live writer's file is left alone."""
+    temporary = re.compile(rf"\.{re.escape(target.name)}\.(\d+)\.\w+\.partial")  # mkstemp's part: letters, digits, _
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    for name in names:
+        match = temporary.fullmatch(name)
+        if match and int(match[1]) != os.getpid() and not _alive(int(match[1])):
+            with contextlib.suppress(OSError):
+                os.unlink(target.parent / name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's live process
+        return True
+    return True
 
 
 def _sync_folder(folder: Path) -> None:

@@ -67,8 +67,9 @@ import time
 from collections import defaultdict
 
 from compiler.stages.schema import (REBUILT_ON_LOAD, AotGraphs, Amortization, Compile, Graph, GraphNode, Inductor,
-                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels, KernelSite,
-                                    LineProvenance, Provenance, ProvenanceNode, Source, key_of, node_kernels)
+                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels,
+                                    KernelSite, LineProvenance, NOT_TIMED, Provenance, ProvenanceNode, Source, key_of,
+                                    node_kernels)
 from compiler.stages.compile_time import compile_seconds
 from compiler.stages.data import built
 from compiler.stages.kernel_costs import call_section, extern_costs
@@ -986,7 +987,7 @@ def _amortizations(compiles, runtime, kernel_times, calls_under_capture, gpu_pro
                "sys.setprofile hook")
     method = ("saving = eager − compiled median per call (compiler.capturing.runtime)"
               + (", split over compiles by their measured kernel time" if len(used) > 1 else "")
-              + f"; calls served = {counted}" if served else "no timed calls: saving and calls served unknown")
+              + f"; calls served = {counted}" if served else f"{NOT_TIMED}: saving and calls served unknown")
     out = {}
     for c in compiles:
         compile_s = compile_seconds(c.origin, c.metrics, c.timings)

@@ -505,6 +505,8 @@ class IrText(Data):
     text: str = ""
     nodes: list[IrNode] = field(default_factory=list)
     nodes_from_text: bool = False
+    available: ClassVar[bool] = True  # read like a stage's: False only for a run's missing IR (``MissingIr``)
+    reason: ClassVar[str | None] = None
 
     def __post_init__(self):
         if self.nodes_from_text and self.text:  # (after fusion: once InductorIR rebuilt the text)
@@ -519,6 +521,21 @@ class IrText(Data):
 
     def as_text(self) -> str:
         return self.text
+
+
+class MissingIr(IrText):
+    """A run's IR before or after fusion where Inductor logged none (``InductorRun.ir_before`` / ``ir_after``):
+    empty, ``available`` False and the ``reason`` — a cache hit named, which skips lowering and fusion. Made on
+    read, never saved."""
+
+    available = False
+
+    def __init__(self, reason: str):
+        super().__init__()
+        self.reason = reason
+
+    def as_text(self) -> str:
+        return f"[ir: unavailable — {self.reason}]"
 
 
 def _ir_nodes(text: str) -> list[IrNode]:
@@ -747,13 +764,17 @@ class InductorRun(Data):
 
     @property
     def ir_before(self) -> IrText:
-        """Inductor's IR before fusion."""
-        return self.ir.pre_fusion or IrText()
+        """Inductor's IR before fusion (where there is none, a ``MissingIr`` saying why)."""
+        return self.ir.pre_fusion or self._missing_ir()
 
     @property
     def ir_after(self) -> IrText:
-        """Inductor's IR after fusion."""
-        return self.ir.post_fusion or IrText()
+        """Inductor's IR after fusion (where there is none, a ``MissingIr`` saying why)."""
+        return self.ir.post_fusion or self._missing_ir()
+
+    def _missing_ir(self) -> "MissingIr":
+        return MissingIr(self.ir.reason or ("Inductor logged no IR for this run" if self.ir.available
+                                            else "no reason recorded"))
 
 
 @dataclass(repr=False, eq=False)
@@ -1001,11 +1022,20 @@ class Amortization(Stage):
     method: str | None = None
 
     def _text(self):
-        return (f"compile {self.compile_s or 0:.3g} s, saving {self.saving_per_call_s or 0:.3g} s per call, "
-                f"paid off after {self.break_even_calls if self.break_even_calls is not None else 'never'} calls")
+        saving = (f"saving {self.saving_per_call_s:.3g} s per call" if self.saving_per_call_s is not None
+                  else "saving unknown")
+        return f"compile {self.compile_s or 0:.3g} s, {saving}: {self._summary()}"
 
     def _summary(self):
-        return f"paid off after {self.break_even_calls} calls" if self.break_even_calls else "never paid off"
+        if self.break_even_calls:
+            return f"paid off after {self.break_even_calls} calls"
+        if self.saving_per_call_s is None:  # not measured: neither paid off nor not
+            untimed = (self.method or "").startswith(NOT_TIMED)
+            return f"paid off: unknown: {'no timed calls' if untimed else 'this graph is not timed alone'}"
+        return "never paid off"
+
+
+NOT_TIMED = "no timed calls"  # an Amortization.method that starts so: the run timed nothing
 
 
 @dataclass(repr=False, eq=False)

@@ -5,6 +5,7 @@ import re
 
 from pathlib import Path
 
+from compiler.stages.findings import Code, Place, share_text, skipped_frames, skipped_parts
 from compiler.stages.breaks import cell_number
 
 from ..html import (LIST_PAGE, Html, badge, code, details, heading, join, key_values, note, one_page, page_note, para, plural,
@@ -46,18 +47,15 @@ def file_place(file: str | None, line: int | None) -> Html:
                cls="tc-place")
 
 
-def share_text(share: float | None) -> str | None:
-    if share is None:
-        return None
-    return "under 1 %" if share < 0.005 else f"{share:.0%}".replace("%", " %")
+def sentence(parts) -> Html:
+    """A sentence of ``compiler.stages.findings`` drawn: its code as code spans, its places as ``file_place``."""
+    return join([code(p) if isinstance(p, Code) else file_place(p.file, p.line) if isinstance(p, Place) else p
+                 for p in parts])
 
 
 def skipped_sentence(item) -> Html:
     """One skipped frame in a sentence: which function, torch's reason, the cost where measured."""
-    share = share_text(item.share)
-    return join([f"Dynamo skipped the whole frame ", code(item.function or "?"), " (", file_place(item.file, item.line),
-                 f"): {item.reason}. It runs eagerly, uncompiled, on every call",
-                 f" — {share} of the compiled call's time" if share else "", "."])
+    return sentence(skipped_parts(item))
 
 
 def frame_time_text(item, runtime=None) -> str | None:
@@ -145,11 +143,6 @@ def break_card(item, selected_id: str | None, fix=None):
                details("Full reason (as torch logged it)", preformatted(item.reason)),
                para(doc_link) if doc_link else None,
                cls="tc-break-card" + (" tc-selected" if in_selected else ""))
-
-
-def skipped_frames(capture) -> list:
-    """The skipped frames, costliest first (unmeasured last)."""
-    return sorted(capture.skipped_frames, key=lambda s: -(s.share if s.share is not None else -1))
 
 
 def pages(capture) -> int:

@@ -2,6 +2,7 @@
 (``compiler.analyses.fixes``, ``compiler.analyses.fix_experiments``). Ranked by what the findings cost."""
 from __future__ import annotations
 
+from compiler.stages.findings import fix_headline, fixes_of  # noqa: F401 — the Overview's headline too
 from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED
 
 from ..html import (Html, badge, code, code_block, heading, join, key_values, note, para, plural, seconds, table,
@@ -11,63 +12,6 @@ _GOALS = {"findings": "fewer graph breaks, recompiles or skipped frames",
           "runtime": "a faster compiled run (judged on the timed run, on a quiet machine)",
           "guards": "fewer guards checked on every call (the run no slower)"}
 _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTERRUPTED: "warn", NOT_TRIED: "muted"}
-
-
-def fixes_of(capture):
-    """The capture's proposed fixes (proposed now for a capture saved without them), or None."""
-    try:
-        return capture.fixes()
-    except Exception:  # noqa: BLE001 — a view never raises for a capture it cannot propose for
-        return None
-
-
-def _improves(result, verb: str = "removes") -> str:
-    """``removes 2 of 3 graph breaks, 1 of 1 recompile and 40 % of the compile time``."""
-    b, a = result.before, result.after
-    parts = []
-    for count, word in ((b.graph_breaks, "graph break"), (b.recompiles, "recompile"),
-                        (b.frames_skipped, "skipped frame")):
-        name = "graph_breaks" if word == "graph break" else "recompiles" if word == "recompile" else "frames_skipped"
-        if count:
-            parts.append(f"{count - getattr(a, name)} of {plural(count, word)}")
-    if b.compile_s and a.compile_s is not None and a.compile_s < b.compile_s:
-        parts.append(f"{(1 - a.compile_s / b.compile_s) * 100:.0f} % of the compile time")
-    if b.guards and a.guards < b.guards and result.goal == "guards":
-        parts.append(f"{b.guards - a.guards} of {plural(b.guards, 'guard')}")
-    if b.runtime_s and a.runtime_s is not None and a.runtime_s < b.runtime_s and result.goal != "findings":
-        parts.append(f"{(1 - a.runtime_s / b.runtime_s) * 100:.0f} % of the compiled run time")
-    if not parts:
-        return "changes nothing counted"
-    return f"{verb} " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
-
-
-def fix_headline(capture) -> str | None:
-    """One line for the top of Overview: what the best measured change does, and what is left."""
-    fixes = fixes_of(capture)
-    if not fixes or not fixes.items:
-        return None
-    applicable = [f for f in fixes if f.applicable]
-    suggestions = len(fixes.items) - len(applicable)
-    recommended = [f for f in applicable if f.result and f.result.recommended]
-    parts = []
-    combined = fixes.combined
-    if combined is not None and combined.recommended:
-        parts.append(f"{len(combined.fixes)} changes together {_improves(combined, 'remove')} — measured")
-    elif recommended:
-        best = max(recommended, key=lambda f: (f.result.before.graph_breaks - f.result.after.graph_breaks)
-                   + (f.result.before.recompiles - f.result.after.recompiles))
-        parts.append(f"1 change ({best.id}) {_improves(best.result)} — measured")
-    counts = {}
-    for fix in applicable:
-        status = fix.result.status if fix.result else NOT_TRIED
-        if status == MEASURED and fix.result.recommended:
-            continue
-        label = {MEASURED: "measured, no gain", NOT_TRIED: "not tried"}.get(status, status)
-        counts[label] = counts.get(label, 0) + 1
-    parts += [f"{plural(n, 'change')} {label}" for label, n in counts.items()]
-    if suggestions:
-        parts.append(f"{plural(suggestions, 'code change')} suggested")
-    return "; ".join(parts)
 
 
 def fix_for_break(capture, index: int):

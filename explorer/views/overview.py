@@ -3,87 +3,18 @@ from __future__ import annotations
 
 from ..html import (Html, cards, code, details, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
-from .breaks import skipped_frames, skipped_sentence
 from compiler.stages.breaks import UNRESUMABLE  # noqa: F401 (tests import it from here)
+from compiler.stages.findings import findings as capture_findings, other_failures
 
+from .breaks import sentence
 from .common import is_resume
-from .recompiles import budget_sentence, guard_sentence, limit_sentence
 from .tables import WIDGET_ROWS, data_table
 
 
-FINDINGS_EACH = 10  # skipped frames, recompile-limit hits… named one by one; more are counted
-
-
-def _ids(ids: list[str], shown: int = 20) -> str:
-    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
-
-
-def findings(capture) -> list[tuple[str, str | Html]]:
-    """(kind, sentence) pairs, worst first: what a user should look at."""
-    s = capture.summary
-    found = []
-    if capture.error:
-        found.append(("error", f"{capture.error.type} in {capture.error.stage} "
-                               "(the error box above says more)"))
-    skipped_list = skipped_frames(capture)
-    for item in skipped_list[:FINDINGS_EACH]:  # the costliest outcome: no graph at all
-        found.append(("error", join([skipped_sentence(item), " See Graph breaks."])))
-    if len(skipped_list) > FINDINGS_EACH:
-        found.append(("error", f"… and {len(skipped_list) - FINDINGS_EACH:,} more skipped frames: see Graph breaks"))
-    for hit in capture.recompile_limits[:FINDINGS_EACH]:
-        found.append(("error", join([limit_sentence(hit), " ", guard_sentence(hit), " See Recompiles."])))
-    if len(capture.recompile_limits) > FINDINGS_EACH:
-        found.append(("error", f"… and {len(capture.recompile_limits) - FINDINGS_EACH:,} more frames at the recompile "
-                               "limit: see Recompiles"))
-    near = [b for b in capture.recompile_budgets if not b.hit]
-    for budget in near[:FINDINGS_EACH]:  # used up (or nearly) but not yet refused: the limit before it bites
-        found.append(("error" if budget.left == 0 else "warn",
-                      join([budget_sentence(budget), " ", guard_sentence(budget), " See Fixes and Recompiles."])))
-    failures = other_failures(capture)
-    if failures > 0:
-        found.append(("error", f"{plural(failures, 'compile')} failed (see the status column below)"))
-    if s.graph_breaks:
-        found.append(("warn", f"{plural(s.graph_breaks, 'graph break')} at "
-                              f"{plural(s.unique_graph_breaks, 'place')}: each ends a graph, runs "
-                              "Python eagerly and resumes in a new frame; see Graph breaks"))
-    if s.recompiles:
-        found.append(("warn", f"{plural(s.recompiles, 'recompile')}: guards rejected an earlier "
-                              "compile for new inputs: see Recompiles"))
-    skipped = [c.compile_id for c in capture.compiles if c.status == "skipped"]
-    if skipped:
-        found.append(("warn", f"Dynamo produced no graph for {_ids(skipped)} (the frame runs eagerly)"))
-    aot = [c.compile_id for c in capture.compiles if c.origin == "aot_inductor"]
-    if aot:
-        found.append(("info", f"AOTInductor compiled an exported program outside any Dynamo frame: see "
-                              f"{_ids(aot)} (its graphs, kernels and provenance)"))
-    if not found and capture.compiles:
-        found.append(("ok", f"Compiled cleanly into {plural(s.graphs, 'graph')}: "
-                            "no graph breaks, no recompiles"))
-    if not capture.compiles and not capture.error:
-        found.append(("warn", "torch.compile compiled nothing in this run"))
-    overlapping = capture.options.get("overlapping_captures")
-    if overlapping:
-        found.append(("warn", f"{plural(overlapping, 'other capture')} ran at the same time (nested or in another thread): "
-                              "the compiles shown are this capture's own, but torch's counters (cap.counters) "
-                              "are process-wide and count the other's too"))
-    return found + speed_findings(capture.runtime)
-
-
-def other_failures(capture) -> int:
-    """Failed compiles that are neither a skipped frame nor a compile refused at the recompile limit: each of
-    those is its own finding, never also a failure."""
-    return max(0, capture.summary.failed_compiles - len(capture.skipped_frames) - len(capture.recompile_limits))
-
-
-def speed_findings(runtime) -> list[tuple[str, str]]:
-    speedup = runtime.speedup if runtime.available else None
-    if speedup is None:
-        return []
-    medians = (f" (median {seconds(runtime.compiled.median_s)} vs {seconds(runtime.eager.median_s)} eager)"
-               if runtime.compiled and runtime.eager else "")
-    if speedup < 1:
-        return [("warn", f"The compiled function is slower than eager: {speedup:.2f}×{medians}")]
-    return [("ok", f"{speedup:.2f}× faster than eager{medians}")]
+def findings(capture) -> list[tuple[str, Html]]:
+    """(kind, sentence) pairs, worst first: what a user should look at (``compiler.stages.findings``, the
+    source ``Capture.as_text`` starts with too)."""
+    return [(kind, sentence(parts)) for kind, parts in capture_findings(capture)]
 
 
 def _speedup_card(capture) -> tuple[str, str, str]:
@@ -229,7 +160,7 @@ def environment_line(capture) -> Html:
 
 
 def render_overview(capture, compile) -> str:
-    from .fixes import fix_headline
+    from compiler.stages.findings import fix_headline
 
     unknown = capture.unknown_records
     fixes_line = fix_headline(capture)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compiler.stages.findings import budget_parts, guard_parts, limit_parts
 from compiler.stages.breaks import cell_number, traceback_frames
-from compiler.stages.recompiles import value_kind
 from compiler.stages.schema import RecompileReason
 
 from ..html import LIST_PAGE, Html, badge, code, details, join, note, page_note, para, plural, shorten, tag
-from .breaks import file_place, place
+from .breaks import place, sentence
 from .tables import data_table
 
 
@@ -44,29 +44,14 @@ def _became_dynamic(capture, compile_id: str) -> str:
     return ", ".join(dict.fromkeys(symbols))  # a frame restarted at a graph break creates them again
 
 
-SHOWN_VALUES = 6
-
-
 def limit_sentence(hit) -> Html:
     """A frame at the recompile limit, in a sentence: which frame, how many compiles, which limit."""
-    ids = hit.compile_ids
-    span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
-    return join(["Recompile limit reached: ", code(hit.function or "?"), " (", file_place(hit.file, hit.line),
-                 f") compiled {plural(len(ids), 'time')} ({span}), torch._dynamo.config.{hit.limit_type} = "
-                 f"{hit.limit if hit.limit is not None else '?'}. Every new variant of it now runs eagerly "
-                 "(torch only logs a warning)."])
+    return sentence(limit_parts(hit))
 
 
 def guard_sentence(hit) -> Html | None:
     """The guard that kept failing, with the values it was specialised to."""
-    if not hit.guard:
-        return None
-    kind = value_kind(hit.values)
-    what = {"float": "a Python float specialised", "int": "a Python int specialised"}.get(kind, "specialised")
-    shown = " / ".join(hit.values[:SHOWN_VALUES]) + (f" / … ({len(hit.values)} in all)"
-                                                      if len(hit.values) > SHOWN_VALUES else "")
-    return join(["The guard that keeps failing: ", code(f"{hit.guard} {shown}" if shown else hit.guard),
-                 f" — {what} to each value it saw." if shown else "."])
+    return sentence(guard_parts(hit)) if hit.guard else None
 
 
 # why a Python float is still guarded on its value in torch ≥ 2.6, where floats are otherwise made dynamic after
@@ -79,14 +64,7 @@ FLOAT_SPECIALISED = ("torch makes a float dynamic after one recompile unless som
 
 def budget_sentence(budget) -> Html:
     """A frame that used its recompile budget (or is within two of it) but was not yet refused, in a sentence."""
-    ids = budget.compile_ids
-    span = f"{ids[0]}–{ids[-1]}" if len(ids) > 1 else (ids[0] if ids else "")
-    state = ("the next new variant will run eagerly (torch only logs a warning)" if budget.left == 0 else
-             f"room for {plural(budget.left, 'more variant')}, then new variants run eagerly")
-    head = "Recompile budget used up: " if budget.left == 0 else "Near the recompile limit: "
-    return join([head, code(budget.function or "?"), " (", file_place(budget.file, budget.line),
-                 f") compiled {plural(len(ids), 'time')} ({span}), {budget.used} of "
-                 f"torch._dynamo.config.{budget.limit_type} = {budget.limit}: {state}."])
+    return sentence(budget_parts(budget))
 
 
 def limit_note(hit) -> Html:

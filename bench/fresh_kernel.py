@@ -1,0 +1,136 @@
+"""Figure — opening a saved capture in a fresh kernel (issue 35, item 2): ``%tcompile --load PATH`` in a
+Jupyter kernel started for it, timed from the cell's execute request to the widget's display message on
+the kernel's iopub channel (what the notebook draws), and to the cell's end; then, in the same kernel,
+each tab's first visit (``Explorer.show_tab``: the tab's HTML made and set on its widgets) and a compile
+switch on every compile tab, with the HTML bytes each one ships to the browser. Kernel-side seconds: the
+browser's own drawing is not in them.
+
+    python -m bench.fresh_kernel [CAPTURE ...]
+
+Default: the largest shipped capture (assets/gpu). The kernel is the venv's ``python3`` kernel with this
+checkout first on ``PYTHONPATH``. The cell's CPU seconds in the kernel are reported too (on a shared machine
+the wall time waits for CPU). Budgets: ≤ 2 s to the widget, ≤ 1 s per tab visit or compile switch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .table import Row, megabytes, seconds
+
+REPO = Path(__file__).resolve().parent.parent
+WIDGET_S, TAB_S = 2.0, 1.0
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+TABS = r"""
+import json, time
+from explorer.views import VIEWS
+from explorer.widget import Explorer
+def _shipped(w, i):
+    return len(w.panes[i].value.encode()) + sum(len(getattr(c, "value", "").encode()) for c in w.pieces[i].children)
+_w = Explorer(_tc_loaded, static_html=False)
+_out = {"tabs": [], "switches": []}
+for _i, _v in enumerate(VIEWS):
+    _t = time.perf_counter(); _w.tabs.selected_index = _i; _w.show_tab(_i)
+    _out["tabs"].append([_v.title, time.perf_counter() - _t, _shipped(_w, _i)])
+    if _v.scope == "compile" and len(_w.compiles) > 1:
+        _t = time.perf_counter(); _w.selector.value = 1
+        _out["switches"].append([_v.title, time.perf_counter() - _t, _shipped(_w, _i)])
+        _w.selector.value = 0
+print(json.dumps(_out))
+"""
+
+
+def _run(client, code: str, timeout: float = 600) -> dict:
+    """Execute ``code``; the seconds to the first widget display, to the reply, and the stdout text."""
+    start = time.perf_counter()
+    msg_id = client.execute(code)
+    widget_s, stdout, error = None, [], None
+    while True:
+        msg = client.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind in ("display_data", "execute_result") and WIDGET_MIME in content.get("data", {}) and widget_s is None:
+            widget_s = time.perf_counter() - start
+        elif kind == "stream" and content.get("name") == "stdout":
+            stdout.append(content["text"])
+        elif kind == "error":
+            error = f"{content['ename']}: {content['evalue']}"
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    if error:
+        raise RuntimeError(error)
+    return {"widget_s": widget_s, "done_s": time.perf_counter() - start, "stdout": "".join(stdout)}
+
+
+def measure(path: Path) -> dict:
+    from jupyter_client.manager import start_new_kernel
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    started = time.perf_counter()
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(REPO))
+    try:
+        ready_s = time.perf_counter() - started
+        opened = _run(client, "import resource as _r; _tc_cpu = _r.getrusage(_r.RUSAGE_SELF)\n"
+                              f"%load_ext explorer\n%tcompile --load {path} --name _tc_loaded\n"
+                              "_tc_now = _r.getrusage(_r.RUSAGE_SELF)\n"
+                              "print(_tc_now.ru_utime + _tc_now.ru_stime - _tc_cpu.ru_utime - _tc_cpu.ru_stime)")
+        cell_cpu = float(opened["stdout"].strip().splitlines()[-1])
+        torch = _run(client, "import sys; print('torch' in sys.modules)")["stdout"].strip() == "True"
+        tabs = json.loads(_run(client, TABS)["stdout"].strip().splitlines()[-1])
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return {"capture": str(path), "capture_bytes": path.stat().st_size, "kernel_ready_s": ready_s,
+            "widget_s": opened["widget_s"], "cell_s": opened["done_s"], "cell_cpu_s": cell_cpu, "torch_imported": torch, **tabs}
+
+
+def rows_for(result: dict) -> list[Row]:
+    name = f"{Path(result['capture']).name} ({megabytes(result['capture_bytes'])})"
+    rows = [Row(f"fresh kernel, %tcompile --load {name}: to the widget", seconds(result["widget_s"]), "2 s budget",
+                result["widget_s"] / WIDGET_S, "≤ 1 (≤ 2 s)", high=1.0,
+                note=f"cell done in {seconds(result['cell_s'])} ({seconds(result['cell_cpu_s'])} of kernel CPU, the "
+                     f"static copy after the widget included); kernel start {seconds(result['kernel_ready_s'])} "
+                     f"(not counted); torch imported: {result['torch_imported']}")]
+    slowest = max(result["tabs"], key=lambda t: t[1])
+    biggest = max(result["tabs"], key=lambda t: t[2])
+    rows.append(Row(f"{name}: slowest first tab visit ({slowest[0]})", seconds(slowest[1]), "1 s budget",
+                    slowest[1] / TAB_S, "≤ 1 (≤ 1 s)", high=1.0,
+                    note="; ".join(f"{t}: {seconds(s)}, {megabytes(b)}" for t, s, b in result["tabs"])
+                         + f"; largest HTML shipped: {biggest[0]} {megabytes(biggest[2])}"))
+    if result["switches"]:
+        worst = max(result["switches"], key=lambda t: t[1])
+        rows.append(Row(f"{name}: slowest compile switch ({worst[0]})", seconds(worst[1]), "1 s budget",
+                        worst[1] / TAB_S, "≤ 1 (≤ 1 s)", high=1.0,
+                        note="; ".join(f"{t}: {seconds(s)}, {megabytes(b)}" for t, s, b in result["switches"])))
+    return rows
+
+
+def largest_shipped() -> Path:
+    return max((REPO / "assets" / "gpu").glob("*.json"), key=lambda p: p.stat().st_size)
+
+
+def run(quick: bool, log=print, paths: list[Path] | None = None) -> tuple[list[Row], dict]:
+    results = []
+    for path in paths or [largest_shipped()]:
+        results.append(measure(Path(path).resolve()))
+        log(f"fresh kernel: {Path(path).name}: widget after {seconds(results[-1]['widget_s'])}")
+    return [row for result in results for row in rows_for(result)], {"runs": results}
+
+
+def main(argv=None) -> int:
+    from .table import format_table
+
+    paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
+    rows, details = run(False, paths=paths or None)
+    print(format_table(rows))
+    print(json.dumps(details))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
