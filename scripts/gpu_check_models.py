@@ -161,7 +161,7 @@ def one(name: str, out: Path, backend: str = "inductor") -> dict:
     fn, args = {**CPU_MODELS, **CUDA_MODELS}[name](device) if name in {**CPU_MODELS, **CUDA_MODELS} else (None, None)
     if fn is None:
         raise SystemExit(f"unknown model {name}: {sorted(models)}")
-    cap = compiler.run(fn, args, compile_kwargs={"backend": backend}, fresh=True, errors="return", repeat=5,
+    cap = compiler.run(fn, *args, compile_kwargs={"backend": backend}, fresh=True, errors="return", repeat=5,
                        options={"case": name})
     captured_s = time.perf_counter() - start
     torch._dynamo.reset()
