@@ -200,3 +200,30 @@ def test_the_ratio_interval_reads_interleaved_samples():
     assert ratio.ratio == pytest.approx(0.8) and ratio.high < 0.95 and fix_verdicts.faster(ratio)
     drift = fix_verdicts.ratio_of(before, [b * (0.5 if i % 2 else 1.5) for i, b in enumerate(before)])
     assert not fix_verdicts.faster(drift) and drift.low < 1 < drift.high
+
+
+def sleepy_backend(gm, example_inputs):
+    """A backend whose compile takes long once the fix is applied (as dynamic=True did on Mask R-CNN)."""
+    if torch._dynamo.config.capture_scalar_outputs:
+        time.sleep(600)
+    return gm
+
+
+@pytest.mark.slow
+def test_an_experiment_compiling_past_5x_the_baseline_is_stopped_with_what_it_had():
+    from compiler.analyses import fix_workers
+    from compiler.analyses.fix_experiments import Change, replay_of
+
+    cap = explored(f_item, torch.randn(8))
+    replay = replay_of(cap, overrides={"backend": sleepy_backend})
+    told = []
+    base, outcomes = fix_workers.run_pool(replay, [(0, "capture_scalar_outputs", Change({"capture_scalar_outputs": True})),
+                                                   (1, "nothing", Change())],
+                                          progress=lambda done, total, text: told.append(text), min_stop_s=3.0,
+                                          concurrency=2)
+    assert outcomes[0].compiled is None  # its 600 s compile was cut off
+    assert outcomes[0].stopped.startswith("stopped: compile over 5× the baseline") and "it had compiled" in \
+        outcomes[0].stopped
+    assert outcomes[1].stopped is None and len(outcomes[1].samples["after"]) == fix_workers.ROUNDS
+    assert base.compiled["measure"]["graph_breaks"] == 1
+    assert any("spent" in t and "left" in t for t in told) and any("capture_scalar_outputs" in t for t in told)

@@ -684,6 +684,13 @@ def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, 
                 result.before.__dict__["_capture"] = before.__dict__.get("_capture")
                 result.before.runtime_s, result.before.eager_runtime_s = result.timing.before_s, result.timing.eager_s
                 after.runtime_s, after.eager_runtime_s = result.timing.after_s, result.timing.eager_s
+                if outcome.samples.get("guards_before"):
+                    result.guard_timing = ratio_of(
+                        outcome.samples["guards_before"], outcome.samples["guards_after"],
+                        method=f"every compile's guards checked once on the locals they were built on (torch's "
+                               f"guard_manager_testing_hook_fn), with and without the fix, interleaved with the calls; "
+                               f"median ratio over {len(outcome.samples['guards_before'])} rounds, 95 % bootstrap "
+                               "interval")
             elif outcome.timing_error:
                 result.error = f"not timed: {outcome.timing_error}"
             judged(result, after, outcome.compiled.get("outputs_value"), base, expected, change, check)

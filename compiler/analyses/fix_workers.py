@@ -70,6 +70,7 @@ def _worker(work: str, name: str) -> None:
             send(event="progress", frames=counters["frames"]["ok"], tried=counters["frames"]["total"],
                  graphs=counters["stats"]["unique_graphs"])
 
+    managers = _keep_guard_managers()
     send(event="started", t=time.time())
     threading.Thread(target=tell_progress, daemon=True).start()
     start = time.perf_counter()
@@ -82,10 +83,16 @@ def _worker(work: str, name: str) -> None:
             capture = os.path.join(work, f"{name}.capture.json")
             run.cap.save(capture)
             send(event="compiled", measure=run.measure().to_data(), error=run.error, outputs=outputs,
-                 capture=capture, wall_s=wall)
+                 capture=capture, wall_s=wall, guards=len(managers))
             device = device_of(run.args, run.kwargs)
             eager_args, eager_kwargs = copy_arguments(*replay.calls[-1])
-            targets = {"compiled": (run.compiled, run.args, run.kwargs), "eager": (replay.fn, eager_args, eager_kwargs)}
+
+            def check_guards():
+                for manager, scope in managers:
+                    manager.check(scope)
+
+            targets = {"compiled": (run.compiled, run.args, run.kwargs), "eager": (replay.fn, eager_args, eager_kwargs),
+                       "guards": (check_guards, (), {})}
             for line in sys.stdin:
                 command = json.loads(line)
                 if command["cmd"] == "quit":
@@ -111,6 +118,18 @@ def _worker(work: str, name: str) -> None:
                     send(event="error", error=f"{type(exc).__name__}: {exc}"[:500])
     finally:
         done.set()
+
+
+def _keep_guard_managers() -> list:
+    """Every compile's guard manager with the frame locals it was built on (torch's
+    ``guard_manager_testing_hook_fn``, called once per compile; a worker process only): checking each once is
+    what one call pays for guards where every frame's first cache entry matches."""
+    import torch._dynamo.guards as guards
+
+    managers: list = []
+    if hasattr(guards, "guard_manager_testing_hook_fn"):
+        guards.guard_manager_testing_hook_fn = lambda manager, scope, builder: managers.append((manager, scope))
+    return managers
 
 
 def _sync(device: str) -> None:
@@ -393,18 +412,23 @@ def _load_files(base: Outcome, outcomes: dict) -> None:
 
 
 def time_pair(baseline: Worker, worker: Worker, rounds: int = ROUNDS) -> dict[str, list[float]]:
-    """before (the baseline's compiled call), after (the experiment's) and eager (the baseline's eager call),
-    interleaved: the same warm-up, the same calls per sample, the order rotating every round."""
+    """before (the baseline's compiled call), after (the experiment's) and eager (the baseline's eager call), and
+    where both kept their guard managers, each one's guard check: interleaved, the same warm-up, the same calls
+    per sample for before and after, the order rotating every round."""
     targets = {"before": (baseline, "compiled"), "after": (worker, "compiled"), "eager": (baseline, "eager")}
+    if (baseline.compiled or {}).get("guards") and (worker.compiled or {}).get("guards"):
+        targets.update(guards_before=(baseline, "guards"), guards_after=(worker, "guards"))
     for who, what in targets.values():
         who.request(cmd="warm", what=what)
     numbers = {name: who.request(cmd="calibrate", what=what)["number"] for name, (who, what) in targets.items()}
-    number = max(numbers["before"], numbers["after"])  # before and after: the same calls per sample
-    numbers.update(before=number, after=number)
+    for pair in (("before", "after"), ("guards_before", "guards_after")):  # the same calls per sample
+        if pair[0] in numbers:
+            number = max(numbers[pair[0]], numbers[pair[1]])
+            numbers.update({pair[0]: number, pair[1]: number})
     samples: dict[str, list[float]] = {name: [] for name in targets}
     order = list(targets)
     for index in range(rounds):
-        turn = order[index % 3:] + order[:index % 3]
+        turn = order[index % len(order):] + order[:index % len(order)]
         for name in turn:
             who, what = targets[name]
             samples[name].append(who.request(cmd="sample", what=what, number=numbers[name])["s"])

@@ -204,6 +204,9 @@ class FixResult(Data):
         if self.timing is not None:
             t = self.timing
             parts.append(f"compiled call {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}) of before")
+        if self.guard_timing is not None and self.goal == GUARDS:
+            g = self.guard_timing
+            parts.append(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before")
         return parts
 
     def sentence(self, name: str) -> str:
@@ -226,6 +229,10 @@ class FixResult(Data):
             head += f" — before: {self.before.as_text()} → after: {self.after.as_text()}"
         if self.timing is not None:
             head += f"; {self.timing.as_text()}"
+        if self.guard_timing is not None:
+            g = self.guard_timing
+            head += (f"; guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before: {g.before_s * 1e6:.3g} → "
+                     f"{g.after_s * 1e6:.3g} µs per call")
         if self.output_note:
             head += f"; {self.output_note}" if self.outputs_equal is not False else f"; changes results: {self.output_note}"
         for comparison in self.comparisons:

@@ -158,9 +158,15 @@ def result_section(result) -> Html:
                                 f": {seconds(t.before_s)} → {seconds(t.after_s)}, eager {seconds(t.eager_s)} in the "
                                 f"same experiment — {t.method}"]),
                           kind="ok" if t.high < 0.95 else "muted"))
+    if result.guard_timing is not None:
+        g = result.guard_timing
+        parts.append(note(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before: "
+                          f"{g.before_s * 1e6:.3g} → {g.after_s * 1e6:.3g} µs per call — {g.method}", kind="muted"))
     if result.outputs_equal is not None:
-        parts.append(note(("Outputs: " if result.outputs_equal else "Changes results: ") + (result.output_note or ""),
-                          kind="ok" if result.outputs_equal else "error"))
+        same = result.comparisons[1].equal if len(result.comparisons) > 1 else result.outputs_equal
+        head = ("Outputs equal eager: " if same else "Outputs no further from eager than without the fix: ") \
+            if result.outputs_equal else "Changes results: "
+        parts.append(note(head + (result.output_note or ""), kind="ok" if result.outputs_equal else "error"))
     if result.comparisons:
         rows = []
         for comparison in result.comparisons:
