@@ -7,8 +7,33 @@
 or ``compiler.explore(fn, x, mode=..., dynamic=..., fullgraph=..., backend=..., options=...)``
 (``compiler.run`` underneath: compile, call, capture, time, profile, build once).
 Imports torch and the standard library only (pandas lazily, for tables).
+
+Floors, every import pointing down (module-level and inside functions; ``tests/test_layout.py`` checks it):
+
+    reference, drawing   torch's knobs as tables; how captures draw (a registry explorer fills)
+    stages               the typed data and its builders: records → a Capture; the Capture file, the atomic
+                         write (``stages.files``), the environment record, a GPU profile matched to kernels
+    readers              files in: TORCH_TRACE logs, job directories, AOTInductor logs; TORCH_TRACE/Perfetto out
+    capturing            a live run watched: torch's log records, the bytecode hook, timings, GPU profiles
+    analyses             questions asked of captures: what-if, fixes, diff, comparisons, experiments
+    compiler (this file), __main__   the public API and the command line: may import every floor
+
+A floor imports its own and those below, never one above. What two floors both need lives on the lower one.
+The ``Capture`` lives on the data floor and offers what the floors above it do (``cap.what_if()``,
+``cap.fixes()``, ``cap.diff()``, ``cap.try_fixes()``, ``cap.save_trace()``, ``cap.save_perfetto()``, …) in
+one way: each of those methods calls ``compiler.stages.capture.METHODS[name]``, which the module doing the
+work fills when it is imported (a ``METHODS[...] = ...`` line at its end). This file imports each such module
+below, and Python runs it before any module of the package, so every Capture finds them all.
 """
-from compiler.analyses import compile_fixes, experiments, fix_experiments  # noqa: F401 — registers Capture.try_fixes, …
+import importlib
+
+# The modules that give Capture its upper floors' methods (compiler.stages.capture.METHODS), imported first
+# (by name, so that ``compiler.diff`` & co. do not become modules of the public API).
+for _module in ("analyses.compile_fixes", "analyses.diff", "analyses.fix_experiments", "analyses.fixes",
+                "analyses.whatif", "readers.perfetto", "readers.trace"):
+    importlib.import_module(f"compiler.{_module}")
+del _module
+from compiler.analyses import experiments
 from compiler.reference import knobs
 from compiler.analyses.compare import compare
 from compiler.analyses.configurations import parse_compare_spec

@@ -56,7 +56,7 @@ def _main(argv=None) -> int:
     for output in (args.output, args.perfetto):
         if output is None or output == "-":
             continue
-        from compiler.readers.files import output_target
+        from compiler.stages.files import output_target
 
         if args.path.strip() and _overwrites_input(args.path, output):
             return _fail(f"{output} is the input itself (or a file of the input job): writing it would "
@@ -92,7 +92,7 @@ def _main(argv=None) -> int:
         if args.output is None:
             return 0
     from compiler.drawing import renderer
-    from compiler.readers.files import shown_text
+    from compiler.stages.files import shown_text
 
     report_page, write_report = renderer("report_page"), renderer("report")
     if report_page is None or write_report is None:
@@ -109,7 +109,7 @@ def _main(argv=None) -> int:
         return 0
     try:
         out = write_report(loaded, args.output)
-    except OSError as exc:  # compiler.readers.files.OutputError: one line naming the path and the cause
+    except OSError as exc:  # compiler.stages.files.OutputError: one line naming the path and the cause
         return _fail(exc)
     print(f"wrote {out} ({what})")
     return 0
@@ -139,7 +139,7 @@ def _gpu_profile(args) -> int:
 
 
 def _one_line(text) -> str:
-    from compiler.readers.files import shown_text
+    from compiler.stages.files import shown_text
 
     return shown_text(" ".join(str(text).split()))
 

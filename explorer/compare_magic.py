@@ -23,7 +23,7 @@ import warnings
 
 from IPython.core.error import UsageError
 
-from . import cell as cell_mod
+from .cell import compile_cell, unquote
 from .progress import Progress
 
 
@@ -47,14 +47,14 @@ def run_compare(shell, spec: str, cell: str, base_args=None):
     from compiler.analyses.compare import CompareInterrupted
 
     base = _base(base_args)
-    spec = cell_mod.unquote(spec.strip())
+    spec = unquote(spec.strip())
     try:
         configs = parse_compare_spec(spec)
     except ValueError as exc:
         raise UsageError(f"--compare: {exc}") from None
     namespace = shell.user_ns
     try:
-        compiled_cell = cell_mod.compile_cell(cell, namespace)
+        compiled_cell = compile_cell(cell, namespace)
     except SyntaxError as exc:
         print(f"tcompile: the cell does not parse: {exc.msg} (line {exc.lineno})", file=sys.stderr)
         return None

@@ -12,7 +12,7 @@ import functools
 import html
 from importlib.resources import files
 
-from compiler.readers.files import shown_text
+from compiler.stages.files import shown_text
 
 CSS_PATH = files("explorer") / "static" / "tcompile.css"  # package data (importlib.resources)
 

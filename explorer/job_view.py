@@ -171,7 +171,7 @@ def report_page(obj, title: str | None = None) -> str:
 
 
 def write_report(obj, out) -> Path:
-    """The report page, written atomically (``compiler.readers.files.write_atomic``)."""
-    from compiler.readers.files import shown_text, write_atomic
+    """The report page, written atomically (``compiler.stages.files.write_atomic``)."""
+    from compiler.stages.files import shown_text, write_atomic
 
     return write_atomic(out, shown_text(report_page(obj)))

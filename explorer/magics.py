@@ -33,8 +33,7 @@ from compiler.reference.options import DYNAMIC, STANCES, OptionError
 from compiler.capturing.run import CaptureInterrupted, has_cached_compiles
 from compiler.analyses.whatif import target_function
 
-from . import cell as cell_mod
-from .cell import unquote
+from .cell import compile_cell, unquote
 from .progress import Progress
 
 COLD_HINT = "a cold Inductor compile on CPU takes ~15 s"
@@ -141,7 +140,7 @@ def load_path(shell, path: str, opts, cell, rest, sources: str = "trace"):
 
     from .job_widget import show_path
 
-    from compiler.readers.files import shown_text
+    from compiler.stages.files import shown_text
 
     path = unquote(path)
     if not path.strip():
@@ -219,7 +218,7 @@ def run_cell(shell, opts: Options, cell: str):
     recorded = {**opts.recorded, "magic": "%%tcompile"}
     check_stance = opts.stance == "fail_on_recompile"
     try:
-        compiled_cell = cell_mod.compile_cell(cell, namespace, reuse=check_stance)
+        compiled_cell = compile_cell(cell, namespace, reuse=check_stance)
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         cap = compiler.Capture.from_error(exc, stage="parsing the cell (before any compile)", options=recorded,
@@ -383,7 +382,7 @@ def error_line(error, wrote_back, captured: bool) -> str:
 
 def show(cap, fn, namespace: dict, name: str | None) -> None:
     """Display the capture with ``explorer.show``; never let a display failure raise."""
-    from . import widget
+    import explorer.widget as widget  # read at call time: tests replace explorer.widget.show
 
     try:
         widget.show(cap, fn=fn, namespace=namespace)

@@ -1,5 +1,10 @@
 """The import graph of compiler/ and explorer/, read from the source (AST), every import counted —
-module-level and inside functions — except those under ``if TYPE_CHECKING:``, which never run."""
+module-level and inside functions — except those under ``if TYPE_CHECKING:``, which never run. An
+import names the module or package it reads from: ``from . import cell`` depends on the package (its
+``__init__``) as well as on ``cell``; ``from .cell import unquote`` on ``cell`` alone.
+
+compiler/'s floors (compiler/__init__'s docstring): ``floor_of`` a module, and ``upward`` the imports
+that point up a floor."""
 from __future__ import annotations
 
 import ast
@@ -44,8 +49,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
                 found.add(alias.name)
         elif isinstance(node, ast.ImportFrom):
             base = resolve(node.module or "", node.level)
-            for alias in node.names:  # `from pkg import mod` imports pkg.mod; `from mod import name`, mod
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+            found.add(base)  # the module or package named runs first: `from . import cell` imports the package
+            for alias in node.names:  # `from pkg import mod` imports pkg.mod too
+                if f"{base}.{alias.name}" in known:
+                    found.add(f"{base}.{alias.name}")
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -62,6 +69,25 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+# compiler/'s floors, bottom first (compiler/__init__'s docstring); the package's top modules may import all.
+FLOORS = (("reference", "drawing"), ("stages",), ("readers",), ("capturing",), ("analyses",), ("__init__", "__main__"))
+
+
+def floor_of(name: str) -> int | None:
+    """The floor of a compiler/ module (0 the bottom), None outside compiler/."""
+    parts = name.split(".")
+    if parts[0] != "compiler":
+        return None
+    room = parts[1] if len(parts) > 1 else "__init__"
+    return next(i for i, rooms in enumerate(FLOORS) if room in rooms)
+
+
+def upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import in compiler/ of a module on a higher floor, as (importer, imported)."""
+    return sorted((name, target) for name, targets in edges.items() if floor_of(name) is not None
+                  for target in targets if floor_of(target) is not None and floor_of(target) > floor_of(name))
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -107,3 +133,5 @@ if __name__ == "__main__":
         up = sorted(t for t in targets if name.startswith("compiler") and t.startswith("explorer"))
         if up:
             print(f"{name} imports {', '.join(up)}")
+    for name, target in upward(g):
+        print(f"{name} imports {target}, a floor up")

@@ -188,7 +188,7 @@ def test_a_held_traceback_reaches_torchs_handlers_when_the_capture_reports_no_er
 
 
 def test_an_untested_torch_warns_once_in_one_line_naming_it_and_still_captures(monkeypatch):
-    from compiler.capturing import environment as env
+    from compiler.stages import environment as env
 
     assert env.untested_torch("2.13.0+cpu") is None and env.untested_torch("2.14.1+cu130") is None
     for version in ("2.12.0", "2.99.0a0+git1234", "not a version", ""):

@@ -70,7 +70,7 @@ def test_cache_states_match_torch_counters_in_a_fresh_process(tmp_path):
 
 
 def test_bypass_reason_and_disabled_states_are_read_from_torch_records():
-    from compiler.capturing.records import Record
+    from compiler.stages.records import Record
     from compiler.stages.caches import caches_stage
 
     bypass = Record(kind="artifact:fx_graph_cache_bypass", compile_id="0/0", attempt=0, metadata={},

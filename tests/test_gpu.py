@@ -181,7 +181,7 @@ def test_ir_from_the_compiled_kernel_in_memory_when_compiled_in_process_without_
 
 def test_kernels_named_alike_in_two_compiles_each_get_their_own_launches():
     """Both graphs have a ``triton_poi_fused_mul_sin_0``; the profiler sums the two in one row. Split by the
-    compiled graph that launched them (``compiler.capturing.gpu.compile_profile``), each compile's kernel gets
+    compiled graph that launched them (``compiler.stages.gpu_profile.compile_profile``), each compile's kernel gets
     its own launches, the kernels' times sum to the time launched inside the graphs, and the rest (the eager
     matmul between them) is named."""
     from compiler.stages.kernel_costs import gpu_time_accounted

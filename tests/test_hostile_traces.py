@@ -818,7 +818,7 @@ def test_a_save_that_runs_out_of_space_keeps_the_old_file(baseline, tmp_path):
 
 
 def test_save_to_dev_full_is_refused(baseline):
-    from compiler.readers.files import OutputError
+    from compiler.stages.files import OutputError
 
     with pytest.raises(OutputError, match="not a regular file") as refused:
         baseline.save("/dev/full")

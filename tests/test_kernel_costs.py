@@ -466,7 +466,8 @@ def test_a_launch_inside_a_compiled_graph_names_the_compile_it_belongs_to():
     from torch.profiler import ProfilerActivity, profile
 
     import compiler
-    from compiler.capturing.gpu import _launch_context, graphs_of_compile
+    from compiler.capturing.gpu import _launch_context
+    from compiler.stages.gpu_profile import graphs_of_compile
     from compiler.stages.caches import graph_keys
 
     eager_mm = torch._dynamo.disable(lambda x, b: x @ b)

@@ -1,6 +1,7 @@
-"""The house a newcomer can read (issue 21): data flows one way — capturing → stages → readers →
-analyses in compiler/, explorer/ on top — checked on the source itself (AST, every import counted,
-also those inside functions)."""
+"""The house a newcomer can read (issues 21, 36): compiler/ stands on floors — reference < stages <
+readers < capturing < analyses < the package's top modules — every import pointing down, explorer/ on
+top, no circle anywhere; checked on the source itself (AST, every import counted, also those inside
+functions)."""
 from __future__ import annotations
 
 import import_graph
@@ -10,6 +11,52 @@ FOLDERS = ("capturing", "stages", "readers", "analyses", "reference")
 
 def test_no_import_circles_in_compiler_or_explorer():
     assert import_graph.cycles(import_graph.graph()) == []
+
+
+def test_every_import_in_compiler_points_down_a_floor():
+    assert import_graph.upward(import_graph.graph()) == []
+
+
+def test_every_module_in_compiler_is_on_a_floor():
+    assert [name for name in import_graph.modules() if name.startswith("compiler")
+            and import_graph.floor_of(name) is None] == []
+
+
+def _planted(tmp_path, name: str, source: str) -> dict[str, set[str]]:
+    """The real graph with module ``name`` read from ``source`` instead (a case planted to be caught)."""
+    path = tmp_path / (name.rpartition(".")[2] + ".py")
+    path.write_text(source, encoding="utf-8")
+    edges = import_graph.graph()
+    edges[name] = import_graph.imports_of(name, path, import_graph.modules())
+    return edges
+
+
+def test_the_floor_check_sees_an_upward_import_made_inside_a_function(tmp_path):
+    """The way stages/capture.py reached the analyses before (issue 36), planted again: caught."""
+    edges = _planted(tmp_path, "compiler.stages.planted",
+                     "def what_if(cap):\n    from compiler.analyses import whatif\n    return whatif\n")
+    assert import_graph.upward(edges) == [("compiler.stages.planted", "compiler.analyses"),
+                                          ("compiler.stages.planted", "compiler.analyses.whatif")]
+    edges = _planted(tmp_path, "compiler.readers.planted", "from compiler.capturing.records import RecordCollector\n")
+    assert import_graph.upward(edges) == [("compiler.readers.planted", "compiler.capturing.records")]
+
+
+def test_the_circle_check_sees_a_package_imported_by_its_own_module(tmp_path):
+    """explorer/magics.py as it was (issue 36): ``from . import cell`` names the package, whose
+    ``load_ipython_extension`` imports magics — a circle, caught."""
+    edges = _planted(tmp_path, "explorer.magics", "from . import cell as cell_mod\n")
+    assert ["explorer", "explorer.magics"] in import_graph.cycles(edges)
+
+
+def test_registered_methods_are_all_there():
+    """Every ``METHODS[...]`` a Capture method calls is filled once ``compiler`` is imported (its docstring)."""
+    import re
+
+    import compiler  # noqa: F401
+    from compiler.stages import capture
+
+    called = set(re.findall(r'METHODS\["(\w+)"\]', import_graph.modules()["compiler.stages.capture"].read_text()))
+    assert called and called <= set(capture.METHODS)
 
 
 def test_compiler_never_imports_explorer():

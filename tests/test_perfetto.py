@@ -108,11 +108,11 @@ def test_the_command_line_writes_it_from_a_saved_capture(cap, tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_the_old_file(cap, tmp_path, monkeypatch):
-    from compiler.readers import perfetto
+    from compiler.stages import files  # the one atomic write (compiler.stages.files.write_atomic)
 
     path = tmp_path / "trace.json"
     path.write_text("old")
-    monkeypatch.setattr(perfetto.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(files.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
         cap.save_perfetto(path)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["trace.json"]

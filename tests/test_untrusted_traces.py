@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from compiler.readers.job import load_trace
-from compiler.readers.source_files import MAX_BYTES, NOT_READ, SourceFiles, SourceModeError, read_local_source
+from compiler.stages.source_files import MAX_BYTES, NOT_READ, SourceFiles, SourceModeError, read_local_source
 from compiler.readers.trace import TraceWarning
 
 REPO = Path(__file__).resolve().parent.parent

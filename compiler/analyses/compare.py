@@ -243,7 +243,7 @@ def build(fn, entries: list, captures: list, eager_check, start: float, *, jit_t
     began; ``jit_trace``: the torch.jit.trace record of ``compiler.analyses.jit_input``)."""
     import statistics
 
-    from compiler.capturing.environment import environment
+    from compiler.stages.environment import environment
 
     wall = time.perf_counter() - start
     medians = [cap.runtime.eager.median_s for cap in captures if cap is not None and cap.runtime.available]

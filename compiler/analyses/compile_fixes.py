@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections import defaultdict
 
-from compiler.stages.capture import EXPERIMENTS
+from compiler.stages.capture import METHODS
 from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, MEASURED, Fix, Fixes, FixMeasure, FixResult
 
 GOAL = "compile time"
@@ -326,7 +326,7 @@ def measure_caches_of(cap, fn=None, calls=None, timeout: float = 600.0):
 
 
 # Capture.compile_fixes / try_compile_fixes / measure_caches (compiler.stages.capture)
-EXPERIMENTS.update(propose_compile_fixes=propose, try_compile_fixes=try_compile_fixes, measure_caches=measure_caches_of)
+METHODS.update(propose_compile_fixes=propose, try_compile_fixes=try_compile_fixes, measure_caches=measure_caches_of)
 
 if __name__ == "__main__":
     _child(sys.argv[1], sys.argv[2])

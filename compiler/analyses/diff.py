@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.stages.capture import METHODS
 from compiler.stages.schema import CaptureData, CaptureFormatError, JsonFile, check_document_header
 from compiler.stages.schema import STAGES, Data
 
@@ -566,3 +567,6 @@ def diff(a, b, *, labels=("A", "B"), normalized: bool = True) -> CaptureDiff:
 
 
 diff_captures = diff
+
+
+METHODS["diff"] = diff  # Capture.diff (compiler.stages.capture)

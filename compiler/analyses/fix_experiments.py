@@ -34,7 +34,7 @@ import time
 from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED, STOPPED,
                                        FixMeasure, FixResult)
 from compiler.reference.options import COMPILE_KWARGS
-from compiler.stages.capture import EXPERIMENTS
+from compiler.stages.capture import METHODS
 
 TIMING_REPEAT = 5
 
@@ -713,4 +713,4 @@ def diff_of(result, labels=None):
     return diff(before, after, labels=labels or ("before", "after " + "+".join(result.fixes)))
 
 
-EXPERIMENTS.update(try_fix=try_fix, try_fixes=try_fixes)  # Capture.try_fix / try_fixes (compiler.stages.capture)
+METHODS.update(try_fix=try_fix, try_fixes=try_fixes)  # Capture.try_fix / try_fixes (compiler.stages.capture)

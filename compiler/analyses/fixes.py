@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from compiler.stages.capture import METHODS
 from compiler.stages.fix_schema import FINDINGS, GUARDS, RUNTIME, DynamicMark, Fix, Fixes
 
 # what each finding costs in the ranking: a skipped frame runs all of its code eagerly; a frame at the
@@ -599,3 +600,6 @@ def _cond_snippet(code: str) -> str:
     condition = code[3:].rstrip(":").strip() if code.startswith("if ") else "pred"
     return ("# torch.cond traces both branches into the graph; each branch is a function of the operands\n"
             f"out = torch.cond({condition}, lambda x: true_branch(x), lambda x: false_branch(x), (x,))")
+
+
+METHODS["propose_fixes"] = propose  # Capture.fixes, and every capture made (compiler.capturing.session)

@@ -21,38 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.capturing.run import target_function
 from compiler.stages.base import resume_origin
-
-
-@dataclass
-class LiveState:
-    """What a capture made in this process keeps besides its data (``cap.live``; never saved, and
-    None on a capture loaded from a file).
-
-    - ``codes``: compile id → the original code object Dynamo compiled (its cache entries hold the
-      guard managers that ``what_if`` runs).
-    - ``records``: the raw records the capture was built from (``compiler.capturing.records.Record``), for
-      debugging tcompile itself.
-    - ``compiled_fn``: the ``torch.compile``-d function ``compiler.run`` called (None for
-      ``compiler.capture()``, where the user compiles).
-    - ``result``: what the first compiled call returned (``compiler.run``; the ``%%tcompile`` cell's
-      names and value come from it).
-    - ``args`` / ``kwargs``: the arguments ``compiler.run`` called it with (what-if's defaults and
-      the explorer's placeholder).
-    """
-
-    codes: dict = field(default_factory=dict)  # compile id → original code object
-    records: list = field(default_factory=list)
-    compiled_fn: object = None
-    result: object = None
-    args: tuple | None = None
-    kwargs: dict | None = None
-    calls: list | None = None  # every call as (args, kwargs), where more than the first was made (fix experiments)
-
-    def entries(self, code):
-        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-
-        return _debug_get_cache_entry_list(code)
+from compiler.stages.capture import METHODS, LiveState
 
 
 @dataclass
@@ -203,21 +174,6 @@ def _short(path: str) -> str:
 
 
 # --- binding arguments to frame locals ----------------------------------------------------------
-
-def target_function(fn):
-    """The plain function (or code object) Dynamo compiles for ``fn``: a compiled function, an
-    ``OptimizedModule`` and an ``nn.Module`` lead to the user's own function."""
-    import types
-
-    import torch
-
-    if isinstance(fn, types.CodeType):
-        return fn
-    fn = getattr(fn, "_orig_mod", fn)  # torch.compile(module)
-    if isinstance(fn, torch.nn.Module):
-        fn = fn.forward
-    fn = getattr(fn, "_torchdynamo_orig_callable", fn)
-    return inspect.unwrap(fn)
 
 
 def frame_locals(fn, args, kwargs) -> tuple[object, dict]:
@@ -418,3 +374,6 @@ def _run_only(fn):
         return fn(*args, **kwargs)
 
     return RunOnlyContext()(call)
+
+
+METHODS.update(what_if=what_if, dry_run=dry_run)  # Capture.what_if (compiler.stages.capture)

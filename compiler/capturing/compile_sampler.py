@@ -52,7 +52,8 @@ import threading
 import time
 from typing import NamedTuple
 
-DEFAULT_INTERVAL_S = 0.005
+from compiler.stages.compile_time import DEFAULT_INTERVAL_S, GC_PHASE, LATE_AFTER_S
+
 # On CPython 3.11, walking another running thread's frames (sys._current_frames(), f_back, f_locals) can crash
 # the interpreter when the GIL changes hands mid-walk: CPython gh-111363 (3.11.5, open), the same segfaults in
 # Sentry's and Datadog's sampling profilers; here too, twice under load 14 (a GPT-2 capture's compiles). So
@@ -66,11 +67,6 @@ OFF_BY_DEFAULT = (f"compile time by line is off by default on Python {sys.versio
 # most of its time, where 5 ms sampling took 184 ms of CPU from the compile's 2 cores (MLP, fresh process).
 WAITING_INTERVAL_S = 0.05
 WAITING_PHASES = ("C++ compile", "Waiting for kernel compiles")
-# A sample older than this at a pass of the collector on the compiling thread: that thread takes the sample itself
-# (the sampling thread is kept from the GIL; see the module docstring). Three intervals: a sampler that only waits
-# its pause and its turn for the GIL (5 + ≤ 5 ms, one switch interval) is never replaced, so a long C call that
-# holds the GIL still gets its time from the sampler, which takes the GIL as soon as the call ends.
-LATE_AFTER_S = 3 * DEFAULT_INTERVAL_S
 
 # innermost function on the stack (its co_qualname) → the phase, labelled as compiler.stages.timings does
 PHASE_MARKERS = {
@@ -100,7 +96,6 @@ LINE_SOURCES = {
     "Scheduler._codegen": "node",
 }
 OTHER_PHASE = "Other (compile)"
-GC_PHASE = "Garbage collection"
 GC_DETAIL = "Python's cycle collector: a pass over the whole process's objects, not this line's cost"
 # one-time work no line is to blame for, by the function on the stack (inside any line source)
 SUBPROCESS = "waiting for a subprocess (compiler, ISA probe)"

@@ -4,8 +4,9 @@ local-memory words per thread —, shared memory, launch config, achieved bandwi
 peak, the IR levels Triton kept), and the same function with and without CUDA graphs."""
 from __future__ import annotations
 
-import re
 import time
+
+from compiler.stages.gpu_profile import FRAME_RANGE, GRAPH_RANGE, graph_of
 
 
 def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) -> dict:
@@ -65,10 +66,6 @@ def profile_kernels(fn, args, kwargs=None, *, warmup: int = 3, iters: int = 10) 
             "triton_kernels": triton_kernel_details([r["name"] for r in rows])}
 
 
-GRAPH_RANGE = re.compile(r"## Call CompiledFxGraph (\S+) ##")
-FRAME_RANGE = re.compile(r"Torch-Compiled Region: (\S+)")
-
-
 def _launch_context(event) -> tuple[str | None, str | None]:
     """Above a CPU event that launched kernels: the outermost aten op (``aten::convolution`` above
     ``aten::cudnn_convolution``: which extern op a library kernel ran for, whatever its name says — cuDNN runs
@@ -86,91 +83,12 @@ def _launch_context(event) -> tuple[str | None, str | None]:
     return op, graph_of(graph, region)
 
 
-def graph_of(fx_key: str | None, compile_id: str | None) -> str | None:
-    """Which compile a launch inside a compiled graph's call belongs to, from the profiler's ranges: Inductor
-    wraps each call of a compiled graph in ``## Call CompiledFxGraph <FX graph cache key> ##`` (key ``None``
-    without the cache), and Dynamo runs each compiled frame in ``Torch-Compiled Region: <compile id>``. The
-    innermost frame range above the graph's names its compile (``compile 0/1``); a graph called outside any —
-    a backward, run by autograd — is named by its key (``graph <key>``). Kernel names cannot tell: Inductor
-    names kernels per graph, so several compiles have a ``triton_poi_fused_add_0``."""
-    if fx_key is None:
-        return None
-    return f"compile {compile_id}" if compile_id else f"graph {fx_key}"
-
-
 def _device_time(event) -> float:
     for attr in ("device_time_total", "cuda_time_total", "self_device_time_total"):
         value = getattr(event, attr, None)
         if value:
             return float(value)
     return 0.0
-
-
-def graphs_of_compile(compile_id: str, fx_keys: set[str]) -> set[str]:
-    """The compiled graphs (``graph_of``) whose launches are one compile's: those run in its frame, and those
-    named by its FX graph cache keys (``compiler.stages.caches.graph_keys``)."""
-    return {f"compile {compile_id.split('_')[0]}"} | {f"graph {key}" for key in fx_keys}
-
-
-def compile_profile(profile: dict, mine: set[str]) -> dict:
-    """The part of a capture-wide GPU profile launched inside the calls of one compile's graphs (``mine``:
-    ``graphs_of_compile``), so that kernels named alike in several compiles each get their own launches; none
-    where its graphs did not run in the profiled call (another shape's compile). The whole profile where it did
-    not record graphs (profiles before it)."""
-    rows = profile.get("kernels") or []
-    if not any(r.get("graphs") for r in rows):
-        return profile
-    out = []
-    for row in rows:
-        shares = [share for where, share in (row.get("graphs") or {}).items() if where in mine]
-        if not shares:
-            continue
-        launched: dict[str, float] = {}
-        for share in shares:
-            for op, us in share["launched_by"].items():
-                launched[op] = launched.get(op, 0.0) + us
-        us = sum(share["gpu_time_us_per_call"] for share in shares)
-        out.append({"name": row["name"], "gpu_time_us_per_call": us, "gpu_time_us": us * (profile.get("iters") or 1),
-                    "calls": sum(share["calls"] for share in shares), "launched_by": launched})
-    return {**profile, "kernels": out, "graphs": sorted(mine)}
-
-
-def match_profile(kernels: list[dict], profile: dict, details: list[dict] | None = None) -> None:
-    """Attach measured GPU time to each generated kernel whose name the profiler saw, and each Triton
-    kernel's GPU depth (``attach_gpu_details``; ``details``: ``triton_kernel_details``)."""
-    peak = {"bytes_per_s": profile.get("peak_bytes_per_s")}
-    for kernel, row in _profiled_rows(kernels, profile):
-        if row:
-            kernel["gpu_time_us_per_call"] = row["gpu_time_us_per_call"]
-            kernel["profiled_calls"] = row["calls"]
-        attach_gpu_details(kernel, row, details or [], peak)
-
-
-def rematch_times(kernels: list[dict], profile: dict) -> None:
-    """A saved compile's generated kernels timed again from ``profile`` (``compile_profile``: its own
-    launches): GPU time per call, launches, time per launch and achieved bandwidth; none where it has none.
-    Extern kernels' times are left out, for ``compiler.stages.kernel_costs.extern_times`` to give again."""
-    for kernel in kernels:
-        if kernel.get("language") == "extern":
-            kernel.pop("gpu_time_us_per_call", None)
-    for kernel, row in _profiled_rows([k for k in kernels if k.get("language") != "extern"], profile):
-        gpu = kernel.get("gpu")
-        if row and row.get("calls"):
-            kernel["gpu_time_us_per_call"], kernel["profiled_calls"] = row["gpu_time_us_per_call"], row["calls"]
-            if gpu is not None:
-                _launch_speed(gpu, row)
-            continue
-        kernel.pop("gpu_time_us_per_call", None)
-        kernel.pop("profiled_calls", None)
-        for key in ("time_us_per_launch", "achieved_bytes_per_s", "bandwidth_share", "served_from"):
-            (gpu or {}).pop(key, None)
-
-
-def _profiled_rows(kernels: list[dict], profile: dict):
-    """Each kernel with the profiler's row of its name (or the row whose name holds it), or None."""
-    by_name = {row["name"]: row for row in profile.get("kernels", [])}
-    for kernel in kernels:
-        yield kernel, by_name.get(kernel["name"]) or next((r for n, r in by_name.items() if kernel["name"] in n), None)
 
 
 def cudagraph_memory() -> dict:
@@ -436,33 +354,6 @@ def _cut(level: str, text: str) -> str:
     return text + note
 
 
-def attach_gpu_details(kernel: dict, row: dict | None, details: list[dict], peak: dict | None) -> None:
-    """Per Triton kernel: the launcher's resources (``details`` of the same name and source), and the
-    achieved bandwidth — bytes read + written per launch ÷ profiled time per launch (its share of the
-    GPU's ``peak``, or the L2 reading, is ``kernel_costs.add_roofline``'s)."""
-    if kernel.get("language") != "Triton":
-        return
-    gpu = kernel["gpu"] = {**(kernel.get("gpu") or {}), "notes": list((kernel.get("gpu") or {}).get("notes") or [])}
-    source = kernel.get("source") or ""
-    same_name = [d for d in details if d.get("name") == kernel["name"]]
-    # the one with this kernel's source, when Triton kept the source; else the last loaded of that name
-    found = [d for d in same_name if d.get("src") and d["src"].strip() in source] or same_name[-1:]
-    if found:
-        gpu.update({k: v for k, v in found[0].items()
-                    if k not in ("name", "src", "notes", "launched", "cache_hash") and v not in (None, {})})
-        gpu["notes"] += found[0].get("notes") or []
-    if _launch_speed(gpu, row) and peak and peak.get("bytes_per_s"):
-        gpu["peak_bytes_per_s"] = peak["bytes_per_s"]
         # the share of the DRAM peak (or "served from L2"): compiler.stages.kernel_costs.add_roofline
 
 
-def _launch_speed(gpu: dict, row: dict | None) -> bool:
-    """A Triton kernel's time per launch from its profiler ``row``, and its achieved bandwidth — bytes read +
-    written per launch ÷ that time; whether the bandwidth was set."""
-    if not row or not row.get("calls"):
-        return False
-    gpu["time_us_per_launch"] = row["gpu_time_us"] / row["calls"]
-    if gpu.get("bytes_per_call") and gpu["time_us_per_launch"] > 0:
-        gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
-        return True
-    return False

@@ -22,12 +22,11 @@ import time
 import warnings
 
 from compiler.stages.base import unavailable
-from compiler.stages.capture import Capture
+from compiler.stages.capture import Capture, LiveState
 from compiler.reference.options import check_compile_kwargs, check_stance, jsonable
 from compiler.capturing import ncu
 from compiler.capturing.runtime import copy_arguments, device_of, time_interleaved
 from compiler.capturing.session import Recorder
-from compiler.analyses.whatif import LiveState
 
 TIMING_OFF = "timing was turned off (timing=False / --no-timing)"
 
@@ -156,8 +155,6 @@ def nothing_compiled(fn, live: LiveState) -> str | None:
     import inspect
 
     import torch
-
-    from compiler.analyses.whatif import target_function
 
     frames = sorted({code.co_name for code in live.codes.values()})
     compiled = (f"Dynamo compiled {len(frames)} frame(s) ({', '.join(frames)})" if frames
@@ -298,3 +295,20 @@ def _measure_gpu(fn, compiled, args, kwargs, recorded: dict, cudagraph_compariso
     if cudagraph_comparison and wants_cudagraphs(recorded) and not kwargs:
         out["cudagraph_comparison"] = with_and_without_cudagraphs(fn, args, mode=recorded.get("mode") or "reduce-overhead")
     return out
+
+
+def target_function(fn):
+    """The plain function (or code object) Dynamo compiles for ``fn``: a compiled function, an
+    ``OptimizedModule`` and an ``nn.Module`` lead to the user's own function."""
+    import inspect
+    import types
+
+    import torch
+
+    if isinstance(fn, types.CodeType):
+        return fn
+    fn = getattr(fn, "_orig_mod", fn)  # torch.compile(module)
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.forward
+    fn = getattr(fn, "_torchdynamo_orig_callable", fn)
+    return inspect.unwrap(fn)

@@ -15,11 +15,10 @@ from compiler.capturing.autotune import AutotuneRecorder
 from compiler.capturing import compile_sampler
 from compiler.capturing.compile_sampler import CompileSampler
 from compiler.stages.bytecode import transformation
-from compiler.capturing.environment import environment, recompile_limits, warn_if_untested_torch
-from compiler.stages.capture import Capture
+from compiler.stages.environment import environment, recompile_limits, warn_if_untested_torch
+from compiler.stages.capture import METHODS, Capture, LiveState
 from compiler.stages.schema import CaptureData
 from compiler.capturing.records import RecordCollector, receives
-from compiler.analyses.whatif import LiveState
 
 
 class _BytecodeRecorder:
@@ -215,9 +214,7 @@ def new_capture(saved: CaptureData, live: LiveState | None, into: Capture | None
     """The one place a capture is made from assembled data, with its fixes proposed first so that
     they are part of it (and saved with it; ``compiler.analyses.fixes``): nothing is set after."""
     try:
-        from compiler.analyses.fixes import propose
-
-        fixes = propose(saved)
+        fixes = METHODS["propose_fixes"](saved)
     except Exception:  # noqa: BLE001 — a tcompile bug proposing fixes must never lose the capture
         fixes = None
     return Capture.of(saved, live=live, proposed_fixes=fixes, into=into)

@@ -14,7 +14,7 @@ import dataclasses
 import re
 import textwrap
 
-from compiler.readers.source_files import SourceFiles
+from compiler.stages.source_files import SourceFiles
 from compiler.stages.assemble import (INDUCTOR_ARTIFACTS, KIND_ALIASES, CompileInput, NoCompileId, _guarded,
                                       aot_stage, build_stages, compile_error, compile_metrics, inductor_stage)
 from compiler.stages.kernels import _kind, _language, _ops_from_name, triton_metadata

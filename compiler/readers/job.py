@@ -17,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.capturing.records import number
+from compiler.stages.records import number
 from compiler.drawing import draw
-from compiler.readers.files import shown_path
+from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
 from compiler.readers.trace_capture import load_trace_file
 from compiler.stages.schema import paused_gc
@@ -601,7 +601,7 @@ def save_rank(capture, job_dir) -> Path:
     job_dir.mkdir(parents=True, exist_ok=True)
     rank = capture.environment.get("rank")
     if rank is None:
-        from compiler.capturing.environment import distributed
+        from compiler.stages.environment import distributed
 
         rank = distributed().get("rank", 0)
     return capture.save(job_dir / f"{CAPTURE_PREFIX}{int(rank)}.json")

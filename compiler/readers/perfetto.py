@@ -13,14 +13,15 @@ What goes in, per capture (one process; a job's ranks are one process each):
   compile, one slice per kernel of its time per call of the function. Their order and gaps are not a
   real timeline — ``args.layout`` says so; their durations are measured.
 
-``save_perfetto`` writes atomically (a temporary file in the same directory, then ``os.replace``).
+``save_perfetto`` writes atomically (``compiler.stages.files.write_atomic``).
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from compiler.stages.capture import METHODS
+from compiler.stages.files import write_atomic
 
 COMPILE_CATEGORY = "compile"
 RUNTIME_CATEGORY = "runtime"
@@ -119,18 +120,7 @@ def _named(loaded) -> dict[str, object]:
 def save_perfetto(loaded, path) -> Path:
     """Write ``loaded`` (a Capture or a Job) as a Chrome trace-event JSON file, atomically."""
     text = json.dumps(perfetto_trace(_named(loaded)), separators=(",", ":"), allow_nan=False)
-    return atomic_write_text(Path(path), text)
+    return write_atomic(path, text)
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a reader never sees
-    half a file, and a failed write leaves the old one."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+METHODS["save_perfetto"] = save_perfetto  # Capture.save_perfetto (compiler.stages.capture)

@@ -25,8 +25,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler.readers.files import atomic_file, shown_path, shown_text, without_surrogates
-from compiler.capturing.records import Record, is_count, record_from_metadata
+from compiler.stages.files import atomic_file, shown_path, shown_text, without_surrogates
+from compiler.stages.capture import METHODS
+from compiler.stages.data import TraceError  # the error of this format, raised by the stage builders too
+from compiler.stages.records import Record, is_count, record_from_metadata
 
 # The torch versions whose logs this code was written and tested against (2.3 → 2.14); a log from a
 # newer or older torch still loads (unknown records are counted), with a one-line warning naming it.
@@ -40,11 +42,6 @@ _HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _LONE_SURROGATE = re.compile(f"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")  # a JSON escape of half a UTF-16 pair
 BINARY_PROBE_BYTES = 8192
 SHOWN_VALUE_CHARS = 80
-
-
-class TraceError(ValueError):
-    """A path that is not a readable TORCH_TRACE log (missing, binary, no records), or a problem
-    under ``strict=True``."""
 
 
 class TraceWarning(UserWarning):
@@ -420,7 +417,7 @@ class StoredRecords:
 
 
 def _kind_name(metadata: dict) -> str:
-    from compiler.capturing.records import record_kind
+    from compiler.stages.records import record_kind
 
     return record_kind(metadata)
 
@@ -502,7 +499,10 @@ def save_trace(capture, path) -> Path:
                          "stages (save it with .save(path) instead)")
     path = Path(path)
     strings = _interned(records, capture.trace_strings)
-    with atomic_file(path) as f:  # compiler.readers.files: the old file or the whole new one, never a part
+    with atomic_file(path) as f:  # compiler.stages.files: the old file or the whole new one, never a part
         for line in trace_lines(records, strings):
             f.write(line + "\n")
     return path
+
+
+METHODS["save_trace"] = save_trace  # Capture.save_trace (compiler.stages.capture)

@@ -17,7 +17,7 @@ from compiler.readers.aot_inductor import READER
 from compiler.stages.capture import Capture
 from compiler.stages.schema import STAGES, CaptureData
 from compiler.stages.data import Deferred
-from compiler.readers.files import shown_path
+from compiler.stages.files import shown_path
 from compiler.readers.trace import (NEWEST_KNOWN_TORCH, OLDEST_KNOWN_TORCH, TraceError, TraceInfo, TraceProblem,
                                     TraceWarning, StoredRecords, _torch_version, read_records, shown_value, version_tuple)
 
@@ -36,7 +36,7 @@ def load_trace_file(path, strict: bool = False, warn: bool = True, sources: str 
     ``TraceInfo``: counts and problems). No local file the log names is read unless ``sources="local"``
     (``compiler.source_files``)."""
     from compiler.stages.assemble import assemble
-    from compiler.readers.source_files import SourceFiles
+    from compiler.stages.source_files import SourceFiles
 
     source_files = SourceFiles(sources)
     path = Path(path)

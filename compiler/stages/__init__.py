@@ -9,4 +9,9 @@ of stage builders (``STAGE_BUILDERS``: each stage, the record kinds it reads, it
 by live capture, traces and AOTInductor alike; each stage module (``bytecode``, ``fx_graph``, ``guards``,
 ``breaks``, ``recompiles``, ``shapes``, ``timings``, ``caches``, ``inductor_ir``, ``kernels``,
 ``cudagraphs``, ``provenance``, ``compile_time``, ``kernel_costs``) turns its records into that stage.
+
+Also here, because the floors above need them too: the ``Record`` type and its checks (``records``), the
+atomic write (``files``), the environment record (``environment``), where source text may be read from
+(``source_files``) and a GPU profile matched to a compile's kernels (``gpu_profile``). What a Capture does
+with an upper floor's help (what-if, fixes, diff, saving a trace) it finds in ``capture.METHODS``.
 """

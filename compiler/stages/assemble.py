@@ -26,7 +26,7 @@ from compiler.stages import breaks as breaks_mod
 from compiler.stages.bytecode import bytecode_stage, decompiled_on_read
 from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
-from compiler.stages.data import as_declared, parse_failed
+from compiler.stages.data import TraceError, as_declared, parse_failed
 from compiler.stages.fx_graph import graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
@@ -35,7 +35,7 @@ from compiler.stages.base import resume_origin, unavailable
 from compiler.stages.provenance import amortizations, provenance_stage
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
-from compiler.capturing.records import is_count
+from compiler.stages.records import is_count
 from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks, Bytecode, Caches, CaptureData,
                                     CaptureError, CaptureFormatError, Compile, CompileError, CudaGraphComparison,
                                     CudaGraphs, GeneratedCode, GpuProfile, Graph, Guards, Inductor, InductorIR,
@@ -43,9 +43,8 @@ from compiler.stages.schema import (FORMAT, VERSION, AotGraphs, Autotune, Breaks
                                     SkippedFrame, Source, Summary, Timings, kernels_of, paused_gc)
 from compiler.stages.data import Deferred
 from compiler.stages.shapes import shapes_stage
-from compiler.readers.source_files import SourceFiles
+from compiler.stages.source_files import SourceFiles
 from compiler.stages.timings import chromium_event, fold_events, timings_stage
-from compiler.readers.trace import TraceError
 
 # Inductor's own provenance record (torch run with trace.provenance_tracking_level on; compiler.stages.provenance)
 TRACKING_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces",
@@ -87,7 +86,7 @@ def assemble(records, strings: dict, hooks: dict, options: dict, environment: di
     """Everything captured, as typed capture data (each Compile and capture-wide stage made once). ``measurements`` are what was measured after the
     compile (``runtime``, ``first_call_s``, ``gpu_profile``, ``cudagraph_comparison``,
     ``cudagraph_memory``): inputs to this one build, never written into a capture afterwards.
-    ``sources`` says where source text comes from (``compiler.readers.source_files``; default: live, linecache).
+    ``sources`` says where source text comes from (``compiler.stages.source_files``; default: live, linecache).
     ``report(record, field, value, why)`` hears of each value read from a record that is not what
     torch writes (a loaded trace's problems); the value is left out, never fatal.
     ``compile_samples``: (samples, method) of the compile sampler (``compiler.capturing.compile_sampler``).
@@ -363,7 +362,7 @@ def _measured(c: CompileInput, inductor: Inductor) -> Inductor:
     profile = c.measurements.get("gpu_profile")
     if not profile or not kernels_of(inductor).available:
         return inductor
-    from compiler.capturing.gpu import compile_profile, graphs_of_compile, match_profile
+    from compiler.stages.gpu_profile import compile_profile, graphs_of_compile, match_profile
     from compiler.stages.kernel_costs import device_peaks, kernel_costs
 
     rows = [[k.to_data() for k in r.code.kernels] for r in inductor.runs]  # the GPU code reads and fills rows as data

@@ -31,8 +31,8 @@ def registry() -> dict:
 
 
 def parse_break(payload: str, sources) -> dict:
-    """One graph-break reason as torch logged it → a break item; ``sources`` (``compiler.readers.source_files.SourceFiles``)
-    reads the break's line where the logged stack lacks its code."""
+    """One graph-break reason as torch logged it → a break item; ``sources``
+    (``compiler.stages.source_files.SourceFiles``) reads the break's line where the logged stack lacks its code."""
     where = _AT.search(payload)
     reason_text, _, traceback = payload.partition("User code traceback:")
     reason_text = reason_text.split("Graph Break Reason:", 1)[-1].strip()

@@ -28,10 +28,43 @@ from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, Capture
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
            "load", "unavailable"]
 
-# Experiments compile again, through the capturing layer that builds captures, so they live above it
-# (compiler.analyses.fix_experiments) and register here when imported — compiler/__init__ imports them
-# before any capture exists. The data layer never imports the layer that builds it.
-EXPERIMENTS: dict[str, Any] = {}
+# The Capture methods whose work lives on a floor above this one — what-if, fixes, diff, experiments
+# (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name → function, put here
+# by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__ imports every one
+# of them, and Python runs compiler/__init__ before any module of the package, so a Capture finds them all.
+# The data floor never imports a floor above it (compiler/__init__'s docstring: the floors).
+METHODS: dict[str, Any] = {}
+
+
+@dataclass
+class LiveState:
+    """What a capture made in this process keeps besides its data (``cap.live``; never saved, and
+    None on a capture loaded from a file).
+
+    - ``codes``: compile id → the original code object Dynamo compiled (its cache entries hold the
+      guard managers that ``what_if`` runs).
+    - ``records``: the raw records the capture was built from (``compiler.stages.records.Record``), for
+      debugging tcompile itself.
+    - ``compiled_fn``: the ``torch.compile``-d function ``compiler.run`` called (None for
+      ``compiler.capture()``, where the user compiles).
+    - ``result``: what the first compiled call returned (``compiler.run``; the ``%%tcompile`` cell's
+      names and value come from it).
+    - ``args`` / ``kwargs``: the arguments ``compiler.run`` called it with (what-if's defaults and
+      the explorer's placeholder).
+    """
+
+    codes: dict = field(default_factory=dict)  # compile id → original code object
+    records: list = field(default_factory=list)
+    compiled_fn: object = None
+    result: object = None
+    args: tuple | None = None
+    kwargs: dict | None = None
+    calls: list | None = None  # every call as (args, kwargs), where more than the first was made (fix experiments)
+
+    def entries(self, code):
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        return _debug_get_cache_entry_list(code)
 
 
 @dataclass(repr=False, eq=False)
@@ -40,7 +73,7 @@ class Capture(CaptureData, JsonFile):
     per frame compile, each stage an attribute), and capture-wide ``breaks``, ``recompiles``,
     ``runtime``, ``cudagraphs``, ``summary``, ``error``.
 
-    ``live`` (a ``compiler.analyses.whatif.LiveState``) holds what only exists in the process that made
+    ``live`` (a ``LiveState``) holds what only exists in the process that made
     the capture — the guard managers and code objects for what-if, the raw records, the compiled
     function — and is None for a capture loaded from a file. ``trace`` (a
     ``compiler.readers.trace.TraceInfo``: file, counts, problems) and ``trace_records`` / ``trace_strings``
@@ -206,14 +239,12 @@ class Capture(CaptureData, JsonFile):
         failing guard (a ``DryRun``; ``.recompiles`` lists them). Needs a live capture
         (``compiler.analyses.whatif``).
         """
-        from compiler.analyses import whatif
-
         if self.live is None:
             raise RuntimeError("what-if checks need the live guards of this Python process; "
                                "a capture loaded from a file only holds their text")
         if dry_run:
-            return whatif.dry_run(self.live, fn, args, kwargs)
-        return whatif.what_if(self.live, fn, args, kwargs, self.compiles)
+            return METHODS["dry_run"](self.live, fn, args, kwargs)
+        return METHODS["what_if"](self.live, fn, args, kwargs, self.compiles)
 
     def fixes(self):
         """The proposed fixes for this capture's graph breaks, recompiles and skipped frames, highest
@@ -221,9 +252,7 @@ class Capture(CaptureData, JsonFile):
         what it changes, its snippet, the findings it addresses and, once tried, its measured effect
         (``compiler.analyses.fixes``). Saved with the capture."""
         if self.proposed_fixes is None:
-            from compiler.analyses.fixes import propose
-
-            self.proposed_fixes = propose(self)
+            self.proposed_fixes = METHODS["propose_fixes"](self)
         for fix in self.proposed_fixes.items:
             fix.__dict__["_capture"] = self
         return self.proposed_fixes
@@ -232,11 +261,11 @@ class Capture(CaptureData, JsonFile):
         """Try each applicable fix alone, then the recommended ones together, by re-running the
         captured calls with the change (``compiler.analyses.fix_experiments.try_fixes``); → the Fixes, with
         each ``result`` and ``combined`` filled in. Needs the live function (or ``fn`` and ``calls``)."""
-        return EXPERIMENTS["try_fixes"](self, fn=fn, calls=calls, **kwargs)
+        return METHODS["try_fixes"](self, fn=fn, calls=calls, **kwargs)
 
     def try_fix(self, fix, fn=None, calls=None, **kwargs):
         """Try one fix (``fix.try_()``; ``compiler.analyses.fix_experiments.try_fix``)."""
-        return EXPERIMENTS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
+        return METHODS["try_fix"](self, fix, fn=fn, calls=calls, **kwargs)
 
     def compile_fixes(self, model=None):
         """What would save compile time (``compiler.analyses.compile_fixes``): regional compilation of a
@@ -244,14 +273,14 @@ class Capture(CaptureData, JsonFile):
         a ``Fixes`` like ``fixes()``; ``model``: the live module to look for repeated blocks in (default:
         the captured function). Saved with the capture once proposed."""
         if self.proposed_compile_fixes is None or (model is not None and not self.proposed_compile_fixes.items):
-            self.proposed_compile_fixes = EXPERIMENTS["propose_compile_fixes"](self, model)
+            self.proposed_compile_fixes = METHODS["propose_compile_fixes"](self, model)
         return self.proposed_compile_fixes
 
     def try_compile_fixes(self, fn=None, calls=None, **kwargs):
         """Try each compile-time change in a fresh process with empty caches, against a baseline compiled
         the same way (``compiler.analyses.compile_fixes.try_compile_fixes``): compile seconds before → after,
         runtime, outputs equal eager."""
-        return EXPERIMENTS["try_compile_fixes"](self, fn=fn, calls=calls, **kwargs)
+        return METHODS["try_compile_fixes"](self, fn=fn, calls=calls, **kwargs)
 
     def cache_table(self):
         """Every cache of every compile (``c.caches``): a pandas DataFrame, one row per compile and cache —
@@ -268,36 +297,30 @@ class Capture(CaptureData, JsonFile):
         in three fresh processes — cold, warm (the caches the cold run filled), mega-cache
         (``torch.compiler.load_cache_artifacts`` of the cold run's ``save_cache_artifacts``). Kept as
         ``cap.cache_runs`` (saved with the capture). Needs the live function (or ``fn`` and ``calls``)."""
-        self.cache_runs = EXPERIMENTS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
+        self.cache_runs = METHODS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
         return self.cache_runs
 
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):
         a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""
-        from compiler.readers.trace import save_trace
-
-        return save_trace(self, path)
+        return METHODS["save_trace"](self, path)
 
     def save_perfetto(self, path):
         """Write the compile events of every compile (one track each, with compile ids) and, where measured,
         the kernels' times per call (another track) as one Chrome trace-event JSON file for
         ui.perfetto.dev or chrome://tracing (``compiler.readers.perfetto``); written atomically."""
-        from compiler.readers.perfetto import save_perfetto
-
-        return save_perfetto(self, path)
+        return METHODS["save_perfetto"](self, path)
 
     def diff(self, other, **kwargs):
         """Stage-by-stage differences to another capture (``compiler.analyses.diff.diff``)."""
-        from compiler.analyses.diff import diff
-
-        return diff(self, other, **kwargs)
+        return METHODS["diff"](self, other, **kwargs)
 
     @classmethod
     def from_error(cls, exc: BaseException, stage: str, message: str | None = None, options: dict | None = None,
                    live=None, into: "Capture | None" = None) -> "Capture":
         """A capture that holds only an error raised before anything compiled (e.g. a syntax error).
         ``into``: a ``pending`` capture, made now."""
-        from compiler.capturing.environment import environment
+        from compiler.stages.environment import environment
 
         return cls.of(CaptureData.from_data({
             "format": FORMAT, "version": list(VERSION), "environment": environment(), "options": options or {},

@@ -13,8 +13,16 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from compiler.capturing.compile_sampler import GC_PHASE, LATE_AFTER_S
-from compiler.capturing.records import number
+from compiler.stages.records import number
+
+# The compile sampler's (``compiler.capturing.compile_sampler``) figures that the data and its method text name.
+DEFAULT_INTERVAL_S = 0.005
+# A sample older than this at a pass of the collector on the compiling thread: that thread takes the sample itself
+# (the sampling thread is kept from the GIL; see compile_sampler's docstring). Three intervals: a sampler that only
+# waits its pause and its turn for the GIL (5 + ≤ 5 ms, one switch interval) is never replaced, so a long C call
+# that holds the GIL still gets its time from the sampler, which takes the GIL as soon as the call ends.
+LATE_AFTER_S = 3 * DEFAULT_INTERVAL_S
+GC_PHASE = "Garbage collection"
 
 AOT_INDUCTOR_ROOT_EVENT = "compile_fx_aot"  # the timed span of a whole AOTInductor compile
 NOT_SAMPLED = ("compile time by line was not sampled (a capture loaded from a TORCH_TRACE log, or one made "

@@ -30,6 +30,12 @@ class CaptureFormatError(ValueError):
     """A file that is not a tcompile capture, has an unknown major version, or is malformed."""
 
 
+class TraceError(ValueError):
+    """A path that is not a readable TORCH_TRACE log (missing, binary, no records), or a problem
+    under ``strict=True`` (``compiler.readers.trace``; the stage builders raise it where the records form
+    no capture)."""
+
+
 def _shown(value) -> str:
     text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "…"
@@ -479,10 +485,10 @@ class JsonFile:
         return json.dumps(self.to_data(), separators=(",", ":"), default=str)
 
     def save(self, path) -> Path:
-        """Write the JSON atomically (``compiler.readers.files.write_atomic``): the old file or the new
+        """Write the JSON atomically (``compiler.stages.files.write_atomic``): the old file or the new
         one, never a part of one; a path that cannot be written is an ``OutputError`` (an OSError). A name
         ending in ``.gz`` is written gzip-compressed (the same JSON; a many-compile capture shrinks ~8×)."""
-        from compiler.readers.files import write_atomic
+        from compiler.stages.files import write_atomic
 
         text = self.to_json()
         if str(path).endswith(".gz"):

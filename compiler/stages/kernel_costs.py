@@ -514,7 +514,7 @@ def family_times(name: str, us_per_call: float, launched_by: dict | None, by_op:
 
 
 def _where(profile: dict) -> str:
-    """Which launches a compile's profile holds (``compiler.capturing.gpu.compile_profile``)."""
+    """Which launches a compile's profile holds (``compiler.stages.gpu_profile.compile_profile``)."""
     return " inside this compile's graphs" if profile.get("graphs") else ""
 
 
@@ -634,7 +634,7 @@ def add_roofline(data: dict) -> None:
     profile = data.get("gpu_profile") or {}
     if not profile.get("available"):
         return
-    from compiler.capturing.gpu import compile_profile, graphs_of_compile, rematch_times
+    from compiler.stages.gpu_profile import compile_profile, graphs_of_compile, rematch_times
     from compiler.stages.caches import graph_keys
     from compiler.stages.schema import Caches, kernel_rows
 
@@ -810,11 +810,11 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
     without a GPU profile or any timed kernel.
 
     A profile that recorded which compiled graph launched each kernel (Inductor's ``## Call CompiledFxGraph``
-    range; ``compiler.capturing.gpu.compile_profile``) gave each compile only its own launches: the rest is what
+    range; ``compiler.stages.gpu_profile.compile_profile``) gave each compile only its own launches: the rest is what
     ran outside the graphs. In an older profile Inductor's per-graph kernel names can repeat across compiles and
     the profiler sums launches by name, so each profiler row is counted once, and each compile's extern calls
     took their family's rows."""
-    from compiler.capturing.gpu import graphs_of_compile
+    from compiler.stages.gpu_profile import graphs_of_compile
     from compiler.stages.caches import graph_keys
     from compiler.stages.schema import ProfiledKernel
 
@@ -862,10 +862,10 @@ def _unclaimed(rows: list, kernels: list) -> list:
 
 def _unclaimed_in_graphs(profile, compiles, mine: list[set], uncaptured: list) -> list:
     """The launches inside compiled graphs that no kernel row of the compile they ran for claims (``_unclaimed``
-    on each compile's own launches, ``compiler.capturing.gpu.compile_profile``; ``mine``: each compile's graphs),
+    on each compile's own launches, ``compiler.stages.gpu_profile.compile_profile``; ``mine``: each compile's graphs),
     with those inside graphs of no compile here (``uncaptured``: (graph, kernel name, µs)); by kernel name,
     costliest first."""
-    from compiler.capturing.gpu import compile_profile
+    from compiler.stages.gpu_profile import compile_profile
     from compiler.stages.schema import ProfiledKernel
 
     data = profile.to_data()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from compiler.capturing.records import number
+from compiler.stages.records import number
 from compiler.stages.data import as_declared
 from compiler.stages.schema import Timings
 
@@ -64,7 +64,7 @@ def chromium_event(record, report=_ignore) -> dict | None:
         report(record, "chromium_event.args.compile_id", compile_id, "not a compile id string; the event is skipped")
         return None
     if record.payload and "\\u" in record.payload:  # a JSON escape: maybe a lone surrogate, unwritable as UTF-8
-        from compiler.readers.files import without_surrogates
+        from compiler.stages.files import without_surrogates
 
         return without_surrogates(event)
     return event
