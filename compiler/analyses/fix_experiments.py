@@ -642,16 +642,20 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
     return results
 
 
+# compiler.analyses.fix_workers puts its run_pool and default_concurrency here when imported (compiler/__init__
+# imports it): its worker processes run this module's compiled_run, so this module never imports it
+WORKERS: dict = {}
+
+
 def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, concurrency, keep: bool) -> list:
-    from compiler.analyses import fix_workers
     from compiler.analyses.fix_verdicts import ratio_of
 
     plans = [(n, f"{'+'.join(f.id for f in group)} ({'+'.join(f.kind for f in group)})", _merged(group))
              for n, group in enumerate(groups)]
     expected = eager_outputs(replay)
-    base_outcome, outcomes = fix_workers.run_pool(replay, plans, timing=True, progress=progress,
-                                                  should_stop=should_stop, concurrency=concurrency)
-    where = (f"worker processes ({fix_workers.default_concurrency(len(plans)) if concurrency is None else concurrency}"
+    base_outcome, outcomes = WORKERS["run_pool"](replay, plans, timing=True, progress=progress,
+                                                 should_stop=should_stop, concurrency=concurrency)
+    where = (f"worker processes ({WORKERS['default_concurrency'](len(plans)) if concurrency is None else concurrency}"
              " compiling at once, each with an empty Inductor cache directory: every compile cold)")
     before = base = None
     if base_outcome.compiled and not base_outcome.error:

@@ -29,6 +29,8 @@ import tempfile
 import threading
 import time
 
+from compiler.analyses.fix_experiments import WORKERS
+
 STOP_FACTOR = 5.0  # an experiment's compile is stopped past this many times the baseline's
 MIN_STOP_S = 30.0  # … but never before this (a small function compiles in well under a second)
 ROUNDS = 20  # interleaved timing rounds per experiment
@@ -438,6 +440,8 @@ def time_pair(baseline: Worker, worker: Worker, rounds: int = ROUNDS) -> dict[st
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
+
+WORKERS.update(run_pool=run_pool, default_concurrency=default_concurrency)  # fix_experiments' timed tries
 
 if __name__ == "__main__":
     _worker(sys.argv[1], sys.argv[2])
