@@ -16,7 +16,7 @@ from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
 import compiler
 import torch_state
-from compiler.stages.fix_schema import GUARDS, MEASURED, NOT_TRIED, RUNTIME, Fix, FixMeasure, FixResult
+from compiler.stages.fix_schema import GUARDS, MEASURED, NOT_TRIED, RUNTIME, Fix, FixMeasure, FixResult, RuntimeRatio
 from compiler.stages.guards import parse_tree
 
 torch_state.load_torch_modules()
@@ -75,18 +75,20 @@ def test_slow_code_fixes_are_proposed_for_inductor_kernels_and_never_recommended
     for kind in ("max_autotune", "coordinate_descent_tuning", "float32_matmul_precision"):
         assert kinds[kind].goal == RUNTIME and kinds[kind].status == NOT_TRIED
     fast = FixMeasure(runtime_s=1.0)
-    # measured faster, but on a busy machine: not recommended; unmeasured runtime: not recommended
+    # runtime: judged on after ÷ before timed interleaved in the experiment, never on two numbers taken apart;
+    # "faster" needs the whole interval below 0.95
     assert not FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast,
-                         after=FixMeasure(runtime_s=0.5, busy=True)).recommended
-    assert not FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast, after=FixMeasure()).recommended
-    assert FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast,
-                     after=FixMeasure(runtime_s=0.5)).recommended
-    # a guard filter: fewer guards decide; a slower run counts only when timed on a quiet machine
+                         after=FixMeasure(runtime_s=0.5)).recommended
+    assert not FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast, after=FixMeasure(),
+                         timing=RuntimeRatio(ratio=0.9, low=0.85, high=0.97)).recommended
+    assert FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast, after=FixMeasure(),
+                     timing=RuntimeRatio(ratio=0.9, low=0.85, high=0.93)).recommended
+    # a guard filter: fewer guards decide, unless the call is measurably slower (the whole interval above 1/0.95)
     few, many = dict(guards=6), dict(guards=60)
-    assert FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(runtime_s=1.0, **many),
-                     after=FixMeasure(runtime_s=2.0, busy=True, **few)).recommended
-    assert not FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(runtime_s=1.0, **many),
-                         after=FixMeasure(runtime_s=2.0, **few)).recommended
+    assert FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
+                     after=FixMeasure(**few), timing=RuntimeRatio(ratio=1.1, low=0.9, high=1.3)).recommended
+    assert not FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
+                         after=FixMeasure(**few), timing=RuntimeRatio(ratio=2.0, low=1.8, high=2.2)).recommended
 
 
 def test_each_guard_filter_is_proposed_with_what_it_gives_up():

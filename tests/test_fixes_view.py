@@ -31,7 +31,9 @@ def test_fixes_tab_overview_line_and_break_rows():
     page = render_view("fixes", cap, None)
     assert "before" in page and "after" in page and "Outputs equal eager" in page and "recommended" in page
     overview = render_view("overview", cap, None)
-    assert "2 changes together remove 2 of 3 graph breaks" in overview and "— measured" in overview
+    # the first lines say what to do, one sentence per verdict, before the findings
+    assert overview.index(">Recommended</span> capture_dynamic_output_shape_ops — ") < overview.index("tc-findings")
+    assert ">Recommended</span> together (" in overview and "outputs as close to eager as before" in overview
     breaks = render_view("breaks", cap, None)
     assert breaks.count("fix: ") == 3 and "fix1" in breaks
 
@@ -91,7 +93,7 @@ def test_stop_keeps_what_finished_and_tries_no_more():
     asked = []
 
     def told(done, total, text):  # Stop clicked while the first experiment runs
-        if done == 0 and not asked:
+        if text.startswith("trying") and not asked:
             asked.append(text)
             panel.stop.click()
 
@@ -129,7 +131,7 @@ def test_screenshots(artifact_dir):
     cap = compiler.explore(g, torch.randn(4, 8), backend="eager", timing=False, errors="return")
     cap.try_fixes()
     fixes = render_view("fixes", cap, None)
-    assert "gives up" in fixes and "Outputs equal eager" in fixes
+    assert "gives up" in fixes and "as close to eager as before" in fixes
     first = cap.fixes()[0]
     pane = render_diff(diff_of(first.result, labels=("before", f"after {first.id}")))
     html_view = join([style_tag(), compare_style_tag(), view_frame(fixes), view_frame(pane)])

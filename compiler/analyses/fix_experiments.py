@@ -12,9 +12,12 @@ changed — the config patch, the stance, every hook — also when the run fails
 Marks go on copies of the arguments (``compiler.capturing.runtime.copy_arguments``), never on the caller's
 tensors; what the function prints is discarded.
 
-A result says ``measured`` only when the run compiled and the outputs equal eager's within the
-dtype's tolerance (``torch.testing.assert_close`` defaults); ``changes results`` and ``failed``
-say why and are never recommended.
+Outputs are judged like for like (``compiler.analyses.fix_verdicts``): the compile without the fix against
+eager, with it against eager, and with against without; a fix ``changes results`` only where it moves the
+outputs further from eager than compiling without it did (or where ``check=``, your own comparison, says so).
+``failed`` and ``changes results`` are never recommended. Untimed, the experiments run one after the other in
+this process; timed (``timing=True``, or any fix for run time or guards) each runs in a worker process, compiled
+side by side and timed interleaved with the baseline and eager (``compiler.analyses.fix_workers``).
 
     cap = compiler.analyses.fix_experiments.capture_calls(model, [(x4,), (x8,)], backend="eager")
     cap.try_fixes()          # → cap.fixes(), each with .result; .combined for the fixes together
@@ -28,7 +31,7 @@ import inspect
 import io
 import time
 
-from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED,
+from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED, STOPPED,
                                        FixMeasure, FixResult)
 from compiler.reference.options import COMPILE_KWARGS
 from compiler.stages.capture import METHODS
@@ -275,9 +278,37 @@ def _matmul_precision(precision: str | None):
 EXPERIMENT_ARTIFACT_LOGS = ("recompiles", "cudagraphs_trees", "cudagraphs_utils")
 
 
-def run_once(replay: Replay, change: Change | None = None, timing: bool = False):
-    """Compile and call ``replay`` with the change, fresh Dynamo state, under capture → (FixMeasure,
-    outputs, error text or None). Everything is put back on the way out (context managers)."""
+class Run:
+    """One compile-and-call of a replay, still inside its config patches (``compiled_run``): the capture, the
+    outputs, the compiled function and the arguments to time it on."""
+
+    def __init__(self):
+        self.cap = self.recorder = self.compiled = None
+        self.outputs: list = []
+        self.args: tuple = ()
+        self.kwargs: dict = {}
+
+    @property
+    def error(self) -> str | None:
+        cap = self.cap
+        if cap is None or not cap.error:
+            return None
+        error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}"
+        if cap.error.cause:
+            error += f" — caused by {cap.error.cause.splitlines()[0]}"
+        return error
+
+    def measure(self, runtime: dict | None = None) -> FixMeasure:
+        measure = measure_of(self.cap, self.recorder.counters, runtime)
+        measure.__dict__["_capture"] = self.cap  # for the before/after diff (diff_of); kept in memory, never saved
+        return measure
+
+
+@contextlib.contextmanager
+def compiled_run(replay: Replay, change: Change | None = None):
+    """Compile and call ``replay`` with the change, fresh Dynamo state, under capture; yields a ``Run`` while the
+    change is still applied (so the compiled function can be timed as compiled). Everything is put back on the
+    way out (context managers), Dynamo reset."""
     import torch
 
     from compiler.capturing.session import Recorder
@@ -285,12 +316,11 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
 
     change = change or Change()
     kwargs = compile_options(replay.compile_kwargs, change.compile_kwargs)
-    outputs = []
-    live = LiveState()
+    run = Run()
     # no compile-by-line sampling and no Inductor IR: an experiment compares counts and torch's own compile
     # seconds; the sampler's thread and Inductor's formatting of its IR would only add to the compile it measures
-    recorder = Recorder(suppress_errors=True, live=live, options=_jsonable({**kwargs, "experiment": True}),
-                        sample_compile=False, artifact_logs=EXPERIMENT_ARTIFACT_LOGS)
+    run.recorder = Recorder(suppress_errors=True, live=LiveState(), options=_jsonable({**kwargs, "experiment": True}),
+                            sample_compile=False, artifact_logs=EXPERIMENT_ARTIFACT_LOGS)
     statics: dict = {}
     torch._dynamo.reset()
     # torch's AOTAutograd cache key leaves out mark_static_address (torch 2.11 and 2.13): a run with an input
@@ -301,28 +331,28 @@ def run_once(replay: Replay, change: Change | None = None, timing: bool = False)
         with torch._dynamo.config.patch(**resolved_config(change.config)), \
                 torch._inductor.config.patch(change.inductor_config), _matmul_precision(change.matmul_precision), \
                 torch._functorch.config.patch(uncached), replay.grad_mode(), contextlib.redirect_stdout(io.StringIO()):
-            with recorder:
-                compiled = torch.compile(replay.fn, **kwargs)
+            with run.recorder:
+                run.compiled = torch.compile(replay.fn, **kwargs)
                 for args, call_kwargs in replay.calls:
                     args, call_kwargs = _marked(replay.fn, args, call_kwargs, change.marks, statics)
-                    outputs.append(_kept(compiled(*args, **call_kwargs)))
-            cap = recorder.build()
-            runtime = None
-            if timing and cap.error is None:
-                from compiler.capturing.runtime import time_interleaved
-
-                args, call_kwargs = _marked(replay.fn, *replay.calls[-1], change.marks, statics)
-                runtime = time_interleaved(replay.fn, compiled, args, call_kwargs, repeat=TIMING_REPEAT)
+                    run.outputs.append(_kept(run.compiled(*args, **call_kwargs)))
+            run.cap = run.recorder.build()
+            run.args, run.kwargs = _marked(replay.fn, *replay.calls[-1], change.marks, statics)
+            yield run
     finally:
         torch._dynamo.reset()
-    measure = measure_of(cap, recorder.counters, runtime)
-    measure.__dict__["_capture"] = cap  # for the before/after diff (diff_of); kept in memory, never saved
-    error = None
-    if cap.error:
-        error = f"{cap.error.type}: {cap.error.message.splitlines()[0] if cap.error.message else ''}"
-        if cap.error.cause:
-            error += f" — caused by {cap.error.cause.splitlines()[0]}"
-    return measure, outputs, error
+
+
+def run_once(replay: Replay, change: Change | None = None, timing: bool = False):
+    """``compiled_run`` → (FixMeasure, outputs, error text or None); ``timing``: the compiled and the eager call
+    timed interleaved (``time_interleaved``) while the change is applied."""
+    with compiled_run(replay, change) as run:
+        runtime = None
+        if timing and run.cap.error is None:
+            from compiler.capturing.runtime import time_interleaved
+
+            runtime = time_interleaved(replay.fn, run.compiled, run.args, run.kwargs, repeat=TIMING_REPEAT)
+    return run.measure(runtime), run.outputs, run.error
 
 
 def measure_of(cap, counters: dict, runtime: dict | None = None) -> FixMeasure:
@@ -410,16 +440,23 @@ def eager_outputs(replay: Replay) -> list:
     return replay.eager_outputs
 
 
-def baseline(cap, replay: Replay, timing: bool, before: str = "measure") -> tuple[FixMeasure, str]:
-    """The before numbers: measured by the same replay without a change (default: the same process state
-    as the experiments, so compile seconds compare), or ``before="capture"``: the capture's own numbers,
-    when the experiment replays exactly its calls."""
-    if before == "capture" and replay.from_capture and cap.error is None and not timing:
-        measure = measure_of(cap, cap.counters)
-        measure.__dict__["_capture"] = cap
-        return measure, "the capture"
-    measure, _, _ = run_once(replay, timing=timing)
-    return measure, "measured"
+class Baseline:
+    """The compile without any fix: its counts (``measure``), where they come from, and its outputs."""
+
+    def __init__(self, measure: FixMeasure | None, source: str, outputs=None, error: str | None = None):
+        self.measure, self.source, self.outputs, self.error = measure, source, outputs, error
+
+
+def baseline(cap, replay: Replay, before: str = "measure") -> Baseline:
+    """The before numbers and outputs, measured by the same replay without a change (the same process state as the
+    experiments, so compile seconds compare). ``before="capture"``: the capture's own counts, where the
+    experiment replays exactly its calls (the outputs are still those of a compile without the fix)."""
+    measure, outputs, error = run_once(replay)
+    if before == "capture" and replay.from_capture and cap.error is None:
+        captured = measure_of(cap, cap.counters)
+        captured.__dict__["_capture"] = cap
+        return Baseline(captured, "the capture", outputs)
+    return Baseline(measure, "measured", outputs, error)
 
 
 def goal_of(fixes) -> str:
@@ -433,11 +470,27 @@ def needs_timing(fixes) -> bool:
     return any(f.goal != FINDINGS for f in fixes)
 
 
-def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timing: bool = False) -> FixResult:
+def judged(result: FixResult, after: FixMeasure, outputs, base: Baseline, expected, change: Change, check=None):
+    """``result`` with its after counts, the three comparisons and the verdict on outputs."""
+    from compiler.analyses.fix_verdicts import CHANGES_RULE, three_way
+
+    result.after = after
+    if base.outputs is None:  # no compile without the fix to compare with: against eager only
+        result.outputs_equal, result.output_note = outputs_match(outputs, expected, change.tolerance)
+    else:
+        result.outputs_equal, result.output_note, result.comparisons = three_way(
+            base.outputs, outputs, expected, change.tolerance, check)
+    result.output_rule = "your check= (instead of the default)" if check is not None else CHANGES_RULE
+    result.status = MEASURED if result.outputs_equal else CHANGES_RESULTS
+    return result
+
+
+def experiment(replay: Replay, fixes, base: Baseline, timing: bool = False, check=None) -> FixResult:
+    """One experiment in this process: the fixes' changes merged, compiled and called in a fresh Dynamo state."""
     change = _merged(fixes)
     start = time.perf_counter()
-    result = FixResult(before=before, before_from=before_from, calls=len(replay.calls), fixes=[f.id for f in fixes],
-                       goal=goal_of(fixes))
+    result = FixResult(before=base.measure, before_from=base.source, calls=len(replay.calls),
+                       fixes=[f.id for f in fixes], goal=goal_of(fixes), where="this process")
     try:
         expected = eager_outputs(replay)
         measure, outputs, error = run_once(replay, change, timing=timing)
@@ -451,33 +504,31 @@ def experiment(replay: Replay, fixes, before: FixMeasure, before_from: str, timi
         return result
     result.seconds = round(time.perf_counter() - start, 4)
     if error:  # what a failed run counted is not an "after" to compare
-        result.status, result.error = FAILED, error
-        if result.goal == GUARDS:
-            result.error += (" (with these guards skipped, a compile may have run for a module or value it was not "
-                             "compiled for: what the filter gives up)")
-        return result
-    result.after = measure
-    result.outputs_equal, result.output_note = outputs_match(outputs, expected, change.tolerance)
-    result.status = MEASURED if result.outputs_equal else CHANGES_RESULTS
+        return _failed(result, error)
+    return judged(result, measure, outputs, base, expected, change, check)
+
+
+def _failed(result: FixResult, error: str) -> FixResult:
+    result.status, result.error = FAILED, error
+    if result.goal == GUARDS:
+        result.error += (" (with these guards skipped, a compile may have run for a module or value it was not "
+                         "compiled for: what the filter gives up)")
     return result
 
 
 # --- the API --------------------------------------------------------------------------------------
 
-def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "measure", compile_kwargs: dict | None = None) -> FixResult:
-    """Try one fix (``Fix.try_()``): its result is kept on the fix (and so saved with the capture)."""
+def try_fix(cap, fix, fn=None, calls=None, timing: bool = False, before: str = "measure",
+            compile_kwargs: dict | None = None, check=None, progress=None) -> FixResult:
+    """Try one fix (``Fix.try_()``): its result is kept on the fix (and so saved with the capture). ``check``: your
+    own comparison ``check(actual, expected) → bool`` per replayed call, instead of the default (see
+    ``fix_verdicts``)."""
     if not fix.applicable:
         raise ValueError(f"{fix.id} is a code change ({fix.title}): apply it yourself; it is never applied "
                          "behind your back")
     replay = replay_of(cap, fn, calls, compile_kwargs)
-    timing = timing or needs_timing([fix])
-    before, before_from = baseline(cap, replay, timing, before)
-    holder = _Holder(fix)
-    try:
-        fix.result = experiment(replay, [fix], before, before_from, timing)
-    finally:
-        holder.keep_interrupted()
-    return fix.result
+    results = _run(cap, replay, [[fix]], timing or needs_timing([fix]), before, check, progress, None)
+    return results[0]
 
 
 class _Holder:
@@ -492,63 +543,165 @@ class _Holder:
 
 
 def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure",
-              compile_kwargs: dict | None = None, should_stop=None):
-    """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than
-    one is recommended). ``only``: fix ids to try. ``progress(done, total, text)`` is told as it goes.
-    ``should_stop()`` is asked before each experiment (the explorer's Stop): once true, the fixes left are
-    not tried, nothing is combined, and what finished is kept. An interrupt keeps what finished too (the
-    running fix says ``interrupted``) and goes on up."""
+              compile_kwargs: dict | None = None, should_stop=None, check=None, concurrency: int | None = None):
+    """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than one is
+    recommended — reported also when it fails, and never recommended then); the fixes then listed recommended
+    first, by measured gain. ``only``: fix ids to try. ``progress(done, total, text)`` is told which fix, the
+    time spent and an estimate of the time left. ``should_stop()`` is asked before each experiment (the
+    explorer's Stop): once true, the fixes left are not tried, nothing is combined, and what finished is kept.
+    ``check``: your own output comparison (see ``try_fix``). ``timing`` (or any fix for run time or guards): the
+    experiments run in worker processes, compiled side by side (``concurrency`` at once) and timed one at a
+    time, interleaved with the baseline and eager (``compiler.analyses.fix_workers``)."""
     fixes = cap.fixes()
     todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
     replay = replay_of(cap, fn, calls, compile_kwargs)
     timing = timing or needs_timing(todo)
-    before, before_from = baseline(cap, replay, timing, before)
-    total = len(todo) + 1
-    stopped = None
-    for done, fix in enumerate(todo):
-        if should_stop is not None and should_stop():
-            stopped = done
-            break
-        if progress:
-            progress(done, total, f"trying {fix.id}: {fix.title}")
-        holder = _Holder(fix)
-        try:
-            fix.result = experiment(replay, [fix], before, before_from, timing)
-        finally:
-            holder.keep_interrupted()
-    if stopped is not None:
+    results = _run(cap, replay, [[f] for f in todo], timing, before, check, progress, should_stop, concurrency)
+    stopped = [f for f, r in zip(todo, results) if r is None]
+    if stopped:
         fixes.combined = None
-        fixes.note = (f"stopped after {stopped} of {len(todo)} changes: "
-                      f"{', '.join(f.id for f in todo[stopped:])} not tried; nothing combined")
+        fixes.note = (f"stopped after {len(todo) - len(stopped)} of {len(todo)} changes: "
+                      f"{', '.join(f.id for f in stopped)} not tried; nothing combined")
         if progress:
-            progress(total, total, "stopped")
+            progress(1, 1, "stopped")
+        _rerank(fixes)
         return fixes
-    if before_from == "measured" and todo:
-        # compile seconds vary with what ran before (lazy imports, warm caches) and with the machine's load:
-        # the baseline is compiled again after the experiments, and the lower of its two times is "before"
-        again, _, _ = run_once(replay, timing=False)
-        if again.compile_s is not None and before.compile_s is not None and again.compile_s < before.compile_s:
-            before.compile_s = again.compile_s
-        for fix in todo:
-            if fix.result is not None and fix.result.before is before:
-                fix.result.before_from = "measured (compile time: the lower of 2 runs)"
-        before_from = "measured (compile time: the lower of 2 runs)"
     chosen = [f for f in todo if f.result and f.result.recommended]
     filters = [f for f in chosen if "guard_filter_fn" in (f.compile_kwargs.get("options") or {})]
     chosen = [f for f in chosen if f not in filters[1:]]  # torch.compile takes one guard filter: the highest ranked
+    fixes.combined = None
     if len(chosen) > 1:
         if progress:
-            progress(len(todo), total, "trying the recommended fixes together")
-        fixes.combined = experiment(replay, chosen, before, before_from, timing)
+            progress(len(todo), len(todo) + 1, "trying the recommended fixes together")
+        fixes.combined = _run(cap, replay, [chosen], timing, before, check, None, None, concurrency,
+                              keep=False)[0]
+        fixes.note = ("the recommended fixes together: " + fixes.combined.status
+                      + ("" if fixes.combined.recommended else " — not recommended together"))
     elif chosen:
-        fixes.combined = None
         fixes.note = f"one change recommended: {chosen[0].id}"
     else:
-        fixes.combined = None
-        fixes.note = "no change measured better with equal outputs" if todo else "no change to try"
+        fixes.note = "no change measured better with outputs no further from eager" if todo else "no change to try"
+    _rerank(fixes)
     if progress:
-        progress(total, total, "done")
+        progress(1, 1, "done")
     return fixes
+
+
+def _rerank(fixes) -> None:
+    """Once tried: the recommended first, by measured gain (``fix_verdicts.gain_score``); then the rest in their
+    ranking by cost. Ids stay as proposed."""
+    from compiler.analyses.fix_verdicts import gain_score
+
+    order = {id(f): n for n, f in enumerate(fixes.items)}
+    fixes.items.sort(key=lambda f: (not (f.result and f.result.recommended),
+                                    -(gain_score(f.result) if f.result and f.result.recommended else 0.0),
+                                    order[id(f)]))
+
+
+def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, progress, should_stop,
+         concurrency=None, keep: bool = True) -> list:
+    """Each group of fixes tried together → its FixResult (None: not tried, stopped); ``keep``: each one-fix
+    group's result set on its fix."""
+    if timing:
+        return _run_in_workers(replay, groups, check, progress, should_stop, concurrency, keep)
+    start = time.perf_counter()
+    if progress:
+        progress(0, len(groups) + 1, "compiling the baseline (no fix)")
+    base = baseline(cap, replay, before)
+    if base.error:
+        base.outputs = None  # a baseline that failed is no reference: compare with eager only
+    results = []
+    for done, group in enumerate(groups):
+        if should_stop is not None and should_stop():
+            results += [None] * (len(groups) - done)
+            break
+        if progress:
+            spent = time.perf_counter() - start
+            left = f", about {spent / done * (len(groups) - done):.0f} s left" if done else ""
+            progress(done, len(groups) + 1, f"trying {'+'.join(f.id for f in group)} ({group[0].kind}) — {done} of "
+                                            f"{len(groups)} done, {spent:.0f} s spent{left}")
+        holders = [_Holder(f) for f in group] if keep and len(group) == 1 else []
+        try:
+            result = experiment(replay, group, base, False, check)
+            if holders:
+                group[0].result = result
+        finally:
+            for holder in holders:
+                holder.keep_interrupted()
+        results.append(result)
+    if base.source == "measured" and len(groups) > 1 and any(results):
+        # compile seconds vary with what ran before (lazy imports, warm caches) and with the machine's load:
+        # the baseline is compiled again after the experiments, and the lower of its two times is "before"
+        again, _, _ = run_once(replay)
+        if again.compile_s is not None and base.measure.compile_s is not None and \
+                again.compile_s < base.measure.compile_s:
+            base.measure.compile_s = again.compile_s
+        for result in results:
+            if result is not None and result.before is base.measure:
+                result.before_from = "measured (compile time: the lower of 2 runs)"
+    return results
+
+
+# compiler.analyses.fix_workers puts its run_pool and default_concurrency here when imported (compiler/__init__
+# imports it): its worker processes run this module's compiled_run, so this module never imports it
+WORKERS: dict = {}
+
+
+def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, concurrency, keep: bool) -> list:
+    from compiler.analyses.fix_verdicts import ratio_of
+
+    plans = [(n, f"{'+'.join(f.id for f in group)} ({'+'.join(f.kind for f in group)})", _merged(group))
+             for n, group in enumerate(groups)]
+    expected = eager_outputs(replay)
+    base_outcome, outcomes = WORKERS["run_pool"](replay, plans, timing=True, progress=progress,
+                                                 should_stop=should_stop, concurrency=concurrency)
+    where = (f"worker processes ({WORKERS['default_concurrency'](len(plans)) if concurrency is None else concurrency}"
+             " compiling at once, each with an empty Inductor cache directory: every compile cold)")
+    before = base = None
+    if base_outcome.compiled and not base_outcome.error:
+        before = FixMeasure.from_data(base_outcome.compiled["measure"])
+        before.__dict__["_capture"] = base_outcome.compiled.get("capture_value")
+        base = Baseline(before, "measured (a worker process, beside the experiments)",
+                        base_outcome.compiled.get("outputs_value"))
+    results = []
+    for (n, _, change), group in zip(plans, groups):
+        outcome = outcomes[n]
+        if outcome.compiled is None and outcome.error is None and outcome.stopped is None:
+            results.append(None)  # not started: stopped by the user
+            continue
+        result = FixResult(before=before, before_from=base.source if base else None, calls=len(replay.calls),
+                           fixes=[f.id for f in group], goal=goal_of(group), where=where,
+                           seconds=round(outcome.seconds, 3))
+        if outcome.stopped:
+            result.status, result.error = STOPPED, outcome.stopped
+        elif base is None:
+            result.status, result.error = FAILED, f"the baseline (no fix) failed: {base_outcome.error}"
+        elif outcome.error:
+            _failed(result, outcome.error)
+        else:
+            after = FixMeasure.from_data(outcome.compiled["measure"])
+            after.__dict__["_capture"] = outcome.compiled.get("capture_value")
+            if outcome.samples.get("before"):
+                result.timing = ratio_of(outcome.samples["before"], outcome.samples["after"],
+                                         outcome.samples.get("eager"))
+                result.before = FixMeasure.from_data(before.to_data())  # this experiment's own before timing
+                result.before.__dict__["_capture"] = before.__dict__.get("_capture")
+                result.before.runtime_s, result.before.eager_runtime_s = result.timing.before_s, result.timing.eager_s
+                after.runtime_s, after.eager_runtime_s = result.timing.after_s, result.timing.eager_s
+                if outcome.samples.get("guards_before"):
+                    result.guard_timing = ratio_of(
+                        outcome.samples["guards_before"], outcome.samples["guards_after"],
+                        method=f"every compile's guards checked once on the locals they were built on (torch's "
+                               f"guard_manager_testing_hook_fn), with and without the fix, interleaved with the calls; "
+                               f"median ratio over {len(outcome.samples['guards_before'])} rounds, 95 % bootstrap "
+                               "interval")
+            elif outcome.timing_error:
+                result.error = f"not timed: {outcome.timing_error}"
+            judged(result, after, outcome.compiled.get("outputs_value"), base, expected, change, check)
+        if keep and len(group) == 1:
+            group[0].result = result
+        results.append(result)
+    return results
 
 
 def diff_of(result, labels=None):

@@ -31,13 +31,20 @@ from compiler.stages.fix_schema import FINDINGS, GUARDS, RUNTIME, DynamicMark, F
 # TF32 outputs compared by relative norm: float32 keeps 23 mantissa bits, TF32 10 (a rounding error of 2⁻¹¹ ≈
 # 4.9e-4 per input); a matmul's relative error is of that order, a deep model's a few times it
 TF32_TOLERANCE = 1e-2
+# (the keys are the kinds of finding a fix is credited with: ``_credit``; "guards" counts the share of all guards
+# an unsafe filter drops, so a filter weighs at most one recompile: it saves µs per call and gives up safety)
 WEIGHTS = {"frames_skipped": 1000.0, "recompile_limit": 500.0, "recompile_budget": 200.0, "cudagraph_skips": 50.0,
-           "graph_breaks": 10.0, "recompiles": 5.0, "guards": 0.05}
-COST_METHOD = ("counted from the capture (not measured): frames skipped to eager ×1000, recompile limit reached ×500, "
-               "a frame that used its recompile budget (or is within two of it) ×200, "
-               "CUDA-graph skips ×50, graph breaks ×10 (each occurrence splits a graph), recompiles ×5, "
-               "guards an unsafe guard filter would drop ×0.05; a code rewrite ranks after a setting; a change for "
-               "slow code addresses no counted finding and ranks last, until its experiment measures it")
+           "graph_breaks": 10.0, "recompiles": 5.0, "guards": 5.0}
+FINDING_WORDS = {"frames_skipped": ("frame skipped to eager", "frames skipped to eager"),
+                 "recompile_budget": ("frame at or near the recompile limit", "frames at or near the recompile limit"),
+                 "cudagraph_skips": ("CUDA-graph skip", "CUDA-graph skips"), "recompiles": ("recompile", "recompiles")}
+COST_METHOD = ("counted from the capture (not measured): each frame skipped to eager ×1000 (credited to the fix for the "
+               "graph break that made torch skip it), recompile limit reached ×500, a frame that used its recompile budget (or is "
+               "within two of it) ×200 (×100 for raising the limit, the last resort), CUDA-graph skips ×50, graph "
+               "breaks ×10 (each occurrence splits a graph), recompiles ×5, the share of all guards an unsafe guard "
+               "filter would drop ×5; a code rewrite ranks after a setting; a change for slow code addresses no "
+               "counted finding and ranks last, until its experiment measures it; once tried, the recommended "
+               "changes come first, by measured gain")
 
 # torch.compiler's guard filters (torch.compile(options={"guard_filter_fn": ...})): what each stops checking
 GUARD_FILTERS = {
@@ -78,6 +85,8 @@ def propose(cap) -> Fixes:
     builder = _Builder(cap)
     for index, item in enumerate(cap.breaks.items):
         builder.graph_break(index, item)
+    for frame in getattr(cap, "skipped_frames", None) or ():
+        builder.skipped_frame(frame)
     for recompile in cap.recompiles:
         builder.recompile(recompile)
     builder.inner_recompiles()
@@ -111,12 +120,40 @@ class _Builder:
     # --- graph breaks ---------------------------------------------------------------------------
 
     def graph_break(self, index: int, item) -> None:
-        text = "\n".join([item.headline or "", item.reason or "", item.explanation or "", *item.hints])
         code = (item.code or "").strip()
         gb = (item.gb_code or "").upper()
         where = f"{_short(item.file)}:{item.line}" if item.file else "unknown line"
         finding = f"graph break {gb or ''} {item.headline} at {where}".replace("  ", " ") + (
             f" ×{item.count}" if item.count > 1 else "") + (f": {code}" if code else "")
+        fix = self._classify(item)
+        if fix is None:
+            return
+        fix.breaks.append(index)
+        fix.findings.append(finding)
+        for compile_id in item.compile_ids or ([item.compile_id] if item.compile_id else []):
+            if compile_id not in fix.compiles:
+                fix.compiles.append(compile_id)
+        if fix.why is None and item.hints:
+            fix.why = "torch's hint: " + item.hints[0]
+
+    def skipped_frame(self, frame) -> None:
+        """A frame torch skipped to eager (``cap.skipped_frames``) is credited to the fix for the graph break that
+        made torch give up on it (its ``cause``): removing that break lets the frame compile."""
+        fix = self._classify(frame.cause) if frame.cause is not None else None
+        if fix is None:
+            return
+        _credit(fix, "frames_skipped")
+        if frame.compile_id and frame.compile_id not in fix.compiles:
+            fix.compiles.append(frame.compile_id)
+        fix.findings.append(f"frame {frame.function} skipped to eager ({frame.compile_id}): {frame.reason}, caused by "
+                            f"{frame.cause.headline}" + (f" at {_short(frame.cause.file)}:{frame.cause.line}"
+                                                         if frame.cause.file else ""))
+
+    def _classify(self, item):
+        """The fix for a graph break (a ``GraphBreak``: a break of the capture, or the cause of a skipped frame)."""
+        text = "\n".join([item.headline or "", item.reason or "", item.explanation or "", *item.hints])
+        code = (item.code or "").strip()
+        gb = (item.gb_code or "").upper()
         fix = None
         if gb == "GB0036" or "capture_dynamic_output_shape_ops" in text:
             fix = self._config_fix("capture_dynamic_output_shape_ops",
@@ -171,15 +208,7 @@ class _Builder:
             fix = self._untraceable(item, code)
         if fix is None:
             fix = self._hinted_config(text)
-        if fix is None:
-            return
-        fix.breaks.append(index)
-        fix.findings.append(finding)
-        for compile_id in item.compile_ids or ([item.compile_id] if item.compile_id else []):
-            if compile_id not in fix.compiles:
-                fix.compiles.append(compile_id)
-        if fix.why is None and item.hints:
-            fix.why = "torch's hint: " + item.hints[0]
+        return fix
 
     def _config_fix(self, name: str, title: str, value=True, alternatives=()) -> Fix:
         return self._fix(("config", name), kind=name, title=title,
@@ -354,7 +383,7 @@ class _Builder:
             guard = f", the guard {hit.guard} kept failing" if hit.guard else ""
             fix.findings.append(f"frame {hit.frame_id} ({hit.function}) reached the {hit.limit_type} ({hit.limit}) "
                                 f"after {len(hit.compile_ids)} compiles: torch refused compile {hit.compile_id}{guard}")
-        fix.__dict__["_limit_hit"] = True
+        _credit(fix, "recompile_limit")
 
 
     def recompile_budgets(self) -> None:
@@ -457,7 +486,7 @@ class _Builder:
             else:
                 continue
             fix.findings.append(finding)
-            fix.__dict__["_cudagraph_skips"] = fix.__dict__.get("_cudagraph_skips", 0) + 1
+            _credit(fix, "cudagraph_skips")
 
     def guard_overhead(self) -> None:
         """torch.compiler's guard filters that would drop guards this capture holds — on modules, on
@@ -489,6 +518,7 @@ class _Builder:
             fix.findings.append(f"guard overhead: {len(rows)} guards{timed}")
             fix.compiles.extend(c.compile_id for c in compiles if c.compile_id not in fix.compiles)
             fix.__dict__["_guards_dropped"] = dropped[name]
+            _credit(fix, "guards", dropped[name] / len(rows))
 
     def slow_code(self) -> None:
         """Inductor settings that may make the generated code faster, for a capture compiled with Inductor
@@ -555,36 +585,35 @@ class _Builder:
     def finish(self) -> list[Fix]:
         items = self.cap.breaks.items
         for fix in self.by_key.values():
-            breaks = sum(items[i].count for i in fix.breaks if i < len(items))
-            skipped = len(self.skipped & set(fix.compiles))
-            limit = 1 if fix.__dict__.pop("_limit_hit", False) else 0
-            near = len(fix.limit_frames)
-            last_resort = fix.kind == "recompile_limit"  # raising the limit ranks after removing the guard
-            graphs_skipped = fix.__dict__.pop("_cudagraph_skips", 0)
+            counts = fix.__dict__.pop("_counts", {})
+            counts["graph_breaks"] = sum(items[i].count for i in fix.breaks if i < len(items))
+            counts["recompiles"] = len(fix.recompiles)
+            # raising the limit is the last resort: it ranks after removing the guard that keeps failing
+            counts["recompile_budget"] = len(fix.limit_frames) * (0.5 if fix.kind == "recompile_limit" else 1)
+            if fix.goal != FINDINGS:  # skipped frames are the fixes for findings' to remove
+                counts.pop("frames_skipped", None)
             guards_dropped = fix.__dict__.pop("_guards_dropped", 0)
-            if fix.goal != FINDINGS:  # skipped frames of the same compiles are the other fixes' findings
-                skipped = 0
-            fix.cost = (WEIGHTS["frames_skipped"] * skipped + WEIGHTS["recompile_limit"] * limit
-                        + WEIGHTS["cudagraph_skips"] * graphs_skipped + WEIGHTS["graph_breaks"] * breaks
-                        + WEIGHTS["recompiles"] * len(fix.recompiles) + WEIGHTS["guards"] * guards_dropped
-                        + WEIGHTS["recompile_budget"] * near * (0.5 if last_resort else 1.0)
-                        - (0 if fix.applicable else 0.5))
+            fix.cost = sum(WEIGHTS.get(kind, 0.0) * count for kind, count in counts.items()) \
+                - (0 if fix.applicable else 0.5)
             parts = []
-            if skipped:
-                parts.append(f"{skipped} frame{'s' * (skipped > 1)} skipped to eager")
-            if limit:
-                parts.append("the recompile limit reached")
-            if near and not limit:
-                parts.append(f"{near} frame{'s' * (near > 1)} at or near the recompile limit")
-            if breaks:
-                places = len(fix.breaks)
-                parts.append(f"{breaks} graph break{'s' * (breaks > 1)} at {places} place{'s' * (places > 1)}")
-            if fix.recompiles:
-                parts.append(f"{len(fix.recompiles)} recompile{'s' * (len(fix.recompiles) > 1)}")
-            if graphs_skipped:
-                parts.append(f"{graphs_skipped} CUDA-graph skip{'s' * (graphs_skipped > 1)}")
-            if guards_dropped:
-                parts.append(f"about {guards_dropped} guard{'s' * (guards_dropped > 1)} checked on every call")
+            order = list(WEIGHTS)
+            for kind, count in sorted(counts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99):
+                if not count:
+                    continue
+                if kind == "guards":
+                    parts.append(f"about {guards_dropped} guard{'s' * (guards_dropped > 1)} checked on every call "
+                                 f"({count:.0%} of them)")
+                elif kind == "graph_breaks":
+                    places = len(fix.breaks)
+                    parts.append(f"{count} graph break{'s' * (count > 1)} at {places} place{'s' * (places > 1)}")
+                elif kind == "recompile_limit":
+                    parts.append("the recompile limit reached")
+                elif kind == "recompile_budget":
+                    near = len(fix.limit_frames)
+                    parts.append(f"{near} {FINDING_WORDS[kind][0] if near == 1 else FINDING_WORDS[kind][1]}")
+                else:
+                    word = FINDING_WORDS.get(kind, kind.replace("_", " "))
+                    parts.append(f"{count} {word[0] if count == 1 else word[1]}")
             fix.cost_text = ", ".join(parts) or ("runtime: no counted finding, measured by the experiment"
                                                  if fix.goal == RUNTIME else "no counted cost")
             fix.cost_method = COST_METHOD
@@ -592,6 +621,12 @@ class _Builder:
         for number, fix in enumerate(ranked, 1):
             fix.id = f"fix{number}"
         return ranked
+
+
+def _credit(fix: Fix, kind: str, count: float = 1) -> None:
+    """Count a finding of ``kind`` (a key of ``WEIGHTS``) against ``fix``: what removing it is worth in the ranking."""
+    counts = fix.__dict__.setdefault("_counts", {})
+    counts[kind] = counts.get(kind, 0) + count
 
 
 def _specializes(kind: str) -> bool:

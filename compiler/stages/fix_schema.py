@@ -19,15 +19,15 @@ from typing import Any, ClassVar
 from compiler.stages.data import Data, Stage, _Mismatch
 
 # the result of trying a fix (FixResult.status)
-NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED = (
-    "not tried", "measured", "changes results", "failed", "interrupted")
+NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED, STOPPED = (
+    "not tried", "measured", "changes results", "failed", "interrupted", "stopped")
 
 # what a fix is for (Fix.goal): fewer graph breaks / recompiles / skipped frames, a faster compiled run
 # (slow code, CUDA graphs), or fewer guards to check on each call (a guard filter)
 FINDINGS, RUNTIME, GUARDS, COMPILE_TIME = "findings", "runtime", "guards", "compile time"
 GOALS = (FINDINGS, RUNTIME, GUARDS, COMPILE_TIME)
 TOLERANCES = {"relative_norm"}  # the keys of Fix.tolerance
-FASTER = 0.95  # a runtime fix is recommended when the compiled run takes at most this share of the time before
+FASTER = 0.95  # a runtime fix is recommended when the whole interval of after ÷ before lies below this
 
 
 @dataclass(repr=False, eq=False)
@@ -76,6 +76,76 @@ class FixMeasure(Data):
 
 
 @dataclass(repr=False, eq=False)
+class OutputError(Data):
+    """One output value (a leaf of a call's return value, ``index`` in order over every call) against a reference."""
+
+    index: int = 0
+    kind: str = ""  # the reference's dtype ("float32"), or its Python type for a non-tensor
+    shape: list[int] | None = None
+    reference_shape: list[int] | None = None  # set where the shapes differ
+    max_abs: float | None = None  # largest |x − ref|
+    rel_l2: float | None = None  # ‖x − ref‖₂ / ‖ref‖₂ (float64)
+    close: bool = False  # torch.testing.assert_close at the dtype's default tolerance
+
+
+@dataclass(repr=False, eq=False)
+class OutputComparison(Data):
+    """One of an experiment's three comparisons (``compiler.analyses.fix_verdicts``)."""
+
+    label: str = ""  # "without the fix vs eager", "with the fix vs eager", "with vs without the fix"
+    equal: bool | None = None  # every output close
+    outputs: list[OutputError] = field(default_factory=list)
+    note: str | None = None  # why nothing could be compared (a different number of outputs)
+    check_passed: bool | None = None  # the user's check= (None: none given)
+    check_note: str | None = None
+
+    def worst(self) -> tuple[float | None, float | None, int]:
+        """(largest relative L2 error, largest absolute error, outputs whose shapes differ)."""
+        rel = [o.rel_l2 for o in self.outputs if o.rel_l2 is not None]
+        absolute = [o.max_abs for o in self.outputs if o.max_abs is not None]
+        return (max(rel) if rel else None), (max(absolute) if absolute else None), sum(
+            o.reference_shape is not None for o in self.outputs)
+
+    def as_text(self) -> str:
+        """``close (assert_close defaults)`` or ``rel. L2 ≤ 0.31, max abs 2.5e+02, 2 of 12 output shapes differ``."""
+        if self.note:
+            return self.note
+        rel, absolute, shapes = self.worst()
+        if self.equal:
+            text = "close (assert_close defaults)" + (f", rel. L2 ≤ {rel:.2g}" if rel else "")
+        else:
+            text = f"rel. L2 ≤ {_num(rel)}, max abs {_num(absolute)}"
+            if shapes:
+                text += f", {shapes} of {len(self.outputs)} output shapes differ"
+        if self.check_passed is not None:
+            text += f"; your check {'passes' if self.check_passed else 'fails'}"
+        return text
+
+
+def _num(value) -> str:
+    return "–" if value is None else f"{value:.2g}"
+
+
+@dataclass(repr=False, eq=False)
+class RuntimeRatio(Data):
+    """The compiled call with the fix ÷ without it, timed interleaved in the same experiment, with eager's time."""
+
+    ratio: float = 1.0  # median after ÷ median before
+    low: float = 1.0  # the interval (``method``)
+    high: float = 1.0
+    rounds: int = 0
+    before_s: float | None = None  # medians of the interleaved samples, seconds per call
+    after_s: float | None = None
+    eager_s: float | None = None
+    method: str = ""
+
+    def as_text(self) -> str:
+        eager = f", eager {self.eager_s * 1e3:.3g} ms" if self.eager_s is not None else ""
+        return (f"compiled call {self.ratio:.2f}× ({self.low:.2f}–{self.high:.2f}) of before: "
+                f"{self.before_s * 1e3:.3g} → {self.after_s * 1e3:.3g} ms{eager}, {self.rounds} interleaved rounds")
+
+
+@dataclass(repr=False, eq=False)
 class FixResult(Data):
     """What trying a fix measured: ``before`` (as captured) → ``after`` (with the change)."""
 
@@ -90,13 +160,19 @@ class FixResult(Data):
     seconds: float | None = None  # how long the experiment took
     fixes: list[str] = field(default_factory=list)  # the fix ids applied together (a combination)
     goal: str = FINDINGS  # what the fix is for (Fix.goal): what "recommended" compares
+    # the three comparisons (without vs eager, with vs eager, with vs without) and the rule applied
+    comparisons: list[OutputComparison] = field(default_factory=list)
+    output_rule: str | None = None
+    timing: RuntimeRatio | None = None  # after ÷ before, timed interleaved in this experiment
+    guard_timing: RuntimeRatio | None = None  # the same for the entry frame's guard check, where timed
+    where: str | None = None  # "this process" or "worker processes (…)": where the experiment ran
 
     @property
     def recommended(self) -> bool:
-        """Measured and outputs equal eager, and what the fix is for measured better: fewer graph breaks,
-        recompiles or skipped frames (none more); or a compiled run at most ``FASTER`` of the time before, timed
-        on a quiet machine (CUDA-graph skips no more); or fewer guards, the run (timed on a quiet machine) no slower
-        than ``1/FASTER``."""
+        """Measured, outputs no further from eager than without the fix, and what the fix is for measured better:
+        fewer graph breaks, recompiles or skipped frames (none more); or a compiled call whose after ÷ before
+        interval, timed interleaved, lies wholly below ``FASTER`` (CUDA-graph skips no more); or fewer guards, the
+        call not measurably slower (the interval not wholly above 1/``FASTER``)."""
         if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
             return False
         b, a = self.before, self.after
@@ -105,15 +181,45 @@ class FixResult(Data):
         no_worse = a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
             and a.frames_skipped <= b.frames_skipped
         if self.goal == RUNTIME:
-            timed = a.runtime_s is not None and b.runtime_s is not None and not (a.busy or b.busy)
-            return no_worse and timed and a.runtime_s <= FASTER * b.runtime_s and (a.cudagraph_skips or 0) <= (
-                b.cudagraph_skips or 0)
-        if self.goal == GUARDS:  # a run timed on a busy machine says nothing either way: the guards decide
-            slower = a.runtime_s is not None and b.runtime_s is not None and not (a.busy or b.busy) \
-                and a.runtime_s * FASTER > b.runtime_s
+            return no_worse and self.timing is not None and self.timing.high < FASTER \
+                and (a.cudagraph_skips or 0) <= (b.cudagraph_skips or 0)
+        if self.goal == GUARDS:
+            slower = self.timing is not None and self.timing.low > 1 / FASTER
             return no_worse and a.guards < b.guards and not slower
         return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
             and no_worse
+
+    def gains(self) -> list[str]:
+        """``16 fewer graphs``, ``12 fewer breaks``, … — what the change did to the counts, then the timed ratio."""
+        b, a = self.before, self.after
+        parts = []
+        if b and a:
+            for name, word in (("graphs", "graph"), ("graph_breaks", "break"), ("recompiles", "recompile"),
+                               ("frames_skipped", "skipped frame")):
+                delta = getattr(b, name) - getattr(a, name)
+                if delta:
+                    parts.append(f"{abs(delta)} {'fewer' if delta > 0 else 'more'} {word}{'s' * (abs(delta) > 1)}")
+            if self.goal == GUARDS and a.guards < b.guards:
+                parts.append(f"{b.guards - a.guards} fewer guards")
+        if self.timing is not None:
+            t = self.timing
+            parts.append(f"compiled call {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}) of before")
+        if self.guard_timing is not None and self.goal == GUARDS:
+            g = self.guard_timing
+            parts.append(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before")
+        return parts
+
+    def sentence(self, name: str) -> str:
+        """What to do, in one sentence: ``Recommended: <name> — 16 fewer graphs, …, outputs as close to eager
+        as before.`` / ``Failed: <name> — <why>.`` / ``Changes results: …`` / ``No gain: …``."""
+        if self.status in (FAILED, STOPPED, INTERRUPTED):
+            return f"{self.status.capitalize()}: {name} — {self.error or 'the run did not finish'}."
+        if self.status == CHANGES_RESULTS:
+            return f"Changes results: {name} — {self.output_note}."
+        if self.status != MEASURED:
+            return f"Not tried: {name}."
+        parts = self.gains() + ([self.output_note] if self.output_note else [])
+        return f"{'Recommended' if self.recommended else 'No gain'}: {name} — {', '.join(parts) or 'nothing changed'}."
 
     def as_text(self) -> str:
         if self.status == NOT_TRIED:
@@ -121,12 +227,16 @@ class FixResult(Data):
         head = self.status + (f": {self.error}" if self.error else "")
         if self.before and self.after:
             head += f" — before: {self.before.as_text()} → after: {self.after.as_text()}"
-        if self.outputs_equal is not None:
-            if self.outputs_equal:
-                head += "; outputs equal eager" + (f" ({self.output_note})" if "relative error" in (self.output_note or "")
-                                                   else "")
-            else:
-                head += f"; outputs differ from eager ({self.output_note})"
+        if self.timing is not None:
+            head += f"; {self.timing.as_text()}"
+        if self.guard_timing is not None:
+            g = self.guard_timing
+            head += (f"; guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before: {g.before_s * 1e6:.3g} → "
+                     f"{g.after_s * 1e6:.3g} µs per call")
+        if self.output_note:
+            head += f"; {self.output_note}" if self.outputs_equal is not False else f"; changes results: {self.output_note}"
+        for comparison in self.comparisons:
+            head += f"\n    {comparison.label}: {comparison.as_text()}"
         return head
 
 
@@ -230,13 +340,40 @@ class Fixes(Stage):
     def __iter__(self):
         return iter(self.items)
 
+    def verdicts(self) -> list[str]:
+        """What to do, one sentence per tried change (recommended first, as ``items`` is ordered once tried), then
+        the recommended combination's sentence (also when it failed) and what was not tried."""
+        lines, untried = [], []
+        for fix in self.items:
+            if not fix.applicable:
+                continue
+            if fix.result is None or fix.result.status == NOT_TRIED:
+                untried.append(fix.kind)
+            else:
+                lines.append(fix.result.sentence(fix.kind))
+        if self.combined is not None and self.combined.status != NOT_TRIED:
+            names = " + ".join(next((f.kind for f in self.items if f.id == i), i) for i in self.combined.fixes)
+            sentence = self.combined.sentence(f"together ({names})")
+            if self.combined.status == MEASURED and not self.combined.recommended:
+                sentence = sentence.replace("No gain:", "Not together:", 1)
+            lines.append(sentence)
+        if untried and lines:
+            lines.append(f"Not tried: {', '.join(untried)}.")
+        return lines
+
     def _text(self) -> str:
         if not self.items:
             return "no fixes proposed"
-        text = "\n\n".join(f.as_text() for f in self.items)
+        verdicts = self.verdicts()
+        text = "\n".join(verdicts) + "\n\n" if verdicts else ""
+        text += "\n\n".join(f.as_text() for f in self.items)
         if self.combined and self.combined.status != NOT_TRIED:
             text += f"\n\ncombined ({', '.join(self.combined.fixes)}): {self.combined.as_text()}"
         return text
+
+    def __str__(self) -> str:
+        """``print(cap.fixes())``: what to do, one sentence per verdict, then each fix."""
+        return self.as_text()
 
     def _summary(self) -> str:
         return f"{len(self.items)} fixes"

@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 from compiler.stages.findings import fix_headline, fixes_of  # noqa: F401 — the Overview's headline too
-from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED
+from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED, STOPPED
 
 from ..html import (Html, badge, code, code_block, heading, join, key_values, note, para, plural, seconds, table,
                     tag)
 
 _GOALS = {"findings": "fewer graph breaks, recompiles or skipped frames",
-          "runtime": "a faster compiled run (judged on the timed run, on a quiet machine)",
+          "runtime": "a faster compiled run (after ÷ before timed interleaved; the whole interval below 0.95)",
           "guards": "fewer guards checked on every call (the run no slower)"}
-_STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTERRUPTED: "warn", NOT_TRIED: "muted"}
+_STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTERRUPTED: "warn", STOPPED: "warn",
+                NOT_TRIED: "muted"}
+
+
+_VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted"}
+
+
+def verdict_lines(capture) -> Html | None:
+    """What to do, one sentence per tried change (``Fixes.verdicts()``), each with its badge: the first lines of
+    Overview and of the Fixes tab once fixes were tried."""
+    fixes = fixes_of(capture)
+    lines = fixes.verdicts() if fixes else []
+    if not lines:
+        return None
+    items = []
+    for line in lines:
+        word, _, rest = line.partition(": ")
+        kind = _VERDICT_KIND.get(word, "error")
+        items.append(tag("li", badge(word, kind), " ", rest, cls=f"tc-verdict tc-{kind}"))
+    return tag("ul", *items, cls="tc-verdicts")
 
 
 def fix_for_break(capture, index: int):
@@ -75,14 +94,41 @@ def result_section(result) -> Html:
     if result.before and result.after:
         parts.append(table(["", "before", "after", "change"], _measure_rows(result)))
         parts.append(para(f"before: {result.before_from or 'measured'}; {plural(result.calls, 'call')} replayed; "
-                          f"experiment took {seconds(result.seconds)}", cls="tc-muted"))
+                          f"experiment took {seconds(result.seconds)}"
+                          + (f"; ran in {result.where}" if result.where else ""), cls="tc-muted"))
+    if result.timing is not None:
+        t = result.timing
+        parts.append(note(join([tag("strong", f"compiled call {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}) of before"),
+                                f": {seconds(t.before_s)} → {seconds(t.after_s)}, eager {seconds(t.eager_s)} in the "
+                                f"same experiment — {t.method}"]),
+                          kind="ok" if t.high < 0.95 else "muted"))
+    if result.guard_timing is not None:
+        g = result.guard_timing
+        parts.append(note(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before: "
+                          f"{g.before_s * 1e6:.3g} → {g.after_s * 1e6:.3g} µs per call — {g.method}", kind="muted"))
     if result.outputs_equal is not None:
-        rounded = (result.output_note or "").startswith("largest relative error")  # a fix that rounds (TF32)
-        parts.append(note(f"Outputs within the fix's tolerance of eager: {result.output_note}" if result.outputs_equal
-                          and rounded else f"Outputs equal eager (compared with {result.output_note})"
-                          if result.outputs_equal else f"Outputs differ from eager: {result.output_note}",
-                          kind="ok" if result.outputs_equal else "error"))
+        same = result.comparisons[1].equal if len(result.comparisons) > 1 else result.outputs_equal
+        head = ("Outputs equal eager: " if same else "Outputs no further from eager than without the fix: ") \
+            if result.outputs_equal else "Changes results: "
+        parts.append(note(head + (result.output_note or ""), kind="ok" if result.outputs_equal else "error"))
+    if result.comparisons:
+        rows = []
+        for comparison in result.comparisons:
+            rel, absolute, shapes = comparison.worst()
+            rows.append([comparison.label, _num(rel), _num(absolute),
+                         f"{shapes} of {len(comparison.outputs)}" if shapes else f"0 of {len(comparison.outputs)}",
+                         badge("close", "ok") if comparison.equal else badge("differs", "warn"),
+                         "" if comparison.check_passed is None else
+                         badge("check passes", "ok") if comparison.check_passed else badge("check fails", "error")])
+        parts.append(table(["compared", "rel. L2 error (max)", "max abs error", "shapes differ", "assert_close",
+                            "your check"], rows, drop_empty=True))
+        if result.output_rule:
+            parts.append(para(f"rule: {result.output_rule}", cls="tc-muted"))
     return join(parts)
+
+
+def _num(value) -> str:
+    return "–" if value is None else f"{value:.2g}"
 
 
 def fix_card(fix) -> Html:
@@ -155,9 +201,12 @@ def _render_findings_fixes(capture) -> str:
     headline = fix_headline(capture)
     live = capture.live is not None and (capture.live.compiled_fn is not None or capture.live.calls)
     combined = fixes.combined
+    verdicts = verdict_lines(capture)
     return join([
-        para(tag("strong", headline)) if headline else None,
-        para(f"{plural(len(fixes.items), 'change')} proposed for this capture's findings, the costliest first. "
+        verdicts,
+        para(tag("strong", headline)) if headline and verdicts is None else None,
+        para(f"{plural(len(fixes.items), 'change')} proposed for this capture's findings, the costliest first "
+             "(once tried: the recommended first, by measured gain). "
              "Trying one re-runs the captured calls with the change, in a fresh Dynamo state put back afterwards, "
              "and measures before → after; a change that fails or changes the outputs is never recommended."),
         note("Try needs the live function: this capture was loaded from a file (or made with compiler.capture()). "

@@ -162,9 +162,13 @@ def environment_line(capture) -> Html:
 def render_overview(capture, compile) -> str:
     from compiler.stages.findings import fix_headline
 
+    from .fixes import verdict_lines
+
     unknown = capture.unknown_records
-    fixes_line = fix_headline(capture)
+    verdicts = verdict_lines(capture)  # what to do, once fixes were tried: one sentence per verdict
+    fixes_line = fix_headline(capture) if verdicts is None else None
     return join([
+        join([verdicts, para("(see Fixes)", cls="tc-muted")]) if verdicts is not None else None,
         para(tag("strong", "Fixes: "), fixes_line, " (see Fixes)", cls="tc-fix-headline") if fixes_line else None,
         tag("ul", *(tag("li", text, cls=f"tc-finding tc-{kind}") for kind, text in findings(capture)),
             cls="tc-findings"),

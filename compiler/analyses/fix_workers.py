@@ -1,0 +1,447 @@
+"""Timed fix experiments in worker processes: compiles side by side, timings one at a time, interleaved.
+
+Two compiles of the same function cannot live side by side in one process (Dynamo keeps its caches, skip
+marks and frame counters on the code objects, and ``torch._dynamo.reset()`` drops them all), so a timed
+``try_fixes`` runs each experiment — and the baseline, the compile without any fix — in a worker process
+(``python -m compiler.analyses.fix_workers``), each with an empty Inductor cache directory of its own (every
+compile in the same cache state: cold). A worker compiles and calls the captured calls with its change
+(``fix_experiments.compiled_run``, the same code as an experiment in this process), sends back its counts,
+capture and outputs, and then stays, its compiled function alive, to be timed.
+
+The coordinator (this module's ``Pool``) keeps up to ``concurrency`` workers compiling at once and times one
+experiment at a time: the baseline worker's compiled call (before), the experiment's (after) and the baseline
+worker's eager call take turns, round after round (the order rotating), after the same warm-up
+(``WARMUP_CALLS`` calls each) and with the same number of calls per sample, so machine drift moves all three
+alike (``fix_verdicts.ratio_of`` reads the ratio and its interval). An experiment whose compile runs past
+``STOP_FACTOR`` × the baseline's compile (at least ``MIN_STOP_S``) is stopped, with what it had compiled.
+
+The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from compiler.analyses.fix_experiments import WORKERS
+
+STOP_FACTOR = 5.0  # an experiment's compile is stopped past this many times the baseline's
+MIN_STOP_S = 30.0  # … but never before this (a small function compiles in well under a second)
+ROUNDS = 20  # interleaved timing rounds per experiment
+WARMUP_CALLS = 3
+MIN_SAMPLE_S = 0.002
+PROGRESS_EVERY_S = 1.0
+
+
+# --- the worker process ------------------------------------------------------------------------------
+
+def _worker(work: str, name: str) -> None:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)  # the protocol's own pipe: what the code prints goes to stderr
+    os.dup2(2, 1)
+
+    def send(**event):
+        proto.write(json.dumps(event, default=str) + "\n")
+
+    import dill
+    import torch
+    from torch._dynamo.utils import counters
+
+    from compiler.analyses.fix_experiments import Change, Replay, compiled_run
+    from compiler.capturing.runtime import copy_arguments, device_of
+    from compiler.stages.fix_schema import DynamicMark
+
+    with open(os.path.join(work, "payload.pkl"), "rb") as f:
+        payload = dill.load(f)
+    with open(os.path.join(work, f"{name}.spec.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    replay = Replay(payload["fn"], payload["calls"], payload["compile_kwargs"], from_capture=False,
+                    no_grad=payload["no_grad"])
+    change = Change(config=spec["config"], compile_kwargs=spec["compile_kwargs"],
+                    marks=[DynamicMark.from_data(m) for m in spec["marks"]], inductor_config=spec["inductor_config"],
+                    matmul_precision=spec["matmul_precision"], tolerance=spec["tolerance"])
+    done = threading.Event()
+
+    def tell_progress():
+        while not done.wait(PROGRESS_EVERY_S):
+            send(event="progress", frames=counters["frames"]["ok"], tried=counters["frames"]["total"],
+                 graphs=counters["stats"]["unique_graphs"])
+
+    managers = _keep_guard_managers()
+    send(event="started", t=time.time())
+    threading.Thread(target=tell_progress, daemon=True).start()
+    start = time.perf_counter()
+    try:
+        with compiled_run(replay, change) as run:
+            done.set()
+            wall = time.perf_counter() - start
+            outputs = os.path.join(work, f"{name}.outputs.pt")
+            torch.save(run.outputs, outputs)
+            capture = os.path.join(work, f"{name}.capture.json")
+            run.cap.save(capture)
+            send(event="compiled", measure=run.measure().to_data(), error=run.error, outputs=outputs,
+                 capture=capture, wall_s=wall, guards=len(managers))
+            device = device_of(run.args, run.kwargs)
+            eager_args, eager_kwargs = copy_arguments(*replay.calls[-1])
+
+            def check_guards():
+                for manager, scope in managers:
+                    manager.check(scope)
+
+            targets = {"compiled": (run.compiled, run.args, run.kwargs), "eager": (replay.fn, eager_args, eager_kwargs),
+                       "guards": (check_guards, (), {})}
+            for line in sys.stdin:
+                command = json.loads(line)
+                if command["cmd"] == "quit":
+                    break
+                fn, args, kwargs = targets[command["what"]]
+                try:
+                    with contextlib.redirect_stdout(sys.stderr):
+                        if command["cmd"] == "warm":
+                            for _ in range(WARMUP_CALLS):
+                                fn(*args, **kwargs)
+                            _sync(device)
+                            send(event="ok")
+                        elif command["cmd"] == "calibrate":
+                            send(event="ok", number=_calls_per_sample(fn, args, kwargs, device))
+                        elif command["cmd"] == "sample":
+                            number = command["number"]
+                            began = time.perf_counter()
+                            for _ in range(number):
+                                fn(*args, **kwargs)
+                            _sync(device)
+                            send(event="ok", s=(time.perf_counter() - began) / number)
+                except Exception as exc:  # noqa: BLE001 — the coordinator says the timing failed, and why
+                    send(event="error", error=f"{type(exc).__name__}: {exc}"[:500])
+    finally:
+        done.set()
+
+
+def _keep_guard_managers() -> list:
+    """Every compile's guard manager with the frame locals it was built on (torch's
+    ``guard_manager_testing_hook_fn``, called once per compile; a worker process only): checking each once is
+    what one call pays for guards where every frame's first cache entry matches."""
+    import torch._dynamo.guards as guards
+
+    managers: list = []
+    if hasattr(guards, "guard_manager_testing_hook_fn"):
+        guards.guard_manager_testing_hook_fn = lambda manager, scope, builder: managers.append((manager, scope))
+    return managers
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _calls_per_sample(fn, args, kwargs, device: str) -> int:
+    number = 1
+    while number < 1 << 16:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*args, **kwargs)
+        _sync(device)
+        if time.perf_counter() - start >= MIN_SAMPLE_S:
+            break
+        number *= 2
+    return number
+
+
+# --- the coordinator -----------------------------------------------------------------------------------
+
+class Worker:
+    """One worker process and the events it sent (a reader thread puts them on a queue)."""
+
+    def __init__(self, work: str, name: str, spec: dict, env: dict):
+        self.name, self.spec = name, spec
+        with open(os.path.join(work, f"{name}.spec.json"), "w", encoding="utf-8") as f:
+            json.dump(spec, f)
+        self.log = open(os.path.join(work, f"{name}.log"), "w+", encoding="utf-8")  # noqa: SIM115 — closed in kill
+        self.process = subprocess.Popen([sys.executable, "-m", "compiler.analyses.fix_workers", work, name],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+                                        text=True, bufsize=1)
+        self.events: queue.Queue = queue.Queue()
+        self.began = time.perf_counter()
+        self.compile_began: float | None = None
+        self.compiled: dict | None = None
+        self.progress: dict = {}
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                continue
+        self.events.put({"event": "exit"})
+
+    def poll(self) -> dict | None:
+        """The newest state change (started, compiled, exit), progress events taken in passing."""
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return None
+            if event["event"] == "progress":
+                self.progress = event
+                continue
+            if event["event"] == "started":  # the worker's wall clock: the event may be read late (while timing)
+                self.compile_began = event["t"]
+                continue
+            if event["event"] == "compiled":
+                self.compiled = event
+            return event
+
+    def compiling_s(self) -> float:
+        return time.time() - self.compile_began if self.compile_began is not None else 0.0
+
+    def request(self, timeout: float = 600.0, **command) -> dict:
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        while True:
+            try:
+                event = self.events.get(timeout=timeout)
+            except queue.Empty:
+                raise TimeoutError(f"worker {self.name} did not answer {command['cmd']} in {timeout:.0f} s") from None
+            if event["event"] == "progress":
+                continue
+            if event["event"] == "exit":
+                raise RuntimeError(f"worker {self.name} exited while timing: {self.stderr_tail()}")
+            if event["event"] == "error":
+                raise RuntimeError(event["error"])
+            return event
+
+    def stderr_tail(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        lines = [line for line in self.log.read().strip().splitlines() if line.strip()]
+        return lines[-1][:500] if lines else "no output"
+
+    def quit(self):
+        if self.process.poll() is None:
+            with contextlib.suppress(Exception):
+                self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.process.stdin.flush()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        if not self.log.closed:
+            self.log.close()
+
+
+def spec_of(change) -> dict:
+    return {"config": change.config, "compile_kwargs": change.compile_kwargs,
+            "marks": [m.to_data() for m in change.marks], "inductor_config": change.inductor_config,
+            "matmul_precision": change.matmul_precision, "tolerance": change.tolerance}
+
+
+def _env(work: str, name: str, concurrency: int) -> dict:
+    from compiler.analyses.cache_runs import _child_env
+
+    env = _child_env(tempfile.mkdtemp(prefix=f"cache-{name}-", dir=work))
+    env["TORCHINDUCTOR_COMPILE_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, concurrency)))
+    return env
+
+
+class Outcome:
+    """What one worker gave: its compile (``compiled``: measure, error, outputs and capture paths, wall_s),
+    the interleaved samples, or why it stopped."""
+
+    def __init__(self, key):
+        self.key = key
+        self.compiled: dict | None = None
+        self.samples: dict[str, list[float]] = {}
+        self.error: str | None = None
+        self.stopped: str | None = None
+        self.timing_error: str | None = None
+        self.seconds = 0.0
+
+
+def default_concurrency(experiments: int) -> int:
+    """Compiles side by side: a quarter of the cores (Inductor's own compile workers use the rest), 1 to 6."""
+    return max(1, min(6, experiments, (os.cpu_count() or 1) // 4))
+
+
+def run_pool(replay, plans: list, timing: bool = True, progress=None, should_stop=None,
+             concurrency: int | None = None, stop_factor: float = STOP_FACTOR, min_stop_s: float = MIN_STOP_S,
+             rounds: int = ROUNDS) -> tuple[Outcome, dict]:
+    """The baseline and every plan (``(key, label, Change)``) in worker processes → (the baseline's Outcome,
+    {key: Outcome}). ``progress(done, total, text)`` says which fix, time spent and an estimate of time left."""
+    import dill
+
+    concurrency = concurrency or default_concurrency(len(plans))
+    outcomes = {key: Outcome(key) for key, _, _ in plans}
+    labels = {key: label for key, label, _ in plans}
+    pending = list(plans)
+    started_at = time.perf_counter()
+    finished: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="tcompile-fixes-") as work:
+        with open(os.path.join(work, "payload.pkl"), "wb") as f:
+            try:
+                dill.dump({"fn": replay.fn, "calls": replay.calls, "compile_kwargs": replay.compile_kwargs,
+                           "no_grad": replay.no_grad}, f, recurse=True)
+            except Exception as exc:  # noqa: BLE001
+                raise RuntimeError(f"a timed try runs each experiment in a worker process, which needs the function "
+                                   f"and its calls picklable by dill: {type(exc).__name__}: {exc} — try timing=False "
+                                   "(experiments in this process, untimed)") from exc
+        from compiler.analyses.fix_experiments import Change
+
+        base = Outcome("baseline")
+        baseline = Worker(work, "baseline", spec_of(Change()), _env(work, "baseline", concurrency))
+        running: dict = {}  # key → Worker, compiling
+        ready: list = []  # (key, Worker), compiled, waiting to be timed
+        base_wall: float | None = None
+
+        def tell(text):
+            if progress is None:
+                return
+            done = len(finished)
+            spent = time.perf_counter() - started_at
+            left = len(plans) - done
+            if done:
+                eta = f"about {_duration(spent / done * left)} left"
+            else:
+                eta = "time left: known after the first experiment"
+            progress(done, len(plans) + 1, f"{text} — {done} of {len(plans)} done, {_duration(spent)} spent, {eta}")
+
+        def finish(key, worker):
+            outcome = outcomes[key]
+            outcome.seconds = time.perf_counter() - worker.began
+            finished.append(outcome.seconds)
+            if outcome.stopped:
+                worker.kill()
+            else:
+                worker.quit()
+
+        try:
+            tell("compiling the baseline (no fix) in a worker process")
+            while pending or running or ready or base_wall is None:
+                stop = should_stop is not None and should_stop()
+                if stop:
+                    pending.clear()
+                while pending and len(running) < concurrency:
+                    key, label, change = pending.pop(0)
+                    running[key] = Worker(work, str(key), spec_of(change), _env(work, str(key), concurrency))
+                    tell(f"compiling {label}")
+                if base_wall is None:
+                    event = baseline.poll()
+                    if event is not None and event["event"] in ("compiled", "exit"):
+                        if baseline.compiled is None or baseline.compiled.get("error"):
+                            base.error = (baseline.compiled or {}).get("error") or \
+                                f"the baseline's worker failed: {baseline.stderr_tail()}"
+                            break
+                        base.compiled = baseline.compiled
+                        base_wall = baseline.compiled["wall_s"]
+                        tell("baseline compiled")
+                for key, worker in list(running.items()):
+                    event = worker.poll()
+                    outcome = outcomes[key]
+                    if event is not None and event["event"] == "compiled":
+                        outcome.compiled = event
+                        del running[key]
+                        if event.get("error") or not timing:
+                            outcome.error = event.get("error")
+                            finish(key, worker)
+                        else:
+                            ready.append((key, worker))
+                        tell(f"{labels[key]} compiled")
+                    elif event is not None and event["event"] == "exit":
+                        outcome.error = f"the worker process failed: {worker.stderr_tail()}"
+                        del running[key]
+                        finish(key, worker)
+                    elif base_wall is not None and worker.compile_began is not None:
+                        limit = max(stop_factor * base_wall, min_stop_s)
+                        if worker.compiling_s() > limit:
+                            p = worker.progress
+                            outcome.stopped = (f"stopped: compile over {stop_factor:g}× the baseline ({base_wall:.1f} s;"
+                                               f" stopped at {worker.compiling_s():.0f} s) — it had compiled "
+                                               f"{p.get('frames', 0)} frames, {p.get('graphs', 0)} graphs")
+                            del running[key]
+                            finish(key, worker)
+                            tell(f"{labels[key]} stopped")
+                if ready and base_wall is not None:
+                    key, worker = ready.pop(0)
+                    tell(f"timing {labels[key]} against the baseline and eager, interleaved")
+                    try:
+                        outcomes[key].samples = time_pair(baseline, worker, rounds)
+                    except Exception as exc:  # noqa: BLE001 — the counts stand; the timing says why it is missing
+                        outcomes[key].timing_error = f"{type(exc).__name__}: {exc}"[:500]
+                    finish(key, worker)
+                    tell(f"{labels[key]} timed")
+                    continue
+                time.sleep(0.05)
+        finally:
+            for worker in [*running.values(), *(w for _, w in ready)]:
+                worker.kill()
+            baseline.quit()
+        if base.error:
+            for key, outcome in outcomes.items():
+                if outcome.compiled is None and outcome.stopped is None:
+                    outcome.error = outcome.error or "not run: the baseline failed"
+        base.seconds = time.perf_counter() - started_at
+        _load_files(base, outcomes)
+    return base, outcomes
+
+
+def _load_files(base: Outcome, outcomes: dict) -> None:
+    """Outputs and captures read back before the temporary directory goes (outputs on the CPU)."""
+    import torch
+
+    from compiler.stages.capture import Capture
+
+    for outcome in [base, *outcomes.values()]:
+        compiled = outcome.compiled
+        if not compiled:
+            continue
+        with contextlib.suppress(Exception):
+            compiled["outputs_value"] = torch.load(compiled["outputs"], map_location="cpu", weights_only=False)
+        with contextlib.suppress(Exception):
+            compiled["capture_value"] = Capture.load(compiled["capture"])
+
+
+def time_pair(baseline: Worker, worker: Worker, rounds: int = ROUNDS) -> dict[str, list[float]]:
+    """before (the baseline's compiled call), after (the experiment's) and eager (the baseline's eager call), and
+    where both kept their guard managers, each one's guard check: interleaved, the same warm-up, the same calls
+    per sample for before and after, the order rotating every round."""
+    targets = {"before": (baseline, "compiled"), "after": (worker, "compiled"), "eager": (baseline, "eager")}
+    if (baseline.compiled or {}).get("guards") and (worker.compiled or {}).get("guards"):
+        targets.update(guards_before=(baseline, "guards"), guards_after=(worker, "guards"))
+    for who, what in targets.values():
+        who.request(cmd="warm", what=what)
+    numbers = {name: who.request(cmd="calibrate", what=what)["number"] for name, (who, what) in targets.items()}
+    for pair in (("before", "after"), ("guards_before", "guards_after")):  # the same calls per sample
+        if pair[0] in numbers:
+            number = max(numbers[pair[0]], numbers[pair[1]])
+            numbers.update({pair[0]: number, pair[1]: number})
+    samples: dict[str, list[float]] = {name: [] for name in targets}
+    order = list(targets)
+    for index in range(rounds):
+        turn = order[index % len(order):] + order[:index % len(order)]
+        for name in turn:
+            who, what = targets[name]
+            samples[name].append(who.request(cmd="sample", what=what, number=numbers[name])["s"])
+    return samples
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+WORKERS.update(run_pool=run_pool, default_concurrency=default_concurrency)  # fix_experiments' timed tries
+
+if __name__ == "__main__":
+    _worker(sys.argv[1], sys.argv[2])
