@@ -56,7 +56,9 @@ def main() -> None:
         print(f"  [{time.perf_counter() - start:5.0f} s] {text}", flush=True)
 
     with torch.no_grad():
-        fixes = cap.try_fixes(timing=True, progress=progress)
+        # TRY_CONCURRENCY: compiles side by side (default: a quarter of the cores; 4 on the 16-core GPU machine)
+        concurrency = int(os.environ["TRY_CONCURRENCY"]) if os.environ.get("TRY_CONCURRENCY") else None
+        fixes = cap.try_fixes(timing=True, progress=progress, concurrency=concurrency)
     try_s = time.perf_counter() - tried_at
     rows = []
     for fix in fixes:
