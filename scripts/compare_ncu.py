@@ -1,13 +1,13 @@
 """Estimated bytes against Nsight Compute's measured DRAM bytes, for the ten costliest Triton kernels of a
 capture: `python -m scripts.compare_ncu CAPTURE.json NCU.csv` (the capture from `scripts.gpu_models capture`,
 the CSV from ncu running `scripts.gpu_models ncu-target`; see compiler.capturing.ncu). Prints one
-Markdown table; the costs are recomputed from the saved capture (compiler.stages.kernels.recompute)."""
+Markdown table; the costs are recomputed from the saved capture (compiler.stages.assemble.recompute)."""
 import sys
 
 import compiler
 from compiler.capturing.ncu import read_csv
 from compiler.stages.data import plain_data
-from compiler.stages.kernels import recompute
+from compiler.stages.assemble import recompute
 from compiler.stages.schema import kernel_rows
 
 

@@ -1,6 +1,6 @@
 """Redo the GPU costs of saved captures from what they keep (issue 26): `python -m scripts.recost_gpu_captures
 CAPTURE.json [NCU.csv]` rewrites the capture with the bytes, FLOPs, roofline and amortization of
-compiler.stages.kernels.recompute; with an ncu CSV (compiler.capturing.ncu) it also records the measured DRAM
+compiler.stages.assemble.recompute; with an ncu CSV (compiler.capturing.ncu) it also records the measured DRAM
 bytes beside each Triton kernel's estimate. The measured times and the generated code are not touched."""
 import sys
 from pathlib import Path
@@ -10,7 +10,7 @@ import compiler
 from compiler.capturing.ncu import attach, read_csv
 from compiler.stages.capture import Capture
 from compiler.stages.data import plain_data
-from compiler.stages.kernels import recompute
+from compiler.stages.assemble import recompute
 
 
 def recost(path: Path, ncu_csv: Path | None = None) -> None:

@@ -177,7 +177,7 @@ def test_kernels_named_alike_in_two_compiles_are_timed_by_the_graph_that_launche
     is what ran outside them; redoing the costs on load gives the same times."""
     from compiler.stages.data import plain_data
     from compiler.stages.kernel_costs import gpu_time_accounted
-    from compiler.stages.kernels import recompute
+    from compiler.stages.assemble import recompute
     from compiler.stages.schema import kernel_rows
 
     cap = load("graph_break_repeated_kernel_names")

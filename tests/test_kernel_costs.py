@@ -321,7 +321,7 @@ def test_roofline_in_the_generated_code_view():
 
 
 def test_old_captures_load_without_costs_and_recompute_adds_them():
-    from compiler.stages.kernels import recompute
+    from compiler.stages.assemble import recompute
 
     data = plain_data(load("pointwise_chain"))
     for k in kernel_rows(data["compiles"][0]):

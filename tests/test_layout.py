@@ -84,3 +84,25 @@ def test_the_checker_sees_a_circle_made_inside_a_function():
     edges = import_graph.graph()
     edges["compiler.stages.schema"] = edges["compiler.stages.schema"] | {"compiler.capturing.run"}
     assert any("compiler.stages.schema" in component for component in import_graph.cycles(edges))
+
+
+# the stage modules that tie the stages together and may import ``compiler.stages.schema`` (issue 36)
+SCHEMA_READERS = {"compiler.stages.schema", "compiler.stages.assemble", "compiler.stages.capture"}
+
+
+def _builders_importing_schema(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(name for name, targets in edges.items() if name.startswith("compiler.stages.")
+                  and name not in SCHEMA_READERS and "compiler.stages.schema" in targets)
+
+
+def test_each_stage_is_declared_beside_its_builder():
+    """A builder module imports its declared types from itself and lower stage modules; ``schema`` imports
+    them all (and ties them into a Compile), so a builder importing ``schema`` would be a circle (issue 36)."""
+    assert _builders_importing_schema(import_graph.graph()) == []
+
+
+def test_the_builder_check_sees_a_schema_import_inside_a_function(tmp_path):
+    """kernel_costs.py as it was (issue 36): a function reading ``ProfiledKernel`` from schema, planted: caught."""
+    edges = _planted(tmp_path, "compiler.stages.planted",
+                     "def own(rows):\n    from compiler.stages.schema import ProfiledKernel\n    return rows\n")
+    assert _builders_importing_schema(edges) == ["compiler.stages.planted"]

@@ -1,7 +1,7 @@
 """Records → typed capture data (``CaptureData``). A table of record kinds says which stage each one feeds;
 a record of a kind nobody knows is kept (trimmed) and counted, never fatal.
 
-Each builder of ``STAGE_BUILDERS`` returns its declared stage type (``compiler.stages.schema``), every field
+Each builder of ``STAGE_BUILDERS`` returns its declared stage type (declared beside it), every field
 read from torch's records checked as it is built (``compiler.stages.data.as_declared``): source, bytecode, graph, guards, recompile, AOT,
 timings, caches, the Inductor runs (their graphs, scheduler IR and generated code, each kernel with what the
 GPU measured of it and its costs), provenance (with each kernel's measured time spread over its lines) and
@@ -754,3 +754,58 @@ def summarize(compiles: list[Compile], breaks: Breaks, skipped_frames: list, rec
         skipped_frames=len(skipped_frames),
         recompile_limits=len(recompile_limits),
     )
+
+
+def recompute(data: dict) -> None:
+    """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
+    profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
+    bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
+    each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
+    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved. The kernel
+    rows are redone as data (``compiler.stages.kernel_costs.add_roofline``), the map and the amortization from
+    the capture they make (``compiler.stages.provenance``), written back as data."""
+    import copy
+    import dataclasses
+
+    from compiler.stages.data import plain_data
+    from compiler.stages.kernel_costs import add_roofline, call_section, kernel_rows
+    from compiler.stages.kernels import triton_bytes
+    from compiler.stages.provenance import amortizations, apply_times, provenance_stage
+
+    for c in data.get("compiles", []):
+        modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
+                   if (r.get("code") or {}).get("available")}
+        for k in kernel_rows(c):
+            module = modules.get(k.get("role")) or (next(iter(modules.values())) if len(modules) == 1 else None)
+            if k.get("language") != "Triton" or module is None:
+                continue
+            fresh = triton_bytes(k["name"], k.get("source") or "", call_section(module))
+            gpu = k["gpu"] = {**(k.get("gpu") or {}), **fresh}
+            for key in ("bandwidth_share", "served_from", "accesses", "working_set_bytes", "flops", "flops_method",
+                        "flops_dtype"):
+                if key not in fresh:
+                    gpu.pop(key, None)
+            if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
+                gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
+    add_roofline(data)
+    typed = CaptureData.from_data(data)
+    gpu = bool((data.get("gpu_profile") or {}).get("available"))
+    compiles = []
+    for c, saved in zip(typed.compiles, data.get("compiles", [])):
+        provenance = c.provenance
+        if provenance.available and c.graph.nodes and any(k.line_weights and not k.places for k in provenance.kernels):
+            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
+            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
+            provenance = provenance_stage(c.graph, c.aot, c.inductor, c.source, origin=c.origin, kernels=c.kernels)
+        elif gpu:  # kernel time per source line (extern calls now have theirs)
+            provenance = copy.deepcopy(provenance)
+            apply_times(provenance, c.kernels.kernels, None, {r.role: r.code.aot_id for r in c.inductor.runs})
+        if provenance is not c.provenance:
+            saved["provenance"] = plain_data(provenance)
+            saved.pop("provenance_from_stages", None)
+        compiles.append(dataclasses.replace(c, provenance=provenance))
+    if gpu:
+        paid_off = amortizations(compiles, data.get("runtime") or {}, None, typed.options.get("calls_under_capture"),
+                                 data.get("gpu_profile"))
+        for saved in data.get("compiles", []):
+            saved["amortization"] = plain_data(paid_off[saved["compile_id"]])

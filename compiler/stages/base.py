@@ -1,7 +1,15 @@
-"""The two smallest pieces every stage builder shares, kept at the bottom so any module may use them."""
+"""The smallest pieces every stage builder shares, kept at the bottom so any module may use them."""
 from __future__ import annotations
 
 import re
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+def key_of(role: str | None, name: str) -> str:
+    """A kernel's or node's key in provenance: ``role:name`` (names repeat between forward and backward)."""
+    return f"{role}:{name}" if role else name
+
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
 

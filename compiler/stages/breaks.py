@@ -8,6 +8,93 @@ import os
 import re
 import sys
 from pathlib import Path
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from compiler.stages.data import Data, Stage, _table
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class Location(Data):
+    file: str | None = None
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+    user: bool = True  # False: Python's runtime, Jupyter/IPython, torch or tcompile (not the model's code)
+    cell: int | None = None  # the notebook cell this file is: In [cell] (IPython's execution count)
+
+
+@dataclass(repr=False, eq=False)
+class BreakRegistry(Data):
+    """torch's graph-break registry entry for a GB code."""
+
+    type: str | None = None
+    context: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class GraphBreak(Data):
+    headline: str = ""
+    reason: str = ""
+    gb_code: str | None = None
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    cell: int | None = None  # ``file`` is the notebook cell In [cell]
+    stack: list[Location] = field(default_factory=list)  # outermost first; ``user`` marks the model's frames
+    registry: BreakRegistry | None = None
+    fatal: bool = False  # under fullgraph=True: the compile failed
+    count: int = 1
+    compile_id: str | None = None
+    compile_ids: list[str] = field(default_factory=list)
+
+    def as_text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "unknown location"
+        lines = [f"{self.gb_code or 'graph break'}: {self.headline} at {where}"
+                 + (f" (x{self.count})" if self.count > 1 else "")]
+        if self.code:
+            lines.append(f"    {self.code}")
+        if self.explanation:
+            lines.append(f"  why: {self.explanation}")
+        lines += [f"  hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+
+@dataclass(repr=False, eq=False)
+class Breaks(Stage):
+    """Every graph break of the capture, deduplicated (``count`` per place). Indexable: ``cap.breaks[0]``."""
+
+    NAME: ClassVar[str] = "breaks"
+    items: list[GraphBreak] = field(default_factory=list)
+    total: int = 0
+
+    def __getitem__(self, index) -> GraphBreak:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def _text(self):
+        if not self.items:
+            return "no graph breaks"
+        return "\n\n".join(item.as_text() for item in self.items)
+
+    def _summary(self):
+        return f"{self.total} graph breaks, {len(self.items)} unique"
+
+    @property
+    def table(self):
+        return _table(self.items)
+
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)

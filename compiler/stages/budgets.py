@@ -3,6 +3,43 @@ this module needs none of the schema, so ``CaptureData`` derives ``recompile_bud
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+
+from compiler.stages.data import Data
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class RecompileBudget(Data):
+    """A frame that has used its recompile budget or is within two of it, counted as torch counts
+    (``compiler.stages.recompiles.recompile_budgets``): at ``left == 0`` its next new variant runs eagerly;
+    ``hit``: torch already refused one (``RecompileLimit``). Derived from the compiles on load, so a capture of
+    any version says it; fixes that remove the failing guard are credited with it (``Fix.limit_frames``)."""
+
+    frame_id: int = 0
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    compile_ids: list[str] = field(default_factory=list)  # the frame's compiles that made a cache entry
+    used: int = 0  # cache entries counted against the limit after its last compile
+    limit: int = 0
+    limit_type: str = "recompile_limit"  # or accumulated_recompile_limit, whichever is nearer
+    limit_source: str | None = None  # where ``limit`` was read
+    left: int = 0  # new variants it may still compile
+    hit: bool = False  # torch refused a compile of it (the limit actually bit)
+    refused: list[str] = field(default_factory=list)  # the refused compiles
+    guard: str | None = None  # the guard that kept failing, its value stripped: "spatial_scale =="
+    values: list[str] = field(default_factory=list)  # the values it was specialised to, in order
+    value_kind: str | None = None  # "float" / "int" when every value is a Python number of that kind
+    note: str | None = None  # torch's note on where the guard came from
+
+    def as_text(self) -> str:
+        state = ("hit: new variants run eagerly" if self.hit else "used up: the next new variant runs eagerly"
+                 if self.left == 0 else f"{self.left} left")
+        guard = f"; failing guard {self.guard} {' / '.join(self.values)}" if self.guard else ""
+        return f"{self.function}: {self.used} of {self.limit_type} = {self.limit} ({state}){guard}"
+
 
 _VALUE_GUARD = re.compile(r"^(?P<subject>.+?)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+)$")
 DEFAULT_LIMITS = {"recompile_limit": 8, "accumulated_recompile_limit": 256}  # torch._dynamo.config's defaults

@@ -14,6 +14,99 @@ import re
 import sys
 import threading
 import types
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from compiler.stages.data import Data, Stage
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class Source(Stage):
+    NAME: ClassVar[str] = "source"
+    filename: str | None = None
+    firstlineno: int | None = None
+    name: str | None = None
+    text: str = ""
+    resumes: str | None = None  # a resume frame shows the function it resumes …
+    resume_line: int | None = None  # … from this line
+
+    def _text(self):
+        return self.text
+
+    def _summary(self):
+        return f"{self.name} at {self.filename}:{self.firstlineno}"
+
+
+@dataclass(repr=False, eq=False)
+class Instruction(Data):
+    offset: int = 0
+    opname: str = ""
+    arg: int | None = None
+    argrepr: str = ""
+    line: int | None = None
+    is_jump_target: bool = False
+
+
+@dataclass(repr=False, eq=False)
+class CodeListing(Data):
+    """One code object as ``dis`` lists it."""
+
+    name: str | None = None
+    filename: str | None = None
+    firstlineno: int | None = None
+    text: str = ""
+    instructions: list[Instruction] = field(default_factory=list)
+    decompiled: str | None = None  # the code as Python, by depyf (transformed code, and a resume function's own)
+    decompiled_reason: str | None = None  # why there is no decompiled text (depyf missing or failed)
+    instructions_from_text: bool = False  # saved without ``instructions``: loading reads them from ``text``
+
+    def __post_init__(self):
+        if self.instructions_from_text:
+            self.instructions = [Instruction(**row) for row in instructions_of(self.text) or []]
+            self.instructions_from_text = False
+
+    def to_data(self) -> dict:
+        """Saved without the instructions when reading the text back gives them exactly (they are the text again)."""
+        out = super().to_data()
+        out.pop("instructions_from_text")
+        if out["instructions"] and instructions_of(self.text) == out["instructions"]:
+            del out["instructions"]
+            out["instructions_from_text"] = True
+        return out
+
+    def __getattribute__(self, name):
+        # a live capture decompiles on first read (compiler.stages.bytecode.decompiled_on_read)
+        if name in _DECOMPILED:
+            state = object.__getattribute__(self, "__dict__")
+            if "_pending_code" in state:
+                state.update(decompile(state.pop("_pending_code")))
+        return object.__getattribute__(self, name)
+
+
+_DECOMPILED = frozenset({"decompiled", "decompiled_reason"})
+
+
+@dataclass(repr=False, eq=False)
+class Bytecode(Stage):
+    NAME: ClassVar[str] = "bytecode"
+    original: CodeListing | None = None
+    transformed: CodeListing | None = None
+    is_resume: bool = False
+    source: str | None = None  # where the listings came from (the bytecode hook or torch's artifacts)
+
+    def _text(self):
+        parts = [f"# original ({self.original.name})\n{self.original.text}" if self.original else None,
+                 f"# transformed by Dynamo ({self.transformed.name})\n{self.transformed.text}"
+                 if self.transformed else None]
+        return "\n\n".join(p for p in parts if p)
+
+    def _summary(self):
+        counts = [f"{len(c.instructions)} instructions {what}" for what, c in
+                  (("before", self.original), ("after", self.transformed)) if c]
+        return ", ".join(counts)
+
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 

@@ -1,4 +1,4 @@
-"""Every cache a compile consulted, explained: ``c.caches`` (``compiler.stages.schema.Caches``).
+"""Every cache a compile consulted, explained: ``c.caches`` (``Caches``).
 
 Read from what torch logs per compile, nothing guessed:
 
@@ -25,9 +25,120 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from compiler.stages.data import as_declared
-from compiler.stages.schema import Caches
+from compiler.stages.data import Data, Stage, _table, _text_table, as_declared
+from compiler.stages.timings import LineCompileTime, Phase
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class CacheKeyInput(Data):
+    """One input of a cache key as torch logs it (``[hash] name: value``)."""
+
+    hash: str | None = None
+    name: str = ""
+    value: str = ""
+
+
+@dataclass(repr=False, eq=False)
+class CacheEntry(Data):
+    """One cache one compile consulted (``compiler.stages.caches``): ``state`` hit, miss, bypass, disabled,
+    not used, not logged, ran (autotuning), off/updated/unchanged (PGO, automatic dynamic)."""
+
+    cache: str = ""
+    state: str = ""
+    graph: str | None = None  # forward / backward, where a compile looked up one entry per graph
+    detail: str | None = None  # torch's cache_status_detailed, or what happened
+    reason: str | None = None  # torch's bypass reason, or why the cache was not consulted
+    key: str | None = None
+    key_inputs: list[CacheKeyInput] = field(default_factory=list)
+    saved_s: float | None = None  # a hit: the compile time torch stored with the entry (what the hit saved)
+    would_save_s: float | None = None  # a miss: what torch measured this compile took (what a hit would skip)
+    seconds: float | None = None  # time spent in it (C++ compiler runs, autotuning)
+
+
+@dataclass(repr=False, eq=False)
+class Caches(Stage):
+    """Every cache of one compile, hit / miss / bypass with torch's reason (``compiler.stages.caches``)."""
+
+    NAME: ClassVar[str] = "caches"
+    entries: list[CacheEntry] = field(default_factory=list)
+
+    def state(self, cache: str) -> str | None:
+        """The state of ``cache`` (e.g. ``"FX graph"``); several entries (forward, backward) joined by ``/``."""
+        states = [e.state for e in self.entries if e.cache == cache]
+        return "/".join(states) if states else None
+
+    def _text(self):
+        return _text_table(self.entries, ["cache", "graph", "state", "detail", "reason", "saved_s", "would_save_s"])
+
+    def _summary(self):
+        return ", ".join(f"{e.cache} {e.state}" for e in self.entries[:2])
+
+    @property
+    def table(self):
+        return _table([{k: v for k, v in e.to_data().items() if k != "key_inputs"} for e in self.entries])
+
+
+@dataclass(repr=False, eq=False)
+class CacheRunCompile(Data):
+    compile_id: str = ""
+    compile_s: float | None = None
+    entries: list[CacheEntry] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)  # torch's timed phases of this compile in that run
+    top_lines: list[LineCompileTime] = field(default_factory=list)  # where the sampler saw most of its time
+
+
+@dataclass(repr=False, eq=False)
+class CacheRun(Data):
+    """One fresh process compiling the captured calls (``compiler.analyses.cache_runs``): cold, warm or mega-cache."""
+
+    name: str = ""
+    compile_s: float | None = None  # torch's compile seconds, summed over the run's compiles
+    saved_s: float | None = None  # the cold run's compile seconds minus this run's
+    calls_s: float | None = None  # compiling and calling, as the child timed it
+    process_s: float | None = None  # the whole child process (interpreter start and imports included)
+    compiles: list[CacheRunCompile] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)  # torch's inductor and aot_autograd counters
+    loaded_artifacts: dict[str, int] | None = None  # mega-cache: artifacts load_cache_artifacts put back, by kind
+    outputs_equal: bool | None = None
+    output_note: str | None = None
+    error: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CacheRuns(Stage):
+    """What a cache hit saves, measured in fresh processes: cold, warm, mega-cache (``cap.measure_caches()``)."""
+
+    NAME: ClassVar[str] = "cache_runs"
+    runs: list[CacheRun] = field(default_factory=list)
+    artifacts_bytes: int | None = None  # size of torch.compiler.save_cache_artifacts()'s bytes
+    method: str | None = None
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, name: str) -> CacheRun | None:
+        return next((r for r in self.runs if r.name == name), None)
+
+    def _text(self):
+        lines = [f"{'run':<11} {'compile s':>9} {'saved s':>8}  caches"]
+        for r in self.runs:
+            states = "; ".join(f"{c.compile_id}: " + ", ".join(f"{e.cache} {e.state}" for e in c.entries[:2])
+                               for c in r.compiles)
+            lines.append(f"{r.name:<11} {r.compile_s if r.compile_s is not None else '-':>9} "
+                         f"{r.saved_s if r.saved_s is not None else '-':>8}  {r.error or states}")
+        return "\n".join(lines)
+
+    def _summary(self):
+        warm = self.run("warm")
+        return f"warm rerun saves {warm.saved_s:.3g} s" if warm and warm.saved_s is not None else "measured"
+
+    @property
+    def table(self):
+        return _table([{k: v for k, v in r.to_data().items() if k not in ("compiles",)} for r in self.runs])
+
 
 FX, AOT, KERNELS, AUTOTUNE, PGO, AUTO_DYNAMIC = ("FX graph", "AOTAutograd", "kernels (C++/Triton)", "autotuning",
                                                  "Dynamo PGO profile", "automatic dynamic")

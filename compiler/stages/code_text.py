@@ -1,6 +1,6 @@
 """Inductor's output module cut into its kernels' texts: where each ``async_compile`` definition is, the
 kernel's source between its quotes and the comments above it. Read by the code stage's parser
-(``compiler.stages.kernels``) and by ``GeneratedCode`` (``compiler.stages.schema``), which saves a kernel's
+(``compiler.stages.kernels``) and by ``GeneratedCode`` (declared there too), which saves a kernel's
 source and comments only where they are not the module's own text again."""
 from __future__ import annotations
 

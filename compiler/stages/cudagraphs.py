@@ -3,8 +3,62 @@ counters. On CPU, or without a CUDA-graph mode, the stage says why it is empty."
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from compiler.stages.breaks import traceback_frames
+from compiler.stages.breaks import Location, traceback_frames
+from compiler.stages.data import Data, Stage
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class CudaGraphEvent(Data):
+    kind: str = ""
+    message: str | None = None
+    compile_id: str | None = None
+    function: str | None = None
+    graph_id: int | None = None
+    key: str | None = None
+    reason: str | None = None
+    user_reason: str | None = None
+    found_from: Location | None = None
+    time: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphMemory(Data):
+    reserved_growth_bytes: int = 0
+    note: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class CudaGraphs(Stage):
+    NAME: ClassVar[str] = "cudagraphs"
+    used: bool = False
+    skipped: bool = False
+    warmups: int = 0
+    recorded: int = 0
+    replays: int = 0
+    re_recordings: int = 0
+    trees: list[str] = field(default_factory=list)
+    events: list[CudaGraphEvent] = field(default_factory=list)
+    skip_reasons: list[str] = field(default_factory=list)
+    skip_reasons_user: list[str] = field(default_factory=list)
+    skip_locations: list[Location] = field(default_factory=list)
+    counters: dict[str, Any] = field(default_factory=dict)
+    calls_under_capture: int | None = None
+    memory: CudaGraphMemory | None = None
+
+    def _text(self):
+        lines = [f"warm-ups {self.warmups}, recordings {self.recorded}, replays {self.replays}, "
+                 f"re-recordings {self.re_recordings}"]
+        lines += [f"skipped: {r}" for r in self.skip_reasons_user or self.skip_reasons]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return "skipped" if self.skipped else f"{self.recorded} recorded, {self.replays} replays"
+
 
 _RECORDING = re.compile(r"Recording function=(?P<fn>\S+), cuda_graph_id=(?P<id>\d+)")
 _WARMUP = re.compile(r"Running warmup function=(?P<fn>\S+)")

@@ -1,8 +1,8 @@
 """The machinery every saved document is built on: typed, JSON-backed ``Data`` (each declared field
 checked on read, unknown keys kept and written back), ``Stage`` (data with ``available``/``reason``),
 ``JsonFile`` (versioned JSON files, never pickle), and the one check of a document's format and
-version. The declarations themselves — every stage, ``Compile``, ``CaptureData`` — are in
-``compiler.stages.schema``; fixes in ``compiler.stages.fix_schema``.
+version. The declarations themselves: each stage beside its builder, ``Compile`` and ``CaptureData``
+(which tie them together) in ``compiler.stages.schema``; fixes in ``compiler.stages.fix_schema``.
 """
 from __future__ import annotations
 

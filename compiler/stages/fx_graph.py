@@ -1,5 +1,5 @@
 """FX graphs as torch prints them (``GraphModule.print_readable``), parsed into nodes and edges, and their
-declared types (``Graph``, ``GraphNode``; ``compiler.stages.schema`` holds them with every other stage): a
+declared types (``Graph``, ``GraphNode``; ``compiler.stages.schema`` ties them into a ``Compile``): a
 graph is parsed from its code when it is built and again when a saved one is read.
 
 Used for Dynamo's output graph and for every later graph printed the same way (AOTAutograd,

@@ -5,6 +5,56 @@ live by ``compiler.capturing.gpu``; a saved capture is matched again here on loa
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from compiler.stages.data import Data, Stage, _text_table
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class ProfiledGraphShare(Data):
+    """The part of a profiled kernel's launches made inside one compiled graph's call."""
+
+    gpu_time_us_per_call: float = 0.0
+    calls: int = 0  # launches over the profiled calls
+    launched_by: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class ProfiledKernel(Data):
+    name: str = ""
+    gpu_time_us: float = 0.0
+    calls: int = 0
+    gpu_time_us_per_call: float = 0.0
+    # the aten op whose launch ran it (the profiler's correlation, outermost aten op) → µs per call
+    launched_by: dict[str, float] = field(default_factory=dict)
+    # the compiled graph whose call launched it (Inductor's FX graph cache key, from its
+    # ``## Call CompiledFxGraph <key> ##`` profiler range) → that part of its launches
+    graphs: dict[str, ProfiledGraphShare] = field(default_factory=dict)
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        for key in ("launched_by", "graphs"):
+            if not out[key]:  # profiles recorded before them: saved as they were
+                del out[key]
+        return out
+
+
+@dataclass(repr=False, eq=False)
+class GpuProfile(Stage):
+    NAME: ClassVar[str] = "gpu_profile"
+    iters: int = 0
+    kernels: list[ProfiledKernel] = field(default_factory=list)
+    gpu_time_us_per_call: float | None = None
+    wall_time_us_per_call: float | None = None
+    launch_overhead_share: float | None = None
+    peak_bytes_per_s: float | None = None  # the GPU's peak DRAM bandwidth
+    peak_source: str | None = None  # device query, or the table of known GPUs
+
+    def _text(self):
+        return _text_table(self.kernels, ["name", "gpu_time_us_per_call", "calls"])
 
 
 GRAPH_RANGE = re.compile(r"## Call CompiledFxGraph (\S+) ##")

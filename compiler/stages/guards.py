@@ -1,5 +1,5 @@
 """Guards: the C++ guard tree torch prints (``dynamo_cpp_guards_str``), as text and a flat table, and its
-declared types (``Guards``, ``GuardRow``; ``compiler.stages.schema`` holds them with every other stage): the
+declared types (``Guards``, ``GuardRow``; ``compiler.stages.schema`` ties them into a ``Compile``): the
 rows are parsed from the tree when the stage is built and again when a saved one is read."""
 from __future__ import annotations
 

@@ -28,6 +28,16 @@ from dataclasses import dataclass, field
 
 from compiler.stages.roofline import FAR_BELOW, _reads, above_dram_peak, roofline  # noqa: F401 (read from here too)
 
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+def kernel_rows(compile: dict) -> list[dict]:
+    """A compile's kernels in its data (``compiler.stages.data.plain_data``: roles kept): its Inductor runs' kernels,
+    as ``kernels_of`` gives them — where code that reads and writes kernels as data finds them."""
+    return [k for r in (compile.get("inductor") or {}).get("runs") or [] if (r.get("code") or {}).get("available")
+            for k in r["code"].get("kernels") or []]
+
+
 # --- the device --------------------------------------------------------------------------------
 
 # Dense peak FLOP/s (vendor data sheets, no sparsity) and L2 size by device name; the first key found in
@@ -562,7 +572,7 @@ def add_roofline(data: dict) -> None:
         return
     from compiler.stages.gpu_profile import compile_profile, graphs_of_compile, rematch_times
     from compiler.stages.caches import graph_keys
-    from compiler.stages.schema import Caches, kernel_rows
+    from compiler.stages.caches import Caches
 
     peaks = device_peaks((data.get("environment") or {}).get("device_name"))
     for c in data.get("compiles", []):
@@ -663,7 +673,7 @@ def line_roofline(compile, device_name: str | None, peak_bytes_per_s: float | No
     FLOPs and bytes count; ``kernels_costed`` of ``kernels`` says how many. Sorted by time, largest first."""
     if not compile.provenance.available or not compile.kernels.available:
         return []
-    from compiler.stages.schema import key_of
+    from compiler.stages.base import key_of
 
     costs = {key_of(k.role, k.name): k.cost for k in compile.kernels.kernels}
     peaks = device_peaks(device_name)
@@ -743,7 +753,7 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
     took their family's rows."""
     from compiler.stages.gpu_profile import graphs_of_compile
     from compiler.stages.caches import graph_keys
-    from compiler.stages.schema import ProfiledKernel
+    from compiler.stages.gpu_profile import ProfiledKernel
 
     profile = capture.gpu_profile
     compiles = [c for c in capture.compiles if c.kernels.available]
@@ -798,7 +808,7 @@ def _unclaimed_in_graphs(profile, compiles, mine: list[set], uncaptured: list) -
     with those inside graphs of no compile here (``uncaptured``: (graph, kernel name, µs)); by kernel name,
     costliest first."""
     from compiler.stages.gpu_profile import compile_profile
-    from compiler.stages.schema import ProfiledKernel
+    from compiler.stages.gpu_profile import ProfiledKernel
 
     data = profile.to_data()
     found: dict[str, float] = {}

@@ -6,10 +6,271 @@ C++ kernels on CPU (``async_compile.cpp_pybinding``), Triton kernels on CUDA
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from compiler.stages.base import unavailable
 from compiler.stages.code_text import DEF as _DEF, body as _body, leading_comments as _leading_comments
 from compiler.stages.kernel_costs import call_section as _call_section, triton_costs
+from compiler.stages.data import Data, Stage, _table
+from compiler.stages.fx_graph import Graph
+from compiler.stages.inductor_ir import InductorIR, IrText, MissingIr
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+def kernels_of(inductor: Inductor) -> Kernels:
+    """The Kernels stage of a compile: a view of its Inductor runs' generated kernels — the runs' own ``Kernel``
+    objects, each named by its run's role and holding what the GPU measured of it — and the runs' modules as one
+    text (never saved: ``Compile.to_data``)."""
+    if not inductor.available:
+        return Kernels(available=False, reason=inductor.reason)
+    runs = [r for r in inductor.runs if r.code.available]
+    if not runs:
+        return Kernels(available=False, reason=inductor.cache or "Inductor produced no output code")
+    module = "\n\n".join(f"# ===== {r.role or 'module'} =====\n{r.code.module}" if len(runs) > 1 else r.code.module
+                         for r in runs)
+    return Kernels(available=True, module=module, kernels=[k for r in runs for k in r.code.kernels],
+                   languages=sorted({lang for r in runs for lang in r.code.languages}))
+
+
+@dataclass(repr=False, eq=False)
+class KernelGpu(Data):
+    """GPU depth of one Triton kernel (``compiler.capturing.gpu``): what its compiled binary uses (from the launcher
+    Inductor runs), its launch configuration, the bytes it moves per launch (``compiler.stages.kernels.
+    triton_bytes``) and the bandwidth that achieves against the GPU's peak; Triton's kept IR levels."""
+
+    registers: int | None = None  # per thread
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # block sizes of the launched config
+    configs_compiled: int | None = None
+    bytes_read: int | None = None  # per launch
+    bytes_written: int | None = None
+    bytes_per_call: int | None = None  # read + written, per launch
+    bytes_method: str | None = None
+    bytes_reason: str | None = None  # why the bytes are unknown
+    bytes_args_per_call: int | None = None  # Inductor's estimate: every pointer argument's whole buffer
+    accesses: list[dict[str, Any]] = field(default_factory=list)  # per pointer: kind, elements, bytes, how
+    working_set_bytes: int | None = None  # distinct bytes touched per launch (an in-out buffer once)
+    flops: float | None = None  # per launch (compiler.stages.kernel_costs.triton_costs)
+    flops_method: str | None = None
+    flops_dtype: str | None = None  # the peak FLOP/s it is read against (templates: their tensor-core dtype)
+    time_us_per_launch: float | None = None
+    achieved_bytes_per_s: float | None = None  # bytes ÷ time: effective bandwidth where served from L2
+    peak_bytes_per_s: float | None = None
+    bandwidth_share: float | None = None  # achieved ÷ DRAM peak, only where served from DRAM (≤ 1)
+    served_from: str | None = None  # "DRAM", "L2" (above the DRAM peak, working set ≤ L2), None: unexplained
+    l2_bytes: int | None = None
+    measured_dram_bytes_read: float | None = None  # Nsight Compute, per launch (opt-in: compiler.capturing.ncu)
+    measured_dram_bytes_written: float | None = None  # only what left L2 while the kernel ran
+    measured_l2_bytes_written: float | None = None  # Nsight Compute: sectors written into L2 × 32 B, per launch
+    ir: dict[str, str] = field(default_factory=dict)  # ttir, ttgir, llir, ptx
+    ir_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(repr=False, eq=False)
+class KernelCost(Data):
+    """FLOPs, bytes and the roofline of one kernel per call of its module (``compiler.stages.kernel_costs``);
+    every number says its method."""
+
+    reason: str | None = None  # why FLOPs are unknown (an op tcompile does not count)
+    flops: float | None = None
+    flops_method: str | None = None
+    bytes: float | None = None
+    bytes_method: str | None = None
+    dtype: str | None = None  # the peak it is read against: fp32 (CUDA cores), tf32, bf16, fp16 …
+    sites: int | None = None  # extern: calls in call()
+    time_s: float | None = None  # GPU time per call of the module
+    time_method: str | None = None
+    intensity: float | None = None  # FLOPs per byte
+    peak_flops_per_s: float | None = None
+    peak_bytes_per_s: float | None = None
+    peak_source: str | None = None
+    ridge: float | None = None  # peak FLOP/s ÷ peak bytes/s
+    l2_bytes: int | None = None
+    working_set_bytes: float | None = None  # distinct bytes per launch, compared with the L2
+    achieved_flops_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    bound: str | None = None  # "memory" or "compute"
+    share: float | None = None  # of the DRAM peak (memory-bound, from DRAM) or of the peak FLOP/s
+    served_from: str | None = None  # "DRAM", "L2"
+    verdict: str | None = None
+    measured_dram_bytes: float | None = None  # Nsight Compute, per call (opt-in)
+    measured_method: str | None = None
+
+    def __post_init__(self):
+        from compiler.stages.roofline import out_of_bounds, reread
+
+        if self.verdict and out_of_bounds(self):  # saved by an older version: read again with today's rules
+            fresh = reread(self)
+            self.__dict__["_as_saved"] = {name: getattr(self, name) for name in fresh}  # written back as it came
+            for name, value in fresh.items():
+                setattr(self, name, value)
+
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.update(self.__dict__.get("_as_saved") or {})  # a file is saved as it was read: re-read again on load
+        return out
+
+
+@dataclass(repr=False, eq=False)
+class Kernel(Data):
+    name: str = ""
+    language: str = ""  # cpp, triton, extern
+    kind: str | None = None
+    source: str | None = None
+    comments: str | None = None
+    call_args: list[str] = field(default_factory=list)
+    aten_ops: list[str] = field(default_factory=list)
+    source_nodes: list[str] = field(default_factory=list)
+    ops_from_name: list[str] = field(default_factory=list)
+    ir_node: str | None = None
+    ir_nodes: list[str] = field(default_factory=list)
+    ir_members: list[str] = field(default_factory=list)
+    ir_ops: list[str] = field(default_factory=list)
+    kernel_path: str | None = None
+    kernel_info: dict[str, Any] | None = None  # triton_kernel_info (GPU)
+    triton: dict[str, Any] | None = None  # @triton_heuristics metadata (GPU)
+    role: str | None = None
+    gpu_time_us_per_call: float | None = None
+    profiled_calls: int | None = None
+    gpu: KernelGpu | None = None  # Triton kernels: registers, spills, bandwidth, IR levels
+    cost: KernelCost | None = None  # GPU: FLOPs, bytes, roofline (Triton and extern)
+
+    def as_text(self) -> str:
+        return self.source or ""
+
+
+@dataclass(repr=False, eq=False)
+class GeneratedCode(Stage):
+    NAME: ClassVar[str] = "code"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    aot_id: str | None = None
+    texts_from_module: bool = False  # saved without the kernels' source and comments: the module holds them
+
+    def __post_init__(self):
+        if self.texts_from_module:
+            from compiler.stages.code_text import kernel_texts
+
+            texts = kernel_texts(self.module)
+            for k in self.kernels:
+                if k.name in texts and k.language != "extern":
+                    k.source, k.comments = texts[k.name]
+            self.texts_from_module = False
+
+    def to_data(self) -> dict:
+        """Saved without each generated kernel's source and comments when they are the module's own text again."""
+        from compiler.stages.code_text import kernel_texts
+
+        out = super().to_data()
+        out.pop("texts_from_module")
+        texts = kernel_texts(self.module) if self.module else {}
+        generated = [k for k in out["kernels"] if k.get("language") != "extern"]
+        if generated and all(texts.get(k["name"]) == (k.get("source"), k.get("comments")) for k in generated):
+            for k in generated:
+                del k["source"], k["comments"]
+            out["texts_from_module"] = True
+        return out
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels ({', '.join(self.languages)})"
+
+
+@dataclass(repr=False, eq=False)
+class InductorRun(Data):
+    """One Inductor compile: inference, or the forward or backward of a training graph."""
+
+    role: str | None = None
+    pre_grad: Graph = field(default_factory=Graph)
+    post_grad: Graph = field(default_factory=Graph)
+    ir: InductorIR = field(default_factory=InductorIR)
+    code: GeneratedCode = field(default_factory=GeneratedCode)
+
+    def __post_init__(self):
+        for kernel in self.code.kernels:  # a run's kernels are named by its role (provenance keys, the Kernels rows)
+            kernel.role = self.role
+
+    def to_data(self) -> dict:
+        """Saved without each kernel's role: it is the run's."""
+        out = super().to_data()
+        for kernel in out["code"]["kernels"]:
+            kernel.pop("role")
+        return out
+
+    @property
+    def ir_before(self) -> IrText:
+        """Inductor's IR before fusion (where there is none, a ``MissingIr`` saying why)."""
+        return self.ir.pre_fusion or self._missing_ir()
+
+    @property
+    def ir_after(self) -> IrText:
+        """Inductor's IR after fusion (where there is none, a ``MissingIr`` saying why)."""
+        return self.ir.post_fusion or self._missing_ir()
+
+    def _missing_ir(self) -> "MissingIr":
+        return MissingIr(self.ir.reason or ("Inductor logged no IR for this run" if self.ir.available
+                                            else "no reason recorded"))
+
+
+@dataclass(repr=False, eq=False)
+class Inductor(Stage):
+    NAME: ClassVar[str] = "inductor"
+    runs: list[InductorRun] = field(default_factory=list)
+    cache: str | None = None  # why lowering and fusion were not seen (a cache hit)
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {run.role or 'inference'}: IR after fusion =====\n{run.ir_after.text}"
+                           for run in self.runs)
+
+    def _summary(self):
+        return f"{len(self.runs)} Inductor compiles ({', '.join(r.role or 'inference' for r in self.runs)})"
+
+
+@dataclass(repr=False, eq=False)
+class Kernels(Stage):
+    """Every kernel of the compile's generated code (all Inductor runs)."""
+
+    NAME: ClassVar[str] = "kernels"
+    module: str = ""
+    kernels: list[Kernel] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+
+    def _text(self):
+        return self.module
+
+    def _summary(self):
+        return f"{len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.kernels)
+
+
+@dataclass(repr=False, eq=False)
+class AutotuneChoice(Data):
+    name: str = ""
+    description: str | None = None
+    time_ms: float | None = None
+    chosen: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Autotune(Data):
+    op: str | None = None
+    compile_id: str | None = None
+    input_sizes: list[Any] = field(default_factory=list)
+    choices: list[AutotuneChoice] = field(default_factory=list)
+
 
 _AOT_ID = re.compile(r"^# AOT ID: \['(?P<id>[^']+)'\]", re.M)
 _COMMENT_FIELDS = {
@@ -256,58 +517,3 @@ def triton_bytes(name: str, source: str, call_section: str) -> dict:
             "bytes_per_call": costs["bytes_read"] + costs["bytes_written"], "bytes_method": costs["bytes_method"] + launches,
             "accesses": costs["accesses"], "working_set_bytes": costs["working_set_bytes"],
             "flops": costs["flops"], "flops_method": costs["flops_method"]}
-
-
-def recompute(data: dict) -> None:
-    """Redo the costs of a saved GPU capture (dict) from what it keeps — each run's generated module, the
-    profiled times, the device's name: Triton bytes and FLOPs, extern FLOPs and times, the roofline, the
-    bandwidth reading, the time per source line and the amortization; a provenance map drawn before kernels kept
-    each line's file is drawn again. For captures recorded before these existed; ``data`` with nothing left out
-    (``compiler.stages.data.plain_data`` of a loaded capture), as a capture is before it is saved. The kernel
-    rows are redone as data (``compiler.stages.kernel_costs.add_roofline``), the map and the amortization from
-    the capture they make (``compiler.stages.provenance``), written back as data."""
-    import copy
-    import dataclasses
-
-    from compiler.stages.data import plain_data
-    from compiler.stages.kernel_costs import add_roofline
-    from compiler.stages.provenance import amortizations, apply_times, provenance_stage
-    from compiler.stages.schema import CaptureData, kernel_rows
-
-    for c in data.get("compiles", []):
-        modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])
-                   if (r.get("code") or {}).get("available")}
-        for k in kernel_rows(c):
-            module = modules.get(k.get("role")) or (next(iter(modules.values())) if len(modules) == 1 else None)
-            if k.get("language") != "Triton" or module is None:
-                continue
-            fresh = triton_bytes(k["name"], k.get("source") or "", _call_section(module))
-            gpu = k["gpu"] = {**(k.get("gpu") or {}), **fresh}
-            for key in ("bandwidth_share", "served_from", "accesses", "working_set_bytes", "flops", "flops_method",
-                        "flops_dtype"):
-                if key not in fresh:
-                    gpu.pop(key, None)
-            if gpu.get("time_us_per_launch") and gpu.get("bytes_per_call"):
-                gpu["achieved_bytes_per_s"] = gpu["bytes_per_call"] / (gpu["time_us_per_launch"] * 1e-6)
-    add_roofline(data)
-    typed = CaptureData.from_data(data)
-    gpu = bool((data.get("gpu_profile") or {}).get("available"))
-    compiles = []
-    for c, saved in zip(typed.compiles, data.get("compiles", [])):
-        provenance = c.provenance
-        if provenance.available and c.graph.nodes and any(k.line_weights and not k.places for k in provenance.kernels):
-            # a map drawn before kernels kept each line's own file: drawn again, as a live capture draws it
-            # (from the graphs, IR and code it keeps; a trace's provenance tracking is not kept, so not here)
-            provenance = provenance_stage(c.graph, c.aot, c.inductor, c.source, origin=c.origin, kernels=c.kernels)
-        elif gpu:  # kernel time per source line (extern calls now have theirs)
-            provenance = copy.deepcopy(provenance)
-            apply_times(provenance, c.kernels.kernels, None, {r.role: r.code.aot_id for r in c.inductor.runs})
-        if provenance is not c.provenance:
-            saved["provenance"] = plain_data(provenance)
-            saved.pop("provenance_from_stages", None)
-        compiles.append(dataclasses.replace(c, provenance=provenance))
-    if gpu:
-        paid_off = amortizations(compiles, data.get("runtime") or {}, None, typed.options.get("calls_under_capture"),
-                                 data.get("gpu_profile"))
-        for saved in data.get("compiles", []):
-            saved["amortization"] = plain_data(paid_off[saved["compile_id"]])

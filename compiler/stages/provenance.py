@@ -65,14 +65,272 @@ import re
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
-from compiler.stages.schema import (REBUILT_ON_LOAD, AotGraphs, Amortization, Compile, Graph, GraphNode, Inductor,
-                                    InductorRun, InductorTracking, IrNode, Kernel, KernelPlace, KernelProvenance, Kernels,
-                                    KernelSite, LineProvenance, NOT_TIMED, Provenance, ProvenanceNode, Source, key_of,
-                                    node_kernels)
+from compiler.stages.base import key_of
+from compiler.stages.bytecode import Source
+from compiler.stages.fx_graph import Graph, GraphNode
+from compiler.stages.inductor_ir import IrNode
+from compiler.stages.kernels import Inductor, InductorRun, Kernel, Kernels
 from compiler.stages.compile_time import compile_seconds
-from compiler.stages.data import built
+from compiler.stages.data import Data, Stage, _Mismatch, _table, built
 from compiler.stages.kernel_costs import call_section, extern_costs
+
+if TYPE_CHECKING:  # annotations only: schema imports this module
+    from compiler.stages.schema import AotGraphs, Compile
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+def node_kernels(nodes: list[ProvenanceNode], kernels: list[KernelProvenance],
+                 lines: list[LineProvenance]) -> list[list[str]]:
+    """The kernels of each provenance node (the other direction of the map, so never saved: ``Provenance``
+    rebuilds it on load): post-grad and IR nodes from the kernels that name them, Dynamo and AOT nodes
+    through their lines, in their own file."""
+    found: list[list[str]] = [[] for _ in nodes]
+    by_level_key = {(n.level, key_of(n.role, n.name)): i for i, n in enumerate(nodes)}
+    for k in kernels:
+        for level, names in (("post_grad", k.post_grad_nodes), ("ir_pre_fusion", k.ir_nodes),
+                             ("ir_post_fusion", k.fused_nodes)):
+            for name in names:
+                i = by_level_key.get((level, key_of(k.role, name)))
+                if i is not None and k.key not in found[i]:
+                    found[i].append(k.key)
+    kernels_of_line: dict[tuple, set] = {}  # by (file, line): line 13 of one file is not another's
+    for row in lines:
+        kernels_of_line.setdefault((row.file, row.line), set()).update(row.kernels)
+        kernels_of_line.setdefault((None, row.line), set()).update(row.kernels)  # for a node torch gave no file
+    for i, n in enumerate(nodes):
+        if n.level in ("dynamo", "aot"):
+            found[i] = sorted(set().union(*(kernels_of_line.get((n.file, line), ()) for line in n.lines)))
+    return found
+
+
+@dataclass(repr=False, eq=False)
+class ProvenanceNode(Data):
+    """One node of one level (``dynamo``, ``aot``, ``post_grad``, ``ir_pre_fusion``, ``ir_post_fusion``)
+    with the source lines it came from and the kernels it ended up in (``role:name`` keys)."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    level: str = ""
+    role: str | None = None  # inference, forward, backward (None for Dynamo's graph)
+    name: str = ""
+    target: str | None = None
+    lines: list[int] = field(default_factory=list)
+    file: str | None = None
+    kernels: list[str] = field(default_factory=list)
+    post_grad_nodes: list[str] = field(default_factory=list)  # IR nodes: the post-grad nodes they compute
+
+
+@dataclass(repr=False, eq=False)
+class KernelPlace(Data):
+    """One source line a kernel's work came from, in its own file, with its share of the kernel's work."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    file: str | None = None
+    line: int = 0
+    share: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
+class KernelSite(Data):
+    """One call of a kernel in the generated ``call()`` and the nodes torch says it was generated from: the
+    ``# Topologically Sorted Source Nodes: [a, b]`` comment Inductor writes above the call (``source_nodes``:
+    each origin FX node's ``meta["from_node"][0]`` name — a pre-grad (Dynamo) node, or the backward graph's own
+    node), ``own_node``: an extern call's own node (the last of its sorted sources: the one whose value the call
+    returns), ``places``: the source lines of those nodes, ``share``: this call's share of the kernel's time."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    source_nodes: list[str] = field(default_factory=list)
+    own_node: str | None = None
+    places: list[KernelPlace] = field(default_factory=list)
+    share: float = 0.0
+
+
+@dataclass(repr=False, eq=False)
+class KernelProvenance(Data):
+    """One kernel (or extern call) of one Inductor run, back to its nodes and source lines.
+
+    Where the lines come from (``origin``): the nodes torch names as the kernel's origins — ``"trace"``:
+    Inductor's provenance tracking in a TORCH_TRACE log (kernel → post-grad nodes); ``"comments"``: the
+    generated code's own comments (a Triton kernel's ``Source node to ATen node mapping``, the ``Topologically
+    Sorted Source Nodes`` above each call: ``sites``). ``origin_nodes`` are those nodes (post-grad names, or the
+    source-node names of the comments), ``origin_places`` their source lines (share: of the origin nodes).
+    Every place in ``places`` is among ``origin_places``. ``origin`` None: torch named no origin (``no_origin``
+    says why: a C++ kernel on CPU carries no origin comment; a capture saved before origins were kept); its
+    lines, if any, were inferred from Inductor's scheduler IR (``how``)."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    key: str = ""  # "role:name" (kernel names repeat between forward and backward)
+    name: str = ""
+    role: str | None = None
+    language: str = ""
+    lines: list[int] = field(default_factory=list)
+    line_weights: dict[str, float] = field(default_factory=dict)  # str(line) → share of this kernel's work
+    places: list[KernelPlace] = field(default_factory=list)  # (file, line) → share: lines of several files apart
+    post_grad_nodes: list[str] = field(default_factory=list)
+    ir_nodes: list[str] = field(default_factory=list)  # scheduler nodes before fusion
+    fused_nodes: list[str] = field(default_factory=list)  # … after fusion
+    how: str | None = None  # which metadata linked it (IR buffers, kernel comments, …)
+    file: str | None = None  # the source file of its first line (``places`` names each line's own)
+    seconds: float | None = None  # measured time per call of the function
+    calls: float | None = None  # invocations per call of the function
+    origin: str | None = None  # "trace" or "comments": where torch named its origin nodes; None: it named none
+    origin_nodes: list[str] = field(default_factory=list)
+    origin_places: list[KernelPlace] = field(default_factory=list)
+    no_origin: str | None = None  # why torch named no origin (origin None)
+    sites: list[KernelSite] = field(default_factory=list)  # its calls in call(), each with its origin comment
+
+
+@dataclass(repr=False, eq=False)
+class LineProvenance(Data):
+    """One source line that produced work: its nodes at every level, its kernels, its cost."""
+    OMIT_DEFAULTS: ClassVar[bool] = True
+
+    line: int = 0
+    file: str | None = None
+    code: str | None = None
+    dynamo_nodes: list[str] = field(default_factory=list)
+    aot_nodes: list[str] = field(default_factory=list)  # "role:name"
+    post_grad_nodes: list[str] = field(default_factory=list)  # "role:name"
+    ir_nodes: list[str] = field(default_factory=list)  # "role:name"
+    kernels: list[str] = field(default_factory=list)  # "role:name"
+    seconds: float | None = None  # this line's share of measured kernel time, per call of the function
+    time_share: float | None = None
+
+
+@dataclass(repr=False, eq=False)
+class InductorTracking(Data):
+    """Inductor's own provenance record of one Inductor run, as a TORCH_TRACE log holds it when torch
+    ran with ``trace.provenance_tracking_level`` on (artifact ``inductor_provenance_tracking_node_mappings``;
+    older logs: ``inductor_post_to_pre_grad_nodes``, ``inductor_triton_kernel_to_post_grad_nodes``), and
+    the same links as line numbers of the logged graph and code texts, counted as tlparse counts them."""
+
+    role: str | None = None
+    version: float | None = None
+    pre_to_post: dict[str, list[str]] = field(default_factory=dict)  # pre-grad node → post-grad nodes
+    post_to_pre: dict[str, list[str]] = field(default_factory=dict)
+    kernel_to_post: dict[str, list[str]] = field(default_factory=dict)  # "kernel[:debug handle]" → post-grad nodes
+    post_to_kernel: dict[str, list[str]] = field(default_factory=dict)
+    kernel_stack_traces: dict[str, list[str]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # pre_grad/post_grad/code/aot_code → the artifact counted
+    # tlparse's lineMappings: preToPost, postToPre, pyCodeToPost, postToPyCode, cppCodeToPost, postToCppCode,
+    # each str(line) → lines (1-based, in the texts named above)
+    line_mappings: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Provenance(Stage):
+    """Source line ↔ Dynamo nodes ↔ AOT nodes ↔ post-grad nodes ↔ scheduler nodes ↔ kernels, both
+    ways (``compiler.stages.provenance`` says how it is derived and what is best effort)."""
+
+    NAME: ClassVar[str] = "provenance"
+    method: str = ""
+    lines: list[LineProvenance] = field(default_factory=list)
+    kernels: list[KernelProvenance] = field(default_factory=list)
+    nodes: list[ProvenanceNode] = field(default_factory=list)
+    time_source: str | None = None  # where kernel times came from (None: not measured)
+    unattributed_seconds: float | None = None  # measured time of kernels with no source line
+    inductor_tracking: list[InductorTracking] = field(default_factory=list)  # from a trace, per run
+    notes: list[str] = field(default_factory=list)
+    node_kernels_derived: bool = False  # saved without each node's kernels: loading derives them again
+    # saved nodes name their file by its index in node_files (a few files, thousands of nodes)
+    node_files: list[str | None] | None = None
+    node_file_index: list[int] | None = None
+
+    def __post_init__(self):
+        if self.node_files is not None:
+            index = self.node_file_index or []
+            if len(index) != len(self.nodes) or any(not 0 <= i < len(self.node_files) for i in index):
+                exc = _Mismatch(f"one index into node_files ({len(self.node_files)}) per node ({len(self.nodes)})",
+                                index[:3])
+                exc.where.append(".node_file_index")
+                raise exc
+            for node, i in zip(self.nodes, index):
+                node.file = self.node_files[i]
+            self.node_files = self.node_file_index = None
+        if self.node_kernels_derived:
+            for node, found in zip(self.nodes, node_kernels(self.nodes, self.kernels, self.lines)):
+                node.kernels = found
+            self.node_kernels_derived = False
+
+    def to_data(self) -> dict:
+        """The saved map leaves out each node's kernels when they are the other direction of the kernels'
+        and lines' own links (``node_kernels``): a third of a big model's map. Each node's file is an index into
+        ``node_files`` (its fields at their defaults are left out: ``OMIT_DEFAULTS``)."""
+        out = super().to_data()
+        for key in ("node_kernels_derived", "node_files", "node_file_index"):
+            out.pop(key)
+        nodes = out["nodes"]
+        if nodes and node_kernels(self.nodes, self.kernels, self.lines) == [n.get("kernels", []) for n in nodes]:
+            for n in nodes:
+                n.pop("kernels", None)
+            out["node_kernels_derived"] = True
+        if nodes:
+            files = {file: i for i, file in enumerate(dict.fromkeys(n.get("file") for n in nodes))}
+            out["node_files"], out["node_file_index"] = list(files), [files[n.pop("file", None)] for n in nodes]
+        return out
+
+    def kernels_of_line(self, line: int, file: str | None = None) -> list[str]:
+        return [k for row in self.lines if row.line == line and file in (None, row.file) for k in row.kernels]
+
+    def lines_of_kernel(self, name: str, role: str | None = None) -> list[int]:
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({line for k in found for line in k.lines})
+
+    def places_of_kernel(self, name: str, role: str | None = None) -> list[tuple[str | None, int]]:
+        """The (file, line) pairs a kernel's work came from."""
+        found = [k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)]
+        return sorted({(p.file, p.line) for k in found for p in k.places}, key=lambda p: (p[0] or "", p[1]))
+
+    def nodes_of_line(self, line: int, level: str | None = None) -> list[ProvenanceNode]:
+        return [n for n in self.nodes if line in n.lines and level in (None, n.level)]
+
+    def kernel(self, name: str, role: str | None = None) -> KernelProvenance | None:
+        return next((k for k in self.kernels if name in (k.key, k.name) and role in (None, k.role)), None)
+
+    def _text(self):
+        rows = [f"line {r.line:>5}  {(r.time_share or 0) * 100:5.1f}%  {r.code or ''}\n"
+                f"             kernels: {', '.join(r.kernels) or '-'}" for r in self.lines]
+        return "\n".join(rows)
+
+    def _summary(self):
+        return f"{len(self.lines)} lines, {len(self.kernels)} kernels"
+
+    @property
+    def table(self):
+        return _table(self.lines)
+
+
+@dataclass(repr=False, eq=False)
+class Amortization(Stage):
+    """When compiling paid off: compile seconds ÷ the measured saving per call."""
+
+    NAME: ClassVar[str] = "amortization"
+    compile_s: float | None = None
+    saving_per_call_s: float | None = None
+    break_even_calls: int | None = None  # calls after which compiling paid off (None: it never does)
+    calls_per_function_call: float | None = None  # how often one call of the function ran this compile
+    calls_under_capture: float | None = None  # calls this cached compile served during the capture
+    method: str | None = None
+
+    def _text(self):
+        saving = (f"saving {self.saving_per_call_s:.3g} s per call" if self.saving_per_call_s is not None
+                  else "saving unknown")
+        return f"compile {self.compile_s or 0:.3g} s, {saving}: {self._summary()}"
+
+    def _summary(self):
+        if self.break_even_calls:
+            return f"paid off after {self.break_even_calls} calls"
+        if self.saving_per_call_s is None:  # not measured: neither paid off nor not
+            untimed = (self.method or "").startswith(NOT_TIMED)
+            return f"paid off: unknown: {'no timed calls' if untimed else 'this graph is not timed alone'}"
+        return "never paid off"
+
+
+NOT_TIMED = "no timed calls"  # an Amortization.method that starts so: the run timed nothing
+
 
 LEVELS = ("dynamo", "aot", "post_grad", "ir_pre_fusion", "ir_post_fusion")
 _LAYOUT = re.compile(r"^\s*(?P<buf>\w+)\.layout = \w+\('[^']*', torch\.\w+, size=\[(?P<size>[^\]]*)\]", re.M)
@@ -133,9 +391,6 @@ def from_stages(compile: Compile) -> Provenance:
     what a capture saves in its place when this gives the map it holds exactly."""
     return provenance_stage(compile.graph, compile.aot, compile.inductor, compile.source, origin=compile.origin,
                             kernels=compile.kernels)
-
-
-REBUILT_ON_LOAD["provenance"] = from_stages
 
 
 def _compute(graph_nodes: list[GraphNode]) -> list[GraphNode]:
@@ -442,9 +697,9 @@ def inductor_tracking_of(texts: dict, role: str | None, notes: list[str]) -> dic
     if mappings:
         version = mappings.get("version")
         out["version"] = float(version) if isinstance(version, (int, float)) and not isinstance(version, bool) else None
-        for key, field in (("preToPost", "pre_to_post"), ("postToPre", "post_to_pre"),
+        for key, attribute in (("preToPost", "pre_to_post"), ("postToPre", "post_to_pre"),
                            ("cppCodeToPost", "kernel_to_post"), ("postToCppCode", "post_to_kernel")):
-            out[field] = _name_lists(mappings.get(key), f"node mappings {key}", notes)
+            out[attribute] = _name_lists(mappings.get(key), f"node mappings {key}", notes)
     else:
         old = _json_object(texts.get("inductor_post_to_pre_grad_nodes"), "inductor_post_to_pre_grad_nodes", notes)
         out["post_to_pre"] = {post: [r["name"] for r in records if isinstance(r, dict) and isinstance(r.get("name"), str)]

@@ -4,10 +4,71 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from compiler.stages.budgets import repeated_guard, value_kind  # noqa: F401 (views import value_kind from here)
-from compiler.stages.data import as_declared
-from compiler.stages.schema import Recompile
+from compiler.stages.data import Data, Stage, as_declared
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class RecompileReason(Data):
+    text: str = ""
+    guard: str = ""  # the guard that failed
+    detail: str | None = None
+    against: str | None = None  # the compile id whose guards failed
+    note: str | None = None
+    user_stack: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Recompile(Stage):
+    """Why this compile happened although the frame had compiled before."""
+
+    NAME: ClassVar[str] = "recompile"
+    reasons: list[RecompileReason] = field(default_factory=list)
+    compile_id: str | None = None  # set in ``Capture.recompiles``
+    name: str | None = None
+
+    @property
+    def failed_guard(self) -> str | None:
+        """The first guard that failed (torch lists the reasons against each earlier compile)."""
+        return self.reasons[0].guard if self.reasons else None
+
+    def _text(self):
+        head = f"recompile {self.compile_id} ({self.name})\n" if self.compile_id else ""
+        return head + "\n".join(f"  against {r.against}: {r.text}" for r in self.reasons)
+
+    def _summary(self):
+        return f"{self.compile_id or ''} {self.failed_guard}"
+
+
+@dataclass(repr=False, eq=False)
+class RecompileLimit(Data):
+    """A frame that reached Dynamo's recompile limit: new variants run eagerly, with only a logged warning
+    (``compiler.stages.recompiles.limit_hits``)."""
+
+    compile_id: str = ""  # the refused compile
+    frame_id: int = 0
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    compile_ids: list[str] = field(default_factory=list)  # the compiles the frame made
+    limit: int | None = None
+    limit_type: str = "recompile_limit"  # the torch._dynamo.config name
+    limit_source: str | None = None  # where ``limit`` was read
+    guard: str | None = None  # the guard that kept failing, its value stripped: "spatial_scale =="
+    values: list[str] = field(default_factory=list)  # the values the guard was specialised to
+    note: str | None = None  # torch's note on where the guard came from
+    message: str | None = None  # torch's own message for the refused compile
+    gb_code: str | None = None  # its graph-break registry code (GB0039)
+
+    def as_text(self) -> str:
+        return (f"recompile limit: {self.function} compiled {len(self.compile_ids)} times "
+                f"({self.limit_type} = {self.limit}); failing guard {self.guard} {', '.join(self.values)}")
+
 
 _REASON = re.compile(r"^(?P<against>\d+/\d+): (?P<text>.*)$")
 

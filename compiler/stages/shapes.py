@@ -4,9 +4,70 @@ symbolic index expressions of Inductor's IR with each symbol resolved to the inp
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from compiler.stages.data import as_declared
-from compiler.stages.schema import Shapes
+from compiler.stages.data import Data, Stage, _table, as_declared
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class ShapeSymbol(Data):
+    symbol: str | None = None
+    kind: str = "backed"  # backed or unbacked
+    source: str | None = None
+    hint: Any = None
+    range: str | None = None
+    origin: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class ShapeGuard(Data):
+    expr: str = ""
+    pretty: str | None = None
+    latex: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class Specialization(Data):
+    symbol: str | None = None
+    sources: list[str] | None = None
+    value: Any = None
+    reason: str | None = None
+    line: int | None = None
+
+
+@dataclass(repr=False, eq=False)
+class IndexExpression(Data):
+    index: str = ""
+    expr: str = ""
+    symbols: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(repr=False, eq=False)
+class Shapes(Stage):
+    NAME: ClassVar[str] = "shapes"
+    symbols: list[ShapeSymbol] = field(default_factory=list)
+    guards: list[ShapeGuard] = field(default_factory=list)
+    specializations: list[Specialization] = field(default_factory=list)
+    index_expressions: list[IndexExpression] = field(default_factory=list)
+    symbol_sources: dict[str, str] = field(default_factory=dict)
+
+    def _text(self):
+        lines = [f"{s.symbol} = {s.source}  range {s.range}  ({s.origin})" for s in self.symbols]
+        lines += [f"guard: {g.expr}" for g in self.guards]
+        return "\n".join(lines)
+
+    def _summary(self):
+        return f"{len(self.symbols)} symbols, {len(self.guards)} shape guards"
+
+    @property
+    def table(self):
+        return _table(self.symbols)
+
 
 _SIZE_SOURCE = re.compile(r"L\['(?P<arg>\w+)'\]\.size\(\)\[(?P<dim>\d+)\]")
 _SYMBOL = re.compile(r"\b([suz]u?f?\d+)\b")

@@ -9,7 +9,39 @@ loop"). A frame that hit the recompile limit fails too; that is a recompile find
 (``compiler.stages.recompiles.limit_hits``), not a skipped frame."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from compiler.stages import breaks as breaks_mod
+from compiler.stages.breaks import GraphBreak
+from compiler.stages.data import Data
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class SkippedFrame(Data):
+    """A frame Dynamo gave up on: no graph, torch runs all of it eagerly on every call
+    (``compiler.stages.skipped``)."""
+
+    compile_id: str = ""
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None  # the function's first line
+    reason: str = ""  # torch's name for why it skipped the frame ("graph break in loop")
+    gb_code: str | None = None
+    explanation: str | None = None
+    cause: GraphBreak | None = None  # the graph break that started it, where it happened
+    seconds: float | None = None  # time spent in this frame per compiled call, where measured (under a profiler)
+    share: float | None = None  # … as a share of the compiled call's time
+    call_seconds: float | None = None  # the compiled call's time in the same measurement: ``seconds`` ≤ it
+
+    def as_text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else "unknown location"
+        cause = (f"; caused by {self.cause.headline} at {self.cause.file}:{self.cause.line}"
+                 if self.cause and self.cause.file else "")
+        share = f"; {self.share:.0%} of the compiled call's time" if self.share is not None else ""
+        return f"skipped frame {self.function} ({where}), {self.compile_id}: {self.reason}{cause}{share}"
+
 
 # torch's text when a second graph break ends the handling of the first (convert_frame / symbolic_convert)
 _SECOND = "*** While handling this graph break, another graph break occurred: ***"

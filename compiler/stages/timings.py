@@ -4,10 +4,78 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from compiler.stages.records import number
-from compiler.stages.data import as_declared
-from compiler.stages.schema import Timings
+from compiler.stages.data import Data, Stage, _table, _text_table, as_declared
+
+
+# --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
+
+@dataclass(repr=False, eq=False)
+class Phase(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    count: int = 1
+
+
+@dataclass(repr=False, eq=False)
+class TimingEvent(Data):
+    name: str = ""
+    label: str = ""
+    seconds: float = 0.0
+    start: float = 0.0
+    depth: int = 0
+
+
+@dataclass(repr=False, eq=False)
+class CacheEvent(Data):
+    artifact: str = ""
+    cache_state: str | None = None
+    cache_status_detailed: str | None = None
+    key: str | None = None
+    cache_bypass_reason: str | None = None
+    reason: str | None = None
+
+
+@dataclass(repr=False, eq=False)
+class LineCompileTime(Data):
+    """Compile seconds spent on one line of the user's code in one phase (``compiler.stages.compile_time``);
+    ``line`` None: time torch spent on no line (guard building, C++ compile, imports: ``code`` says which)."""
+
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+    module: str | None = None  # the nn.Module path, where torch knew it
+    phase: str = ""
+    seconds: float = 0.0
+    share: float = 0.0  # of this compile's sampled time
+    samples: int = 0
+    error_s: float = 0.0  # ± √(Σ interval²) of its samples: interval × √samples when they are even
+
+
+@dataclass(repr=False, eq=False)
+class Timings(Stage):
+    NAME: ClassVar[str] = "timings"
+    phases: list[Phase] = field(default_factory=list)
+    events: list[TimingEvent] = field(default_factory=list)
+    cache: list[CacheEvent] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    by_line: list[LineCompileTime] = field(default_factory=list)  # sampled: compile time by line of user code
+    by_line_method: str | None = None  # how by_line was measured and how exact it is (None: not sampled)
+
+    def _text(self):
+        return _text_table(self.phases, ["label", "seconds", "count"])
+
+    def _summary(self):
+        return f"{len(self.phases)} phases"
+
+    @property
+    def table(self):
+        return _table(self.phases)
+
 
 # (event name torch emits, the stage it is shown as), outermost first.
 PHASES = [
