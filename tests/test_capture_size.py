@@ -115,6 +115,9 @@ def test_a_provenance_map_the_stages_give_again_is_left_out_and_built_on_read():
     assert json.loads(cap.to_json())["compiles"][0].get("provenance_from_stages") is True
 
 
+@pytest.mark.skip(reason="since issue 33 no shipped capture saves a provenance map with node files (it is rebuilt "
+                         "from the stages on load: provenance_from_stages); older files with one still load. To be "
+                         "rewritten on a capture that saves one")
 def test_provenance_nodes_name_their_file_by_index_and_leave_out_defaults():
     saved = json.loads((GPU_CAPTURES / "gpt2_2layer.json").read_text())
     provenance = saved["compiles"][0]["provenance"]

@@ -390,9 +390,10 @@ def test_roofline_per_source_line_splits_each_kernel_by_its_provenance_shares():
     for r in single:
         assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
         assert r["achieved_flops_per_s"] == pytest.approx(r["flops"] / r["seconds"])
-        assert r["verdict"].startswith(("memory-bound", "compute-bound")) and (r["share"] or 0) <= 1
+        # far below both roofs a line is near neither bound (issue 33: launch, latency or occupancy)
+        assert r["verdict"].startswith(("memory-bound", "compute-bound", "near neither")) and (r["share"] or 0) <= 1
     table = cap.line_roofline()
-    assert len(table) == len(rows) and set(table["bound"].dropna()) <= {"memory", "compute"}
+    assert len(table) == len(rows) and set(table["bound"].dropna()) <= {"memory", "compute", "neither"}
 
 
 def test_roofline_by_line_in_timings_and_both_rooflines_in_the_report(tmp_path):
