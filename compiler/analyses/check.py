@@ -27,6 +27,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from compiler.stages.fx_graph import _split_top
+
 EPS = 1e-6  # a sum of shares may exceed 1 by rounding
 
 
@@ -66,25 +68,6 @@ _NAME = re.compile(r"^[A-Za-z_]\w*$")
 _ATTRIBUTE = re.compile(r"^self(?:\.[A-Za-z_]\w*)+$")
 
 
-def _statements(line: str) -> list[str]:
-    """A logical line split at its top-level ``;`` (FX writes ``x_11 += input_2;  x_12 = x_11``)."""
-    parts, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(line):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ";" and depth == 0:
-            parts.append(line[start:i])
-            start = i + 1
-    parts.append(line[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
 def code_ops(code: str) -> int:
     """The statements of a printed FX graph's ``forward`` that compute something, counted from the code alone
     (what ``Graph.op_count`` must equal): a call or operator assigned to a name, an in-place update (``x += y``,
@@ -104,7 +87,7 @@ def code_ops(code: str) -> int:
             continue
         if not in_forward or not line or line.startswith(("#", "class ", "def ", "return")):
             continue
-        for statement in _statements(line.split("  #")[0]):
+        for statement in _split_top(line.split("  #")[0], ";"):  # FX writes `x_11 += input_2;  x_12 = x_11`
             if _AUGMENTED.match(statement) or _SETITEM.match(statement):
                 count += 1
                 continue
