@@ -67,9 +67,19 @@ def test_gpt2_print_and_batch_size_fixed_together():
     fixes = cap.fixes()
     kinds = [f.kind for f in fixes]
     assert "reorderable_logging_functions" in kinds and "mark_dynamic" in kinds
-    # the breaks cost the most; no frame reached the recompile limit (transformers 5.24 wraps each GPT-2 forward in
-    # deprecate_kwarg: one wrapped_func code object holds 8 compiles, 4 functions × 2 sizes, and torch refused none)
-    assert kinds[0] == "reorderable_logging_functions" and "recompile_limit" not in kinds
+    # the breaks cost the most. transformers wraps each GPT-2 forward in deprecate_kwarg: one wrapped_func code
+    # object holds 8 compiles (4 functions × 2 sizes), and torch's own count before the last one (its metrics'
+    # cache_size) was 7: the frame's budget is used up, not hit, and the finding says so as torch counts it
+    assert kinds[0] == "reorderable_logging_functions"
+    entries = max((c.metrics["cache_size"] + 1 for c in cap.compiles if c.name == "wrapped_func"
+                   and c.status == "compiled"), default=0)
+    budgets = {b.function: b for b in cap.recompile_budgets}
+    if entries >= torch._dynamo.config.recompile_limit:
+        assert (budgets["wrapped_func"].used, budgets["wrapped_func"].left, budgets["wrapped_func"].hit) == (
+            entries, 0, False)
+        assert "recompile_limit" in kinds
+    else:
+        assert "wrapped_func" not in budgets or budgets["wrapped_func"].left > 0
     mark = fixes[kinds.index("mark_dynamic")]
     assert [(m.position, m.dim) for m in mark.marks] == [(0, 0)]  # input_ids (the model's wrapper takes *args)
 
