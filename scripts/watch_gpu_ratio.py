@@ -28,6 +28,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 BATCH, SEQ = 8, 128
+TIMING_BUDGET_S = 75  # the rounds of one mode, at most (about)
+MODE_START_BY_S = 200  # a mode not started by then is skipped: the whole run stays under 6 minutes
 
 
 def make_step(device, mode: str | None, cpu: bool):
@@ -65,17 +67,20 @@ def measure(step, sync, rounds: int, steps: int) -> dict:
         sync()
         return (time.perf_counter() - wall) / steps, (time.process_time() - cpu) / steps
 
-    block()
+    first = block()[0]
+    rounds = min(rounds, max(10, int(TIMING_BUDGET_S / (2 * steps * first))))  # a slow step: fewer rounds, ≥ 10
     runs = {"watched": [], "plain": []}
+    alerts = []  # a cached step compiles nothing: none expected (kept, not raised: the timing stands either way)
     for i in range(rounds):
         for variant in (("watched", "plain") if i % 2 == 0 else ("plain", "watched")):
             if variant == "watched":
                 with compiler.watch(show=False) as w:
                     runs[variant].append(block())
-                assert w.steps == steps and not w.alerts, w.as_text()  # a cached step: nothing compiles, no alert
+                alerts += [f"round {i}: {a.as_text()}" for a in w.alerts] + \
+                    ([f"round {i}: {w.steps} steps counted of {steps}"] if w.steps != steps else [])
             else:
                 runs[variant].append(block())
-    out = {"rounds": rounds, "steps": steps, "runs": runs}
+    out = {"rounds": rounds, "steps": steps, "runs": runs, "alerts": alerts[:50]}
     for index, clock in ((0, "wall"), (1, "cpu")):
         r = paired_ratio([p[index] for p in runs["plain"]], [w[index] for w in runs["watched"]])
         plain = r["plain_s"]
@@ -110,6 +115,10 @@ def main() -> int:
               "modes": {}}
     started = time.time()
     for mode in modes:
+        if time.time() - started > MODE_START_BY_S:
+            print(f"skipped mode {mode}: {time.time() - started:.0f} s gone, past {MODE_START_BY_S} s", flush=True)
+            result.setdefault("skipped", []).append(mode)
+            continue
         t = time.time()
         torch._dynamo.reset()
         step = make_step(device, None if mode == "default" else mode, args.cpu)
@@ -130,13 +139,15 @@ def main() -> int:
               f"{w['interval'][1]:.4f}]", flush=True)
         (out / "watch_gpu_ratio.json").write_text(json.dumps(result, indent=1, default=str))
     print(f"\n{name}, torch {torch.__version__}: GPT-2 training step (batch {BATCH} x {SEQ}), watched vs plain, "
-          f"{rounds} interleaved rounds of {args.steps}-step blocks")
+          f"interleaved rounds of {args.steps}-step blocks (rounds: {[r['rounds'] for r in result['modes'].values()]})")
     print(f"{'mode':16} {'clock':5} {'plain':>10} {'watched':>10} {'ratio':>7} {'95% interval':>17} {'extra/step':>11}")
     for mode, r in result["modes"].items():
         for clock in ("wall", "cpu"):
             c = r[clock]
             print(f"{mode:16} {clock:5} {c['plain_s'] * 1e3:8.3f}ms {c['watched_s'] * 1e3:8.3f}ms {c['ratio']:7.4f} "
                   f"[{c['interval'][0]:.4f}, {c['interval'][1]:.4f}] {c['extra_us']:9.1f}µs")
+        if r["alerts"]:
+            print(f"{mode:16} alerts in the watched blocks (none expected): {len(r['alerts'])}, first: {r['alerts'][0]}")
         calls = r["calls"]
         if calls.get("error"):
             print(f"{mode:16} calls not counted: {calls['error']}")
