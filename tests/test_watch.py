@@ -176,7 +176,7 @@ def test_cached_step_runs_what_plain_torch_runs_plus_the_hook():
 
     for _ in range(3):
         step()
-    calls = call_diff(step, steps=16)
+    calls = call_diff(step, steps=8)
     assert not calls["unstable"] and calls["other"] == {}, calls
     assert any(k.endswith("watch.py:_optimizer_step") for k in calls["hook"]), calls
     assert 0 < sum(calls["hook"].values()) <= 15, calls
