@@ -172,7 +172,8 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
         print(f"rank {rank} ({r['device']}, torch {r['torch']}): {r['steps']} steps, {len(r['alerts'])} alerts, "
               f"compiles {[(c['step'], c['compile_id'], c['what'], round(c['seconds'] or 0, 1)) for c in r['compiles']]}")
         print(f"  bench: step {b['medians']['watched'] * 1e3:.2f} ms watched vs {b['medians']['plain'] * 1e3:.2f} ms "
-              f"plain = {b['ratio']:.4f}x [{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] ({BENCH_BLOCKS} interleaved "
+              f"plain (the blocks' medians); watched ÷ plain, the median of the rounds: {b['ratio']:.4f}x "
+              f"[{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] ({BENCH_BLOCKS} interleaved "
               f"rounds of {BENCH_STEPS}-step blocks, the ranks meeting at a barrier before each)")
     for d in saved:
         print(f"saved job divergence: {d.get('kind')} step={d.get('step')} fix={(d.get('fix') or {}).get('title')}")

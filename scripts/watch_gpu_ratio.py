@@ -139,7 +139,8 @@ def main() -> int:
               f"{w['interval'][1]:.4f}]", flush=True)
         (out / "watch_gpu_ratio.json").write_text(json.dumps(result, indent=1, default=str))
     print(f"\n{name}, torch {torch.__version__}: GPT-2 training step (batch {BATCH} x {SEQ}), watched vs plain, "
-          f"interleaved rounds of {args.steps}-step blocks (rounds: {[r['rounds'] for r in result['modes'].values()]})")
+          f"interleaved rounds of {args.steps}-step blocks (rounds: {[r['rounds'] for r in result['modes'].values()]}); "
+          "plain, watched: the blocks' medians; ratio: the median of the rounds' watched ÷ plain")
     print(f"{'mode':16} {'clock':5} {'plain':>10} {'watched':>10} {'ratio':>7} {'95% interval':>17} {'extra/step':>11}")
     for mode, r in result["modes"].items():
         for clock in ("wall", "cpu"):
