@@ -421,14 +421,87 @@ def test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula():
     fails(answers.check_break_even, -999.0, slower)
 
 
-def test_exercise_7_2_rejects_the_skip_all_guard_filter():
-    with compiler.capture() as wrong:
-        compiled = torch.compile(_batch_scaled, backend="eager", dynamic=False,
-                                 options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
-        for rows in (4, 8, 16):
-            compiled(torch.randn(rows, 4))
-    checks.check_recompile_count(wrong, 0)  # the old exercise check let it through (wrong results too)
-    fails(checks.check_dynamic, wrong, "x")
+class _Block(torch.nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.norm, self.linear = torch.nn.LayerNorm(width), torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + torch.nn.functional.gelu(self.linear(self.norm(x)))
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self, depth=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block() for _ in range(depth))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _regional_run(model, x, grad=False):
+    torch._dynamo.reset()
+    with compiler.capture() as cap:
+        with torch.set_grad_enabled(grad):
+            model(x)
+    return cap
+
+
+def test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile():
+    """Exercise 7.2 (issue 39, regional compilation): every block compiled and sharing one compile of one block's
+    graph (counted against the block traced alone by torch); the whole model, one block only, or a run with
+    gradients (two compiles: requires_grad differs between the first block's input and the rest) fail."""
+    x = torch.randn(4, 16)
+    model = _Stack()
+    for block in model.blocks:
+        block.compile(backend="eager")
+    checks.check_regional(_regional_run(model, x), model, x)
+    assert "2 compiles" in fails(checks.check_regional, _regional_run(model, x, grad=True), model, x).message
+    whole = _Stack()
+    compiled = torch.compile(whole, backend="eager")
+    whole_cap = _regional_run(compiled, x)
+    assert "not compiled; 0 of 3" in fails(checks.check_regional, whole_cap, whole, x).message
+    assert "whole model" in fails(checks.check_regional, whole_cap, compiled, x).message  # the wrapper handed in
+    first = _Stack()
+    first.blocks[0].compile(backend="eager")
+    assert "1 of 3 blocks" in fails(checks.check_regional, _regional_run(first, x), first, x).message
+
+
+def _bump(buf, x):
+    buf.add_(1)
+    return x * 2 + buf
+
+
+def test_exercise_6_4_rejects_a_mutation_kept_and_the_update_lost():
+    """Exercise 6.4 (issue 39, the CUDA-graph skip fixed): AOTAutograd's metadata says which inputs a function
+    mutates (what Inductor's check_for_mutation reads); the fix returns the new buffer instead."""
+    def fixed(buf, x):
+        new = buf + 1
+        return x * 2 + new, new
+
+    def copied(buf, x):  # still a mutation, written another way
+        buf.copy_(buf + 1)
+        return x * 2 + buf, buf
+
+    def sliced(buf, x):
+        buf[:] = buf + 1
+        return x * 2 + buf, buf
+
+    def dropped(buf, x):  # the right result, the update lost for the caller
+        return x * 2 + buf + 1
+
+    def off_by_one(buf, x):
+        return x * 2 + buf, buf + 1
+
+    args = (torch.zeros(8), torch.randn(8))
+    assert checks.mutated_inputs(_bump, *args) == [0] and checks.mutated_inputs(fixed, *args) == []
+    checks.check_no_input_mutation(fixed, _bump, *args)
+    for wrong in (_bump, copied, sliced):
+        assert "in place" in fails(checks.check_no_input_mutation, wrong, _bump, *args).message
+    assert "returns 1 value" in fails(checks.check_no_input_mutation, dropped, _bump, *args).message
+    fails(checks.check_no_input_mutation, off_by_one, _bump, *args)
 
 
 def test_the_torch_internals_the_labs_cite_still_exist():
@@ -456,7 +529,7 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert hasattr(trace_rules, "_polyfilled_function_ids")
     # checks.check_recompiling_input: the TENSOR_MATCH guard's C++ class
     assert hasattr(torch._C._dynamo.guards, "TensorGuards")
-    # lab07 §5: the FX graph cache's lookup, and the counter check_warm_compile reads
+    # lab07 §6: the FX graph cache's lookup, and the counter check_warm_compile reads
     from torch._inductor.codecache import FxGraphCache
 
     assert callable(FxGraphCache.load_with_key)
@@ -1120,8 +1193,9 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "6.1": "test_exercise_6_1_accepts_only_the_capture_that_skipped_cuda_graphs",
     "6.2": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
     "6.3": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
+    "6.4": "test_exercise_6_4_rejects_a_mutation_kept_and_the_update_lost",
     "7.1": "test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula",
-    "7.2": "test_exercise_7_2_rejects_the_skip_all_guard_filter",
+    "7.2": "test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile",
     "7.3": "test_exercise_7_3_rejects_another_row",
     "7.4": "test_exercise_7_4_rejects_caches_turned_off",
     "8.1": "test_exercise_8_1_rejects_the_other_rank_and_the_first_compile",
@@ -1159,7 +1233,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 39, ids
+    assert len(ids) == len(set(ids)) == 40, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
