@@ -71,13 +71,16 @@ def _error(cell):
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _execute(path: Path, tmp_path: Path):
-    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed."""
+def _execute(path: Path, tmp_path: Path, graded: bool = False):
+    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed.
+    ``graded``: with the nbgrader course's test cells (and planted wrong answers) inserted, see ``_with_grading``."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
+    if graded:
+        nb = _with_grading(path, nb)
     nb.cells.append(nbformat.v4.new_code_cell(KERNEL_PROBE))  # which Python ran the lab
     client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
@@ -109,11 +112,16 @@ def _execute(path: Path, tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_lab_runs_top_to_bottom(path, tmp_path):
-    nb = _execute(path, tmp_path)
+    """Also grades the lab as nbgrader's autograde would, in the same kernel (its compiles shared): after each
+    exercise's starting code, after a planted wrong answer (``PLANTED_WRONG``) and after its solution, the
+    course's locked test cell (visible checks + hidden tests) runs — the starting code and the wrong answer must
+    score 0, the solution full marks."""
+    nb = _execute(path, tmp_path, graded=True)
+    _assert_graded(path, nb)
 
     expected_failures = solutions_checked = 0
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or "tcompile_grading" in cell.metadata:
             continue
         tags, error, text = _tags(cell), _error(cell), _text_of(cell.outputs)
         where = f"{path.name} cell {index}:\n{cell.source}"
@@ -132,6 +140,126 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
+
+
+# --- grading in the lab's kernel (issue 39) ------------------------------------------------------------------
+
+# exercise -> a wrong answer (the student's cell, run after the exercise's starting code): it must score 0.
+# Labs 02 and 03 take theirs from tests/test_labs_grading.py (graded there by nbgrader itself, too).
+PLANTED_WRONG = {
+    "0.1": "answer = len(tour.compiles[0].kernels.kernels)   # the extern call counted as a kernel",
+    "0.2": "softmax_line = 2                                  # counted without the %%tcompile line",
+    "1.1": "answer = 5                                        # the input and the output counted",
+    "1.2": "def scale_all(x, scales):\n    for s in scales:\n        x = x * s\n    return x\n\n"
+           "ex12 = compiler.explore(scale_all, x, [1, 2, 3], backend='eager')",
+    "1.3": "ex13 = compiler.explore(power, x, 3, backend='eager', dynamic=True)   # the value the checker uses",
+    "1.4": "my_input = torch.ones(8, 4) * 2\nex14 = compiler.explore(gate, example, backend='eager', timing=False)",
+    "1.5": "all_backends = torch._dynamo.list_backends(exclude_tags=('debug',))",
+    "1.6": "import operator\n\ndef square_to_mul(gm, example_inputs):\n    for node in gm.graph.nodes:\n"
+           "        if node.op == 'call_function' and node.target is operator.pow and node.args[1] == 2:\n"
+           "            node.target, node.args = operator.mul, (node.args[0], 2)\n    gm.recompile()\n"
+           "    return gm.forward\n\nex16 = compiler.explore(energy, x, backend=square_to_mul, timing=False)",
+    "4.1": "torch._dynamo.reset()\nwith compiler.capture() as ex41:\n"
+           "    loss = torch.compile(step2, backend='eager')(x)\n    loss.backward()",
+    "4.2": "answer = len(saved_for_backward(ex41)) + 1",
+    "4.3": "torch._dynamo.reset()\nwith compiler.capture() as ex43:\n"
+           "    torch.compile(step, backend='eager')(x).backward()",
+    "5.1": "row_length = 1024\nloads_of_x = 2                # one load per reduction",
+    "5.2": "ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={'epilogue_fusion': False})",
+    "5.3": "answer = 'softmax'",
+    "5.4": "table = ex54.line_table()\ncostliest = int(table.loc[table['time_share'].idxmin(), 'line'])",
+    "5.5": "kernels_changed_on_cpu = True\ngpu_matmul_kernel = 'triton_tem_fused_add_mm_mul_relu_0'",
+    "6.1": "name = next(label for label, path in captures.items() if compiler.load(path).cudagraphs.used)",
+    "6.2": "answer = len(dyn.compiles)",
+    "6.3": "both = small.cudagraph_comparison\n"
+           "saved_fraction = both.with_cudagraphs.median_s / both.without_cudagraphs.median_s   # the part left",
+    "6.4": "def f_fixed(buf, x):\n    buf.copy_(buf + 1)\n    return x * 2 + buf, buf",
+    "7.1": "def break_even(first_call_s, eager_s, compiled_s):\n    return first_call_s / eager_s\n\n"
+           "r = inductor.runtime\ncalls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)",
+    "7.2": "model = Stack()\nfor block in model.blocks:\n    block.compile(backend='eager')\n\n"
+           "with compiler.capture(fresh=True) as regional:\n    model(tokens)          # with gradients: two compiles",
+    "7.3": "answer = table['compile s'].idxmax()",
+    "7.4": "cache_settings = {'fx_graph_cache': False}",
+    "8.1": "recompiles = next(d for d in job.divergences if d.kind == 'recompiles')\n"
+           "odd_rank = next(g[0] for g, did in zip(recompiles.groups, recompiles.behaviours) if did == 'no recompiles')\n"
+           "odd_compile = '0/1'",
+    "8.2": "def prepare_batch(x):\n    return x[:32]          # every rank compiles alike: the uneven batch cut\n\n"
+           "fixed = run_job('fixed', prepare=prepare_batch)\nfixed_job = compiler.load_trace(fixed / 'trace')",
+}
+
+
+def _planted(ex_id: str) -> str | None:
+    if ex_id in PLANTED_WRONG:
+        return PLANTED_WRONG[ex_id]
+    try:
+        from test_labs_grading import PLANTED
+    except Exception:  # noqa: BLE001 - nbgrader not installed: labs 02/03 graded without their plants
+        return None
+    return PLANTED.get("lab0" + ex_id.split(".")[0], {}).get("ex" + ex_id.replace(".", "_"))
+
+
+def _course_tests(path: Path) -> dict[str, tuple[str, int]]:
+    """exercise id -> (the nbgrader course's test cell for it, its points), built from the lab's source."""
+    import build_labs
+
+    name = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
+    course = build_labs.course_notebook(build_labs.build(name)[1])
+    tests = {}
+    for cell in course.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            ex_id = meta["grade_id"].removeprefix("ex").removesuffix("_tests").replace("_", ".")
+            tests[ex_id] = (cell.source, meta["points"])
+    return tests
+
+
+def _with_grading(path: Path, nb):
+    """``nb`` with the grading cells inserted (metadata ``tcompile_grading``): after each exercise cell, its test
+    cell (the unanswered release), then the planted wrong answer and the test cell again; after its solution cell,
+    the test cell (the solutions)."""
+    import nbformat
+
+    tests = _course_tests(path)
+
+    def grading(ex_id, student, source, kind="test"):
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tcompile_grading"] = {"exercise": ex_id, "student": student, "kind": kind,
+                                             "points": tests[ex_id][1]}
+        return cell
+
+    cells, current = [], None
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type == "markdown":
+            current = (EXERCISE_HEADING.findall(cell.source) or [current])[-1]
+        elif "exercise" in _tags(cell):
+            cells.append(grading(current, "empty", tests[current][0]))
+            wrong = _planted(current)
+            if wrong:
+                cells += [grading(current, "wrong", wrong, kind="answer"), grading(current, "wrong", tests[current][0])]
+        elif "solution" in _tags(cell):
+            cells.append(grading(current, "solutions", tests[current][0]))
+    nb.cells = cells
+    return nb
+
+
+def _assert_graded(path: Path, nb) -> None:
+    scores = {}  # student -> {exercise: (score, points)}
+    for cell in nb.cells:
+        meta = cell.metadata.get("tcompile_grading")
+        if meta and meta["kind"] == "test":
+            error = _error(cell)
+            scores.setdefault(meta["student"], {})[meta["exercise"]] = (0 if error else meta["points"], meta["points"])
+            if meta["student"] == "solutions":
+                assert error is None, f"{path.name} Ex {meta['exercise']}: the solution fails its graded test: " \
+                                      f"{error['ename']}: {error['evalue']}\n{_text_of(cell.outputs)[-2000:]}"
+    for student, got in sorted(scores.items()):
+        total, top = sum(s for s, _ in got.values()), sum(t for _, t in got.values())
+        print(f"{path.name} graded {student}: {total} / {top}", {ex: s for ex, (s, _) in sorted(got.items())})
+    for student in ("empty", "wrong"):
+        scored = {ex: s for ex, (s, _) in scores.get(student, {}).items() if s}
+        assert not scored, f"{path.name}: {student} answers that scored: {scored}"
+    assert sorted(scores["empty"]) == sorted(scores["solutions"])
 
 
 # --- tcompile_labs/checks.py, on real captures (backend="eager") ---------------------------------------
@@ -1239,6 +1367,13 @@ def test_every_exercise_has_a_wrong_answer_test():
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
     for ex_id, name in WRONG_ANSWER_TESTS.items():
         assert callable(globals().get(name)), f"exercise {ex_id}: no test named {name}"
+
+
+def test_every_exercise_has_a_planted_wrong_answer_graded():
+    """Each exercise's graded test cell is run on a planted wrong answer (here, or in test_labs_grading.py)."""
+    pytest.importorskip("nbgrader")
+    missing = [ex_id for ex_id, _, _ in _exercises() if not _planted(ex_id)]
+    assert not missing, f"no planted wrong answer: {missing}"
 
 
 def test_every_exercise_cell_runs_its_solutions_checks():

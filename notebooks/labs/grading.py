@@ -42,8 +42,9 @@ _spec.loader.exec_module(_ans)"""
 ANSWERS_FILE = str(Path(__file__).resolve().parent / "answers.py")
 SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
 
-# how many leading arguments of an answer checker are the student's answers
-ANSWER_ARITY = {"check_reduction_kernel_answer": 2, "check_epilogue_answer": 2, "check_recompiled_rank_answer": 2}
+# which arguments of an answer checker are the student's answers (the first, unless named here)
+ANSWER_ARGS = {"check_reduction_kernel_answer": (0, 1), "check_epilogue_answer": (0, 1),
+               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,)}
 
 # the frame compiles each rank's TORCH_TRACE log records (torch's own log: "frame_id", "frame_compile_id")
 TRACE_COMPILES = """\
@@ -262,7 +263,7 @@ def visible_checks(checks: list[str]) -> list[str]:
             shown.append(line)
             continue
         call = ast.parse(line.split("#")[0].strip()).body[0].value
-        given = call.args[:ANSWER_ARITY.get(call.func.id, 1)]
+        given = [call.args[i] for i in ANSWER_ARGS.get(call.func.id, (0,))]
         shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
     return shown
 
