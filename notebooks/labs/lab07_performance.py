@@ -260,9 +260,10 @@ def cells():
             object, and its guards pass: they check the parameters' shapes and dtypes, not which module owns
             them. Run the same model *with* gradients and the blocks compile twice: the first block's input
             does not require grad, every later block's input does (it comes from parameters that do), and
-            `requires_grad` is part of a tensor's guard. On a loaded 2-core CPU, six blocks compiled whole took
-            about four times as long as the one block (65 s vs 16 s with Inductor; 3.6 s vs 1.0 s with
-            `aot_eager`): the whole-model compile grows with the depth, the regional one does not.
+            `requires_grad` is part of a tensor's guard. Measured on a 2-core CPU shared with other jobs (load
+            average about 15, so every time is inflated): these four blocks compiled whole took 66 s with Inductor,
+            the one block 19 s; six blocks 65 s vs 16 s (3.6 s vs 1.0 s with `aot_eager`). The whole-model
+            compile grows with the depth; the regional one does not.
 
             ### Exercise 7.3 — read your table
 
