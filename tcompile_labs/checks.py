@@ -28,7 +28,7 @@ __all__ = [
     "saved_for_backward",
     "check_attribute_updates", "check_every_name", "check_no_breaks_by_default",
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
-    "check_no_input_mutation", "check_regional", "mutated_inputs",
+    "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -1142,3 +1142,23 @@ def check_regional(cap, model, x) -> None:
             want = getattr(b, "_orig_mod", b).forward(want)
     check_allclose(got, want, "the regionally compiled model")
     return _pass(f"{len(blocks)} blocks share one compile of {one_block} ops; the results equal eager")
+
+
+def check_recomputed(cap, op: str) -> None:
+    """Activation checkpointing under torch.compile: ``cap`` is a training capture whose forward graph saves only
+    graph inputs for the backward (``primals_*``: parameters and inputs, no intermediate) and whose backward
+    graph computes ``op`` again (the forward op itself, e.g. ``aten.gelu``, not its ``_backward``): the partitioner
+    chose to recompute what the checkpointed region made (``min_cut_rematerialization_partition`` honours the
+    ``tag_activation_checkpoint`` region's recompute tags)."""
+    _require_no_error(cap)
+    check_training(cap)
+    saved = saved_for_backward(cap)
+    kept = [name for name in saved if not name.startswith("primals")]
+    if kept:
+        _fail(f"the forward still saves {len(kept)} intermediate tensor(s) for the backward: {', '.join(kept[:6])}",
+              "torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False) around the part whose activations "
+              "should be recomputed, inside the compiled function")
+    if not any(_matches_op(t, op) and "backward" not in t for t in graph_ops(cap, "backward")):
+        _fail(f"the backward graph does not compute {op} again: nothing of the checkpointed region is recomputed",
+              f"checkpoint the part of the model that contains {op}")
+    return _pass(f"the forward saves only inputs ({len(saved)}: {', '.join(saved)}); the backward recomputes {op}")

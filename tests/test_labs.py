@@ -164,6 +164,10 @@ PLANTED_WRONG = {
     "4.2": "answer = len(saved_for_backward(ex41)) + 1",
     "4.3": "torch._dynamo.reset()\nwith compiler.capture() as ex43:\n"
            "    torch.compile(step, backend='eager')(x).backward()",
+    "4.4": "from torch.utils.checkpoint import checkpoint\n\ndef step_ck(x):   # the region after GELU only\n"
+           "    return checkpoint(mlp[2], mlp[1](mlp[0](x)), use_reentrant=False).square().mean()\n\n"
+           "torch._dynamo.reset()\nwith compiler.capture() as ex44:\n"
+           "    torch.compile(step_ck, backend='aot_eager')(x).backward()",
     "5.1": "row_length = 1024\nloads_of_x = 2                # one load per reduction",
     "5.2": "ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={'epilogue_fusion': False})",
     "5.3": "answer = 'softmax'",
@@ -595,6 +599,27 @@ def test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile():
     first = _Stack()
     first.blocks[0].compile(backend="eager")
     assert "1 of 3 blocks" in fails(checks.check_regional, _regional_run(first, x), first, x).message
+
+
+def test_exercise_4_4_rejects_no_checkpoint_and_a_region_without_gelu():
+    """Exercise 4.4 (issue 39, activation checkpointing under torch.compile): the forward saves only inputs and
+    the backward recomputes gelu; no checkpoint, or a checkpoint of the layer after GELU only, fails."""
+    from torch.utils.checkpoint import checkpoint
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+
+    def run(fn):
+        torch._dynamo.reset()
+        with compiler.capture() as cap:
+            torch.compile(fn, backend="aot_eager")(x).backward()
+        return cap
+
+    checks.check_recomputed(run(lambda t: checkpoint(mlp, t, use_reentrant=False).square().mean()), "gelu")
+    assert "addmm, gelu, addmm_1" in fails(checks.check_recomputed, run(lambda t: mlp(t).square().mean()),
+                                           "gelu").message
+    last_only = run(lambda t: checkpoint(mlp[2], mlp[1](mlp[0](t)), use_reentrant=False).square().mean())
+    assert "addmm, gelu" in fails(checks.check_recomputed, last_only, "gelu").message
 
 
 def _bump(buf, x):
@@ -1313,6 +1338,7 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
     "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
     "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
+    "4.4": "test_exercise_4_4_rejects_no_checkpoint_and_a_region_without_gelu",
     "5.1": "test_exercise_5_1_rejects_the_row_count_and_one_load_per_reduction",
     "5.2": "test_exercise_5_2_rejects_the_default_options_and_options_that_still_fuse",
     "5.3": "test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture",
@@ -1361,7 +1387,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 40, ids
+    assert len(ids) == len(set(ids)) == 41, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"

@@ -26,7 +26,7 @@ from nbgrader.preprocessors import ClearSolutions
 CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
 
 # points per exercise: 1, or 2 where the exercise is to write or rewrite code that compiles differently
-POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "6.4",
+POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "4.4", "6.4",
                           "7.2", "8.2")}
 
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
@@ -165,6 +165,24 @@ _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",
     "4.3": """\
 _gc.check_op(ex43, "gelu", graph="dynamo")""",
+    "4.4": """\
+import torch as _t
+from torch._dynamo.backends.common import aot_autograd as _aot
+_fw, _bw = [], []
+def _keep(where):
+    def compile_(gm, inputs):
+        where.append(gm)
+        return gm
+    return compile_
+_t._dynamo.reset()
+_x = _t.randn(8, 16)
+_loss = _t.compile(step_ck, backend=_aot(fw_compiler=_keep(_fw), bw_compiler=_keep(_bw)))(_x)
+_loss.backward()
+_saved = [s for g in _fw for s in next(n for n in g.graph.nodes if n.op == "output").args[0][1:]]
+assert _saved and all(getattr(s, "op", None) == "placeholder" for s in _saved), ("saved", [str(s) for s in _saved])
+assert any(n.target is _t.ops.aten.gelu.default for g in _bw for n in g.graph.nodes), "gelu is not recomputed"
+with _t.no_grad():
+    assert _t.allclose(_loss, mlp(_x).square().mean()), "step_ck computes another loss\"""",
     "5.2": """\
 import torch as _t
 _ops = _gc.graph_ops(ex52)
