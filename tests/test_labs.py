@@ -164,6 +164,7 @@ PLANTED_WRONG = {
     "4.2": "answer = len(saved_for_backward(ex41)) + 1",
     "4.3": "torch._dynamo.reset()\nwith compiler.capture() as ex43:\n"
            "    torch.compile(step, backend='eager')(x).backward()",
+    "3.9": "compiles_default = 3          # the size of 1 at the fifth call forgotten\ncompiles_dynamic = 1",
     "4.4": "from torch.utils.checkpoint import checkpoint\n\ndef step_ck(x):   # the region after GELU only\n"
            "    return checkpoint(mlp[2], mlp[1](mlp[0](x)), use_reentrant=False).square().mean()\n\n"
            "torch._dynamo.reset()\nwith compiler.capture() as ex44:\n"
@@ -599,6 +600,20 @@ def test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile():
     first = _Stack()
     first.blocks[0].compile(backend="eager")
     assert "1 of 3 blocks" in fails(checks.check_regional, _regional_run(first, x), first, x).message
+
+
+def test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1():
+    """Exercise 3.9 (issue 39, dynamic-shape pitfalls): the compiles of a call sequence, counted by torch."""
+    def topk_mean(x, k):
+        return x.topk(k, dim=-1).values.mean(-1)
+
+    calls = [(torch.randn(1, 8), 2), (torch.randn(4, 8), 2), (torch.randn(6, 8), 3), (torch.randn(9, 8), 4),
+             (torch.randn(1, 8), 5), (torch.randn(5, 8), 6)]
+    answers.check_compile_count_answer(4, topk_mean, calls)
+    answers.check_compile_count_answer(2, topk_mean, calls, dynamic=True)
+    for wrong in (6, 3, 1, 4.5, "4", ...):  # one per call; the size of 1 forgotten; all in one; not a count
+        fails(answers.check_compile_count_answer, wrong, topk_mean, calls)
+    fails(answers.check_compile_count_answer, 1, topk_mean, calls, dynamic=True)  # 0/1 specialization forgotten
 
 
 def test_exercise_4_4_rejects_no_checkpoint_and_a_region_without_gelu():
@@ -1335,6 +1350,7 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "3.6": "test_exercise_3_6_rejects_no_filter_and_the_skip_all_filter",
     "3.7": "test_exercise_3_7_accepts_only_force_eager",
     "3.8": "test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check",
+    "3.9": "test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1",
     "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
     "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
     "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
@@ -1387,7 +1403,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 41, ids
+    assert len(ids) == len(set(ids)) == 42, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"

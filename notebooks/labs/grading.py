@@ -160,6 +160,17 @@ import torch as _t, inspect as _i
 _src = _i.getsource(mean_times_rows)
 assert "== 0" in _src, "the branch for an empty batch was deleted"
 _gc.check_runtime_assert(ex38, mean_times_rows)""",
+    "3.9": """\
+import torch as _t
+from torch._dynamo.testing import CompileCounter as _CC
+def _topk_mean(x, k):
+    return x.topk(k, dim=-1).values.mean(-1)
+_calls = [((1, 8), 2), ((4, 8), 2), ((6, 8), 3), ((9, 8), 4), ((1, 8), 5), ((5, 8), 6)]
+for _kw, _answer in (({}, compiles_default), ({"dynamic": True}, compiles_dynamic)):
+    _t._dynamo.reset(); _cc = _CC(); _f = _t.compile(_topk_mean, backend=_cc, **_kw)
+    for _shape, _k in _calls:
+        _f(_t.randn(*_shape), _k)
+    assert _answer == _cc.frame_count, (_kw, _answer, _cc.frame_count)""",
     "4.2": """\
 _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",
