@@ -37,8 +37,14 @@ class Explorer(widgets.VBox):
     ``static_html=False`` leaves the static rendering out of the displayed output (``show`` puts
     it in an output of its own instead)."""
 
-    def __init__(self, capture, fn=None, namespace: dict | None = None, static_html: bool = True):
+    def __init__(self, capture, fn=None, namespace: dict | None = None, static_html: bool = True,
+                 defer_tables: bool = False):
         self.capture = capture
+        # a big table is drawn first as its first page of HTML (what is in view) and made an itables widget
+        # (sort, search, every row; it imports pandas) by ``finish_tables``: at once, or, with
+        # ``defer_tables``, only when called — ``show`` calls it once the explorer is on screen
+        self.defer_tables = defer_tables
+        self._unfinished: dict[int, list] = {}  # tab → [(position among its pieces, DataTable)]
         self.static_html = static_html
         self.compiles = capture.compiles
         compiled_fn = capture.live.compiled_fn if capture.live is not None else None
@@ -74,6 +80,7 @@ class Explorer(widgets.VBox):
         super().__init__([widgets.HTML(style_tag()), self.error, *header, self.tabs])
         self.add_class("tc-explorer")
         self.refresh()
+        self.defer_tables = False  # a later tab visit finishes its tables itself, after drawing their first page
 
     @property
     def compile(self):
@@ -100,11 +107,26 @@ class Explorer(widgets.VBox):
         pieces = split_view(markup, tables)
         first = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
         self.panes[index].value = first
+        self._unfinished[index] = [(i, p) for i, p in enumerate(pieces) if not isinstance(p, str)]
         self.pieces[index].children = [self._piece(p) for p in pieces]
         self.cut_texts[index].show(cut)
         if key in INTERACTIVE:
             self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
+        if not self.defer_tables:
+            self.finish_tables()
+
+    def finish_tables(self) -> None:
+        """Make each big table drawn as its first page an itables widget (``defer_tables``)."""
+        while self._unfinished:
+            index, tables = self._unfinished.popitem()
+            children = list(self.pieces[index].children)
+            for position, piece in tables:
+                if piece.collapsed:
+                    children[position].children = [self._table_widget(piece)]
+                else:
+                    children[position] = self._table_widget(piece)
+            self.pieces[index].children = children
 
     def _pager(self, index: int) -> widgets.Widget:
         """Previous / next page of a long list view."""
@@ -135,9 +157,19 @@ class Explorer(widgets.VBox):
         self.show_tab(self.tabs.selected_index or 0)
 
     def _piece(self, piece) -> widgets.Widget:
-        """A piece of a view: HTML, or a big table as an itables widget (the compiles table selects)."""
+        """A piece of a view: HTML, or a big table, first as the HTML of its first page (``finish_tables``
+        makes it an itables widget), folded under its title where the view folds it."""
         if isinstance(piece, str):
             return widgets.HTML(piece, layout=widgets.Layout(width="100%"))
+        first_page = widgets.HTML(piece.first_page(), layout=widgets.Layout(width="100%"))
+        if not piece.collapsed:
+            return first_page
+        folded = widgets.Accordion(children=[first_page], titles=[piece.title], selected_index=None)
+        folded.add_class("tc-table-fold")
+        return folded
+
+    def _table_widget(self, piece) -> widgets.Widget:
+        """A big table as an itables widget: paged, sorted, searched in the browser (the compiles table selects)."""
         selected = self.selector.value if piece.selectable else None
         table_widget = piece.widget(selected=selected)
         if piece.selectable:
@@ -145,11 +177,7 @@ class Explorer(widgets.VBox):
         if piece.count > WIDGET_ROWS:
             table_widget = widgets.VBox([table_widget, widgets.HTML(view_frame(piece.cut_note(
                 WIDGET_ROWS, "the capture holds every one (cap.save; as DataFrames: explorer.dataframes(cap))")))])
-        if not piece.collapsed:
-            return table_widget
-        folded = widgets.Accordion(children=[table_widget], titles=[piece.title], selected_index=None)
-        folded.add_class("tc-table-fold")
-        return folded
+        return table_widget
 
     def _on_row_selected(self, change) -> None:
         """A click on a compiles-table row selects that compile."""
@@ -190,5 +218,7 @@ def show(capture, fn=None, namespace: dict | None = None) -> None:
     """Display the explorer for ``capture`` in the notebook, with its static fallback (returns None)."""
     from IPython.display import display
 
-    display(Explorer(capture, fn=fn, namespace=namespace, static_html=False))
+    explorer = Explorer(capture, fn=fn, namespace=namespace, static_html=False, defer_tables=True)
+    display(explorer)  # on screen now, its big tables as their first page of HTML
     display(StaticFallback(capture))
+    explorer.finish_tables()  # then sortable (itables, pandas: ~1 s to import, after the explorer shows)

@@ -97,7 +97,7 @@ def _same_file(origin: str, user_file: str) -> bool:
 
 def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
     """The guard rows of ``tree`` (``parse_tree``), those at ``user_line_rows`` marked as the user's."""
-    rows = [GuardRow.from_data(row) for row in parse_tree(tree)]
+    rows = GuardRow.list_from_data(parse_tree(tree))
     for index in user_line_rows:
         if 0 <= index < len(rows):
             rows[index].user_line = True
