@@ -17,6 +17,7 @@ from .views import VIEWS, render_view
 from .views.common import compile_label
 from .views.tables import WIDGET_ROWS, collecting_tables, split_view
 from .views.error import render_error
+from .views.timings import perfetto_link
 from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
 
 def first_with_graph(compiles) -> int | None:
@@ -45,6 +46,7 @@ class Explorer(widgets.VBox):
         # ``defer_tables``, only when called — ``show`` calls it once the explorer is on screen
         self.defer_tables = defer_tables
         self._unfinished: dict[int, list] = {}  # tab → [(position among its pieces, DataTable)]
+        self._unfinished_viewers: dict = {}  # tab key → what makes its graph viewers
         self.static_html = static_html
         self.compiles = capture.compiles
         compiled_fn = capture.live.compiled_fn if capture.live is not None else None
@@ -64,6 +66,7 @@ class Explorer(widgets.VBox):
         tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
                         else widgets.VBox([self.fixes_panel, pane, rest, cut]) if view.key == "fixes"
                         else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
+                        else widgets.VBox([self._perfetto_row(), pane, rest, cut]) if view.key == "timings"
                         else widgets.VBox([pager, pane, rest, cut])
                         for view, pane, rest, cut, pager in zip(VIEWS, self.panes, self.pieces, self.cut_texts,
                                                                 self.pagers)]
@@ -100,6 +103,8 @@ class Explorer(widgets.VBox):
             return
         key = VIEWS[index].key
         options = {"drawing": False} if key == "graph" else {}  # the viewer draws it
+        if key == "timings":
+            options["perfetto"] = False  # every compile's kernels: made when asked (``_perfetto_row``)
         if VIEWS[index].pages:
             options["page"] = self.pages[index]
         with collecting_cut_texts() as cut, collecting_tables() as tables:
@@ -110,14 +115,25 @@ class Explorer(widgets.VBox):
         self._unfinished[index] = [(i, p) for i, p in enumerate(pieces) if not isinstance(p, str)]
         self.pieces[index].children = [self._piece(p) for p in pieces]
         self.cut_texts[index].show(cut)
-        if key in INTERACTIVE:
-            self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
+        if key in INTERACTIVE:
+            # the FX graph tab's viewer is its drawing: made now; the graphs drawn below the AOT and Inductor
+            # views' text come with the tables (the text is on screen first)
+            viewers = lambda key=key, compile=self.compile: interactive_children(key, self.capture, compile)
+            if key == "graph":
+                self.viewer_slots[key].children = viewers()
+            else:
+                self.viewer_slots[key].children = []
+                self._unfinished_viewers[key] = viewers
         if not self.defer_tables:
             self.finish_tables()
 
     def finish_tables(self) -> None:
-        """Make each big table drawn as its first page an itables widget (``defer_tables``)."""
+        """Make each big table drawn as its first page an itables widget (``defer_tables``), and draw the graph
+        viewers under the views shown since."""
+        while self._unfinished_viewers:
+            key, viewers = self._unfinished_viewers.popitem()
+            self.viewer_slots[key].children = viewers()
         while self._unfinished:
             index, tables = self._unfinished.popitem()
             children = list(self.pieces[index].children)
@@ -127,6 +143,24 @@ class Explorer(widgets.VBox):
                 else:
                     children[position] = self._table_widget(piece)
             self.pieces[index].children = children
+
+    def _perfetto_row(self) -> widgets.Widget:
+        """The Timings tab's Perfetto trace, made when asked: it reads every compile's kernels (their
+        provenance maps, built on first read: ~1 s for Mask R-CNN's 63 compiles)."""
+        if not any(c.timings.available and c.timings.events for c in self.compiles):
+            return widgets.VBox()
+        button = widgets.Button(description="Perfetto trace…", tooltip="the compile events (and measured kernel "
+                                "times) as a trace file for ui.perfetto.dev or chrome://tracing")
+        link = widgets.HTML()
+
+        def make(_):
+            button.disabled = True
+            link.value = view_frame(perfetto_link(self.capture) or "")
+
+        button.on_click(make)
+        row = widgets.HBox([button, link])
+        row.add_class("tc-perfetto-row")
+        return row
 
     def _pager(self, index: int) -> widgets.Widget:
         """Previous / next page of a long list view."""
