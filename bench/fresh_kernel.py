@@ -56,11 +56,16 @@ def _run(client, code: str, timeout: float = 600) -> dict:
     start = time.perf_counter()
     msg_id = client.execute(code)
     widget_s, stdout, error = None, [], None
+    sent = {"static_html": 0, "widget_state": 0}  # what the cell sends the browser: the static copy, the widgets
     while True:
         msg = client.get_iopub_msg(timeout=timeout)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind, content = msg["msg_type"], msg["content"]
+        if kind in ("display_data", "execute_result"):
+            sent["static_html"] += len(content.get("data", {}).get("text/html", "").encode())
+        elif kind in ("comm_open", "comm_msg"):
+            sent["widget_state"] += len(json.dumps(content.get("data", {})).encode())
         if kind in ("display_data", "execute_result") and WIDGET_MIME in content.get("data", {}) and widget_s is None:
             widget_s = time.perf_counter() - start
         elif kind == "stream" and content.get("name") == "stdout":
@@ -71,7 +76,7 @@ def _run(client, code: str, timeout: float = 600) -> dict:
             break
     if error:
         raise RuntimeError(error)
-    return {"widget_s": widget_s, "done_s": time.perf_counter() - start, "stdout": "".join(stdout)}
+    return {"widget_s": widget_s, "done_s": time.perf_counter() - start, "stdout": "".join(stdout), **sent}
 
 
 def measure(path: Path) -> dict:
@@ -108,7 +113,8 @@ def measure(path: Path) -> dict:
         manager.shutdown_kernel(now=True)
     return {"capture": str(path), "capture_bytes": path.stat().st_size, "kernel_ready_s": ready_s,
             "widget_s": opened["widget_s"], "widget_cpu_s": widget_cpu, "cell_s": opened["done_s"], "cell_cpu_s": cell_cpu,
-            "load_average": os.getloadavg()[0], "torch_imported": torch, **tabs}
+            "load_average": os.getloadavg()[0], "torch_imported": torch, "static_html_bytes": opened["static_html"],
+            "widget_state_bytes": opened["widget_state"], **tabs}
 
 
 def rows_for(result: dict) -> list[Row]:
@@ -120,6 +126,11 @@ def rows_for(result: dict) -> list[Row]:
                      f"CPU); cell done in {seconds(result['cell_s'])} ({seconds(result['cell_cpu_s'])} of CPU: the "
                      f"static copy and the sortable tables after the widget included); kernel start "
                      f"{seconds(result['kernel_ready_s'])} (not counted); torch imported: {result['torch_imported']}")]
+    rows.append(Row(f"fresh kernel, %tcompile --load {name}: HTML displayed", megabytes(result["static_html_bytes"]),
+                    "1 MB budget", result["static_html_bytes"] / 1e6, "≤ 1 (≤ 1 MB)", high=1.0,
+                    note=f"the cell's text/html outputs (the static copy a saved notebook keeps); the widgets' state "
+                         f"sent alongside: {megabytes(result['widget_state_bytes'])} (the first tab's HTML, then its "
+                         "sortable tables)"))
     for what, entries in (("first tab visit", result["tabs"]), ("compile switch", result["switches"])):
         if not entries:
             continue

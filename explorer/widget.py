@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .fixes_panel import FixesPanel
+from compiler.stages.findings import fixes_of
+
 from .full_text import CutTexts
-from .graph_viewer import INTERACTIVE, interactive_children
 from .html import collecting_cut_texts, style_tag, view_frame
 from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
@@ -19,6 +19,11 @@ from .views.tables import WIDGET_ROWS, collecting_tables, split_view
 from .views.error import render_error
 from .views.timings import perfetto_link
 from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
+
+# the tabs that draw graphs in viewers (``explorer.graph_viewer.INTERACTIVE``; it and the Fixes panel are anywidgets,
+# imported when first drawn: not for the first screen)
+VIEWER_TABS = ("graph", "aot", "inductor")
+
 
 def first_with_graph(compiles) -> int | None:
     """Where the explorer opens: the first compile whose graph has operations (a ``%%tcompile`` cell's
@@ -57,15 +62,16 @@ class Explorer(widgets.VBox):
         # a view's big tables are itables widgets: each tab is its first HTML piece, then the rest in order
         self.pieces = [widgets.VBox(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
-        self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
-        self.fixes_panel = FixesPanel(capture, on_done=self._fixes_tried)
+        self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in VIEWER_TABS}
+        self.fixes_slot = widgets.VBox()  # the Fixes panel (Try, Try all …), made on the tab's first visit
+        fixes_of(capture)  # proposed now where saved without them: the Fixes tab's title counts them
         # a long list view (graph breaks) shows one page at a time, with a pager under it
         self.pages = [0] * len(VIEWS)
         self.pagers = [self._pager(i) if v.pages and v.pages(capture) > 1 else widgets.VBox()
                        for i, v in enumerate(VIEWS)]
         tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
-                        else widgets.VBox([self.fixes_panel, pane, rest, cut]) if view.key == "fixes"
-                        else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
+                        else widgets.VBox([self.fixes_slot, pane, rest, cut]) if view.key == "fixes"
+                        else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in VIEWER_TABS
                         else widgets.VBox([self._perfetto_row(), pane, rest, cut]) if view.key == "timings"
                         else widgets.VBox([pager, pane, rest, cut])
                         for view, pane, rest, cut, pager in zip(VIEWS, self.panes, self.pieces, self.cut_texts,
@@ -116,7 +122,11 @@ class Explorer(widgets.VBox):
         self.pieces[index].children = [self._piece(p) for p in pieces]
         self.cut_texts[index].show(cut)
         self._rendered.add(index)
-        if key in INTERACTIVE:
+        if key == "fixes":
+            self.fixes_panel  # noqa: B018 — made on the first visit
+        if key in VIEWER_TABS:
+            from .graph_viewer import interactive_children
+
             # the FX graph tab's viewer is its drawing: made now; the graphs drawn below the AOT and Inductor
             # views' text come with the tables (the text is on screen first)
             viewers = lambda key=key, compile=self.compile: interactive_children(key, self.capture, compile)
@@ -143,6 +153,15 @@ class Explorer(widgets.VBox):
                 else:
                     children[position] = self._table_widget(piece)
             self.pieces[index].children = children
+
+    @property
+    def fixes_panel(self):
+        """The Fixes tab's controls (``explorer.fixes_panel``), made when first shown or asked for."""
+        if not self.fixes_slot.children:
+            from .fixes_panel import FixesPanel
+
+            self.fixes_slot.children = [FixesPanel(self.capture, on_done=self._fixes_tried)]
+        return self.fixes_slot.children[0]
 
     def _perfetto_row(self) -> widgets.Widget:
         """The Timings tab's Perfetto trace, made when asked: it reads every compile's kernels (their

@@ -103,7 +103,7 @@ def test_timings_tab_makes_the_perfetto_trace_when_asked():
 def test_first_screen_imports_no_pandas():
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import compiler; from explorer.widget import Explorer; "
             "Explorer(compiler.load(sys.argv[2]), static_html=False, defer_tables=True); "
-            "import json; print(json.dumps(sorted(m for m in ('pandas', 'itables', 'numpy', 'torch') if m in sys.modules)))")
+            "import json; print(json.dumps(sorted(m for m in ('pandas', 'itables', 'numpy', 'anywidget', 'torch') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code, str(REPO), str(CAPTURE)], capture_output=True, text=True,
                          timeout=300, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -31,7 +31,7 @@ def parse_tree(text: str) -> list[dict]:
         body = match["body"].strip()
         while sources and sources[-1][0] >= depth:
             sources.pop()
-        manager = _MANAGER.match(body)
+        manager = _MANAGER.match(body) if "GuardManager: source=" in body else None  # (a leaf's long line: no regex)
         if manager:
             sources.append((depth, manager["source"]))
             continue
