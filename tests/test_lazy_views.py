@@ -107,3 +107,23 @@ def test_first_screen_imports_no_pandas():
     out = subprocess.run([sys.executable, "-c", code, str(REPO), str(CAPTURE)], capture_output=True, text=True,
                          timeout=300, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_job_first_rank_tables_finished_after_show(tmp_path):
+    import shutil
+
+    from itables.widget import ITable
+
+    from explorer.job_widget import JobExplorer
+
+    log = REPO / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
+    for rank in (0, 1):
+        shutil.copy(log, tmp_path / f"dedicated_log_torch_trace_rank_{rank}.log")
+    job = compiler.load_job(tmp_path)
+    deferred = JobExplorer(job, defer_tables=True)  # what show_job displays first
+    assert not any(isinstance(w, ITable) for w in deferred.explorer.pieces[0].children)
+    deferred.finish_tables()
+    assert any(isinstance(w, ITable) for w in deferred.explorer.pieces[0].children)
+    deferred.selector.value = 1  # a rank picked later: finished at once
+    assert any(isinstance(w, ITable) for w in deferred.explorer.pieces[0].children)
+    assert any(isinstance(w, ITable) for w in JobExplorer(job).explorer.pieces[0].children)
