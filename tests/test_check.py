@@ -68,6 +68,9 @@ def test_graph_nodes_rule_fails_on_a_lost_node():
     lines = _lines(check(cap, rules=["graph_nodes"]))
     assert any("121 ops here, torch's graph_op_count is 122" in line for line in lines)
     assert any("121 ops parsed, 122 statements in the graph code" in line for line in lines)
+    # … and names the statement the parser lost, from the graph code (what the GPU script dumps in full)
+    assert any(f"nodes here, torch's graph_node_count is 152 (in the code, not parsed: {lost.name}: {lost.name}"
+               in line for line in lines)
 
 
 def test_counters_rule_fails_on_a_count_torch_disagrees_with():

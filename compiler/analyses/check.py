@@ -183,8 +183,11 @@ def graph_nodes(cap, checked: Checked) -> list[Violation]:
                     out.append(Violation("graph_nodes", f"{c.compile_id} dynamo",
                                          f"{graph.op_count} ops here, torch's graph_op_count is {torch_ops}"))
             if isinstance(torch_nodes, int) and nodes != torch_nodes:
+                missing = node_difference(graph)["in_code_not_parsed"]
+                shown = "; ".join(f"{name}: {text[:80]}" for name, text in list(missing.items())[:3])
                 out.append(Violation("graph_nodes", f"{c.compile_id} dynamo",
-                                     f"{nodes} nodes here, torch's graph_node_count is {torch_nodes}"))
+                                     f"{nodes} nodes here, torch's graph_node_count is {torch_nodes}"
+                                     + (f" (in the code, not parsed: {shown})" if missing else "")))
     return out
 
 
