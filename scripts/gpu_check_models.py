@@ -10,11 +10,11 @@ eval), torchvision's ResNet-50, GPT-2 from its config (transformers, no weights)
 forward, loss, backward, AdamW step). Without CUDA (to try the script anywhere) tiny ones: a residual CNN (in-place
 adds), a one-layer GPT-2 and an MLP training step. Each model runs in a process of its own, all at once, each under
 ``--timeout`` seconds (default 420: the whole run stays under 8 minutes); OUT gets ``NAME.json.gz`` (the capture with
-explain()'s record — explain() runs on the model built again, as the capture saw it: a first call), ``NAME.check.json``
-(the check's figures and violations, the graph breaks by kind here and torch's counters by break type),
-``NAME.nodes/`` (each Dynamo graph whose node count differs from torch's ``graph_node_count``: the names its code
-defines that no node was parsed for, and the code) and ``table.json``. Imports no IPython or explorer. Exit status 1
-when a model has a violation or failed.
+explain()'s record — explain() runs on the model built again, as the capture saw it: a first call),
+``NAME.check.json`` (the check's figures and violations, the graph breaks by kind here and torch's counters by break
+type), ``NAME.nodes/`` (each Dynamo graph whose node count differs from torch's ``graph_node_count``: the names its
+code defines that no node was parsed for, and the code) and ``table.json``. Imports no IPython or explorer. Exit
+status 1 when a model has a violation or failed.
 """
 from __future__ import annotations
 

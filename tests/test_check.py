@@ -132,8 +132,8 @@ def _parts(found) -> float:
 
 def test_gpu_time_breakdown_adds_up_to_the_whole():
     """dynamic_shapes_rerecord (H100): the profiler's share of the foreach-copy launches inside the graph (3.06 µs)
-    is more than the row itself (2.78 µs); subtracted from the graphs' time, it left the Triton kernel 2.0 µs of its own
-    2.28 (40 %). Each row now counts for no more than itself: 45 % claimed + 55 % unclaimed = the profiled time."""
+    is more than the row itself (2.78 µs); subtracted from the graphs' time, it left the Triton kernel 2.0 µs of its
+    own 2.28 (40 %). Each row now counts for no more than itself: 45 % claimed + 55 % unclaimed = the profiled time."""
     from compiler.stages.kernel_costs import gpu_time_accounted
 
     cap = Capture.load(REPO / "assets" / "gpu" / "dynamic_shapes_rerecord.json")

@@ -93,7 +93,8 @@ def test_a_saved_provenance_map_names_node_files_by_index_and_leaves_out_default
     assert len(index) == len(nodes) > 0 and len(files) < len(nodes) and all("file" not in n for n in nodes)
     assert not any(v in (None, []) for n in nodes for v in n.values())  # defaults left out, filled in on load
     loaded = Capture.from_data(json.loads(json.dumps(saved)))
-    assert [n.file for n in loaded.compiles[0].provenance.nodes] == [n.file for n in three_cap.compiles[0].provenance.nodes]
+    files = [n.file for n in three_cap.compiles[0].provenance.nodes]
+    assert [n.file for n in loaded.compiles[0].provenance.nodes] == files
     assert {n.file for n in loaded.compiles[0].provenance.nodes} == set(files)
     provenance["node_file_index"][0] = len(files)
     with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.provenance\.node_file_index: expected one "

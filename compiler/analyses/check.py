@@ -303,10 +303,10 @@ def reconcile_explain(cap, explain: dict) -> list[str]:
         key = g.get("key") or "?"
         there[key] = there.get(key, 0) + 1
     out = [f"{cap.summary.graphs} graphs here, {graph_count} in explain() (its graph_break_count "
-           f"{explain.get('graph_break_count')} is its graphs − 1; it compiles one call of its own, on the objects as "
-           "they are then: code that runs on a first call only — a module caching what it computed, as torchvision's "
-           "MultiScaleRoIAlign does its scales in _setup_scales — compiles graphs here that an explain() run after "
-           "the capture's calls never sees)"]
+           f"{explain.get('graph_break_count')} is its graphs − 1; it compiles one call of its own, on the objects "
+           "as they are then: code that runs on a first call only — a module caching what it computed, as "
+           "torchvision's MultiScaleRoIAlign does its scales in _setup_scales — compiles graphs here that an "
+           "explain() run after the capture's calls never sees)"]
     for key in sorted(set(here) | set(there)):
         if here.get(key, 0) != there.get(key, 0):
             out.append(f"{key}: {here.get(key, 0)} graphs here, {there.get(key, 0)} in explain()")

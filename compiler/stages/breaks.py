@@ -307,8 +307,8 @@ def _hints(text: str) -> list[str]:
 
 def dedupe(items: list[dict]) -> list[dict]:
     """Identical breaks (same place, same reason, logged the same way: ``break_kind``) once, with how often and in
-    which compiles. Not merged across kinds: GPT-2's loss warning (transformers, one line) is resumed from in five frames
-    and not resumable in a sixth, and only the five are in torch's counters['graph_break']."""
+    which compiles. Not merged across kinds: GPT-2's loss warning (transformers, one line) is resumed from in five
+    frames and not resumable in a sixth, and only the five are in torch's counters['graph_break']."""
     merged: dict[tuple, dict] = {}
     for item in items:
         key = (item["file"], item["line"], item["headline"], break_kind(item["reason"]))

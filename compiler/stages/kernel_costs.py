@@ -812,7 +812,8 @@ def _by_graph(profile, compiles, kernels) -> GpuTimeAccount:
                           unclaimed_in_graphs=sorted((ProfiledKernel(name=name, gpu_time_us_per_call=us)
                                                       for name, us in unclaimed.items()),
                                                      key=lambda r: -r.gpu_time_us_per_call),
-                          uncaptured_graphs=uncaptured_graphs, rows_us=sum(k.gpu_time_us_per_call or 0 for k in kernels))
+                          uncaptured_graphs=uncaptured_graphs,
+                          rows_us=sum(k.gpu_time_us_per_call or 0 for k in kernels))
 
 
 def _claims(kernels: list):

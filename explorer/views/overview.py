@@ -63,8 +63,8 @@ def explain_note(capture) -> Html | None:
     kinds = capture.breaks.kinds()
     apart = {kind: n for kind, n in kinds.items() if kind != "resumed"}
     if apart:
-        parts.append(f" Of the {plural(s.graph_breaks, 'graph break')} here, torch's counters['graph_break'] counts the "
-                     f"{kinds.get('resumed', 0)} it resumed from after an instruction; "
+        parts.append(f" Of the {plural(s.graph_breaks, 'graph break')} here, torch's counters['graph_break'] "
+                     f"counts the {kinds.get('resumed', 0)} it resumed from after an instruction; "
                      "it leaves out " + ", ".join(f"{n} {KINDS[kind]}" for kind, n in apart.items()) + ".")
     return para(join(parts), cls="tc-muted tc-explain-note")
 
