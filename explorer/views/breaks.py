@@ -189,7 +189,8 @@ def render_breaks(capture, compile, page: int = 0) -> str:
     return join([
         skipped_part,
         heading("Graph breaks") if all_skipped else None,
-        para(f"{plural(stage.total or len(all_items), 'graph break')} at {plural(len(all_items), 'place')}. "
+        para(f"{plural(stage.total or len(all_items), 'graph break')} at "
+             f"{plural(len({(i.file, i.line) for i in all_items}), 'place')}. "
              "At each one Dynamo ends the graph, runs the line in plain Python, and resumes in a new "
              "frame (a resume function) with its own graph and guards.", _kinds_sentence(stage),
              " Cards of the selected compile are outlined." if selected else ""),
