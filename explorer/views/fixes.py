@@ -15,7 +15,9 @@ _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTER
                 NOT_TRIED: "muted"}
 
 
-_VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted"}
+# a stop (a budget, the deadline) or an interrupt is no verdict on the fix: warn, never the failure's red
+_VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted",
+                 "Stopped": "warn", "Interrupted": "warn"}
 
 
 def verdict_lines(capture) -> Html | None:
