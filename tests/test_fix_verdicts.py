@@ -247,5 +247,7 @@ def test_a_fix_stopped_by_the_time_budget_reads_as_stopped_never_as_a_verdict():
     assert fix.kind == "capture_scalar_outputs" and fix.result.status == STOPPED, fix.result.as_text()
     assert "the run's time budget of 15 s" in fix.result.error and not fix.result.recommended
     assert told == [([fix.id], STOPPED)]
-    assert fixes.verdicts()[0].startswith("Stopped: capture_scalar_outputs — the run's time budget of 15 s ran out")
-    assert fixes.verdicts()[0].endswith("; no verdict.")
+    # the experiment's compile cut off, or (on a loaded machine) the baseline's: stopped either way, no verdict
+    verdict = fixes.verdicts()[0]
+    assert verdict.startswith("Stopped: capture_scalar_outputs — ") and "the run's time budget of 15 s" in verdict
+    assert verdict.endswith("; no verdict.")
