@@ -14,10 +14,13 @@ it measured:
   an atomic rename), for the Fixes tab's screenshots.
 
 Bounded: the whole run aims at ``TRY_TOTAL_S`` seconds (default 450, within the device's 8 minutes): try-all gets
-what explore left (``deadline_s``: nothing starts after it, running compiles are stopped), and each experiment's
-compile at most ``TRY_BUDGET_S`` (default 150; ``max_autotune`` gets ``TRY_AUTOTUNE_S``, default 120) — a fix
-stopped by a budget reads "stopped: …", never as a verdict. ``TRY_CONCURRENCY``: compiles side by side (default
-8 on CUDA); ``TRY_SKIP``: fix kinds left out (comma-separated); ``TRY_DEVICE``: cpu or cuda. For a CPU run that
+what explore left (``deadline_s``: nothing starts after it, running compiles are stopped); ``max_autotune``'s
+compile at most ``TRY_AUTOTUNE_S`` (default 120: on the H200 it ran to the 5× stop, ~7.5 min, benchmarking kernels
+on the GPU the others are timed on), any other's at most ``TRY_BUDGET_S`` (default: no budget of its own) — a fix
+stopped by a budget reads "Stopped: …; no verdict.", never as a verdict. ``TRY_CONCURRENCY``: compiles side by
+side (default on CUDA: every fix at once, at most cores − 1 — the H200 machine's 16 cores; on the earlier runs at 8
+the second wave of compiles did not finish in time); ``TRY_SKIP``: fix kinds left out (comma-separated);
+``TRY_DEVICE``: cpu or cuda. For a CPU run that
 fits a small machine: ``TRY_BACKEND`` (default inductor; e.g. eager: Dynamo's captures and fixes for real, no
 Inductor) and ``TRY_SIZE`` (the detector's internal min_size = max_size; default torchvision's 800/1333, which
 scales the 256×256 image up to 800×800). No IPython, no widgets: the GPU machine has neither.
@@ -37,7 +40,7 @@ import compiler
 OUT = os.environ.get("OUT") or "."
 DEVICE = os.environ.get("TRY_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 TOTAL_S = float(os.environ.get("TRY_TOTAL_S") or 450)
-BUDGET_S = float(os.environ.get("TRY_BUDGET_S") or 150)
+BUDGET_S = float(os.environ["TRY_BUDGET_S"]) if os.environ.get("TRY_BUDGET_S") else None
 AUTOTUNE_S = float(os.environ.get("TRY_AUTOTUNE_S") or 120)
 BACKEND = os.environ.get("TRY_BACKEND") or "inductor"
 SIZE = {"min_size": int(os.environ["TRY_SIZE"]), "max_size": int(os.environ["TRY_SIZE"])} \
@@ -46,18 +49,11 @@ WRAP_UP_S = 25.0  # kept back at the end: the last save, the table
 JSONL = os.path.join(OUT, "try_fixes_maskrcnn.jsonl")
 CAPTURE = os.path.join(OUT, "maskrcnn_fixes.capture.json")
 
-MODEL, IMAGES = None, None
-
-
 def model_and_input():
     torch.manual_seed(0)
     m = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None,
                                                                **SIZE).eval().to(DEVICE)
     return m, [torch.rand(3, 256, 256, device=DEVICE)]
-
-
-def f(images):
-    return MODEL(images)
 
 
 def _num(value) -> str:
@@ -111,15 +107,18 @@ def save(cap) -> None:
 
 
 def main() -> None:
-    global MODEL, IMAGES
     start = time.perf_counter()
     os.makedirs(OUT, exist_ok=True)
     open(JSONL, "w").close()
     device_name = torch.cuda.get_device_name() if DEVICE == "cuda" else f"CPU ({os.cpu_count()} cores)"
     setup = f"backend {BACKEND}" + (f", min_size = max_size = {SIZE['min_size']}" if SIZE else "")
-    MODEL, IMAGES = model_and_input()
+    model, images = model_and_input()
+
+    def f(images):  # a closure: the worker processes get the model with it (dill), however this script is run
+        return model(images)
+
     with torch.no_grad():
-        cap = compiler.explore(f, IMAGES, backend=BACKEND)
+        cap = compiler.explore(f, images, backend=BACKEND)
     explored_s = time.perf_counter() - start
     compile_s = cap.summary.compile_time_s
     sampling = cap.options.get("compile_sampling") or {}
@@ -136,8 +135,9 @@ def main() -> None:
     save(cap)
     tried_at = time.perf_counter()
     deadline_s = max(60.0, TOTAL_S - (tried_at - start) - WRAP_UP_S)
-    print(f"try-all: {deadline_s:.0f} s left of the run's {TOTAL_S:.0f} s; each compile at most {BUDGET_S:.0f} s "
-          f"(max_autotune {AUTOTUNE_S:.0f} s)\n{HEAD}", flush=True)
+    each = f"each compile at most {BUDGET_S:.0f} s" if BUDGET_S else "no budget per compile"
+    print(f"try-all: {deadline_s:.0f} s left of the run's {TOTAL_S:.0f} s; {each} (max_autotune {AUTOTUNE_S:.0f} s)"
+          f"\n{HEAD}", flush=True)
 
     def progress(done, total, text):
         print(f"  [{time.perf_counter() - start:5.0f} s] {text}", flush=True)
@@ -154,14 +154,13 @@ def main() -> None:
         save(cap)
 
     with torch.no_grad():
-        concurrency = int(os.environ["TRY_CONCURRENCY"]) if os.environ.get("TRY_CONCURRENCY") else \
-            (8 if DEVICE == "cuda" else None)
         skip = set(filter(None, os.environ.get("TRY_SKIP", "").split(",")))
-        only = [x.id for x in fixes if x.kind not in skip] if skip else None
-        fixes = cap.try_fixes(timing=True, progress=progress, concurrency=concurrency, only=only,
-                              on_result=on_result, budget_s={"max_autotune": AUTOTUNE_S, **{
-                                  x.kind: BUDGET_S for x in fixes if x.kind != "max_autotune"}},
-                              deadline_s=deadline_s)
+        todo = [x for x in fixes if x.applicable and x.kind not in skip]
+        concurrency = int(os.environ["TRY_CONCURRENCY"]) if os.environ.get("TRY_CONCURRENCY") else \
+            (max(1, min(len(todo), (os.cpu_count() or 2) - 1)) if DEVICE == "cuda" else None)
+        budgets = {x.kind: BUDGET_S for x in todo if BUDGET_S} | {"max_autotune": AUTOTUNE_S}
+        fixes = cap.try_fixes(timing=True, progress=progress, concurrency=concurrency, only=[x.id for x in todo],
+                              on_result=on_result, budget_s=budgets, deadline_s=deadline_s)
     try_s = time.perf_counter() - tried_at
     total_s = time.perf_counter() - start
     print("\n" + "\n".join(fixes.verdicts()))

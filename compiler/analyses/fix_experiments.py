@@ -581,18 +581,20 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     filters = [f for f in chosen if "guard_filter_fn" in (f.compile_kwargs.get("options") or {})]
     chosen = [f for f in chosen if f not in filters[1:]]  # torch.compile takes one guard filter: the highest ranked
     fixes.combined = None
-    if len(chosen) > 1 and out_of_time:
-        fixes.note = (f"{len(chosen)} changes recommended; not tried together: the time budget of {deadline_s:.0f} s "
-                      "ran out")
+    left = None if deadline_s is None else deadline_s - (time.perf_counter() - begun)
+    if len(chosen) > 1 and left is not None and left < max(f.result.seconds or 0.0 for f in chosen):
+        fixes.note = (f"{len(chosen)} changes recommended; not tried together: {max(left, 0):.0f} s left of the time "
+                      f"budget of {deadline_s:.0f} s, less than they took alone")
     elif len(chosen) > 1:
         if progress:
             progress(len(todo), len(todo) + 1, "trying the recommended fixes together")
-        left = None if deadline_s is None else deadline_s - (time.perf_counter() - begun)
         fixes.combined = _run(cap, replay, [chosen], timing, before, check, None, None, concurrency,
                               keep=False, on_result=on_result, deadline_s=left)[0]
         if fixes.combined is None:
             fixes.note = (f"{len(chosen)} changes recommended; not tried together: the time budget of "
                           f"{deadline_s:.0f} s ran out")
+        elif fixes.combined.status == STOPPED:
+            fixes.note = "the recommended fixes together: stopped — no verdict"
         else:
             fixes.note = ("the recommended fixes together: " + fixes.combined.status
                           + ("" if fixes.combined.recommended else " — not recommended together"))
