@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--out bench/results.json] [--only compile,fresh,breakdown,sampler,steady,timing,load_trace,load_job,fresh_kernel,gpt2,fixes,watch,rendering]``
+"""``python -m bench [--quick] [--out bench/results.json] [--only compile,fresh,breakdown,sampler,steady,timing,load_trace,load_job,fresh_kernel,gpt2,fixes,try_all,watch,rendering]``
 
 What exploring costs, as ratios against plain torch.compile and the debug tools. Prints a table
 (figure, tcompile, anchor, ratio, target, met?) and writes it, with machine and versions, as JSON.
@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 from . import (breakdown, compare_accounting, compile_time, fixes, fresh_kernel, fresh_vs_cached, gpt2_explorer, load_job,
-               load_trace, rendering, sampler_overhead, steady_state, timing_accuracy, watch_overhead)
+               load_trace, rendering, sampler_overhead, steady_state, timing_accuracy, try_all, watch_overhead)
 from .machine import load_average, machine
 from .table import Row, format_table, markdown_table
 
 FIGURES = {"compile": compile_time, "fresh": fresh_vs_cached, "breakdown": breakdown, "sampler": sampler_overhead,
            "steady": steady_state, "timing": timing_accuracy, "compare": compare_accounting, "load_trace": load_trace,
-           "load_job": load_job, "fresh_kernel": fresh_kernel, "gpt2": gpt2_explorer, "fixes": fixes, "watch": watch_overhead,
+           "load_job": load_job, "fresh_kernel": fresh_kernel, "gpt2": gpt2_explorer, "fixes": fixes, "try_all": try_all, "watch": watch_overhead,
            "rendering": rendering}  # rendering last: the views are still being written
 
 

@@ -10,7 +10,7 @@ import torch
 
 import compiler
 from compiler.analyses import fix_verdicts
-from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, MEASURED, RUNTIME, Fix
+from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, MEASURED, RUNTIME, STOPPED, Fix
 
 
 def explored(fn, *args, backend="eager"):
@@ -210,20 +210,44 @@ def sleepy_backend(gm, example_inputs):
 
 
 @pytest.mark.slow
-def test_an_experiment_compiling_past_5x_the_baseline_is_stopped_with_what_it_had():
+def test_an_experiment_compiling_past_5x_the_baseline_or_its_budget_is_stopped_with_what_it_had():
     from compiler.analyses import fix_workers
     from compiler.analyses.fix_experiments import Change, replay_of
 
     cap = explored(f_item, torch.randn(8))
     replay = replay_of(cap, overrides={"backend": sleepy_backend})
-    told = []
-    base, outcomes = fix_workers.run_pool(replay, [(0, "capture_scalar_outputs", Change({"capture_scalar_outputs": True})),
-                                                   (1, "nothing", Change())],
+    told, handed = [], []
+
+    def on_done(key, outcome, base):  # as each finishes, the baseline in: what a caller reports as it goes
+        handed.append(key)
+        assert base.compiled is not None and (outcome.compiled is None or "outputs_value" in outcome.compiled)
+
+    scalar = Change({"capture_scalar_outputs": True})
+    base, outcomes = fix_workers.run_pool(replay, [(0, "capture_scalar_outputs", scalar), (1, "nothing", Change()),
+                                                   (2, "capture_scalar_outputs, budget 1 s", scalar)],
                                           progress=lambda done, total, text: told.append(text), min_stop_s=3.0,
-                                          concurrency=2)
+                                          concurrency=3, budgets={2: 1.0}, on_done=on_done)
     assert outcomes[0].compiled is None  # its 600 s compile was cut off
     assert outcomes[0].stopped.startswith("stopped: compile over 5× the baseline") and "it had compiled" in \
         outcomes[0].stopped
+    assert outcomes[2].compiled is None and outcomes[2].stopped.startswith("stopped: compile over its budget of 1 s")
     assert outcomes[1].stopped is None and len(outcomes[1].samples["after"]) == fix_workers.ROUNDS
     assert base.compiled["measure"]["graph_breaks"] == 1
+    assert sorted(handed) == [0, 1, 2]
     assert any("spent" in t and "left" in t for t in told) and any("capture_scalar_outputs" in t for t in told)
+
+
+@pytest.mark.slow
+def test_a_fix_stopped_by_the_time_budget_reads_as_stopped_never_as_a_verdict():
+    cap = explored(f_item, torch.randn(8))
+    told = []
+    fixes = cap.try_fixes(compile_kwargs={"backend": sleepy_backend}, timing=True, deadline_s=15.0,
+                          on_result=lambda group, result: told.append(([f.id for f in group], result.status)))
+    fix = fixes[0]
+    assert fix.kind == "capture_scalar_outputs" and fix.result.status == STOPPED, fix.result.as_text()
+    assert "the run's time budget of 15 s" in fix.result.error and not fix.result.recommended
+    assert told == [([fix.id], STOPPED)]
+    # the experiment's compile cut off, or (on a loaded machine) the baseline's: stopped either way, no verdict
+    verdict = fixes.verdicts()[0]
+    assert verdict.startswith("Stopped: capture_scalar_outputs — ") and "the run's time budget of 15 s" in verdict
+    assert verdict.endswith("; no verdict.")

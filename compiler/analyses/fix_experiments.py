@@ -543,7 +543,8 @@ class _Holder:
 
 
 def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progress=None, before: str = "measure",
-              compile_kwargs: dict | None = None, should_stop=None, check=None, concurrency: int | None = None):
+              compile_kwargs: dict | None = None, should_stop=None, check=None, concurrency: int | None = None,
+              on_result=None, budget_s=None, deadline_s: float | None = None):
     """Each applicable fix alone, then the recommended ones together (``Fixes.combined``, when more than one is
     recommended — reported also when it fails, and never recommended then); the fixes then listed recommended
     first, by measured gain. ``only``: fix ids to try. ``progress(done, total, text)`` is told which fix, the
@@ -551,16 +552,26 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     explorer's Stop): once true, the fixes left are not tried, nothing is combined, and what finished is kept.
     ``check``: your own output comparison (see ``try_fix``). ``timing`` (or any fix for run time or guards): the
     experiments run in worker processes, compiled side by side (``concurrency`` at once) and timed one at a
-    time, interleaved with the baseline and eager (``compiler.analyses.fix_workers``)."""
+    time, interleaved with the baseline and eager (``compiler.analyses.fix_workers``).
+
+    Bounds, for a model whose compiles are long (each stop says so in its result, never as a verdict):
+    ``budget_s`` — the seconds one experiment's compile may take in its worker (a number for every fix, or
+    {fix kind or id: seconds}), besides the stop at 5× the baseline's compile; ``deadline_s`` — the seconds the
+    whole try may take: then nothing more starts, running compiles are stopped and the combination is left out.
+    ``on_result(fixes, result)``: told as each experiment finishes (the fixes it applied, its FixResult)."""
+    begun = time.perf_counter()
     fixes = cap.fixes()
     todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
     replay = replay_of(cap, fn, calls, compile_kwargs)
     timing = timing or needs_timing(todo)
-    results = _run(cap, replay, [[f] for f in todo], timing, before, check, progress, should_stop, concurrency)
+    results = _run(cap, replay, [[f] for f in todo], timing, before, check, progress, should_stop, concurrency,
+                   on_result=on_result, budgets=_budgets(todo, budget_s), deadline_s=deadline_s)
     stopped = [f for f, r in zip(todo, results) if r is None]
+    out_of_time = deadline_s is not None and time.perf_counter() - begun > deadline_s
     if stopped:
         fixes.combined = None
-        fixes.note = (f"stopped after {len(todo) - len(stopped)} of {len(todo)} changes: "
+        why = f"the time budget of {deadline_s:.0f} s ran out" if out_of_time else "stopped"
+        fixes.note = (f"{why} after {len(todo) - len(stopped)} of {len(todo)} changes: "
                       f"{', '.join(f.id for f in stopped)} not tried; nothing combined")
         if progress:
             progress(1, 1, "stopped")
@@ -570,13 +581,23 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     filters = [f for f in chosen if "guard_filter_fn" in (f.compile_kwargs.get("options") or {})]
     chosen = [f for f in chosen if f not in filters[1:]]  # torch.compile takes one guard filter: the highest ranked
     fixes.combined = None
-    if len(chosen) > 1:
+    left = None if deadline_s is None else deadline_s - (time.perf_counter() - begun)
+    if len(chosen) > 1 and left is not None and left < max(f.result.seconds or 0.0 for f in chosen):
+        fixes.note = (f"{len(chosen)} changes recommended; not tried together: {max(left, 0):.0f} s left of the time "
+                      f"budget of {deadline_s:.0f} s, less than they took alone")
+    elif len(chosen) > 1:
         if progress:
             progress(len(todo), len(todo) + 1, "trying the recommended fixes together")
         fixes.combined = _run(cap, replay, [chosen], timing, before, check, None, None, concurrency,
-                              keep=False)[0]
-        fixes.note = ("the recommended fixes together: " + fixes.combined.status
-                      + ("" if fixes.combined.recommended else " — not recommended together"))
+                              keep=False, on_result=on_result, deadline_s=left)[0]
+        if fixes.combined is None:
+            fixes.note = (f"{len(chosen)} changes recommended; not tried together: the time budget of "
+                          f"{deadline_s:.0f} s ran out")
+        elif fixes.combined.status == STOPPED:
+            fixes.note = "the recommended fixes together: stopped — no verdict"
+        else:
+            fixes.note = ("the recommended fixes together: " + fixes.combined.status
+                          + ("" if fixes.combined.recommended else " — not recommended together"))
     elif chosen:
         fixes.note = f"one change recommended: {chosen[0].id}"
     else:
@@ -585,6 +606,16 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     if progress:
         progress(1, 1, "done")
     return fixes
+
+
+def _budgets(todo: list, budget_s) -> dict:
+    """{experiment index: compile seconds} from ``try_fixes``' ``budget_s`` (a number, or by fix kind or id)."""
+    if budget_s is None:
+        return {}
+    if isinstance(budget_s, dict):
+        found = {n: budget_s.get(f.id, budget_s.get(f.kind)) for n, f in enumerate(todo)}
+        return {n: float(s) for n, s in found.items() if s is not None}
+    return {n: float(budget_s) for n in range(len(todo))}
 
 
 def _rerank(fixes) -> None:
@@ -599,12 +630,19 @@ def _rerank(fixes) -> None:
 
 
 def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, progress, should_stop,
-         concurrency=None, keep: bool = True) -> list:
+         concurrency=None, keep: bool = True, on_result=None, budgets: dict | None = None,
+         deadline_s: float | None = None) -> list:
     """Each group of fixes tried together → its FixResult (None: not tried, stopped); ``keep``: each one-fix
-    group's result set on its fix."""
+    group's result set on its fix; ``on_result(group, result)`` told as each finishes. ``budgets`` ({group index:
+    seconds of compile}) and ``deadline_s`` bound the worker processes; in this process a compile cannot be cut
+    off, so there the deadline only keeps the next experiment from starting."""
     if timing:
-        return _run_in_workers(replay, groups, check, progress, should_stop, concurrency, keep)
+        return _run_in_workers(replay, groups, check, progress, should_stop, concurrency, keep, on_result, budgets,
+                               deadline_s)
     start = time.perf_counter()
+    if deadline_s is not None:
+        asked = should_stop
+        should_stop = lambda: time.perf_counter() - start > deadline_s or (asked is not None and asked())  # noqa: E731
     if progress:
         progress(0, len(groups) + 1, "compiling the baseline (no fix)")
     base = baseline(cap, replay, before)
@@ -629,6 +667,8 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
             for holder in holders:
                 holder.keep_interrupted()
         results.append(result)
+        if on_result is not None:
+            on_result(group, result)
     if base.source == "measured" and len(groups) > 1 and any(results):
         # compile seconds vary with what ran before (lazy imports, warm caches) and with the machine's load:
         # the baseline is compiled again after the experiments, and the lower of its two times is "before"
@@ -647,61 +687,79 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
 WORKERS: dict = {}
 
 
-def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, concurrency, keep: bool) -> list:
-    from compiler.analyses.fix_verdicts import ratio_of
-
+def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, concurrency, keep: bool,
+                    on_result=None, budgets: dict | None = None, deadline_s: float | None = None) -> list:
+    """Each group's FixResult, judged (and kept on its fix, and handed to ``on_result``) as soon as its worker is
+    done; None where it never started (stopped by the user or the deadline)."""
     plans = [(n, f"{'+'.join(f.id for f in group)} ({'+'.join(f.kind for f in group)})", _merged(group))
              for n, group in enumerate(groups)]
     expected = eager_outputs(replay)
-    base_outcome, outcomes = WORKERS["run_pool"](replay, plans, timing=True, progress=progress,
-                                                 should_stop=should_stop, concurrency=concurrency)
     where = (f"worker processes ({WORKERS['default_concurrency'](len(plans)) if concurrency is None else concurrency}"
              " compiling at once, each with an empty Inductor cache directory: every compile cold)")
-    before = base = None
-    if base_outcome.compiled and not base_outcome.error:
-        before = FixMeasure.from_data(base_outcome.compiled["measure"])
-        before.__dict__["_capture"] = base_outcome.compiled.get("capture_value")
-        base = Baseline(before, "measured (a worker process, beside the experiments)",
-                        base_outcome.compiled.get("outputs_value"))
-    results = []
-    for (n, _, change), group in zip(plans, groups):
-        outcome = outcomes[n]
-        if outcome.compiled is None and outcome.error is None and outcome.stopped is None:
-            results.append(None)  # not started: stopped by the user
-            continue
-        result = FixResult(before=before, before_from=base.source if base else None, calls=len(replay.calls),
-                           fixes=[f.id for f in group], goal=goal_of(group), where=where,
-                           seconds=round(outcome.seconds, 3))
-        if outcome.stopped:
-            result.status, result.error = STOPPED, outcome.stopped
-        elif base is None:
-            result.status, result.error = FAILED, f"the baseline (no fix) failed: {base_outcome.error}"
-        elif outcome.error:
-            _failed(result, outcome.error)
-        else:
-            after = FixMeasure.from_data(outcome.compiled["measure"])
-            after.__dict__["_capture"] = outcome.compiled.get("capture_value")
-            if outcome.samples.get("before"):
-                result.timing = ratio_of(outcome.samples["before"], outcome.samples["after"],
-                                         outcome.samples.get("eager"))
-                result.before = FixMeasure.from_data(before.to_data())  # this experiment's own before timing
-                result.before.__dict__["_capture"] = before.__dict__.get("_capture")
-                result.before.runtime_s, result.before.eager_runtime_s = result.timing.before_s, result.timing.eager_s
-                after.runtime_s, after.eager_runtime_s = result.timing.after_s, result.timing.eager_s
-                if outcome.samples.get("guards_before"):
-                    result.guard_timing = ratio_of(
-                        outcome.samples["guards_before"], outcome.samples["guards_after"],
-                        method=f"every compile's guards checked once on the locals they were built on (torch's "
-                               f"guard_manager_testing_hook_fn), with and without the fix, interleaved with the calls; "
-                               f"median ratio over {len(outcome.samples['guards_before'])} rounds, 95 % bootstrap "
-                               "interval")
-            elif outcome.timing_error:
-                result.error = f"not timed: {outcome.timing_error}"
-            judged(result, after, outcome.compiled.get("outputs_value"), base, expected, change, check)
+    results: dict = {}
+    baseline_of: dict = {}
+
+    def done(n, outcome, base_outcome):
+        if "base" not in baseline_of:
+            baseline_of["base"] = _worker_baseline(base_outcome)
+        group = groups[n]
+        result = _worker_result(outcome, baseline_of["base"], base_outcome, group, plans[n][2], len(replay.calls),
+                                where, expected, check)
         if keep and len(group) == 1:
             group[0].result = result
-        results.append(result)
-    return results
+        results[n] = result
+        if on_result is not None:
+            on_result(group, result)
+
+    WORKERS["run_pool"](replay, plans, timing=True, progress=progress, should_stop=should_stop,
+                        concurrency=concurrency, budgets={n: budgets[n] for n in budgets or {}},
+                        deadline_s=deadline_s, on_done=done)
+    return [results.get(n) for n in range(len(groups))]
+
+
+def _worker_baseline(base_outcome) -> Baseline | None:
+    if not base_outcome.compiled or base_outcome.error:
+        return None
+    before = FixMeasure.from_data(base_outcome.compiled["measure"])
+    before.__dict__["_capture"] = base_outcome.compiled.get("capture_value")
+    return Baseline(before, "measured (a worker process, beside the experiments)",
+                    base_outcome.compiled.get("outputs_value"))
+
+
+def _worker_result(outcome, base: Baseline | None, base_outcome, group: list, change: Change, calls: int, where: str,
+                   expected, check) -> FixResult:
+    """One worker's outcome judged: stopped, failed, or its counts, interleaved timing and three comparisons."""
+    from compiler.analyses.fix_verdicts import ratio_of
+
+    before = base.measure if base else None
+    result = FixResult(before=before, before_from=base.source if base else None, calls=calls,
+                       fixes=[f.id for f in group], goal=goal_of(group), where=where, seconds=round(outcome.seconds, 3))
+    if outcome.stopped:
+        result.status, result.error = STOPPED, outcome.stopped
+    elif base is None:
+        result.status, result.error = FAILED, f"the baseline (no fix) failed: {base_outcome.error}"
+    elif outcome.error:
+        _failed(result, outcome.error)
+    else:
+        after = FixMeasure.from_data(outcome.compiled["measure"])
+        after.__dict__["_capture"] = outcome.compiled.get("capture_value")
+        if outcome.samples.get("before"):
+            result.timing = ratio_of(outcome.samples["before"], outcome.samples["after"], outcome.samples.get("eager"))
+            result.before = FixMeasure.from_data(before.to_data())  # this experiment's own before timing
+            result.before.__dict__["_capture"] = before.__dict__.get("_capture")
+            result.before.runtime_s, result.before.eager_runtime_s = result.timing.before_s, result.timing.eager_s
+            after.runtime_s, after.eager_runtime_s = result.timing.after_s, result.timing.eager_s
+            if outcome.samples.get("guards_before"):
+                result.guard_timing = ratio_of(
+                    outcome.samples["guards_before"], outcome.samples["guards_after"],
+                    method=f"every compile's guards checked once on the locals they were built on (torch's "
+                           f"guard_manager_testing_hook_fn), with and without the fix, interleaved with the calls; "
+                           f"median ratio over {len(outcome.samples['guards_before'])} rounds, 95 % bootstrap interval")
+        elif outcome.timing_error:
+            result.error = outcome.timing_error if outcome.timing_error.startswith("not timed") else \
+                f"not timed: {outcome.timing_error}"
+        judged(result, after, outcome.compiled.get("outputs_value"), base, expected, change, check)
+    return result
 
 
 def diff_of(result, labels=None):

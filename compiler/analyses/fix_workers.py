@@ -13,7 +13,11 @@ experiment at a time: the baseline worker's compiled call (before), the experime
 worker's eager call take turns, round after round (the order rotating), after the same warm-up
 (``WARMUP_CALLS`` calls each) and with the same number of calls per sample, so machine drift moves all three
 alike (``fix_verdicts.ratio_of`` reads the ratio and its interval). An experiment whose compile runs past
-``STOP_FACTOR`` × the baseline's compile (at least ``MIN_STOP_S``) is stopped, with what it had compiled.
+``STOP_FACTOR`` × the baseline's compile (at least ``MIN_STOP_S``), or past its own budget (``budgets``), is
+stopped, with what it had compiled; once the pool's ``deadline_s`` is spent, nothing more starts, compiles still
+running are stopped and compiled experiments not yet timed keep their counts, untimed — each one saying so. Each
+experiment is handed to ``on_done`` as soon as it finishes (and the baseline is in), so a caller can report as
+it goes.
 
 The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``.
 """
@@ -278,12 +282,18 @@ def default_concurrency(experiments: int) -> int:
 
 def run_pool(replay, plans: list, timing: bool = True, progress=None, should_stop=None,
              concurrency: int | None = None, stop_factor: float = STOP_FACTOR, min_stop_s: float = MIN_STOP_S,
-             rounds: int = ROUNDS) -> tuple[Outcome, dict]:
+             rounds: int = ROUNDS, budgets: dict | None = None, deadline_s: float | None = None,
+             on_done=None) -> tuple[Outcome, dict]:
     """The baseline and every plan (``(key, label, Change)``) in worker processes → (the baseline's Outcome,
-    {key: Outcome}). ``progress(done, total, text)`` says which fix, time spent and an estimate of time left."""
+    {key: Outcome}). ``progress(done, total, text)`` says which fix, time spent and an estimate of time left.
+    ``budgets``: {key: seconds} an experiment's compile may take before it is stopped (besides the
+    ``stop_factor`` × baseline stop); ``deadline_s``: the seconds the whole pool may take (see the module's
+    docstring). ``on_done(key, outcome, base)``: called once per experiment as soon as it is final and the
+    baseline is in (its outputs and capture loaded), in the coordinator's thread."""
     import dill
 
     concurrency = concurrency or default_concurrency(len(plans))
+    budgets = budgets or {}
     outcomes = {key: Outcome(key) for key, _, _ in plans}
     labels = {key: label for key, label, _ in plans}
     pending = list(plans)
@@ -318,6 +328,9 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                 eta = "time left: known after the first experiment"
             progress(done, len(plans) + 1, f"{text} — {done} of {len(plans)} done, {_duration(spent)} spent, {eta}")
 
+        done_keys: list = []  # final, not yet handed to on_done
+        handed: set = set()
+
         def finish(key, worker):
             outcome = outcomes[key]
             outcome.seconds = time.perf_counter() - worker.began
@@ -326,17 +339,38 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                 worker.kill()
             else:
                 worker.quit()
+            done_keys.append(key)
+
+        def hand_over():
+            if base_wall is None and base.error is None:
+                return  # judged against the baseline: wait for it
+            while done_keys:
+                key = done_keys.pop(0)
+                handed.add(key)
+                _load_files(outcomes[key])
+                if on_done is not None:
+                    on_done(key, outcomes[key], base)
+
+        def out_of_time() -> bool:
+            return deadline_s is not None and time.perf_counter() - started_at > deadline_s
 
         try:
             tell("compiling the baseline (no fix) in a worker process")
             while pending or running or ready or base_wall is None:
+                hand_over()
                 stop = should_stop is not None and should_stop()
-                if stop:
+                if stop or out_of_time():
                     pending.clear()
                 while pending and len(running) < concurrency:
                     key, label, change = pending.pop(0)
                     running[key] = Worker(work, str(key), spec_of(change), _env(work, str(key), concurrency))
                     tell(f"compiling {label}")
+                if base_wall is None and out_of_time():
+                    base.error = f"the baseline (no fix) did not compile within the run's time budget of {deadline_s:.0f} s"
+                    for key, outcome in outcomes.items():  # nothing to judge them against: stopped, not failed
+                        if key not in done_keys and key not in handed:
+                            outcome.stopped = f"stopped: {base.error}"
+                    break
                 if base_wall is None:
                     event = baseline.poll()
                     if event is not None and event["event"] in ("compiled", "exit"):
@@ -346,6 +380,7 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                             break
                         base.compiled = baseline.compiled
                         base_wall = baseline.compiled["wall_s"]
+                        _load_files(base)
                         tell("baseline compiled")
                 for key, worker in list(running.items()):
                     event = worker.poll()
@@ -363,16 +398,21 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                         outcome.error = f"the worker process failed: {worker.stderr_tail()}"
                         del running[key]
                         finish(key, worker)
-                    elif base_wall is not None and worker.compile_began is not None:
-                        limit = max(stop_factor * base_wall, min_stop_s)
-                        if worker.compiling_s() > limit:
+                    elif worker.compile_began is not None:
+                        why = _over(worker.compiling_s(), base_wall, stop_factor, min_stop_s, budgets.get(key),
+                                    deadline_s if out_of_time() else None)
+                        if why:
                             p = worker.progress
-                            outcome.stopped = (f"stopped: compile over {stop_factor:g}× the baseline ({base_wall:.1f} s;"
-                                               f" stopped at {worker.compiling_s():.0f} s) — it had compiled "
-                                               f"{p.get('frames', 0)} frames, {p.get('graphs', 0)} graphs")
+                            outcome.stopped = (f"stopped: {why} — it had compiled {p.get('frames', 0)} frames, "
+                                               f"{p.get('graphs', 0)} graphs")
                             del running[key]
                             finish(key, worker)
                             tell(f"{labels[key]} stopped")
+                if ready and out_of_time():
+                    for key, worker in ready:
+                        outcomes[key].timing_error = f"not timed: the run's time budget of {deadline_s:.0f} s ran out"
+                        finish(key, worker)
+                    ready.clear()
                 if ready and base_wall is not None:
                     key, worker = ready.pop(0)
                     tell(f"timing {labels[key]} against the baseline and eager, interleaved")
@@ -389,28 +429,43 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                 worker.kill()
             baseline.quit()
         if base.error:
-            for key, outcome in outcomes.items():
+            for outcome in outcomes.values():
                 if outcome.compiled is None and outcome.stopped is None:
                     outcome.error = outcome.error or "not run: the baseline failed"
         base.seconds = time.perf_counter() - started_at
-        _load_files(base, outcomes)
+        done_keys.extend(key for key, o in outcomes.items()  # what the loop left: cut off with the baseline
+                         if key not in handed and key not in done_keys and (o.compiled or o.stopped or o.error))
+        hand_over()
     return base, outcomes
 
 
-def _load_files(base: Outcome, outcomes: dict) -> None:
-    """Outputs and captures read back before the temporary directory goes (outputs on the CPU)."""
+def _over(compiling_s: float, base_wall: float | None, stop_factor: float, min_stop_s: float,
+          budget_s: float | None, deadline_s: float | None) -> str | None:
+    """Why a compile still running is stopped now, or None: past the pool's deadline, past its own budget, or past
+    ``stop_factor`` × the baseline's compile (known once the baseline is in)."""
+    if deadline_s is not None:
+        return f"the run's time budget of {deadline_s:.0f} s ran out (stopped at {compiling_s:.0f} s of compiling)"
+    if budget_s is not None and compiling_s > budget_s:
+        return f"compile over its budget of {budget_s:.0f} s (stopped at {compiling_s:.0f} s)"
+    if base_wall is not None and compiling_s > max(stop_factor * base_wall, min_stop_s):
+        return f"compile over {stop_factor:g}× the baseline ({base_wall:.1f} s; stopped at {compiling_s:.0f} s)"
+    return None
+
+
+def _load_files(outcome: Outcome) -> None:
+    """Outputs and capture read back before the temporary directory goes (outputs on the CPU)."""
     import torch
 
     from compiler.stages.capture import Capture
 
-    for outcome in [base, *outcomes.values()]:
-        compiled = outcome.compiled
-        if not compiled:
-            continue
-        with contextlib.suppress(Exception):
-            compiled["outputs_value"] = torch.load(compiled["outputs"], map_location="cpu", weights_only=False)
-        with contextlib.suppress(Exception):
-            compiled["capture_value"] = Capture.load(compiled["capture"])
+    compiled = outcome.compiled
+    if not compiled or "outputs_value" in compiled:
+        return
+    compiled["outputs_value"] = None
+    with contextlib.suppress(Exception):
+        compiled["outputs_value"] = torch.load(compiled["outputs"], map_location="cpu", weights_only=False)
+    with contextlib.suppress(Exception):
+        compiled["capture_value"] = Capture.load(compiled["capture"])
 
 
 def time_pair(baseline: Worker, worker: Worker, rounds: int = ROUNDS) -> dict[str, list[float]]:

@@ -212,7 +212,10 @@ class FixResult(Data):
     def sentence(self, name: str) -> str:
         """What to do, in one sentence: ``Recommended: <name> — 16 fewer graphs, …, outputs as close to eager
         as before.`` / ``Failed: <name> — <why>.`` / ``Changes results: …`` / ``No gain: …``."""
-        if self.status in (FAILED, STOPPED, INTERRUPTED):
+        if self.status == STOPPED:  # a budget or the user stopped it: what it had, and no verdict either way
+            why = (self.error or "the run did not finish").removeprefix("stopped: ")
+            return f"Stopped: {name} — {why}; no verdict."
+        if self.status in (FAILED, INTERRUPTED):
             return f"{self.status.capitalize()}: {name} — {self.error or 'the run did not finish'}."
         if self.status == CHANGES_RESULTS:
             return f"Changes results: {name} — {self.output_note}."

@@ -15,7 +15,9 @@ _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTER
                 NOT_TRIED: "muted"}
 
 
-_VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted"}
+# a stop (a budget, the deadline) or an interrupt is no verdict on the fix: warn, never the failure's red
+_VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted",
+                 "Stopped": "warn", "Interrupted": "warn"}
 
 
 def verdict_lines(capture) -> Html | None:
@@ -86,11 +88,12 @@ def result_section(result) -> Html:
     if result is None or result.status == NOT_TRIED:
         return para("Not tried: nothing is claimed until it is measured.", cls="tc-muted")
     kind = _STATUS_KIND.get(result.status, "info")
+    stopped = result.status in (STOPPED, INTERRUPTED)  # a budget, the deadline or the user: no verdict either way
     head = join([badge(result.status, kind), " ", "recommended" if result.recommended else
-                 ("not recommended" if result.status != MEASURED else "no gain measured")])
+                 "no verdict" if stopped else ("not recommended" if result.status != MEASURED else "no gain measured")])
     parts = [para(head)]
     if result.error:
-        parts.append(note(result.error, kind="error"))
+        parts.append(note(result.error, kind="warn" if stopped or result.error.startswith("not timed") else "error"))
     if result.before and result.after:
         parts.append(table(["", "before", "after", "change"], _measure_rows(result)))
         parts.append(para(f"before: {result.before_from or 'measured'}; {plural(result.calls, 'call')} replayed; "
