@@ -14,7 +14,7 @@ from .widget import Explorer, show
 class JobExplorer(widgets.VBox):
     """The ranks of a ``compiler.readers.job.Job``: overview first, then one rank's explorer."""
 
-    def __init__(self, job, rank: int | None = None):
+    def __init__(self, job, rank: int | None = None, defer_tables: bool = False):
         self.job = job
         self.overview = widgets.HTML(str(render_job_overview(job)))
         first_odd = next((d.groups[-1][0] for d in job.divergences if len(d.groups) > 1), None)
@@ -23,6 +23,9 @@ class JobExplorer(widgets.VBox):
                                          description="Rank:")
         self.holder = widgets.VBox()
         self._explorers: dict[int, Explorer] = {}
+        # ``defer_tables``: the first rank's big tables stay their first page until ``finish_tables`` (``show_job``
+        # calls it once the explorer is on screen), like ``Explorer``'s
+        self.defer_tables = defer_tables
         self.selector.observe(lambda _: self.refresh(), names="value")
         super().__init__([widgets.HTML(style_tag()), self.overview, self.selector, self.holder])
         self.add_class("tc-explorer")
@@ -33,11 +36,18 @@ class JobExplorer(widgets.VBox):
         """The explorer of the selected rank."""
         rank = self.selector.value
         if rank not in self._explorers:
-            self._explorers[rank] = Explorer(self.job.captures[rank], static_html=False)
+            self._explorers[rank] = Explorer(self.job.captures[rank], static_html=False, defer_tables=self.defer_tables)
         return self._explorers[rank]
 
     def refresh(self) -> None:
         self.holder.children = [self.explorer]
+        if not self.defer_tables:
+            self.finish_tables()
+
+    def finish_tables(self) -> None:
+        """The shown rank's big tables as itables widgets (``Explorer.finish_tables``); later ranks' at once."""
+        self.defer_tables = False
+        self.explorer.finish_tables()
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
@@ -59,8 +69,10 @@ class StaticJob:
 def show_job(job, rank: int | None = None) -> None:
     from IPython.display import display
 
-    display(JobExplorer(job, rank=rank))
+    explorer = JobExplorer(job, rank=rank, defer_tables=True)
+    display(explorer)
     display(StaticJob(job))
+    explorer.finish_tables()  # after the explorer shows (pandas, for itables, takes ~1 s to import)
 
 
 class _TraceProblems:

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .fixes_panel import FixesPanel
+from compiler.stages.findings import fixes_of
+
 from .full_text import CutTexts
-from .graph_viewer import INTERACTIVE, interactive_children
 from .html import collecting_cut_texts, style_tag, view_frame
 from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
 from .views.tables import WIDGET_ROWS, collecting_tables, split_view
 from .views.error import render_error
+from .views.timings import perfetto_link
 from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
+
+# the tabs that draw graphs in viewers (``explorer.graph_viewer.INTERACTIVE``; it and the Fixes panel are anywidgets,
+# imported when first drawn: not for the first screen)
+VIEWER_TABS = ("graph", "aot", "inductor")
+
 
 def first_with_graph(compiles) -> int | None:
     """Where the explorer opens: the first compile whose graph has operations (a ``%%tcompile`` cell's
@@ -37,8 +43,15 @@ class Explorer(widgets.VBox):
     ``static_html=False`` leaves the static rendering out of the displayed output (``show`` puts
     it in an output of its own instead)."""
 
-    def __init__(self, capture, fn=None, namespace: dict | None = None, static_html: bool = True):
+    def __init__(self, capture, fn=None, namespace: dict | None = None, static_html: bool = True,
+                 defer_tables: bool = False):
         self.capture = capture
+        # a big table is drawn first as its first page of HTML (what is in view) and made an itables widget
+        # (sort, search, every row; it imports pandas) by ``finish_tables``: at once, or, with
+        # ``defer_tables``, only when called — ``show`` calls it once the explorer is on screen
+        self.defer_tables = defer_tables
+        self._unfinished: dict[int, list] = {}  # tab → [(position among its pieces, DataTable)]
+        self._unfinished_viewers: dict = {}  # tab key → what makes its graph viewers
         self.static_html = static_html
         self.compiles = capture.compiles
         compiled_fn = capture.live.compiled_fn if capture.live is not None else None
@@ -49,15 +62,17 @@ class Explorer(widgets.VBox):
         # a view's big tables are itables widgets: each tab is its first HTML piece, then the rest in order
         self.pieces = [widgets.VBox(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         # tabs with graphs show interactive graph viewers below their view (explorer.graph_viewer)
-        self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in INTERACTIVE}
-        self.fixes_panel = FixesPanel(capture, on_done=self._fixes_tried)
+        self.viewer_slots = {key: widgets.VBox(layout=widgets.Layout(width="100%")) for key in VIEWER_TABS}
+        self.fixes_slot = widgets.VBox()  # the Fixes panel (Try, Try all …), made on the tab's first visit
+        fixes_of(capture)  # proposed now where saved without them: the Fixes tab's title counts them
         # a long list view (graph breaks) shows one page at a time, with a pager under it
         self.pages = [0] * len(VIEWS)
         self.pagers = [self._pager(i) if v.pages and v.pages(capture) > 1 else widgets.VBox()
                        for i, v in enumerate(VIEWS)]
         tab_children = [widgets.VBox([self.what_if, pane, rest, cut]) if view.key == "guards"
-                        else widgets.VBox([self.fixes_panel, pane, rest, cut]) if view.key == "fixes"
-                        else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in INTERACTIVE
+                        else widgets.VBox([self.fixes_slot, pane, rest, cut]) if view.key == "fixes"
+                        else widgets.VBox([pane, rest, cut, self.viewer_slots[view.key]]) if view.key in VIEWER_TABS
+                        else widgets.VBox([self._perfetto_row(), pane, rest, cut]) if view.key == "timings"
                         else widgets.VBox([pager, pane, rest, cut])
                         for view, pane, rest, cut, pager in zip(VIEWS, self.panes, self.pieces, self.cut_texts,
                                                                 self.pagers)]
@@ -74,6 +89,7 @@ class Explorer(widgets.VBox):
         super().__init__([widgets.HTML(style_tag()), self.error, *header, self.tabs])
         self.add_class("tc-explorer")
         self.refresh()
+        self.defer_tables = False  # a later tab visit finishes its tables itself, after drawing their first page
 
     @property
     def compile(self):
@@ -93,6 +109,8 @@ class Explorer(widgets.VBox):
             return
         key = VIEWS[index].key
         options = {"drawing": False} if key == "graph" else {}  # the viewer draws it
+        if key == "timings":
+            options["perfetto"] = False  # every compile's kernels: made when asked (``_perfetto_row``)
         if VIEWS[index].pages:
             options["page"] = self.pages[index]
         with collecting_cut_texts() as cut, collecting_tables() as tables:
@@ -100,11 +118,68 @@ class Explorer(widgets.VBox):
         pieces = split_view(markup, tables)
         first = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
         self.panes[index].value = first
+        self._unfinished[index] = [(i, p) for i, p in enumerate(pieces) if not isinstance(p, str)]
         self.pieces[index].children = [self._piece(p) for p in pieces]
         self.cut_texts[index].show(cut)
-        if key in INTERACTIVE:
-            self.viewer_slots[key].children = interactive_children(key, self.capture, self.compile)
         self._rendered.add(index)
+        if key == "fixes":
+            self.fixes_panel  # noqa: B018 — made on the first visit
+        if key in VIEWER_TABS:
+            from .graph_viewer import interactive_children
+
+            # the FX graph tab's viewer is its drawing: made now; the graphs drawn below the AOT and Inductor
+            # views' text come with the tables (the text is on screen first)
+            viewers = lambda key=key, compile=self.compile: interactive_children(key, self.capture, compile)
+            if key == "graph":
+                self.viewer_slots[key].children = viewers()
+            else:
+                self.viewer_slots[key].children = []
+                self._unfinished_viewers[key] = viewers
+        if not self.defer_tables:
+            self.finish_tables()
+
+    def finish_tables(self) -> None:
+        """Make each big table drawn as its first page an itables widget (``defer_tables``), and draw the graph
+        viewers under the views shown since."""
+        while self._unfinished_viewers:
+            key, viewers = self._unfinished_viewers.popitem()
+            self.viewer_slots[key].children = viewers()
+        while self._unfinished:
+            index, tables = self._unfinished.popitem()
+            children = list(self.pieces[index].children)
+            for position, piece in tables:
+                if piece.collapsed:
+                    children[position].children = [self._table_widget(piece)]
+                else:
+                    children[position] = self._table_widget(piece)
+            self.pieces[index].children = children
+
+    @property
+    def fixes_panel(self):
+        """The Fixes tab's controls (``explorer.fixes_panel``), made when first shown or asked for."""
+        if not self.fixes_slot.children:
+            from .fixes_panel import FixesPanel
+
+            self.fixes_slot.children = [FixesPanel(self.capture, on_done=self._fixes_tried)]
+        return self.fixes_slot.children[0]
+
+    def _perfetto_row(self) -> widgets.Widget:
+        """The Timings tab's Perfetto trace, made when asked: it reads every compile's kernels (their
+        provenance maps, built on first read: ~1 s for Mask R-CNN's 63 compiles)."""
+        if not any(c.timings.available and c.timings.events for c in self.compiles):
+            return widgets.VBox()
+        button = widgets.Button(description="Perfetto trace…", tooltip="the compile events (and measured kernel "
+                                "times) as a trace file for ui.perfetto.dev or chrome://tracing")
+        link = widgets.HTML()
+
+        def make(_):
+            button.disabled = True
+            link.value = view_frame(perfetto_link(self.capture) or "")
+
+        button.on_click(make)
+        row = widgets.HBox([button, link])
+        row.add_class("tc-perfetto-row")
+        return row
 
     def _pager(self, index: int) -> widgets.Widget:
         """Previous / next page of a long list view."""
@@ -135,9 +210,19 @@ class Explorer(widgets.VBox):
         self.show_tab(self.tabs.selected_index or 0)
 
     def _piece(self, piece) -> widgets.Widget:
-        """A piece of a view: HTML, or a big table as an itables widget (the compiles table selects)."""
+        """A piece of a view: HTML, or a big table, first as the HTML of its first page (``finish_tables``
+        makes it an itables widget), folded under its title where the view folds it."""
         if isinstance(piece, str):
             return widgets.HTML(piece, layout=widgets.Layout(width="100%"))
+        first_page = widgets.HTML(piece.first_page(), layout=widgets.Layout(width="100%"))
+        if not piece.collapsed:
+            return first_page
+        folded = widgets.Accordion(children=[first_page], titles=[piece.title], selected_index=None)
+        folded.add_class("tc-table-fold")
+        return folded
+
+    def _table_widget(self, piece) -> widgets.Widget:
+        """A big table as an itables widget: paged, sorted, searched in the browser (the compiles table selects)."""
         selected = self.selector.value if piece.selectable else None
         table_widget = piece.widget(selected=selected)
         if piece.selectable:
@@ -145,11 +230,7 @@ class Explorer(widgets.VBox):
         if piece.count > WIDGET_ROWS:
             table_widget = widgets.VBox([table_widget, widgets.HTML(view_frame(piece.cut_note(
                 WIDGET_ROWS, "the capture holds every one (cap.save; as DataFrames: explorer.dataframes(cap))")))])
-        if not piece.collapsed:
-            return table_widget
-        folded = widgets.Accordion(children=[table_widget], titles=[piece.title], selected_index=None)
-        folded.add_class("tc-table-fold")
-        return folded
+        return table_widget
 
     def _on_row_selected(self, change) -> None:
         """A click on a compiles-table row selects that compile."""
@@ -190,5 +271,7 @@ def show(capture, fn=None, namespace: dict | None = None) -> None:
     """Display the explorer for ``capture`` in the notebook, with its static fallback (returns None)."""
     from IPython.display import display
 
-    display(Explorer(capture, fn=fn, namespace=namespace, static_html=False))
+    explorer = Explorer(capture, fn=fn, namespace=namespace, static_html=False, defer_tables=True)
+    display(explorer)  # on screen now, its big tables as their first page of HTML
     display(StaticFallback(capture))
+    explorer.finish_tables()  # then sortable (itables, pandas: ~1 s to import, after the explorer shows)

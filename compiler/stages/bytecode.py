@@ -8,6 +8,7 @@ is assembled and decompiling until a listing's text is first read, so neither ad
 from __future__ import annotations
 
 import dis
+import functools
 import os
 import platform
 import re
@@ -17,7 +18,7 @@ import types
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from compiler.stages.data import Data, Stage
+from compiler.stages.data import BuiltOnRead, Data, Deferred, Stage
 
 
 # --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
@@ -63,8 +64,8 @@ class CodeListing(Data):
     instructions_from_text: bool = False  # saved without ``instructions``: loading reads them from ``text``
 
     def __post_init__(self):
-        if self.instructions_from_text:
-            self.instructions = [Instruction(**row) for row in instructions_of(self.text) or []]
+        if self.instructions_from_text:  # read from the text on first read (``BuiltOnRead``), not on load
+            self.__dict__["instructions"] = Deferred(list, functools.partial(_instructions, self.text))
             self.instructions_from_text = False
 
     def to_data(self) -> dict:
@@ -85,6 +86,11 @@ class CodeListing(Data):
         return object.__getattribute__(self, name)
 
 
+def _instructions(text: str) -> list[Instruction]:
+    return [Instruction(**row) for row in instructions_of(text) or []]
+
+
+CodeListing.instructions = BuiltOnRead("instructions")
 _DECOMPILED = frozenset({"decompiled", "decompiled_reason"})
 
 

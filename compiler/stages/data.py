@@ -361,6 +361,17 @@ class Data:
         except _Mismatch as exc:
             raise exc.error(path) from None
 
+    @classmethod
+    def list_from_data(cls, values: list, path: str = "") -> list:
+        """``[cls.from_data(v) for v in values]`` in one pass (a parser's thousands of rows: one check each, and
+        the garbage collector paused once, not once a row)."""
+        convert = _converter(cls)
+        try:
+            with paused_gc():
+                return [convert(value) for value in values]
+        except _Mismatch as exc:
+            raise exc.error(path) from None
+
     # rows saved by the thousand (graph, IR and provenance nodes) leave out each field at its default value,
     # which loading fills in again
     OMIT_DEFAULTS: ClassVar[bool] = False
@@ -570,15 +581,18 @@ def read_json_text(raw: bytes | str, what: str):
 
 
 def _depth(value) -> int:
-    """Nesting depth, iteratively (a recursive walk would itself overflow)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
+    """How many arrays and objects are nested in ``value`` (a scalar: 0), level by level without recursion (a
+    recursive walk would itself overflow), looking only at containers: scalars are most of a capture's values."""
+    level, todo = 0, [value]
+    while todo:
+        todo = [item for item in todo if type(item) is dict or type(item) is list]
+        if not todo:
+            break
+        level += 1
         if level > MAX_DEPTH:
-            return level
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return deepest
+            break
+        inner = []
+        for item in todo:
+            inner.extend(item.values() if type(item) is dict else item)
+        todo = inner
+    return level

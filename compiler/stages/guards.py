@@ -31,7 +31,7 @@ def parse_tree(text: str) -> list[dict]:
         body = match["body"].strip()
         while sources and sources[-1][0] >= depth:
             sources.pop()
-        manager = _MANAGER.match(body)
+        manager = _MANAGER.match(body) if "GuardManager: source=" in body else None  # (a leaf's long line: no regex)
         if manager:
             sources.append((depth, manager["source"]))
             continue
@@ -97,7 +97,7 @@ def _same_file(origin: str, user_file: str) -> bool:
 
 def _parsed_guard_rows(tree: str, user_line_rows: list[int]) -> list:
     """The guard rows of ``tree`` (``parse_tree``), those at ``user_line_rows`` marked as the user's."""
-    rows = [GuardRow.from_data(row) for row in parse_tree(tree)]
+    rows = GuardRow.list_from_data(parse_tree(tree))
     for index in user_line_rows:
         if 0 <= index < len(rows):
             rows[index].user_line = True

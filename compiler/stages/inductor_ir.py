@@ -2,11 +2,12 @@
 ``ir_post_fusion``), parsed into nodes, with the fusion mapping between the two."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from compiler.stages.data import Data, Stage, _dump, _Mismatch
+from compiler.stages.data import BuiltOnRead, Data, Deferred, Stage, _dump, _Mismatch
 
 
 # --- declared here, built below (``compiler.stages.schema`` ties the stages into a ``Compile``) ---
@@ -80,7 +81,9 @@ class IrText(Data):
 
     def __post_init__(self):
         if self.nodes_from_text and self.text:  # (after fusion: once InductorIR rebuilt the text)
-            self.nodes, self.nodes_from_text = _ir_nodes(self.text), False
+            # parsed on first read (``BuiltOnRead``): loading a capture of many compiles parses none of them
+            self.__dict__["nodes"] = Deferred(list, functools.partial(_ir_nodes, self.text))
+            self.nodes_from_text = False
 
     def to_data(self) -> dict:
         out = super().to_data()
@@ -109,7 +112,10 @@ class MissingIr(IrText):
 
 
 def _ir_nodes(text: str) -> list[IrNode]:
-    return [IrNode.from_data(node, "nodes") for node in parse_ir(text)]
+    return IrNode.list_from_data(parse_ir(text), "nodes")
+
+
+IrText.nodes = BuiltOnRead("nodes")
 
 
 @dataclass(repr=False, eq=False)

@@ -53,6 +53,15 @@ class DataTable:
                                       "as DataFrames: explorer.dataframes(cap))")])
         return details(self.title, markup, cls="tc-table-details") if self.collapsed else markup
 
+    def first_page(self) -> Html:
+        """What the widget shows of the table at once: its first page, as HTML (the itables widget, which
+        sorts, searches and pages through every row, takes its place when made)."""
+        rows, marks = self.rows[:PAGE_LENGTH], (self.marks or [])[:PAGE_LENGTH]
+        more = para(f"The first {len(rows):,} of {self.count:,} rows; sorting and search come with the full table.",
+                    cls="tc-muted tc-page-note") if self.count > len(rows) else None
+        return view_frame(join([table(self.headers, rows, marks or None, cls=f"tc-datatable {self.cls or ''}".strip()),
+                                more]))
+
     def cut_note(self, shown: int, where: str) -> Html:
         if self.count <= shown:
             return Html("")

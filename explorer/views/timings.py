@@ -177,9 +177,11 @@ def runtime_section(capture):
     ])
 
 
-def render_timings(capture, compile) -> str:
+def render_timings(capture, compile, perfetto: bool = True) -> str:
+    """``perfetto=False``: without the Perfetto download link (the widget makes it when asked)."""
     by_line = line_time_table(capture, compile)
     runtime = runtime_section(capture)
-    return join([compile_time_section(compile), perfetto_link(capture), compile_time_by_line(compile, capture),
+    return join([compile_time_section(compile), perfetto_link(capture) if perfetto else None,
+                 compile_time_by_line(compile, capture),
                  caches_section(compile), cache_runs_section(capture),
                  columns(runtime, by_line) if by_line else runtime, line_roofline_section(capture, compile)])
