@@ -10,8 +10,11 @@ eval), torchvision's ResNet-50, GPT-2 from its config (transformers, no weights)
 forward, loss, backward, AdamW step). Without CUDA (to try the script anywhere) tiny ones: a residual CNN (in-place
 adds), a one-layer GPT-2 and an MLP training step. Each model runs in a process of its own, all at once, each under
 ``--timeout`` seconds (default 420: the whole run stays under 8 minutes); OUT gets ``NAME.json.gz`` (the capture with
-explain()'s record), ``NAME.check.json`` (the check's figures and violations) and ``table.json``. Imports no
-IPython or explorer. Exit status 1 when a model has a violation or failed.
+explain()'s record — explain() runs on the model built again, as the capture saw it: a first call),
+``NAME.check.json`` (the check's figures and violations, the graph breaks by kind here and torch's counters by break
+type), ``NAME.nodes/`` (each Dynamo graph whose node count differs from torch's ``graph_node_count``: the names its
+code defines that no node was parsed for, and the code) and ``table.json``. Imports no IPython or explorer. Exit
+status 1 when a model has a violation or failed.
 """
 from __future__ import annotations
 
@@ -158,9 +161,10 @@ def one(name: str, out: Path, backend: str = "inductor") -> dict:
     models = CUDA_MODELS if device == "cuda" else CPU_MODELS
     start = time.perf_counter()
     torch.manual_seed(0)
-    fn, args = {**CPU_MODELS, **CUDA_MODELS}[name](device) if name in {**CPU_MODELS, **CUDA_MODELS} else (None, None)
-    if fn is None:
+    factory = {**CPU_MODELS, **CUDA_MODELS}.get(name)
+    if factory is None:
         raise SystemExit(f"unknown model {name}: {sorted(models)}")
+    fn, args = factory(device)
     cap = compiler.run(fn, *args, compile_kwargs={"backend": backend}, fresh=True, errors="return", repeat=5,
                        options={"case": name})
     captured_s = time.perf_counter() - start
@@ -169,8 +173,11 @@ def one(name: str, out: Path, backend: str = "inductor") -> dict:
     if captured_s > EXPLAIN_BEFORE_S:  # keep the model inside its time: explain() traces every frame again
         print(f"{name}: explain() skipped: the capture took {captured_s:.0f} s", file=sys.stderr)
     else:
-        try:
-            explained = explain_record(torch._dynamo.explain(fn)(*args))
+        try:  # on the model built again: a module that caches on its first call (Mask R-CNN's MultiScaleRoIAlign
+            # sets its scales in _setup_scales, two graphs) would run other code on the captured one
+            torch.manual_seed(0)
+            fresh_fn, fresh_args = factory(device)
+            explained = explain_record(torch._dynamo.explain(fresh_fn)(*fresh_args))
         except Exception as exc:  # noqa: BLE001 — explain() failing is reported, the check runs without it
             print(f"{name}: explain() failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     data = cap.to_data()
@@ -179,6 +186,7 @@ def one(name: str, out: Path, backend: str = "inductor") -> dict:
     path = out / f"{name}.json.gz"
     path.write_bytes(gzip.compress(json.dumps(data).encode(), compresslevel=6, mtime=0))
     checked = check(cap, explained)
+    nodes_differ = node_differences(cap, out / f"{name}.nodes")
     result = {"model": name, "device": device, "torch": torch.__version__, "compiles": checked.compiles,
               "graphs_checked": checked.graphs, "ops": checked.ops, "torch_ops": checked.torch_ops,
               "kernels_lines_in_origins": checked.kernels_lines_in_origins,
@@ -188,10 +196,51 @@ def one(name: str, out: Path, backend: str = "inductor") -> dict:
               "skipped_frames": len(cap.skipped_frames), "graph_breaks": cap.summary.graph_breaks,
               "explain_graphs": explained and explained["graph_count"], "graphs": cap.summary.graphs,
               "error": cap.error.as_text() if cap.error else None,
+              "break_kinds": cap.breaks.kinds(), "torch_graph_break": _by_first_line(cap.counters.get("graph_break")),
+              "torch_unimplemented": _by_first_line(cap.counters.get("unimplemented")),
+              "nodes_differ": nodes_differ,
               "violations": [v.line() for v in checked.violations], "capture_s": round(captured_s, 1),
               "seconds": round(time.perf_counter() - start, 1), "bytes": path.stat().st_size}
     (out / f"{name}.check.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+def _by_first_line(counter: dict | None) -> dict:
+    """torch's counter (keyed by a break's whole message) by the message's first line (the break's type)."""
+    out: dict = {}
+    for message, n in (counter or {}).items():
+        first = (str(message).strip().splitlines() or [""])[0][:160]
+        out[first] = out.get(first, 0) + n
+    return out
+
+
+def node_differences(cap, folder: Path) -> list[str]:
+    """For each Dynamo graph whose node count here differs from torch's (``graph_node_count``): the names its code
+    defines that the parser made no node of, and the reverse, each with its code (``check.node_difference``), into
+    ``folder/<compile>.json`` with the graph's code beside it (``<compile>.py.txt``); the compile ids."""
+    from compiler.analyses.check import node_difference
+
+    found = []
+    for c in cap.compiles:
+        torch_nodes = c.metrics.get("graph_node_count")
+        if c.origin != "dynamo" or not c.graph.available or not c.graph.code or not isinstance(torch_nodes, int):
+            continue
+        nodes = sum(n.op != "alias" for n in c.graph.nodes)
+        if nodes == torch_nodes:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = c.compile_id.replace("/", "_")
+        difference = node_difference(c.graph)
+        (folder / f"{stem}.json").write_text(json.dumps({"compile": c.compile_id, "nodes_here": nodes,
+                                                          "torch_graph_node_count": torch_nodes,
+                                                          "torch_graph_op_count": c.metrics.get("graph_op_count"),
+                                                          "ops_here": c.graph.op_count, **difference}, indent=1))
+        (folder / f"{stem}.py.txt").write_text(c.graph.code)
+        found.append(c.compile_id)
+        print(f"{cap.options.get('case')}: {c.compile_id}: {nodes} nodes here, torch's {torch_nodes}; in the code, not "
+              f"parsed: {difference['in_code_not_parsed']}; parsed, not in the code: "
+              f"{difference['parsed_not_in_code']}", file=sys.stderr)
+    return found
 
 
 def table(results: list[dict]) -> str:
@@ -248,6 +297,11 @@ def main(argv=None) -> int:
     for r in results:
         for line in r.get("violations", [])[:15]:
             print(f"{r['model']}: {line}")
+        if r.get("nodes_differ"):
+            print(f"{r['model']}: node counts differ from torch's in {r['nodes_differ']}: see {r['model']}.nodes/")
+        if r.get("break_kinds"):
+            print(f"{r['model']}: graph breaks here by kind {r['break_kinds']}; torch's counters['graph_break'] "
+                  f"{sum(r['torch_graph_break'].values())} over {len(r['torch_graph_break'])} types")
         for budget in r.get("recompile_budgets", [])[:5]:
             print(f"{r['model']}: recompile budget: {budget}")
         if r.get("error"):

@@ -2,8 +2,9 @@
 DDP + torch.compile (Inductor), AdamW; every rank trains on sequences of 64 tokens except rank 1 at step 2,
 which gets 96. Each rank runs under ``compiler.watch(job_dir=OUT/job)``; ``python -m compiler watch`` follows
 the directory from another process while the job runs, and its output (each line with the second it arrived)
-goes to OUT/watch.txt. Then each rank times blocks of steps with and without a watch, interleaved (the step
-time ratio, the GPU bench row).
+goes to OUT/watch.txt. Then each rank times blocks of steps with and without a watch, interleaved, the ranks
+meeting at a barrier before each block (the step time ratio with its interval; the single-GPU bench row is
+``scripts/watch_gpu_ratio.py``'s).
 
     python -m scripts.watch_gpu_job --out "$OUT"            # launches torchrun + the follower, ≤ 6 min
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -28,7 +28,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 SEQ, ODD_SEQ, ODD_RANK, ODD_STEP, STEPS, BATCH = 64, 96, 1, 2, 8, 8
-BENCH_BLOCKS, BENCH_STEPS = 8, 20
+BENCH_BLOCKS, BENCH_STEPS = 16, 20
 
 
 def rank_main(out: Path, cpu: bool = False) -> None:
@@ -37,6 +37,7 @@ def rank_main(out: Path, cpu: bool = False) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     import compiler
+    from bench.watch_overhead import paired_ratio
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if cpu:  # a check of this script on a machine with no GPU: gloo, a tiny GPT-2, aot_eager
@@ -70,8 +71,13 @@ def rank_main(out: Path, cpu: bool = False) -> None:
         sync()
     job_s = time.time() - started
 
-    # the bench row: blocks of steps with and without a watch, interleaved (same shapes: nothing compiles)
+    # the bench row: blocks of steps with and without a watch, interleaved (same shapes: nothing compiles). The
+    # ranks wait for each other before each block: the steps' all-reduces tie them together, so without the
+    # barrier a rank that started its block first would time its wait for the other rank (still starting or
+    # stopping its watch, collecting garbage) as its own steps.
     def block() -> float:
+        sync()
+        dist.barrier()
         sync()
         t = time.perf_counter()
         for _ in range(BENCH_STEPS):
@@ -88,9 +94,11 @@ def rank_main(out: Path, cpu: bool = False) -> None:
                 assert bench_watch.steps == BENCH_STEPS
             else:
                 runs[variant].append(block())
-    med = {k: statistics.median(v) for k, v in runs.items()}
+    r = paired_ratio(runs["plain"], runs["watched"])
+    med = {"watched": r["watched_s"], "plain": r["plain_s"]}
     result = {"rank": rank, "steps": w.steps, "job_s": job_s, "alerts": [a.to_json() for a in w.alerts],
-              "compiles": w.compiles, "bench": {"medians": med, "ratio": med["watched"] / med["plain"], "runs": runs},
+              "compiles": w.compiles, "bench": {"medians": med, "ratio": r["ratio"], "interval": r["interval"],
+                                                "method": r["method"], "runs": runs},
               "device": "cpu" if cpu else torch.cuda.get_device_name(), "torch": torch.__version__}
     (out / f"rank_{rank}.json").write_text(json.dumps(result, indent=1, default=str))
     dist.barrier()
@@ -164,7 +172,9 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
         print(f"rank {rank} ({r['device']}, torch {r['torch']}): {r['steps']} steps, {len(r['alerts'])} alerts, "
               f"compiles {[(c['step'], c['compile_id'], c['what'], round(c['seconds'] or 0, 1)) for c in r['compiles']]}")
         print(f"  bench: step {b['medians']['watched'] * 1e3:.2f} ms watched vs {b['medians']['plain'] * 1e3:.2f} ms "
-              f"plain = {b['ratio']:.4f}x ({BENCH_BLOCKS} interleaved blocks of {BENCH_STEPS} steps)")
+              f"plain (the blocks' medians); watched ÷ plain, the median of the rounds: {b['ratio']:.4f}x "
+              f"[{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] ({BENCH_BLOCKS} interleaved "
+              f"rounds of {BENCH_STEPS}-step blocks, the ranks meeting at a barrier before each)")
     for d in saved:
         print(f"saved job divergence: {d.get('kind')} step={d.get('step')} fix={(d.get('fix') or {}).get('title')}")
     return 0 if job.returncode == 0 else 1

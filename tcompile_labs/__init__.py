@@ -19,5 +19,5 @@ def gpu_captures() -> Path:
 
 
 def job_script() -> Path:
-    """Lab 8's job: ``torchrun --nproc_per_node 2 <job_script()> OUT [--dynamic]``."""
+    """Lab 8's job: ``torchrun --nproc_per_node 2 <job_script()> OUT [--uneven RANK] [--prepare FILE]``."""
     return HERE / "dist_job.py"

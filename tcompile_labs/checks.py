@@ -28,6 +28,7 @@ __all__ = [
     "saved_for_backward",
     "check_attribute_updates", "check_every_name", "check_no_breaks_by_default",
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
+    "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -1044,3 +1045,120 @@ def check_warm_compile(settings, fn, *args) -> None:
               f"{counters['inductor']['fxgraph_cache_miss']} misses, {counters['inductor']['fxgraph_cache_bypass']} "
               "bypasses)", "which option turns every cache off? and which one is the FX graph cache's own?")
     return _pass(f"the second compile is warm: {hits[1]} FX graph cache hit(s) (the first: {hits[0]})")
+
+
+def mutated_inputs(fn, *args) -> list[int]:
+    """The positions of the inputs ``fn(*args)`` mutates, as AOTAutograd records them when it compiles ``fn``
+    (``ViewAndMutationMeta.input_info[i].mutates_data``, read from ``TracingContext.fw_metadata``; Inductor's
+    CUDA-graph check ``cudagraph_utils.check_for_mutation`` skips a graph with such inputs: "mutated inputs")."""
+    import torch
+    from torch._dynamo.backends.common import aot_autograd
+
+    seen = []
+
+    def forward_compiler(gm, example_inputs):
+        seen.append([info.mutates_data for info in torch._guards.TracingContext.try_get().fw_metadata.input_info])
+        return gm
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=aot_autograd(fw_compiler=forward_compiler), fullgraph=True)(
+        *[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    torch._dynamo.reset()
+    return sorted({i for flags in seen for i, mutated in enumerate(flags) if mutated})
+
+
+def check_no_input_mutation(fn, reference, *args) -> None:
+    """``fn`` mutates none of its inputs (as AOTAutograd records it: ``mutated_inputs``) and returns what
+    ``reference`` returns, followed by the new value of each input ``reference`` updates in place."""
+    import torch
+
+    if fn is ... or fn is None:
+        _fail("no answer yet", "define the rewritten function")
+    before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    ref_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    expected = reference(*ref_args)
+    updated = [i for i, (a, b) in enumerate(zip(before, ref_args))
+               if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
+    mutated = mutated_inputs(fn, *args)
+    if mutated:
+        _fail(f"{_name_of(fn)} still updates input {', '.join(str(i) for i in mutated)} in place "
+              "(AOTAutograd records it as mutated: Inductor skips CUDA graphs for 'mutated inputs')",
+              "compute the new value into a new tensor and give it back to the caller")
+    got = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    want = (expected, *[ref_args[i] for i in updated])
+    got = got if isinstance(got, tuple) else (got,)
+    if len(got) != len(want):
+        _fail(f"{_name_of(fn)} returns {_plural(len(got), 'value')}; the caller needs {len(want)}: the result and "
+              f"the new value of each updated input ({_plural(len(updated), 'input')})",
+              "return the result, then the updated buffer")
+    for i, (g, w) in enumerate(zip(got, want)):
+        check_allclose(g, w, f"{_name_of(fn)}'s output {i}")
+    return _pass(f"{_name_of(fn)} mutates no input (AOTAutograd's metadata) and returns the result and the "
+                 f"{_plural(len(updated), 'updated value')}")
+
+
+def _compiled(module) -> bool:
+    """``module`` is compiled: a ``torch.compile`` wrapper (``OptimizedModule``) or ``module.compile()`` called
+    (``nn.Module._compiled_call_impl`` set)."""
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    return isinstance(module, OptimizedModule) or getattr(module, "_compiled_call_impl", None) is not None
+
+
+def _op_nodes(gm) -> int:
+    return sum(n.op not in ("placeholder", "output", "get_attr") for n in gm.graph.nodes)
+
+
+def check_regional(cap, model, x) -> None:
+    """Regional compilation: every block of ``model.blocks`` compiled, the model itself not; ``cap`` made one
+    frame compile (counted by the capture) whose Dynamo graph holds as many ops as one block traced alone
+    (``torch._dynamo.testing.EagerAndRecordGraphs``), and ``model(x)`` equals the blocks run eagerly."""
+    import copy
+
+    import torch
+    from torch._dynamo.testing import EagerAndRecordGraphs
+
+    blocks = list(model.blocks)
+    if _compiled(model) or not all(_compiled(b) for b in blocks):
+        done = sum(_compiled(b) for b in blocks)
+        _fail(f"{'the whole model is compiled' if _compiled(model) else 'the model is not compiled'}; "
+              f"{done} of {len(blocks)} blocks are",
+              "compile each repeated block (block.compile()), not the model around them")
+    _require_no_error(cap)
+    recorder = EagerAndRecordGraphs()
+    block = copy.deepcopy(getattr(blocks[0], "_orig_mod", blocks[0]))
+    with torch.no_grad():
+        torch.compile(block, backend=recorder)(x)
+    one_block = sum(_op_nodes(g) for g in recorder.graphs)
+    ops = len(graph_ops(cap))
+    if len(cap.compiles) != 1 or ops != one_block:
+        _fail(f"the capture made {_plural(len(cap.compiles), 'compile')} with {ops} ops in all; one block "
+              f"traced alone has {one_block}",
+              "one compile of the block, reused by every block (call the model under torch.no_grad())")
+    with torch.no_grad():
+        got = model(x)
+        want = x
+        for b in blocks:
+            want = getattr(b, "_orig_mod", b).forward(want)
+    check_allclose(got, want, "the regionally compiled model")
+    return _pass(f"{len(blocks)} blocks share one compile of {one_block} ops; the results equal eager")
+
+
+def check_recomputed(cap, op: str) -> None:
+    """Activation checkpointing under torch.compile: ``cap`` is a training capture whose forward graph saves only
+    graph inputs for the backward (``primals_*``: parameters and inputs, no intermediate) and whose backward
+    graph computes ``op`` again (the forward op itself, e.g. ``aten.gelu``, not its ``_backward``): the partitioner
+    chose to recompute what the checkpointed region made (``min_cut_rematerialization_partition`` honours the
+    ``tag_activation_checkpoint`` region's recompute tags)."""
+    _require_no_error(cap)
+    check_training(cap)
+    saved = saved_for_backward(cap)
+    kept = [name for name in saved if not name.startswith("primals")]
+    if kept:
+        _fail(f"the forward still saves {len(kept)} intermediate tensor(s) for the backward: {', '.join(kept[:6])}",
+              "torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False) around the part whose activations "
+              "should be recomputed, inside the compiled function")
+    if not any(_matches_op(t, op) and "backward" not in t for t in graph_ops(cap, "backward")):
+        _fail(f"the backward graph does not compute {op} again: nothing of the checkpointed region is recomputed",
+              f"checkpoint the part of the model that contains {op}")
+    return _pass(f"the forward saves only inputs ({len(saved)}: {', '.join(saved)}); the backward recomputes {op}")

@@ -115,23 +115,6 @@ def test_a_provenance_map_the_stages_give_again_is_left_out_and_built_on_read():
     assert json.loads(cap.to_json())["compiles"][0].get("provenance_from_stages") is True
 
 
-@pytest.mark.skip(reason="since issue 33 no shipped capture saves a provenance map with node files (it is rebuilt "
-                         "from the stages on load: provenance_from_stages); older files with one still load. To be "
-                         "rewritten on a capture that saves one")
-def test_provenance_nodes_name_their_file_by_index_and_leave_out_defaults():
-    saved = json.loads((GPU_CAPTURES / "gpt2_2layer.json").read_text())
-    provenance = saved["compiles"][0]["provenance"]
-    nodes, files, index = provenance["nodes"], provenance["node_files"], provenance["node_file_index"]
-    assert len(index) == len(nodes) and len(files) < 20 and all("file" not in n for n in nodes)
-    assert not any(v in (None, []) for n in nodes for v in n.values())  # defaults left out, filled in on load
-    cap = compiler.load(GPU_CAPTURES / "gpt2_2layer.json")
-    assert {n.file for n in cap.compiles[0].provenance.nodes} == set(files)
-    provenance["node_file_index"][0] = len(files)
-    with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.provenance\.node_file_index: expected one "
-                                                          r"index into node_files"):
-        Capture.from_data(saved)
-
-
 def test_the_ir_nodes_are_parsed_again_from_their_text_on_load():
     saved = json.loads((GPU_CAPTURES / "mlp_forward_backward.json").read_text())
     ir = saved["compiles"][0]["inductor"]["runs"][0]["ir"]

@@ -71,13 +71,16 @@ def _error(cell):
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _execute(path: Path, tmp_path: Path):
-    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed."""
+def _execute(path: Path, tmp_path: Path, graded: bool = False):
+    """Runs the notebook at ``path`` (in its own folder) in this venv's python3 kernel; returns it executed.
+    ``graded``: with the nbgrader course's test cells (and planted wrong answers) inserted, see ``_with_grading``."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
+    if graded:
+        nb = _with_grading(path, nb)
     nb.cells.append(nbformat.v4.new_code_cell(KERNEL_PROBE))  # which Python ran the lab
     client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
@@ -109,11 +112,16 @@ def _execute(path: Path, tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.stem)
 def test_lab_runs_top_to_bottom(path, tmp_path):
-    nb = _execute(path, tmp_path)
+    """Also grades the lab as nbgrader's autograde would, in the same kernel (its compiles shared): after each
+    exercise's starting code, after a planted wrong answer (``PLANTED_WRONG``) and after its solution, the
+    course's locked test cell (visible checks + hidden tests) runs — the starting code and the wrong answer must
+    score 0, the solution full marks."""
+    nb = _execute(path, tmp_path, graded=True)
+    _assert_graded(path, nb)
 
     expected_failures = solutions_checked = 0
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or "tcompile_grading" in cell.metadata:
             continue
         tags, error, text = _tags(cell), _error(cell), _text_of(cell.outputs)
         where = f"{path.name} cell {index}:\n{cell.source}"
@@ -132,6 +140,131 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
             solutions_checked += 1
     assert solutions_checked >= 2, f"{path.name}: every lab has exercises whose solutions run checkers"
     assert expected_failures >= 1, f"{path.name}: no exercise starts from a failing checker"
+
+
+# --- grading in the lab's kernel (issue 39) ------------------------------------------------------------------
+
+# exercise -> a wrong answer (the student's cell, run after the exercise's starting code): it must score 0.
+# Labs 02 and 03 take theirs from tests/test_labs_grading.py (graded there by nbgrader itself, too).
+PLANTED_WRONG = {
+    "0.1": "answer = len(tour.compiles[0].kernels.kernels)   # the extern call counted as a kernel",
+    "0.2": "softmax_line = 2                                  # counted without the %%tcompile line",
+    "1.1": "answer = 5                                        # the input and the output counted",
+    "1.2": "def scale_all(x, scales):\n    for s in scales:\n        x = x * s\n    return x\n\n"
+           "ex12 = compiler.explore(scale_all, x, [1, 2, 3], backend='eager')",
+    "1.3": "ex13 = compiler.explore(power, x, 3, backend='eager', dynamic=True)   # the value the checker uses",
+    "1.4": "my_input = torch.ones(8, 4) * 2\nex14 = compiler.explore(gate, example, backend='eager', timing=False)",
+    "1.5": "all_backends = torch._dynamo.list_backends(exclude_tags=('debug',))",
+    "1.6": "import operator\n\ndef square_to_mul(gm, example_inputs):\n    for node in gm.graph.nodes:\n"
+           "        if node.op == 'call_function' and node.target is operator.pow and node.args[1] == 2:\n"
+           "            node.target, node.args = operator.mul, (node.args[0], 2)\n    gm.recompile()\n"
+           "    return gm.forward\n\nex16 = compiler.explore(energy, x, backend=square_to_mul, timing=False)",
+    "4.1": "torch._dynamo.reset()\nwith compiler.capture() as ex41:\n"
+           "    loss = torch.compile(step2, backend='eager')(x)\n    loss.backward()",
+    "4.2": "answer = len(saved_for_backward(ex41)) + 1",
+    "4.3": "torch._dynamo.reset()\nwith compiler.capture() as ex43:\n"
+           "    torch.compile(step, backend='eager')(x).backward()",
+    "3.9": "compiles_default = 3          # the size of 1 at the fifth call forgotten\ncompiles_dynamic = 1",
+    "4.4": "from torch.utils.checkpoint import checkpoint\n\ndef step_ck(x):   # the region after GELU only\n"
+           "    return checkpoint(mlp[2], mlp[1](mlp[0](x)), use_reentrant=False).square().mean()\n\n"
+           "torch._dynamo.reset()\nwith compiler.capture() as ex44:\n"
+           "    torch.compile(step_ck, backend='aot_eager')(x).backward()",
+    "5.1": "row_length = 1024\nloads_of_x = 2                # one load per reduction",
+    "5.2": "ex52 = compiler.explore(scaled_softmax, x, fresh=True, timing=False, options={'epilogue_fusion': False})",
+    "5.3": "answer = 'softmax'",
+    "5.4": "table = ex54.line_table()\ncostliest = int(table.loc[table['time_share'].idxmin(), 'line'])",
+    "5.5": "kernels_changed_on_cpu = True\ngpu_matmul_kernel = 'triton_tem_fused_add_mm_mul_relu_0'",
+    "6.1": "name = next(label for label, path in captures.items() if compiler.load(path).cudagraphs.used)",
+    "6.2": "answer = len(dyn.compiles)",
+    "6.3": "both = small.cudagraph_comparison\n"
+           "saved_fraction = both.with_cudagraphs.median_s / both.without_cudagraphs.median_s   # the part left",
+    "6.4": "def f_fixed(buf, x):\n    buf.copy_(buf + 1)\n    return x * 2 + buf, buf",
+    "7.1": "def break_even(first_call_s, eager_s, compiled_s):\n    return first_call_s / eager_s\n\n"
+           "r = inductor.runtime\ncalls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)",
+    "7.2": "model = Stack()\nfor block in model.blocks:\n    block.compile(backend='eager')\n\n"
+           "with compiler.capture(fresh=True) as regional:\n    model(tokens)          # with gradients: two compiles",
+    "7.3": "answer = table['compile s'].idxmax()",
+    "7.4": "cache_settings = {'fx_graph_cache': False}",
+    "8.1": "recompiles = next(d for d in job.divergences if d.kind == 'recompiles')\n"
+           "odd_rank = next(g[0] for g, did in zip(recompiles.groups, recompiles.behaviours) if did == 'no recompiles')\n"
+           "odd_compile = '0/1'",
+    "8.2": "def prepare_batch(x):\n    return x[:32]          # every rank compiles alike: the uneven batch cut\n\n"
+           "fixed = run_job('fixed', prepare=prepare_batch)\nfixed_job = compiler.load_trace(fixed / 'trace')",
+}
+
+
+def _planted(ex_id: str) -> str | None:
+    if ex_id in PLANTED_WRONG:
+        return PLANTED_WRONG[ex_id]
+    try:
+        from test_labs_grading import PLANTED
+    except Exception:  # noqa: BLE001 - nbgrader not installed: labs 02/03 graded without their plants
+        return None
+    return PLANTED.get("lab0" + ex_id.split(".")[0], {}).get("ex" + ex_id.replace(".", "_"))
+
+
+def _course_tests(path: Path) -> dict[str, tuple[str, int]]:
+    """exercise id -> (the nbgrader course's test cell for it, its points), built from the lab's source."""
+    import build_labs
+
+    name = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
+    course = build_labs.course_notebook(build_labs.build(name)[1])
+    tests = {}
+    for cell in course.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            ex_id = meta["grade_id"].removeprefix("ex").removesuffix("_tests").replace("_", ".")
+            tests[ex_id] = (cell.source, meta["points"])
+    return tests
+
+
+def _with_grading(path: Path, nb):
+    """``nb`` with the grading cells inserted (metadata ``tcompile_grading``): after each exercise cell, its test
+    cell (the unanswered release), then the planted wrong answer and the test cell again; after its solution cell,
+    the test cell (the solutions)."""
+    import nbformat
+
+    tests = _course_tests(path)
+
+    def grading(ex_id, student, source, kind="test"):
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tcompile_grading"] = {"exercise": ex_id, "student": student, "kind": kind,
+                                             "points": tests[ex_id][1]}
+        return cell
+
+    cells, current = [], None
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type == "markdown":
+            current = (EXERCISE_HEADING.findall(cell.source) or [current])[-1]
+        elif "exercise" in _tags(cell):
+            cells.append(grading(current, "empty", tests[current][0]))
+            wrong = _planted(current)
+            if wrong:
+                cells += [grading(current, "wrong", wrong, kind="answer"), grading(current, "wrong", tests[current][0])]
+        elif "solution" in _tags(cell):
+            cells.append(grading(current, "solutions", tests[current][0]))
+    nb.cells = cells
+    return nb
+
+
+def _assert_graded(path: Path, nb) -> None:
+    scores = {}  # student -> {exercise: (score, points)}
+    for cell in nb.cells:
+        meta = cell.metadata.get("tcompile_grading")
+        if meta and meta["kind"] == "test":
+            error = _error(cell)
+            scores.setdefault(meta["student"], {})[meta["exercise"]] = (0 if error else meta["points"], meta["points"])
+            if meta["student"] == "solutions":
+                assert error is None, f"{path.name} Ex {meta['exercise']}: the solution fails its graded test: " \
+                                      f"{error['ename']}: {error['evalue']}\n{_text_of(cell.outputs)[-2000:]}"
+    for student, got in sorted(scores.items()):
+        total, top = sum(s for s, _ in got.values()), sum(t for _, t in got.values())
+        print(f"{path.name} graded {student}: {total} / {top}", {ex: s for ex, (s, _) in sorted(got.items())})
+    for student in ("empty", "wrong"):
+        scored = {ex: s for ex, (s, _) in scores.get(student, {}).items() if s}
+        assert not scored, f"{path.name}: {student} answers that scored: {scored}"
+    assert sorted(scores["empty"]) == sorted(scores["solutions"])
 
 
 # --- tcompile_labs/checks.py, on real captures (backend="eager") ---------------------------------------
@@ -421,14 +554,122 @@ def test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula():
     fails(answers.check_break_even, -999.0, slower)
 
 
-def test_exercise_7_2_rejects_the_skip_all_guard_filter():
-    with compiler.capture() as wrong:
-        compiled = torch.compile(_batch_scaled, backend="eager", dynamic=False,
-                                 options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
-        for rows in (4, 8, 16):
-            compiled(torch.randn(rows, 4))
-    checks.check_recompile_count(wrong, 0)  # the old exercise check let it through (wrong results too)
-    fails(checks.check_dynamic, wrong, "x")
+class _Block(torch.nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.norm, self.linear = torch.nn.LayerNorm(width), torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + torch.nn.functional.gelu(self.linear(self.norm(x)))
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self, depth=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block() for _ in range(depth))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _regional_run(model, x, grad=False):
+    torch._dynamo.reset()
+    with compiler.capture() as cap:
+        with torch.set_grad_enabled(grad):
+            model(x)
+    return cap
+
+
+def test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile():
+    """Exercise 7.2 (issue 39, regional compilation): every block compiled and sharing one compile of one block's
+    graph (counted against the block traced alone by torch); the whole model, one block only, or a run with
+    gradients (two compiles: requires_grad differs between the first block's input and the rest) fail."""
+    x = torch.randn(4, 16)
+    model = _Stack()
+    for block in model.blocks:
+        block.compile(backend="eager")
+    checks.check_regional(_regional_run(model, x), model, x)
+    assert "2 compiles" in fails(checks.check_regional, _regional_run(model, x, grad=True), model, x).message
+    whole = _Stack()
+    compiled = torch.compile(whole, backend="eager")
+    whole_cap = _regional_run(compiled, x)
+    assert "not compiled; 0 of 3" in fails(checks.check_regional, whole_cap, whole, x).message
+    assert "whole model" in fails(checks.check_regional, whole_cap, compiled, x).message  # the wrapper handed in
+    first = _Stack()
+    first.blocks[0].compile(backend="eager")
+    assert "1 of 3 blocks" in fails(checks.check_regional, _regional_run(first, x), first, x).message
+
+
+def test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1():
+    """Exercise 3.9 (issue 39, dynamic-shape pitfalls): the compiles of a call sequence, counted by torch."""
+    def topk_mean(x, k):
+        return x.topk(k, dim=-1).values.mean(-1)
+
+    calls = [(torch.randn(1, 8), 2), (torch.randn(4, 8), 2), (torch.randn(6, 8), 3), (torch.randn(9, 8), 4),
+             (torch.randn(1, 8), 5), (torch.randn(5, 8), 6)]
+    answers.check_compile_count_answer(4, topk_mean, calls)
+    answers.check_compile_count_answer(2, topk_mean, calls, dynamic=True)
+    for wrong in (6, 3, 1, 4.5, "4", ...):  # one per call; the size of 1 forgotten; all in one; not a count
+        fails(answers.check_compile_count_answer, wrong, topk_mean, calls)
+    fails(answers.check_compile_count_answer, 1, topk_mean, calls, dynamic=True)  # 0/1 specialization forgotten
+
+
+def test_exercise_4_4_rejects_no_checkpoint_and_a_region_without_gelu():
+    """Exercise 4.4 (issue 39, activation checkpointing under torch.compile): the forward saves only inputs and
+    the backward recomputes gelu; no checkpoint, or a checkpoint of the layer after GELU only, fails."""
+    from torch.utils.checkpoint import checkpoint
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+
+    def run(fn):
+        torch._dynamo.reset()
+        with compiler.capture() as cap:
+            torch.compile(fn, backend="aot_eager")(x).backward()
+        return cap
+
+    checks.check_recomputed(run(lambda t: checkpoint(mlp, t, use_reentrant=False).square().mean()), "gelu")
+    assert "addmm, gelu, addmm_1" in fails(checks.check_recomputed, run(lambda t: mlp(t).square().mean()),
+                                           "gelu").message
+    last_only = run(lambda t: checkpoint(mlp[2], mlp[1](mlp[0](t)), use_reentrant=False).square().mean())
+    assert "addmm, gelu" in fails(checks.check_recomputed, last_only, "gelu").message
+
+
+def _bump(buf, x):
+    buf.add_(1)
+    return x * 2 + buf
+
+
+def test_exercise_6_4_rejects_a_mutation_kept_and_the_update_lost():
+    """Exercise 6.4 (issue 39, the CUDA-graph skip fixed): AOTAutograd's metadata says which inputs a function
+    mutates (what Inductor's check_for_mutation reads); the fix returns the new buffer instead."""
+    def fixed(buf, x):
+        new = buf + 1
+        return x * 2 + new, new
+
+    def copied(buf, x):  # still a mutation, written another way
+        buf.copy_(buf + 1)
+        return x * 2 + buf, buf
+
+    def sliced(buf, x):
+        buf[:] = buf + 1
+        return x * 2 + buf, buf
+
+    def dropped(buf, x):  # the right result, the update lost for the caller
+        return x * 2 + buf + 1
+
+    def off_by_one(buf, x):
+        return x * 2 + buf, buf + 1
+
+    args = (torch.zeros(8), torch.randn(8))
+    assert checks.mutated_inputs(_bump, *args) == [0] and checks.mutated_inputs(fixed, *args) == []
+    checks.check_no_input_mutation(fixed, _bump, *args)
+    for wrong in (_bump, copied, sliced):
+        assert "in place" in fails(checks.check_no_input_mutation, wrong, _bump, *args).message
+    assert "returns 1 value" in fails(checks.check_no_input_mutation, dropped, _bump, *args).message
+    fails(checks.check_no_input_mutation, off_by_one, _bump, *args)
 
 
 def test_the_torch_internals_the_labs_cite_still_exist():
@@ -456,7 +697,7 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert hasattr(trace_rules, "_polyfilled_function_ids")
     # checks.check_recompiling_input: the TENSOR_MATCH guard's C++ class
     assert hasattr(torch._C._dynamo.guards, "TensorGuards")
-    # lab07 §5: the FX graph cache's lookup, and the counter check_warm_compile reads
+    # lab07 §6: the FX graph cache's lookup, and the counter check_warm_compile reads
     from torch._inductor.codecache import FxGraphCache
 
     assert callable(FxGraphCache.load_with_key)
@@ -1109,9 +1350,11 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "3.6": "test_exercise_3_6_rejects_no_filter_and_the_skip_all_filter",
     "3.7": "test_exercise_3_7_accepts_only_force_eager",
     "3.8": "test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check",
+    "3.9": "test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1",
     "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
     "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
     "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
+    "4.4": "test_exercise_4_4_rejects_no_checkpoint_and_a_region_without_gelu",
     "5.1": "test_exercise_5_1_rejects_the_row_count_and_one_load_per_reduction",
     "5.2": "test_exercise_5_2_rejects_the_default_options_and_options_that_still_fuse",
     "5.3": "test_exercise_0_1_and_5_3_read_the_kernels_from_the_capture",
@@ -1120,8 +1363,9 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "6.1": "test_exercise_6_1_accepts_only_the_capture_that_skipped_cuda_graphs",
     "6.2": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
     "6.3": "test_exercises_6_2_and_6_3_from_the_shipped_captures",
+    "6.4": "test_exercise_6_4_rejects_a_mutation_kept_and_the_update_lost",
     "7.1": "test_exercise_7_1_accepts_any_correct_form_and_rejects_a_wrong_formula",
-    "7.2": "test_exercise_7_2_rejects_the_skip_all_guard_filter",
+    "7.2": "test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile",
     "7.3": "test_exercise_7_3_rejects_another_row",
     "7.4": "test_exercise_7_4_rejects_caches_turned_off",
     "8.1": "test_exercise_8_1_rejects_the_other_rank_and_the_first_compile",
@@ -1159,12 +1403,19 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 39, ids
+    assert len(ids) == len(set(ids)) == 42, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
     for ex_id, name in WRONG_ANSWER_TESTS.items():
         assert callable(globals().get(name)), f"exercise {ex_id}: no test named {name}"
+
+
+def test_every_exercise_has_a_planted_wrong_answer_graded():
+    """Each exercise's graded test cell is run on a planted wrong answer (here, or in test_labs_grading.py)."""
+    pytest.importorskip("nbgrader")
+    missing = [ex_id for ex_id, _, _ in _exercises() if not _planted(ex_id)]
+    assert not missing, f"no planted wrong answer: {missing}"
 
 
 def test_every_exercise_cell_runs_its_solutions_checks():

@@ -1,8 +1,9 @@
 """The labs as an nbgrader course (notebooks/labs/grading.py, ``build_labs.py --course``): ``nbgrader
 generate_assignment`` makes the student release, ``nbgrader autograde`` grades a submission. Graded here on
-labs 02 and 03 (the quick ones that compile live; every lab's solutions run in tests/test_labs.py): the
-solutions get full marks, the unanswered release zero (and no crash), and each planted wrong answer zero
-for its exercise — including wrong answers the visible checkers never name.
+labs 02 and 03 (the quick ones that compile live): the solutions get full marks, the unanswered release zero
+(and no crash), and each planted wrong answer zero for its exercise — including wrong answers the visible
+checkers never name. Every lab (these two included) is also graded in tests/test_labs.py's top-to-bottom run,
+in the lab's own kernel: the same test cells after the starting code, a planted wrong answer and the solution.
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ PLANTED = {
                  "ex36 = compiler.explore(sgd_step, w, g, backend='eager', timing=False, "
                  "options={'guard_filter_fn': keep_guard})",
         "ex3_7": "stance = 'eager_on_recompile'",
+        "ex3_9": "compiles_default = 3\ncompiles_dynamic = 1",
         "ex3_8": "def mean_times_rows(x):\n    return x.mean(0) * x.shape[0]\n\ntorch._dynamo.reset()\n"
                  "batch = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(batch, 0)\n"
                  "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False)",

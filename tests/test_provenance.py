@@ -79,6 +79,29 @@ def test_cpu_time_spread_over_lines(three_cap):
     assert all(k.seconds > 0 and k.calls == 1 for k in prov.kernels)
 
 
+def test_a_saved_provenance_map_names_node_files_by_index_and_leaves_out_defaults(three_cap):
+    """A map loading cannot build again from the stages (here: CPU kernel times, measured live) is saved whole, each
+    node's file an index into ``node_files`` and its fields at their defaults left out; a wrong index is refused
+    on load with the field named. (Moved from test_capture_size: the shipped GPU captures' maps are built again
+    from their stages on load since issue 33, so none saves one.)"""
+    import json
+
+    saved = json.loads(three_cap.to_json())
+    provenance = saved["compiles"][0]["provenance"]
+    nodes, files, index = provenance["nodes"], provenance["node_files"], provenance["node_file_index"]
+    assert "provenance_from_stages" not in saved["compiles"][0]
+    assert len(index) == len(nodes) > 0 and len(files) < len(nodes) and all("file" not in n for n in nodes)
+    assert not any(v in (None, []) for n in nodes for v in n.values())  # defaults left out, filled in on load
+    loaded = Capture.from_data(json.loads(json.dumps(saved)))
+    files = [n.file for n in three_cap.compiles[0].provenance.nodes]
+    assert [n.file for n in loaded.compiles[0].provenance.nodes] == files
+    assert {n.file for n in loaded.compiles[0].provenance.nodes} == set(files)
+    provenance["node_file_index"][0] = len(files)
+    with pytest.raises(compiler.CaptureFormatError, match=r"^compiles\[0\]\.provenance\.node_file_index: expected one "
+                                                          r"index into node_files"):
+        Capture.from_data(saved)
+
+
 def test_amortization(three_cap):
     a = three_cap.compiles[0].amortization
     assert a.available and a.compile_s > 0

@@ -156,6 +156,32 @@ def test_step_times_bounded_and_cheap_memory():
     assert w.steps == 100_000 and grown <= 20e6, grown
 
 
+def test_cached_step_runs_what_plain_torch_runs_plus_the_hook():
+    """A step that compiles nothing (aot_eager: a Dynamo graph, AOTAutograd's forward and backward) calls the
+    same functions with a watch as without — no logging record, structured-trace payload, metrics or guard hook
+    — plus the watch's step hook, a dozen calls. Counted with sys.setprofile, not timed."""
+    from bench.watch_overhead import call_diff
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    compiled = torch.compile(model, backend="aot_eager")
+    x = torch.randn(4, 8)
+
+    def step():
+        compiled(x).square().mean().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    for _ in range(3):
+        step()
+    calls = call_diff(step, steps=8)
+    assert not calls["unstable"] and calls["other"] == {}, calls
+    assert any(k.endswith("watch.py:_optimizer_step") for k in calls["hook"]), calls
+    assert 0 < sum(calls["hook"].values()) <= 15, calls
+
+
 def test_watch_file_half_written_line_waits(tmp_path):
     path = watch_file(tmp_path, 3)
     path.write_text('{"kind":"start","rank":3}\n{"kind":"steps","first":0,"seconds":[0.1,0.2]}\n{"kind":"ale')

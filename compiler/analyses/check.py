@@ -8,7 +8,8 @@ One rule a function, each returning ``Violation``s (one line each) and adding wh
   placeholders), and Dynamo's graph against torch's ``graph_op_count`` / ``graph_node_count``
   (compilation metrics) where recorded;
 - ``counters``: the capture's counts against ``torch._dynamo.utils.counters`` recorded with a live capture — graph
-  breaks (the count here is torch's plus the breaks it could not resume from, which its counter leaves out),
+  breaks like with like (torch's ``counters['graph_break']`` counts only the breaks it resumed from after an
+  instruction, ``compiler.stages.breaks.break_kind``; message by message where they differ),
   graphs (``stats.unique_graphs``), failed compiles no more than torch's frames not ok (``frames``: it also counts
   frames that raised before making a compile record) — and against ``torch._dynamo.explain()``
   where a capture records its result (``"explain"``, ``explain_record``), difference by difference;
@@ -102,6 +103,46 @@ def code_ops(code: str) -> int:
     return count
 
 
+_DEFINED = re.compile(r"^(?P<names>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]+)?=(?!=)")
+
+
+def node_difference(graph) -> dict:
+    """The names the graph code defines (the signature's parameters, each statement's target, ``output``) against
+    the parsed graph's nodes (aliases left out), both ways, each missing name with the code that defines it — what
+    ``scripts/gpu_check_models.py`` dumps for a compile whose node count differs from torch's."""
+    from compiler.stages.fx_graph import _logical_lines, _signature_closed, split_subgraphs
+
+    own, _ = split_subgraphs(graph.code or "")
+    defined: dict[str, str] = {}
+    signature = None
+    for line in _logical_lines(own):
+        if signature is None:
+            signature = line if line.startswith("def forward(") else None
+            continue
+        if not _signature_closed(signature):
+            signature += " " + line
+            continue
+        if line.startswith("return"):
+            defined["output"] = line
+            continue
+        if line.startswith(("#", "class ", "def ")):
+            continue
+        for statement in _split_top(line.split("  #")[0], ";"):
+            match = _DEFINED.match(statement)
+            if match:
+                for name in match["names"].split(","):
+                    defined.setdefault(name.strip(), statement)
+    params = (signature or "")[(signature or "").find("(") + 1:].split("#")[0].rsplit(")", 1)[0]
+    for param in _split_top(params, ","):
+        name = re.match(r"\**(?P<name>\w+)", param.strip())
+        if name and name["name"] != "self":
+            defined.setdefault(name["name"], f"def forward(…, {param.strip()}, …)")
+    parsed = {n.name: n.op for n in graph.nodes}
+    return {"in_code_not_parsed": {name: text for name, text in defined.items() if name not in parsed},
+            "parsed_not_in_code": {name: op for name, op in parsed.items() if name not in defined},
+            "parsed_by_op": {op: sum(o == op for o in parsed.values()) for op in sorted(set(parsed.values()))}}
+
+
 def _graphs_of(compile) -> list[tuple[str, object]]:
     out = [("dynamo", compile.graph)]
     out += [(f"aot {role}", g) for role, g in compile.aot.graphs.items()] if compile.aot.available else []
@@ -142,8 +183,11 @@ def graph_nodes(cap, checked: Checked) -> list[Violation]:
                     out.append(Violation("graph_nodes", f"{c.compile_id} dynamo",
                                          f"{graph.op_count} ops here, torch's graph_op_count is {torch_ops}"))
             if isinstance(torch_nodes, int) and nodes != torch_nodes:
+                missing = node_difference(graph)["in_code_not_parsed"]
+                shown = "; ".join(f"{name}: {text[:80]}" for name, text in list(missing.items())[:3])
                 out.append(Violation("graph_nodes", f"{c.compile_id} dynamo",
-                                     f"{nodes} nodes here, torch's graph_node_count is {torch_nodes}"))
+                                     f"{nodes} nodes here, torch's graph_node_count is {torch_nodes}"
+                                     + (f" (in the code, not parsed: {shown})" if missing else "")))
     return out
 
 
@@ -152,17 +196,14 @@ def graph_nodes(cap, checked: Checked) -> list[Violation]:
 def counters(cap, checked: Checked, explain: dict | None = None) -> list[Violation]:
     """The counts against torch's counters (a live capture's, unless another capture overlapped it: they are
     process-wide) and against a recorded ``explain()``."""
-    from compiler.stages.breaks import UNRESUMABLE
-
     out = []
     s, counted = cap.summary, cap.counters or {}
+    kinds = cap.breaks.kinds()
+    if s.graph_breaks != sum(kinds.values()):
+        out.append(Violation("counters", "graph breaks", f"the summary says {s.graph_breaks}, "
+                                                         f"{sum(kinds.values())} are listed"))
     if counted and not (cap.options or {}).get("overlapping_captures"):
-        unresumable = sum(i.count for i in cap.breaks.items if (i.reason or "").startswith(UNRESUMABLE))
-        torch_breaks = sum((counted.get("graph_break") or {}).values())
-        if s.graph_breaks != torch_breaks + unresumable:
-            out.append(Violation("counters", "graph breaks",
-                                 f"{s.graph_breaks} here, torch's counters['graph_break'] sum to {torch_breaks}"
-                                 + (f" (+ {unresumable} it could not resume from)" if unresumable else "")))
+        out += _graph_break_counter(cap, kinds, counted.get("graph_break") or {})
         unique = (counted.get("stats") or {}).get("unique_graphs")
         if isinstance(unique, int) and s.graphs != unique:
             out.append(Violation("counters", "graphs", f"{s.graphs} here, torch's stats['unique_graphs'] is {unique}"))
@@ -180,6 +221,35 @@ def counters(cap, checked: Checked, explain: dict | None = None) -> list[Violati
             out.append(Violation("counters", what, f"the summary says {summary}, {listed} are listed"))
     if explain:
         out += [Violation("counters", "explain()", text) for text in reconcile_explain(cap, explain)]
+    return out
+
+
+def _graph_break_counter(cap, kinds: dict, torch_counter: dict) -> list[Violation]:
+    """Like with like: torch's counters['graph_break'] (keyed by the break's message: ``len()`` distinct messages,
+    ``sum()`` breaks) counts only the breaks it resumed from after an instruction (``break_kind`` "resumed"); the
+    breaks it could not resume from and data-dependent branches are logged as graph breaks too and counted in
+    counters['unimplemented']. Where the counts differ, each message whose count differs is listed."""
+    from compiler.stages.breaks import KINDS
+
+    resumed, torch_breaks = kinds.get("resumed", 0), sum(torch_counter.values())
+    if resumed == torch_breaks:
+        return []
+    apart = "; ".join(f"{n} {KINDS[kind].split(' (')[0]}" for kind, n in kinds.items() if kind != "resumed")
+    out = [Violation("counters", "graph breaks",
+                     f"{resumed} resumed from here (of {sum(kinds.values())}{': ' + apart if apart else ''}), "
+                     f"torch's counters['graph_break'] sum to {torch_breaks} over {len(torch_counter)} messages")]
+    by_type: dict[str, int] = {}  # torch's messages by their first line (the break's type; its context follows)
+    for message, n in torch_counter.items():
+        first = (message.strip().splitlines() or [message])[0]
+        by_type[first] = by_type.get(first, 0) + n
+    listed = [i for i in cap.breaks.items if i.kind == "resumed"]
+    for first, n in sorted(by_type.items(), key=lambda kv: -kv[1]):
+        here = sum(i.count for i in listed if first in (i.reason or ""))
+        if here != n:
+            out.append(Violation("counters", "graph breaks", f"{here} here, {n} in torch's counter: {first[:120]}"))
+    out += [Violation("counters", "graph breaks", f"{i.count} here at {(i.file or '?').rsplit('/', 1)[-1]}:{i.line}, "
+                      f"of no message in torch's counter: {i.headline[:120]}")
+            for i in listed if not any(first in (i.reason or "") for first in by_type)]
     return out
 
 
@@ -214,7 +284,10 @@ def explain_record(explained) -> dict:
 def reconcile_explain(cap, explain: dict) -> list[str]:
     """Each difference between the capture's Dynamo graphs and explain()'s, item by item: per function, how
     many graphs each has (explain() compiles again with its own backend: a float specialised here may stay dynamic
-    there, one graph for every value), after the counts and what explain()'s graph_break_count is (its graphs − 1)."""
+    there, one graph for every value; and it runs one call on the objects as they are then, so graphs of code that
+    runs on a first call only are not among its own when it runs after the capture), after the counts and what
+    explain()'s graph_break_count is (its graphs − 1). The capture's graphs are the ones compiled: record
+    explain() on a model built again (``scripts/gpu_check_models.py`` does)."""
     graph_count = explain.get("graph_count")
     if not isinstance(graph_count, int):
         return [f"no graph_count in the recorded explain() result: {sorted(explain)[:5]}"]
@@ -230,7 +303,10 @@ def reconcile_explain(cap, explain: dict) -> list[str]:
         key = g.get("key") or "?"
         there[key] = there.get(key, 0) + 1
     out = [f"{cap.summary.graphs} graphs here, {graph_count} in explain() (its graph_break_count "
-           f"{explain.get('graph_break_count')} is its graphs − 1)"]
+           f"{explain.get('graph_break_count')} is its graphs − 1; it compiles one call of its own, on the objects "
+           "as they are then: code that runs on a first call only — a module caching what it computed, as "
+           "torchvision's MultiScaleRoIAlign does its scales in _setup_scales — compiles graphs here that an "
+           "explain() run after the capture's calls never sees)"]
     for key in sorted(set(here) | set(there)):
         if here.get(key, 0) != there.get(key, 0):
             out.append(f"{key}: {here.get(key, 0)} graphs here, {there.get(key, 0)} in explain()")

@@ -41,7 +41,7 @@ CUDAGRAPH_LOGS = ("cudagraphs_trees", "cudagraphs_utils")  # CUDA-graph recordin
 MAX_EVENTS = 10_000  # CUDA-graph log lines waiting for the next step's read
 MAX_LOOSE = 1_000  # records with no compile id waiting (read, then dropped)
 RECENT = 64  # the steps the median is taken over
-MEDIAN_EVERY = 16  # steps between two updates of the median
+MEDIAN_EVERY = 16  # steps between two updates of the median while fewer than RECENT steps were timed; RECENT after
 CHART_POINTS = 600
 
 
@@ -216,7 +216,8 @@ class Watch:
         from compiler.stages.environment import distributed, environment, recompile_limits
         from compiler.capturing.session import Recorder
 
-        self._is_compiling = torch.compiler.is_compiling
+        # one call (is_compiling() calls torch.jit.is_scripting() too); True while Dynamo traces the hook
+        self._is_compiling = torch.compiler.is_dynamo_compiling
         where = distributed()
         self.rank, self.world_size = int(where.get("rank", 0)), where.get("world_size")
         try:
@@ -290,10 +291,10 @@ class Watch:
     def _optimizer_step(self, optimizer, args, kwargs) -> None:
         if self._manual or self._is_compiling():  # traced inside a compiled optimizer step: nothing to do
             return
-        if self._optimizer is None:
+        if self._optimizer != id(optimizer):
+            if self._optimizer is not None:  # a second optimizer in the same step: not another step
+                return
             self._optimizer = id(optimizer)
-        elif self._optimizer != id(optimizer):  # a second optimizer in the same step: not another step
-            return
         self._end_step()
 
     def step(self) -> None:
@@ -320,7 +321,9 @@ class Watch:
             else:
                 self._slow_before = False
             self._recent.append(seconds)
-            if not step % MEDIAN_EVERY and len(self._recent) >= 8 and step >= self.warmup_steps:
+            # the median (a sort of RECENT values) every MEDIAN_EVERY steps at first, then every RECENT steps
+            if not step % (MEDIAN_EVERY if step < RECENT else RECENT) and len(self._recent) >= 8 \
+                    and step >= self.warmup_steps:
                 median = statistics.median(self._recent)
                 self._threshold = max(median * self.slow_ratio, median + self.slow_min_s)
         if self.log is not None:

@@ -54,10 +54,16 @@ class GraphBreak(Data):
     compile_id: str | None = None
     compile_ids: list[str] = field(default_factory=list)
 
+    @property
+    def kind(self) -> str:
+        """Which way torch logged it (``KINDS``): only "resumed" breaks are in torch's counters['graph_break']."""
+        return break_kind(self.reason)
+
     def as_text(self) -> str:
         where = f"{self.file}:{self.line}" if self.file else "unknown location"
         lines = [f"{self.gb_code or 'graph break'}: {self.headline} at {where}"
-                 + (f" (x{self.count})" if self.count > 1 else "")]
+                 + (f" (x{self.count})" if self.count > 1 else "")
+                 + (f" — {KINDS[self.kind]}" if self.kind != "resumed" else "")]  # how torch logged it
         if self.code:
             lines.append(f"    {self.code}")
         if self.explanation:
@@ -91,6 +97,14 @@ class Breaks(Stage):
     def _summary(self):
         return f"{self.total} graph breaks, {len(self.items)} unique"
 
+    def kinds(self) -> dict[str, int]:
+        """How many breaks torch logged each way (``KINDS``; "resumed" first): only the resumed ones are in its
+        counters['graph_break']."""
+        out = {kind: 0 for kind in KINDS}
+        for item in self.items:
+            out[item.kind] += item.count
+        return {kind: n for kind, n in out.items() if n or kind == "resumed"}
+
     @property
     def table(self):
         return _table(self.items)
@@ -101,9 +115,31 @@ _GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
-# How torch 2.14 words a graph break it cannot resume from (symbolic_convert.py, InstructionTranslatorBase.step):
-# logged as a graph break, but not added to counters["graph_break"]
+# How torch words the graph breaks it logs (symbolic_convert.py), and which of them counters["graph_break"] counts:
+# only a break at an instruction Dynamo ends the graph at and resumes after (``break_graph_if_unsupported``: its
+# reason starts with one of COUNTED), the exception moved from counters["unimplemented"] to counters["graph_break"].
+# A break it cannot resume from (``InstructionTranslatorBase.step``: compiled up to the last resumable point, the
+# rest of the function run eagerly) and a data-dependent branch (``jump_graph_break``: resumed in both branches)
+# are logged as graph breaks too, and stay in counters["unimplemented"] (torch 2.13, 2.14).
 UNRESUMABLE = "Encountered graph break that we cannot resume from"
+COUNTED = ("Encountered graph break when attempting to trace", "Encountered intentional debugging graph break")
+BRANCH = "Data-dependent branching"
+KINDS = {"resumed": "resumed from after the instruction (torch's counters['graph_break'] counts these)",
+         "unresumable": "not resumable: the rest of the function runs eagerly (in counters['unimplemented'])",
+         "branch": "data-dependent branches, resumed in both branches (in counters['unimplemented'])",
+         "other": "logged another way (in counters['unimplemented'])"}
+
+
+def break_kind(reason: str | None) -> str:
+    """Which way torch logged a graph break (its reason, as ``parse_break`` keeps it): a key of ``KINDS``."""
+    reason = (reason or "").lstrip()
+    if reason.startswith(UNRESUMABLE):
+        return "unresumable"
+    if reason.startswith(COUNTED):
+        return "resumed"
+    if reason.startswith(BRANCH):
+        return "branch"
+    return "other"
 
 
 @functools.lru_cache(maxsize=1)
@@ -270,10 +306,12 @@ def _hints(text: str) -> list[str]:
 
 
 def dedupe(items: list[dict]) -> list[dict]:
-    """Identical breaks (same place, same reason) once, with how often and in which compiles."""
+    """Identical breaks (same place, same reason, logged the same way: ``break_kind``) once, with how often and in
+    which compiles. Not merged across kinds: GPT-2's loss warning (transformers, one line) is resumed from in five
+    frames and not resumable in a sixth, and only the five are in torch's counters['graph_break']."""
     merged: dict[tuple, dict] = {}
     for item in items:
-        key = (item["file"], item["line"], item["headline"])
+        key = (item["file"], item["line"], item["headline"], break_kind(item["reason"]))
         if key in merged:
             merged[key]["count"] += 1
             merged[key]["compile_ids"].append(item["compile_id"])

@@ -139,8 +139,12 @@ def findings(capture) -> list[tuple[str, list]]:
     if failures > 0:
         found.append(("error", [f"{plural(failures, 'compile')} failed (see the status column below)"]))
     if s.graph_breaks:
-        found.append(("warn", [f"{plural(s.graph_breaks, 'graph break')} at {plural(s.unique_graph_breaks, 'place')}: "
-                               "each ends a graph, runs Python eagerly and resumes in a new frame; see Graph breaks"]))
+        unresumable = capture.breaks.kinds().get("unresumable", 0)
+        places = len({(i.file, i.line) for i in capture.breaks.items}) or s.unique_graph_breaks
+        found.append(("warn", [f"{plural(s.graph_breaks, 'graph break')} at {plural(places, 'place')}: "
+                               "each ends a graph, runs Python eagerly and resumes in a new frame"
+                               + (f" ({unresumable} could not be resumed from: the rest of that function runs eagerly)"
+                                  if unresumable else "") + "; see Graph breaks"]))
     if s.recompiles:
         found.append(("warn", [f"{plural(s.recompiles, 'recompile')}: guards rejected an earlier compile for new "
                                "inputs: see Recompiles"]))

@@ -751,39 +751,13 @@ def gpu_time_accounted(capture) -> GpuTimeAccount | None:
     ran outside the graphs. In an older profile Inductor's per-graph kernel names can repeat across compiles and
     the profiler sums launches by name, so each profiler row is counted once, and each compile's extern calls
     took their family's rows."""
-    from compiler.stages.gpu_profile import graphs_of_compile
-    from compiler.stages.caches import graph_keys
-    from compiler.stages.gpu_profile import ProfiledKernel
-
     profile = capture.gpu_profile
     compiles = [c for c in capture.compiles if c.kernels.available]
     kernels = [k for c in compiles for k in c.kernels.kernels]
     if profile is None or not profile.gpu_time_us_per_call or not any(k.gpu_time_us_per_call for k in kernels):
         return None
     if any(r.graphs for r in profile.kernels):
-        rest = []
-        for r in profile.kernels:
-            outside = r.gpu_time_us_per_call - sum(share.gpu_time_us_per_call for share in r.graphs.values())
-            if outside > 1e-6 * r.gpu_time_us_per_call:
-                rest.append(ProfiledKernel(name=r.name, gpu_time_us_per_call=outside,
-                                           calls=r.calls - sum(share.calls for share in r.graphs.values())))
-        mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]  # each compile's graphs
-        uncaptured = [(where, r.name, share.gpu_time_us_per_call) for r in profile.kernels
-                      for where, share in r.graphs.items() if not any(where in graphs for graphs in mine)]
-        uncaptured_graphs: dict[str, float] = {}
-        for where, _, us in uncaptured:
-            uncaptured_graphs[where] = uncaptured_graphs.get(where, 0.0) + us
-        in_graphs = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
-        unclaimed = _unclaimed_in_graphs(profile, compiles, mine, uncaptured)
-        # the launches inside the graphs less those no kernel row claims: a part of the whole, so the three parts
-        # (claimed, unclaimed, outside) add up to the profiled time — never the kernel rows summed, which count a
-        # launch once per compile whose kernel has its name (forward, backward and optimizer graphs name theirs alike)
-        return GpuTimeAccount(kernels_us=max(0.0, in_graphs - sum(r.gpu_time_us_per_call for r in unclaimed)),
-                              in_graphs_us=in_graphs,
-                              rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
-                              repeated=_repeated(compiles, profile, mine), by_graph=True,
-                              unclaimed_in_graphs=unclaimed, uncaptured_graphs=uncaptured_graphs,
-                              rows_us=sum(k.gpu_time_us_per_call or 0 for k in kernels))
+        return _by_graph(profile, compiles, kernels)
     rest = _unclaimed(profile.kernels, kernels)
     accounted = max(0.0, profile.gpu_time_us_per_call - sum(r.gpu_time_us_per_call for r in rest))
     return GpuTimeAccount(kernels_us=accounted, in_graphs_us=None, rest=rest,
@@ -802,24 +776,56 @@ def _unclaimed(rows: list, kernels: list) -> list:
                   key=lambda r: -r.gpu_time_us_per_call)
 
 
-def _unclaimed_in_graphs(profile, compiles, mine: list[set], uncaptured: list) -> list:
-    """The launches inside compiled graphs that no kernel row of the compile they ran for claims (``_unclaimed``
-    on each compile's own launches, ``compiler.stages.gpu_profile.compile_profile``; ``mine``: each compile's graphs),
-    with those inside graphs of no compile here (``uncaptured``: (graph, kernel name, µs)); by kernel name,
-    costliest first."""
-    from compiler.stages.gpu_profile import compile_profile
-    from compiler.stages.gpu_profile import ProfiledKernel
+def _by_graph(profile, compiles, kernels) -> GpuTimeAccount:
+    """``gpu_time_accounted`` for a profile that split each row's launches by compiled graph: every row's time is
+    put in exactly one of three parts, so the parts add up to the rows' sum (the profiled time) by construction —
+    outside the graphs; inside, claimed by a kernel row of a compile whose graph it is; inside, claimed by none.
+    A graph several compiles hold (a backward graph compiled without the FX graph cache is ``graph None`` in every
+    compile's set; two compiles with one cache key) is one graph: its launches are counted once, claimed if any of
+    its compiles' kernel rows names them. A row's graph shares never count for more than the row."""
+    from compiler.stages.caches import graph_keys
+    from compiler.stages.gpu_profile import ProfiledKernel, graphs_of_compile
 
-    data = profile.to_data()
-    found: dict[str, float] = {}
-    for c, graphs in zip(compiles, mine):
-        own = [ProfiledKernel.from_data(r, "kernel") for r in compile_profile(data, graphs)["kernels"]]
-        for r in _unclaimed(own, c.kernels.kernels):
-            found[r.name] = found.get(r.name, 0.0) + r.gpu_time_us_per_call
-    for _, name, us in uncaptured:
-        found[name] = found.get(name, 0.0) + us
-    return sorted((ProfiledKernel(name=name, gpu_time_us_per_call=us) for name, us in found.items()),
-                  key=lambda r: -r.gpu_time_us_per_call)
+    mine = [graphs_of_compile(c.compile_id, graph_keys(c.caches)) for c in compiles]  # each compile's graphs
+    by_op = any(r.launched_by or any(s.launched_by for s in r.graphs.values()) for r in profile.kernels)
+    claims = [_claims(c.kernels.kernels) for c in compiles]
+    claimed, rest, unclaimed, uncaptured_graphs = 0.0, [], {}, {}
+    for r in profile.kernels:
+        inside = sum(share.gpu_time_us_per_call for share in r.graphs.values())
+        scale = min(1.0, r.gpu_time_us_per_call / inside) if inside > 0 else 0.0
+        outside = r.gpu_time_us_per_call - inside * scale
+        if outside > 1e-6 * r.gpu_time_us_per_call:
+            rest.append(ProfiledKernel(name=r.name, gpu_time_us_per_call=outside,
+                                       calls=max(0, r.calls - sum(share.calls for share in r.graphs.values()))))
+        for where, share in r.graphs.items():
+            us = share.gpu_time_us_per_call * scale
+            owners = [claim for claim, graphs in zip(claims, mine) if where in graphs]
+            if not owners:  # a graph of no compile here (compiled during the profiler's warm-up calls)
+                uncaptured_graphs[where] = uncaptured_graphs.get(where, 0.0) + us
+            if any(claim(r.name, us, share.launched_by, by_op) for claim in owners):
+                claimed += us
+            else:
+                unclaimed[r.name] = unclaimed.get(r.name, 0.0) + us
+    return GpuTimeAccount(kernels_us=claimed, in_graphs_us=claimed + sum(unclaimed.values()),
+                          rest=sorted(rest, key=lambda r: -r.gpu_time_us_per_call),
+                          repeated=_repeated(compiles, profile, mine), by_graph=True,
+                          unclaimed_in_graphs=sorted((ProfiledKernel(name=name, gpu_time_us_per_call=us)
+                                                      for name, us in unclaimed.items()),
+                                                     key=lambda r: -r.gpu_time_us_per_call),
+                          uncaptured_graphs=uncaptured_graphs,
+                          rows_us=sum(k.gpu_time_us_per_call or 0 for k in kernels))
+
+
+def _claims(kernels: list):
+    """Whether one compile's kernel rows claim a profiled launch (name, µs per call, launching ops → µs, whether
+    the profile has launching ops): named like one of its generated kernels, or of an extern family its extern
+    kernels took time from (``_unclaimed``'s test, for one launch)."""
+    generated = [k.name for k in kernels if k.language != "extern"]
+    families = {extern_family(k.name) for k in kernels if k.language == "extern" and k.gpu_time_us_per_call}
+
+    def claim(name: str, us: float, launched_by: dict, by_op: bool) -> bool:
+        return any(g in name for g in generated) or bool(set(family_times(name, us, launched_by, by_op)) & families)
+    return claim
 
 
 def _repeated(compiles, profile=None, mine: list[set] | None = None) -> list[str]:

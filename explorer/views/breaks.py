@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from compiler.stages.findings import Code, Place, share_text, skipped_frames, skipped_parts
-from compiler.stages.breaks import cell_number
+from compiler.stages.breaks import KINDS, cell_number
 
 from ..html import (LIST_PAGE, Html, badge, code, details, heading, join, key_values, note, one_page, page_note, para, plural,
                     preformatted, seconds, tag, unavailable)
@@ -136,7 +136,8 @@ def break_card(item, selected_id: str | None, fix=None):
                para(fix_label(fix), cls="tc-fix-link") if fix is not None else None,
                key_values([("torch's summary", with_code_spans(summary) if summary else None),
                            ("explanation", with_code_spans(item.explanation or registry.explanation)),
-                           ("in compiles", ", ".join(dict.fromkeys(item.compile_ids)))]),
+                           ("in compiles", ", ".join(dict.fromkeys(item.compile_ids))),
+                           ("how torch logged it", KINDS[item.kind] if item.kind != "resumed" else None)]),
                join([heading("Hints", 5), tag("ul", *(tag("li", with_code_spans(h)) for h in item.hints))])
                if item.hints else None,
                _stack(item),
@@ -151,6 +152,17 @@ def pages(capture) -> int:
 
     items = capture.breaks.items if capture.breaks.available else []
     return max(page_count(len(items)), page_count(len(capture.skipped_frames)))
+
+
+def _kinds_sentence(stage) -> str:
+    """How the breaks add up to torch's counters['graph_break'] (it counts only those it resumed from after an
+    instruction), where some are of another kind."""
+    kinds = stage.kinds()
+    apart = {kind: n for kind, n in kinds.items() if kind != "resumed"}
+    if not apart:
+        return ""
+    return (f" torch's counters['graph_break'] counts the {kinds.get('resumed', 0)} it resumed from after an "
+            "instruction; " + ", ".join(f"{n} {KINDS[kind]}" for kind, n in apart.items()) + ".")
 
 
 def render_breaks(capture, compile, page: int = 0) -> str:
@@ -177,9 +189,10 @@ def render_breaks(capture, compile, page: int = 0) -> str:
     return join([
         skipped_part,
         heading("Graph breaks") if all_skipped else None,
-        para(f"{plural(stage.total or len(all_items), 'graph break')} at {plural(len(all_items), 'place')}. "
+        para(f"{plural(stage.total or len(all_items), 'graph break')} at "
+             f"{plural(len({(i.file, i.line) for i in all_items}), 'place')}. "
              "At each one Dynamo ends the graph, runs the line in plain Python, and resumes in a new "
-             "frame (a resume function) with its own graph and guards.",
+             "frame (a resume function) with its own graph and guards.", _kinds_sentence(stage),
              " Cards of the selected compile are outlined." if selected else ""),
         *(break_card(item, selected, fix_for_break(capture, offset + index)) for index, item in enumerate(items)),
         page_note(len(all_items), items_page, "graph breaks (places)"),

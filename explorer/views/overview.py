@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..html import (Html, cards, code, details, heading, join, note, para, plural, seconds, shorten, table,
                     tag)
-from compiler.stages.breaks import UNRESUMABLE  # noqa: F401 (tests import it from here)
+from compiler.stages.breaks import KINDS
 from compiler.stages.findings import findings as capture_findings, other_failures
 
 from .breaks import sentence
@@ -30,10 +30,11 @@ COUNTS = {
     "frames": "Python frames (code objects) Dynamo was asked to compile, resume functions included",
     "compiles": "compile attempts: one per frame and variant (frame/compile ids), failed ones included",
     "graphs": "FX graphs Dynamo produced (a failed or skipped compile has none)",
-    "graph breaks": "times Dynamo stopped tracing a frame, ran a line eagerly and resumed in a new frame "
-                    "(torch's counters['graph_break']), and the breaks it could not resume from (compiled up to the "
-                    "last resumable point, the rest of the function eager), which that counter leaves out; frames "
-                    "it skipped are counted apart",
+    "graph breaks": "every graph break Dynamo logged (the Graph breaks tab lists them): those it resumed from "
+                    "after the instruction (a new frame continues) — torch's counters['graph_break'] counts only "
+                    "these —, those it could not resume from (compiled up to the last resumable point, the rest of "
+                    "the function eager) and data-dependent branches (resumed in both branches), which torch counts "
+                    "in counters['unimplemented']; frames it skipped are counted apart",
     "skipped frames": "frames Dynamo gave up on: no graph, the whole frame runs eagerly on every call",
     "recompiles": "compiles of a frame that had compiled before, because its guards rejected new inputs "
                   "(a compile refused at the recompile limit included)",
@@ -53,17 +54,18 @@ def explain_note(capture) -> Html | None:
              code("graph_break_count"), " is always its own graph_count − 1, a count of graphs, not of the "
              f"{plural(s.graph_breaks, 'break')} Dynamo made here; and it compiles again, with its own graph-collecting "
              "backend (no AOTAutograd), under which a Python float Dynamo specialises here may stay a dynamic input, "
-             "so its graphs can differ from these "
+             "and for one call on the objects as they are then (code that runs on a first call only — a module "
+             "caching what it computed — is not traced again), so its graphs can differ from these "
              f"{plural(s.graphs, 'graph')} (no count is predicted here: ", code("python -m compiler check"),
              " lists the differences item by item where explain()'s result is recorded with the capture)."]
     if capture.skipped_frames:
         parts.append(" It has no count for skipped frames (they make no graph).")
-    unresumable = sum(item.count for item in capture.breaks.items if item.reason and item.reason.startswith(UNRESUMABLE))
-    if unresumable:
-        parts.append(f" {plural(unresumable, 'break')} of the {s.graph_breaks} could not be resumed from (Dynamo compiled "
-                     "up to the last resumable point and runs the rest of that function eagerly); torch's "
-                     f"counters['graph_break'] leaves {'it' if unresumable == 1 else 'them'} out and reads "
-                     f"{s.graph_breaks - unresumable}.")
+    kinds = capture.breaks.kinds()
+    apart = {kind: n for kind, n in kinds.items() if kind != "resumed"}
+    if apart:
+        parts.append(f" Of the {plural(s.graph_breaks, 'graph break')} here, torch's counters['graph_break'] "
+                     f"counts the {kinds.get('resumed', 0)} it resumed from after an instruction; "
+                     "it leaves out " + ", ".join(f"{n} {KINDS[kind]}" for kind, n in apart.items()) + ".")
     return para(join(parts), cls="tc-muted tc-explain-note")
 
 

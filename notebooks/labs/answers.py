@@ -14,7 +14,7 @@ from tcompile_labs.checks import (  # noqa: F401 - the helpers the answer checke
 
 __all__ = [
     "check_accepting_compile_answer", "check_backends_answer", "check_break_even", "check_break_even_function",
-    "check_cheapest_compile_answer", "check_costliest_line", "check_epilogue_answer", "check_extern_op_answer",
+    "check_cheapest_compile_answer", "check_compile_count_answer", "check_costliest_line", "check_epilogue_answer", "check_extern_op_answer",
     "check_kernels_answer", "check_line_answer", "check_op_count_answer", "check_reason_against_answer",
     "check_recompiled_rank_answer", "check_recordings_answer", "check_reduction_kernel_answer",
     "check_saved_answer", "check_saved_fraction",
@@ -305,3 +305,21 @@ def check_break_even_function(break_even) -> None:
             _fail(f"break_even({first:.3g}, {eager:.3g}, {compiled:.3g}) = {got!r}: not right",
                   "how many calls until the time saved per call has repaid the first call's extra time?")
     return _pass(f"break_even is right on {len(cases)} made-up timings")
+
+
+def check_compile_count_answer(answer, fn, calls, **compile_kwargs) -> None:
+    """A predicted number of frame compiles for ``fn`` called on each of ``calls`` (argument tuples), compiled
+    afresh with ``compile_kwargs``: counted by torch (``torch._dynamo.testing.CompileCounter``) at check time."""
+    import torch
+    from torch._dynamo.testing import CompileCounter
+
+    _no_answer(answer, "the predicted number of compiles")
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(fn, backend=counter, **compile_kwargs)
+    for args in calls:
+        compiled(*args)
+    torch._dynamo.reset()
+    how = ", ".join(f"{k}={v!r}" for k, v in compile_kwargs.items()) or "the defaults"
+    _check_count(answer, counter.frame_count, f"compiles with {how}",
+                 "go call by call: which guard does each call fail (sizes, the int, a size of 1)?")

@@ -26,7 +26,8 @@ from nbgrader.preprocessors import ClearSolutions
 CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
 
 # points per exercise: 1, or 2 where the exercise is to write or rewrite code that compiles differently
-POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "8.2")}
+POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "4.4", "6.4",
+                          "7.2", "8.2")}
 
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
 FRESH_CHECKS = """\
@@ -41,8 +42,17 @@ _spec.loader.exec_module(_ans)"""
 ANSWERS_FILE = str(Path(__file__).resolve().parent / "answers.py")
 SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
 
-# how many leading arguments of an answer checker are the student's answers
-ANSWER_ARITY = {"check_reduction_kernel_answer": 2, "check_epilogue_answer": 2, "check_recompiled_rank_answer": 2}
+# which arguments of an answer checker are the student's answers (the first, unless named here)
+ANSWER_ARGS = {"check_reduction_kernel_answer": (0, 1), "check_epilogue_answer": (0, 1),
+               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,)}
+
+# the frame compiles each rank's TORCH_TRACE log records (torch's own log: "frame_id", "frame_compile_id")
+TRACE_COMPILES = """\
+import re as _re
+def _compile_ids(trace_dir):
+    return {int(_re.search(r"rank_(\\d+)", p.name).group(1)):
+            {(int(a), int(b)) for a, b in _re.findall(r'"frame_id": (\\d+), "frame_compile_id": (\\d+)', p.read_text())}
+            for p in trace_dir.glob("*.log")}"""
 
 HIDDEN = {
     "0.1": """\
@@ -150,21 +160,108 @@ import torch as _t, inspect as _i
 _src = _i.getsource(mean_times_rows)
 assert "== 0" in _src, "the branch for an empty batch was deleted"
 _gc.check_runtime_assert(ex38, mean_times_rows)""",
+    "3.9": """\
+import torch as _t
+from torch._dynamo.testing import CompileCounter as _CC
+def _topk_mean(x, k):
+    return x.topk(k, dim=-1).values.mean(-1)
+_calls = [((1, 8), 2), ((4, 8), 2), ((6, 8), 3), ((9, 8), 4), ((1, 8), 5), ((5, 8), 6)]
+for _kw, _answer in (({}, compiles_default), ({"dynamic": True}, compiles_dynamic)):
+    _t._dynamo.reset(); _cc = _CC(); _f = _t.compile(_topk_mean, backend=_cc, **_kw)
+    for _shape, _k in _calls:
+        _f(_t.randn(*_shape), _k)
+    assert _answer == _cc.frame_count, (_kw, _answer, _cc.frame_count)""",
     "4.2": """\
 _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",
     "4.3": """\
 _gc.check_op(ex43, "gelu", graph="dynamo")""",
+    "4.4": """\
+import torch as _t
+from torch._dynamo.backends.common import aot_autograd as _aot
+_fw, _bw = [], []
+def _keep(where):
+    def compile_(gm, inputs):
+        where.append(gm)
+        return gm
+    return compile_
+_t._dynamo.reset()
+_x = _t.randn(8, 16)
+_loss = _t.compile(step_ck, backend=_aot(fw_compiler=_keep(_fw), bw_compiler=_keep(_bw)))(_x)
+_loss.backward()
+_saved = [s for g in _fw for s in next(n for n in g.graph.nodes if n.op == "output").args[0][1:]]
+assert _saved and all(getattr(s, "op", None) == "placeholder" for s in _saved), ("saved", [str(s) for s in _saved])
+assert any(n.target is _t.ops.aten.gelu.default for g in _bw for n in g.graph.nodes), "gelu is not recomputed"
+with _t.no_grad():
+    assert _t.allclose(_loss, mlp(_x).square().mean()), "step_ck computes another loss\"""",
     "5.2": """\
 import torch as _t
 _ops = _gc.graph_ops(ex52)
 assert any("softmax" in o for o in _ops) and len(_ops) >= 2, _ops""",
+    "6.4": """\
+import torch as _t
+from torch._dynamo.backends.common import aot_autograd as _aot
+def _f(buf, x):
+    buf.add_(1)
+    return x * 2 + buf
+_seen = []
+def _fw(gm, inputs):
+    _seen.append([i.mutates_data for i in _t._guards.TracingContext.try_get().fw_metadata.input_info])
+    return gm
+_buf, _x = _t.randn(32), _t.randn(32)
+_t._dynamo.reset()
+_t.compile(f_fixed, backend=_aot(fw_compiler=_fw), fullgraph=True)(_buf.clone(), _x)
+assert _seen and not any(any(s) for s in _seen), ("AOTAutograd: inputs mutated", _seen)
+_b0, _rb = _buf.clone(), _buf.clone()
+_out, _want = f_fixed(_b0, _x), _f(_rb, _x)
+assert _t.equal(_b0, _buf), "f_fixed changed its input"
+assert isinstance(_out, tuple) and len(_out) == 2, "return the result and the new buffer"
+assert _t.allclose(_out[0], _want) and _t.allclose(_out[1], _rb), "not f's result and updated buffer\"""",
+    "7.2": """\
+import torch as _t
+from torch._dynamo.eval_frame import OptimizedModule as _OM
+from torch._dynamo.testing import EagerAndRecordGraphs as _R
+_on = lambda m: isinstance(m, _OM) or getattr(m, "_compiled_call_impl", None) is not None
+assert not _on(model) and all(_on(b) for b in model.blocks), "compile every block, not the model"
+class _Block(_t.nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.norm, self.linear = _t.nn.LayerNorm(width), _t.nn.Linear(width, width)
+    def forward(self, x):
+        return x + _t.nn.functional.gelu(self.linear(self.norm(x)))
+_r = _R()
+with _t.no_grad():
+    _t.compile(_Block(), backend=_r)(_t.randn(32, 64))
+_block_ops = sum(n.op not in ("placeholder", "output", "get_attr") for g in _r.graphs for n in g.graph.nodes)
+_ops = [n for c in regional.compiles for n in c.graph.nodes if n.op not in ("placeholder", "output", "alias")]
+assert len(regional.compiles) == 1 and len(_ops) == _block_ops, (len(regional.compiles), len(_ops), _block_ops)
+_y = _t.randn(32, 64)
+with _t.no_grad():
+    _want = _y
+    for _b in model.blocks:
+        _want = getattr(_b, "_orig_mod", _b).forward(_want)
+    assert _t.allclose(model(_y), _want, atol=1e-5), "the compiled model differs from its blocks run eagerly\"""",
     "7.4": """\
 import torch as _t
 def _pointwise(x):
     y = _t.nn.functional.gelu(x * 1.5 + 0.5)
     return y.sin() * x.cos() + y.tanh()
 _gc.check_warm_compile(cache_settings, _pointwise, _t.randn(32, 48))""",
+    "8.1": TRACE_COMPILES + """
+_logs = _compile_ids(broken / "trace")
+_odd = sorted(r for r, ids in _logs.items() if any(f > 0 for _, f in ids))
+assert _odd == [odd_rank], ("the rank whose log has a second compile of a frame", _odd, odd_rank)
+_frame, _n = min((i for i in _logs[odd_rank] if i[1] > 0))
+assert str(odd_compile) == f"{_frame}/{_n}", odd_compile""",
+    "8.2": TRACE_COMPILES + """
+import torch as _t
+_logs = _compile_ids(fixed / "trace")
+assert sorted(_logs) == [0, 1], sorted(_logs)
+for _r, _ids in _logs.items():
+    assert _ids and all(f == 0 for _, f in _ids), ("rank", _r, "compiled", sorted(_ids))
+_x = _t.randn(48, 16)
+_y = prepare_batch(_x.clone())
+assert isinstance(_y, _t.Tensor) and _y.shape == _x.shape and _t.equal(_y, _x), "prepare_batch changed the batch\"""",
     "7.1": """\
 import math as _m
 assert break_even(2.0, 3e-3, 1e-3) == _m.inf or abs(break_even(2.0, 3e-3, 1e-3) - 999.5) <= 1
@@ -195,7 +292,7 @@ def visible_checks(checks: list[str]) -> list[str]:
             shown.append(line)
             continue
         call = ast.parse(line.split("#")[0].strip()).body[0].value
-        given = call.args[:ANSWER_ARITY.get(call.func.id, 1)]
+        given = [call.args[i] for i in ANSWER_ARGS.get(call.func.id, (0,))]
         shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
     return shown
 

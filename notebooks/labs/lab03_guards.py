@@ -532,6 +532,47 @@ def cells():
             Unbacked sizes cost something: an unbacked size cannot pick a specialized kernel, and every fact
             the code relies on must be stated (`torch._check`) or is checked at run time.
 
+            ### Exercise 3.9 — count the compiles before you run them
+
+            Dynamic shapes have pitfalls that only show in a sequence of calls. `topk_mean` takes a batch and an
+            int `k`; a server calls it as below. Predict how many frame compiles the sequence makes with
+            `torch.compile`'s defaults (`dynamic=None`), and with `dynamic=True` — call by call: which guard fails?
+            (The checker counts them with torch's `CompileCounter`.)
+            """),
+        code("""
+            def topk_mean(x, k):
+                return x.topk(k, dim=-1).values.mean(-1)
+
+            server_calls = [(torch.randn(1, 8), 2), (torch.randn(4, 8), 2), (torch.randn(6, 8), 3),
+                            (torch.randn(9, 8), 4), (torch.randn(1, 8), 5), (torch.randn(5, 8), 6)]
+            """),
+        exercise("""
+            compiles_default = ...
+            compiles_dynamic = ...
+            check_compile_count_answer(compiles_default, topk_mean, server_calls)
+            check_compile_count_answer(compiles_dynamic, topk_mean, server_calls, dynamic=True)
+            """),
+        solution_note(),
+        solution("""
+            # defaults: (1, 8) k=2 compiles static; (4, 8): the size changed -> automatic dynamic makes it a symbol
+            # (a recompile), but the first compile specialized it to 1 and the symbol's guard is 2 <= size;
+            # (6, 8) k=3: the int changed -> a symbol too (a recompile); (9, 8) k=4 reuses it; (1, 8) k=5: a size of
+            # 1 matches no symbol and the size-1 compile has k == 2 -> a fourth compile; (5, 8) k=6 reuses the third
+            compiles_default = 4
+            # dynamic=True: sizes and ints symbolic from the start, but a size of 1 is still specialized: the first
+            # call compiles for size 1, the second for every other size
+            compiles_dynamic = 2
+            check_compile_count_answer(compiles_default, topk_mean, server_calls)
+            check_compile_count_answer(compiles_dynamic, topk_mean, server_calls, dynamic=True)
+            """),
+        md("""
+            Three pitfalls at once: **automatic dynamic** recompiles once before a size or an int becomes a symbol
+            (`process_automatic_dynamic`, `torch/_dynamo/pgo.py`: it marks what changed since the last frame);
+            an **int argument** is a constant guarded with `==` until it changes (ints of an `nn.Module` stay
+            constants: `is_int_specialization_case`); and **0/1 specialization**: a symbolic size carries the guard
+            `2 <= size`, so a batch of 1 always gets a compile of its own — even after `mark_dynamic` — unless the
+            size is unbacked (Exercise 3.8). Warm a server up with a batch of 2 or more, not 1.
+
             **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.
             """),
     ]

@@ -12,7 +12,8 @@ def cells():
             - read the forward/backward partition: what the forward saves for the backward, and why the min-cut
               partitioner recomputes some of it;
             - see a decomposition table at work (`aot_eager` vs `aot_eager_decomp_partition`), and when Inductor
-              compiles the backward.
+              compiles the backward;
+            - checkpoint a region under `torch.compile` and read what the partitioner recomputes.
             """, "Uses backend=\"aot_eager\" (AOTAutograd, no code generation) except in section 6. "
                  "About a minute."),
         setup("""
@@ -226,6 +227,51 @@ def cells():
             check_decomposed(ex43, "gelu", graph="forward")   # gelu(x) = x/2 * (1 + erf(x/√2))
             """),
         md("""
+            ### Exercise 4.4 — activation checkpointing, compiled
+
+            Training memory is mostly activations: what the forward saves for the backward (Exercise 4.2).
+            `torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)` trades memory for compute: the
+            region `fn` saves nothing and is run again in the backward. Under `torch.compile`, Dynamo traces the
+            region as one higher-order op (`tag_activation_checkpoint`) whose nodes carry a *recompute* tag, and
+            AOTAutograd's partitioner (`min_cut_rematerialization_partition`, `torch/_functorch/partitioners.py`)
+            puts them into the backward graph instead of saving their outputs.
+
+            Change `step_ck` so that the forward graph saves **no intermediate tensor** — only graph inputs
+            (`primals_*`) — and the backward graph computes `gelu` again. Then compare the forward's saved tensors
+            with `ex41`'s (AOT graphs tab: the joint graph, then the forward's `SavedForBackwardsAOTOutput`
+            outputs and the backward graph's ops).
+            """),
+        exercise("""
+            def step_ck(x):
+                return mlp(x).square().mean()
+
+            torch._dynamo.reset()
+            with compiler.capture() as ex44:
+                torch.compile(step_ck, backend="aot_eager")(x).backward()
+            check_recomputed(ex44, "gelu")
+            """),
+        solution_note(),
+        solution("""
+            from torch.utils.checkpoint import checkpoint
+
+            def step_ck(x):
+                return checkpoint(mlp, x, use_reentrant=False).square().mean()
+
+            torch._dynamo.reset()
+            with compiler.capture() as ex44:
+                torch.compile(step_ck, backend="aot_eager")(x).backward()
+            print("saved:", saved_for_backward(ex44))
+            print("recomputed in the backward:", [t for t in graph_ops(ex44, "backward") if "backward" not in t
+                                                  and any(k in t for k in ("addmm", "gelu"))])
+            check_recomputed(ex44, "gelu")
+            """),
+        md("""
+            Without the checkpoint, the forward saves the outputs of the first linear layer (GELU's backward
+            needs it), of GELU (the second layer's weight gradient) and of the second layer (`square`'s backward);
+            with it, only the input and the parameters, and the backward graph runs the layers and GELU again.
+            `torch._functorch.config.activation_memory_budget` (1.0 by default) asks the min-cut partitioner
+            itself to recompute more, to fit a fraction of the activation memory, without marking a region.
+
             **Next:** Lab 5 — what Inductor does with these graphs.
             """),
     ]

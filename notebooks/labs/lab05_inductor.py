@@ -30,7 +30,7 @@ def cells():
             | pre-grad passes | pattern rewrites on Dynamo's graph (Torch IR) | Inductor › Pre-grad graph |
             | AOTAutograd | ATen graph(s) with **Inductor's decompositions** | AOT graphs (Lab 4) |
             | post-grad passes | rewrites on the ATen graph: fusing patterns, re-inplacing, removing no-ops | Inductor › Post-grad graph |
-            | lowering | each ATen op becomes IR: loop bodies (`ops.load`, `ops.sin`, `ops.store`) over index expressions; matmuls become calls to library kernels | Inductor › IR *before fusion* |
+            | lowering | each ATen op becomes IR: loop bodies (`ops.load`, `ops.sin`, `ops.store`) over index expressions; some ops become calls to library kernels instead (which? Exercise 5.3) | Inductor › IR *before fusion* |
             | scheduling & fusion | one scheduler node per buffer that must exist in memory; nodes that can share loops are fused | Inductor › IR *after fusion*, fusion table |
             | code generation | C++ with OpenMP and `at::vec` (CPU) or Triton (GPU), plus a Python `call()` that allocates buffers and launches kernels | Generated code |
 
@@ -133,7 +133,7 @@ def cells():
 
             | option | default | what it does |
             |---|---|---|
-            | `epilogue_fusion` | `True` | fuse pointwise ops that follow a *template* kernel (a matmul Inductor generates itself, e.g. under max-autotune) into that kernel |
+            | `epilogue_fusion` | `True` | fuse the pointwise ops that follow a matmul into the matmul's kernel (Exercise 5.5: when it can) |
             | `max_autotune` | `False` | benchmark alternative implementations (GEMM templates with several tile configs, library calls) at compile time and keep the fastest |
             | `coordinate_descent_tuning` | `False` | after choosing a config, tune a Triton kernel's block sizes one at a time (GPU) |
             | `shape_padding` | `True` | pad matmul dimensions to aligned sizes when that makes the GEMM faster (GPU) |
@@ -302,8 +302,8 @@ def cells():
 
             ### Exercise 5.5 — epilogue fusion, and where it cannot act
 
-            `epilogue_fusion` (on by default) fuses the pointwise ops after a matmul into the matmul's kernel —
-            when Inductor generates that kernel itself (a *template*). `%%tcompile --compare` compiles a cell
+            `epilogue_fusion` (on by default) fuses the pointwise ops after a matmul into the matmul's kernel.
+            Does it, here? `%%tcompile --compare` compiles a cell
             once per configuration (here: no options, the baseline, and `epilogue_fusion` off) and `cmp.diff(a,
             b)` (or the compare view's diff) says stage by stage what changed:
             """),
@@ -338,8 +338,9 @@ def cells():
             check_epilogue_answer(kernels_changed_on_cpu, gpu_matmul_kernel, epi, tuned)
             """),
         md("""
-            An option acts only where its precondition holds: `epilogue_fusion` needs a template kernel (GPU
-            `max_autotune`, or a CPU GEMM template with `freezing` on a machine that supports it). The diff says
+            An option acts only where its precondition holds: `epilogue_fusion` needs a *template* kernel — a
+            matmul Inductor generates itself (GPU `max_autotune`, or a CPU GEMM template with `freezing` on a
+            machine that supports it), not a library call. The diff says
             so by showing no change — check before crediting an option with a speed-up.
 
             **Next:** Lab 6 — CUDA graphs, the other way to remove overhead.

@@ -8,8 +8,8 @@ def cells():
     return [
         goals("Lab 6 — CUDA graphs and `mode=\"reduce-overhead\"`", """
             - explain launch overhead, and why replaying a recorded CUDA graph removes most of it;
-            - follow a CUDA graph's life cycle in tcompile: warm-up, recording, replay — and re-recording per shape;
-            - read why CUDA graphs were skipped (input mutation, CPU tensors…) and where in the code;
+            - follow a CUDA graph's life cycle in tcompile: warm-up, recording, replay — and what a new shape costs;
+            - read why CUDA graphs were skipped (input mutation, CPU tensors…) and where in the code, and fix it;
             - explain the shared memory pool, the "overwritten by a subsequent run" error, `.clone()` and
               `torch.compiler.cudagraph_mark_step_begin()`.
             """, "With CUDA, every capture below is recorded live. Without it (this lab's CI runs on a CPU), "
@@ -141,10 +141,12 @@ def cells():
             the line that caused it:
             """),
         code("""
+            def f(buf, x):
+                buf.add_(1)                     # mutates an input
+                return x * 2 + buf
+
+
             def mutation_capture():
-                def f(buf, x):
-                    buf.add_(1)                 # mutates an input
-                    return x * 2 + buf
                 return compiler.explore(f, torch.zeros(64, device="cuda"), torch.randn(64, device="cuda"),
                                         mode="reduce-overhead", fresh=True)
 
@@ -156,14 +158,15 @@ def cells():
             print("at:           ", cg.skip_locations[0])
             """),
         md("""
-            The fix is in the function: return the new value instead of updating the input in place (or keep the
-            buffer as a module buffer, which torch treats as static).
+            Inductor reads which inputs a graph mutates from AOTAutograd (`ViewAndMutationMeta.input_info`, each
+            input's `mutates_data`), and `cudagraph_utils.check_for_mutation` skips the graph when an input that
+            is not static is mutated. How to fix `f`: Exercise 6.4.
 
-            ## 5. Dynamic shapes: one recording per shape
+            ## 5. Dynamic shapes and CUDA graphs
 
-            A CUDA graph has fixed sizes. With `dynamic=True` Inductor compiles **one** kernel for all sizes,
-            but CUDA graph trees still **record one graph per distinct shape** (keyed by the symbolic sizes'
-            values). Each new shape costs a warm-up and a recording, and memory in the pool:
+            A CUDA graph has fixed sizes. With `dynamic=True` Inductor compiles **one** kernel for all sizes —
+            what do CUDA graph trees do with each new size? The capture below calls a dynamic compile on four
+            batch sizes, twice each:
             """),
         code("""
             def dynamic_capture():
@@ -177,15 +180,9 @@ def cells():
                 return cap
 
             dyn = dynamic_capture() if GPU else compiler.load(GPU_CAPTURES / "dynamic_shapes_rerecord.json")
-            print(len(dyn.compiles), "Inductor compile;", dyn.cudagraphs.recorded, "CUDA graphs recorded:")
-            for key in dyn.cudagraphs.trees:
-                print("   ", key)
+            print(len(dyn.compiles), "Inductor compile")
             """),
         md("""
-            `torch._inductor.config.triton.cudagraph_skip_dynamic_graphs = True` skips CUDA graphs for graphs with
-            dynamic shapes instead, and `triton.cudagraph_capture_sizes` limits recording to the sizes you list;
-            torch warns when one function records more than `triton.cudagraph_dynamic_shape_warn_limit` (8) shapes.
-
             ## Exercises
 
             ### Exercise 6.1 — which capture skipped CUDA graphs?
@@ -221,8 +218,18 @@ def cells():
             """),
         solution_note(),
         solution("""
-            answer = 4    # one recording per distinct shape (32, 64, 96 and 128 rows), one Inductor compile
+            answer = dyn.cudagraphs.recorded    # 4: one recording per distinct shape, one Inductor compile
+            for key in dyn.cudagraphs.trees:
+                print("   ", key)
             check_recordings_answer(answer, dyn)
+            """),
+        md("""
+            One Inductor compile serves all four sizes, but CUDA graph trees **record one graph per distinct
+            shape** (keyed by the symbolic sizes' values): each new shape costs a warm-up, a recording and memory
+            in the pool. `torch._inductor.config.triton.cudagraph_skip_dynamic_graphs = True` skips CUDA graphs
+            for graphs with dynamic shapes instead, and `triton.cudagraph_capture_sizes` limits recording to the
+            sizes you list; torch warns when one function records more than
+            `triton.cudagraph_dynamic_shape_warn_limit` (8) shapes.
             """),
         md("""
             ### Exercise 6.3 — what CUDA graphs save
@@ -244,6 +251,37 @@ def cells():
             check_saved_fraction(saved_fraction, small.cudagraph_comparison)
             """),
         md("""
+            ### Exercise 6.4 — fix the skip
+
+            Section 4's capture `skipped` recorded why Inductor skipped CUDA graphs for `f`, and the line
+            (`skipped.cudagraphs`, or its CUDA graphs tab). Write `f_fixed`: the same computation, with nothing that
+            makes Inductor skip CUDA graphs. Its caller still needs the updated buffer. (The checker runs on this
+            CPU: it asks AOTAutograd — whose metadata Inductor's check reads — what `f_fixed` mutates, and
+            compares the results with `f`'s on new inputs.)
+            """),
+        exercise("""
+            def f_fixed(buf, x):
+                buf.add_(1)
+                return x * 2 + buf
+
+            check_no_input_mutation(f_fixed, f, torch.zeros(64), torch.randn(64))
+            """),
+        solution_note(),
+        solution("""
+            print(skipped.cudagraphs.skip_reasons[0], "at", skipped.cudagraphs.skip_locations[0])
+
+            def f_fixed(buf, x):
+                new_buf = buf + 1               # a new tensor: no input is mutated
+                return x * 2 + new_buf, new_buf  # the caller keeps new_buf (buf = ... at the call site)
+
+            check_no_input_mutation(f_fixed, f, torch.zeros(64), torch.randn(64))
+            """),
+        md("""
+            Returning the new value moves the update out of the graph: the CUDA graph can be recorded and
+            replayed, and the caller rebinds its buffer. Another fix keeps the buffer where torch treats it as
+            *static* — a module's registered buffer under CUDA graph trees (`static_input_idxs`): a mutation of a
+            static input does not skip (`check_for_mutation`).
+
             **Next:** Lab 7 — measuring whether compiling pays off at all.
             """),
     ]

@@ -10,14 +10,16 @@ def cells():
             - run a small `torchrun` job with `TORCH_TRACE` set, and know what it writes (one log per rank);
             - load the logs with `compiler.load_trace(dir)` and read a `Job`: one capture per rank and the
               *divergences* between ranks, each with the ranks grouped by behaviour and an explanation;
-            - find the rank that compiled differently, and why (a recompile on a changed batch size);
-            - fix it with `torch._dynamo.mark_dynamic`, and check that the ranks now compile alike;
+            - find the rank that compiled differently, and why, from the divergences;
+            - fix it in the training loop's code, and check that the ranks now compile alike;
             - capture inside the job with `compiler.capture(job_dir=...)` and write an offline HTML report.
             """, "Runs a 2-process job on this CPU (gloo backend, DDP + torch.compile with backend=\"aot_eager\") "
                  "three times; about a minute."),
         setup("""
+            import inspect
             import itertools
             import os
+            import random
             import shutil
             import subprocess
             import sys
@@ -29,13 +31,19 @@ def cells():
             JOB = tcompile_labs.job_script()             # shipped with tcompile: tcompile_labs/dist_job.py
             WORK = Path(tempfile.mkdtemp(prefix="lab08-"))
             PORTS = itertools.count(29000 + os.getpid() % 500 * 2)
+            UNEVEN = random.randrange(2)                 # which rank gets the uneven batch: drawn per session
 
 
-            def run_job(name, *flags):
+            def run_job(name, prepare=None):
                 \"\"\"torchrun --nproc_per_node 2 dist_job.py: TORCH_TRACE logs in WORK/name/trace, one tcompile
-                capture per rank in WORK/name/captures.\"\"\"
+                capture per rank in WORK/name/captures. ``prepare``: a function run on every batch in the job.\"\"\"
                 out = WORK / name
                 shutil.rmtree(out, ignore_errors=True)  # a re-run starts from empty directories
+                out.mkdir(parents=True)
+                flags = ["--uneven", str(UNEVEN)]
+                if prepare is not None:                  # its source, into a file the job loads
+                    (out / "prepare.py").write_text(inspect.getsource(prepare))
+                    flags += ["--prepare", str(out / "prepare.py")]
                 env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "OMP_NUM_THREADS": "1"}
                 torchrun = Path(sys.executable).parent / "torchrun"
                 result = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(next(PORTS)), str(JOB),
@@ -49,8 +57,9 @@ def cells():
 
             `tcompile_labs/dist_job.py` (shipped with tcompile) is a tiny data-parallel training loop: two processes (ranks) on this CPU, talking
             through the **gloo** backend, each running `torch.compile(DistributedDataParallel(model))` for three
-            steps. Every rank trains on batches of 32 rows — except rank 1 at step 2, which gets 48 (think: the
-            last, uneven batch of a data loader shard). Read the loop:
+            steps. The ranks train on batches of 32 rows — except one step of one rank, whose batch is uneven
+            (think: the last batch of a data loader's shard; which rank is drawn when this lab starts). Read the
+            loop:
             """),
         code("""
             print(JOB.read_text().split("def main", 1)[1].split("if __name__", 1)[0])
@@ -85,8 +94,7 @@ def cells():
         md("""
             Each divergence has a `kind`, the ranks grouped by what they did (`groups`, `behaviours`) and an
             `explanation`. The explorer shows the divergences first, then any rank's full explorer (pick the
-            rank in the dropdown): the Recompiles tab of rank 1 has torch's guard-failure text and the
-            user line.
+            rank in the dropdown): a rank's Recompiles tab has torch's guard-failure text and the user line.
             """),
         code("""
             explorer.show_job(job)
@@ -126,21 +134,30 @@ def cells():
         md("""
             ### Exercise 8.2 — make every rank compile alike
 
-            Rank 1 recompiled because its batch had 48 rows instead of 32: the first compile specialized the
-            batch size. `dist_job.py --dynamic` calls `torch._dynamo.mark_dynamic(x, 0)` on every batch, so the
-            batch dimension is symbolic from the first compile. Re-run the job with that flag and check that no
+            The job runs `prepare_batch(x)` on every batch before the compiled call and trains on what it
+            returns (`run_job(name, prepare=prepare_batch)`). Write it so that every rank compiles once and no
+            rank recompiles — with every batch trained on as it is (same rows, same values) — and check that no
             divergence that stalls ranks (severity `"error"`: skew at the allreduce, or a timeout) remains. A rank
             whose log is there but cannot be read counts as such a divergence too (`unread_ranks`): what it
             compiled is unknown, so the ranks that did load cannot vouch for it.
             """),
         exercise("""
-            fixed = run_job("fixed")          # add the flag that marks the batch dimension dynamic
+            def prepare_batch(x):
+                return x
+
+            fixed = run_job("fixed", prepare=prepare_batch)
             fixed_job = compiler.load_trace(fixed / "trace")
             check_ranks_compile_alike(fixed_job)
             """),
         solution_note(),
         solution("""
-            fixed = run_job("fixed", "--dynamic")
+            def prepare_batch(x):
+                # the first compile specialized the batch size (32), so the uneven batch failed its guard
+                # (Recompiles tab); a dynamic batch dimension from the first compile serves every size
+                torch._dynamo.mark_dynamic(x, 0)
+                return x
+
+            fixed = run_job("fixed", prepare=prepare_batch)
             fixed_job = compiler.load_trace(fixed / "trace")
             print(fixed_job.as_text().splitlines()[0])
             check_ranks_compile_alike(fixed_job)
