@@ -10,14 +10,14 @@ capture and outputs, and then stays, its compiled function alive, to be timed.
 
 The coordinator (this module's ``Pool``) keeps up to ``concurrency`` workers compiling at once and times one
 experiment at a time: the baseline worker's compiled call (before), the experiment's (after) and the baseline
-worker's eager call take turns, round after round (the order rotating), after the same warm-up
-(``WARMUP_CALLS`` calls each) and with the same number of calls per sample, so machine drift moves all three
-alike (``fix_verdicts.ratio_of`` reads the ratio and its interval). An experiment whose compile runs past
-``STOP_FACTOR`` × the baseline's compile (at least ``MIN_STOP_S``), or past its own budget (``budgets``), is
-stopped, with what it had compiled; once the pool's ``deadline_s`` is spent, nothing more starts, compiles still
-running are stopped and compiled experiments not yet timed keep their counts, untimed — each one saying so. Each
-experiment is handed to ``on_done`` as soon as it finishes (and the baseline is in), so a caller can report as
-it goes.
+worker's eager call take turns, round after round (the order rotating), after the same warm-up and with the same
+number of calls per sample (the timer's own loop: ``compiler.capturing.runtime``'s ``warm_up``,
+``calls_per_sample``, ``sample``), so machine drift moves all three alike (``fix_verdicts.ratio_of`` reads the
+ratio and its interval). An experiment whose compile runs past ``STOP_FACTOR`` × the baseline's compile (at least
+``MIN_STOP_S``), or past its own budget (``budgets``), is stopped, with what it had compiled; once the pool's
+``deadline_s`` is spent, nothing more starts, compiles still running are stopped and compiled experiments not yet
+timed keep their counts, untimed — each one saying so. Each experiment is handed to ``on_done`` as soon as it
+finishes (and the baseline is in), so a caller can report as it goes.
 
 The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``.
 """
@@ -38,8 +38,6 @@ from compiler.analyses.fix_experiments import WORKERS
 STOP_FACTOR = 5.0  # an experiment's compile is stopped past this many times the baseline's
 MIN_STOP_S = 30.0  # … but never before this (a small function compiles in well under a second)
 ROUNDS = 20  # interleaved timing rounds per experiment
-WARMUP_CALLS = 3
-MIN_SAMPLE_S = 0.002
 PROGRESS_EVERY_S = 1.0
 
 
@@ -57,7 +55,7 @@ def _worker(work: str, name: str) -> None:
     from torch._dynamo.utils import counters
 
     from compiler.analyses.fix_experiments import Change, Replay, compiled_run
-    from compiler.capturing.runtime import copy_arguments, device_of
+    from compiler.capturing.runtime import calls_per_sample, copy_arguments, device_of, sample, warm_up
     from compiler.stages.fix_schema import DynamicMark
 
     with open(os.path.join(work, "payload.pkl"), "rb") as f:
@@ -107,19 +105,12 @@ def _worker(work: str, name: str) -> None:
                 try:
                     with contextlib.redirect_stdout(sys.stderr):
                         if command["cmd"] == "warm":
-                            for _ in range(WARMUP_CALLS):
-                                fn(*args, **kwargs)
-                            _sync(device)
+                            warm_up(fn, args, kwargs, device)
                             send(event="ok")
                         elif command["cmd"] == "calibrate":
-                            send(event="ok", number=_calls_per_sample(fn, args, kwargs, device))
+                            send(event="ok", number=calls_per_sample(fn, args, kwargs, device))
                         elif command["cmd"] == "sample":
-                            number = command["number"]
-                            began = time.perf_counter()
-                            for _ in range(number):
-                                fn(*args, **kwargs)
-                            _sync(device)
-                            send(event="ok", s=(time.perf_counter() - began) / number)
+                            send(event="ok", s=sample(fn, args, kwargs, command["number"], device))
                 except Exception as exc:  # noqa: BLE001 — the coordinator says the timing failed, and why
                     send(event="error", error=f"{type(exc).__name__}: {exc}"[:500])
     finally:
@@ -136,26 +127,6 @@ def _keep_guard_managers() -> list:
     if hasattr(guards, "guard_manager_testing_hook_fn"):
         guards.guard_manager_testing_hook_fn = lambda manager, scope, builder: managers.append((manager, scope))
     return managers
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-
-
-def _calls_per_sample(fn, args, kwargs, device: str) -> int:
-    number = 1
-    while number < 1 << 16:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args, **kwargs)
-        _sync(device)
-        if time.perf_counter() - start >= MIN_SAMPLE_S:
-            break
-        number *= 2
-    return number
 
 
 # --- the coordinator -----------------------------------------------------------------------------------

@@ -56,17 +56,30 @@ def copy_arguments(args, kwargs=None):
     return tuple(tree_map(copy, tuple(args))), tree_map(copy, dict(kwargs or {}))
 
 
-def _calls_per_sample(fn, args, kwargs, device: str) -> int:
+def warm_up(fn, args, kwargs, device: str) -> None:
+    """``WARMUP_CALLS`` calls, then the device synchronized."""
+    for _ in range(WARMUP_CALLS):
+        fn(*args, **kwargs)
+    _sync(device)
+
+
+def calls_per_sample(fn, args, kwargs, device: str) -> int:
+    """How many calls one sample times: doubled until they last ``MIN_SAMPLE_S`` (at most ``MAX_CALLS_PER_SAMPLE``)."""
     number = 1
     while number < MAX_CALLS_PER_SAMPLE:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args, **kwargs)
-        _sync(device)
-        if time.perf_counter() - start >= MIN_SAMPLE_S:
+        if sample(fn, args, kwargs, number, device) * number >= MIN_SAMPLE_S:
             break
         number *= 2
     return number
+
+
+def sample(fn, args, kwargs, number: int, device: str) -> float:
+    """One sample: ``number`` calls, the device synchronized → seconds per call."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn(*args, **kwargs)
+    _sync(device)
+    return (time.perf_counter() - start) / number
 
 
 def _stats(values: list[float], number: int) -> dict:
@@ -81,18 +94,12 @@ def interleaved(fns: list, args, kwargs=None, *, device: str = "cpu", repeat: in
     min, max, samples, calls per sample), in seconds per call."""
     kwargs = kwargs or {}
     for fn in fns:
-        for _ in range(WARMUP_CALLS):
-            fn(*args, **kwargs)
-    _sync(device)
-    numbers = [_calls_per_sample(fn, args, kwargs, device) for fn in fns]
+        warm_up(fn, args, kwargs, device)
+    numbers = [calls_per_sample(fn, args, kwargs, device) for fn in fns]
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for fn, number, values in zip(fns, numbers, samples):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn(*args, **kwargs)
-            _sync(device)
-            values.append((time.perf_counter() - start) / number)
+            values.append(sample(fn, args, kwargs, number, device))
     return [_stats(values, number) for values, number in zip(samples, numbers)]
 
 
