@@ -78,6 +78,7 @@ def _render_everything(cap):
     explorer.Explorer(cap, static_html=False)
 
 
+@pytest.mark.slow  # ~3 min; the loader it fuzzes imports no torch, so the other torch's fast suite gains nothing from it
 @settings(max_examples=520, deadline=None, suppress_health_check=list(HealthCheck), database=None,
           derandomize=True)  # the same 520 cases in every run: CI must not depend on the draw
 @given(data=st.data())
