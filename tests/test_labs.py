@@ -1618,6 +1618,7 @@ def _ddp_job(out, bucket_cap_mb=25, configure=None):
 
     import tcompile_labs
 
+    out.mkdir(parents=True)
     flags = ["--bucket-cap-mb", str(bucket_cap_mb)]
     if configure is not None:
         (out / "configure.py").write_text(configure)
