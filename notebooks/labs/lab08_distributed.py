@@ -246,16 +246,21 @@ def cells():
             print(f"1 MiB = {2**20:,} bytes; this session's bucket_cap_mb: {BUCKET_CAP_MB}")
             """),
         md("""
+            The job with this session's `bucket_cap_mb` (its logs are read after your prediction, below):
+            """),
+        code("""
+            split = run_ddp_job("split", bucket_cap_mb=BUCKET_CAP_MB)
+            print(sorted(p.name for p in split.iterdir()))
+            """),
+        md("""
             ### Exercise 8.3 — predict the split
 
             Into how many subgraphs does DDPOptimizer split the MLP's forward graph with this session's
-            `bucket_cap_mb` (`BUCKET_CAP_MB`, printed above)? Write your prediction first; the cell then runs the
-            job with that cap and checks it against the subgraphs torch logged.
+            `bucket_cap_mb` (`BUCKET_CAP_MB`, printed above)? Work it out from the rule above and the parameter
+            sizes; the checker counts the subgraphs torch logged in the job's traces.
             """),
         exercise("""
             predicted_subgraphs = ...
-
-            split = run_ddp_job("split", bucket_cap_mb=BUCKET_CAP_MB)
             check_ddp_subgraphs_answer(predicted_subgraphs, split)
             """),
         solution_note(),
@@ -269,8 +274,6 @@ def cells():
                     subgraphs, size = subgraphs + 1, 0
                 size += layer_bytes
             predicted_subgraphs = subgraphs
-
-            split = run_ddp_job("split", bucket_cap_mb=BUCKET_CAP_MB)
             check_ddp_subgraphs_answer(predicted_subgraphs, split)
             """),
         md("""
@@ -283,7 +286,7 @@ def cells():
             print([r.get("kind") for r in rank0.extra_records if str(r.get("kind")).startswith("optimize_ddp")])
             graph = next(r for r in rank0.extra_records if r.get("kind") == "optimize_ddp_split_graph")
             print(*[line.strip()[:110] for line in str(graph.get("payload")).splitlines() if "= self.submod_" in line],
-                  sep="\n")
+                  sep="\\n")
             """),
         md("""
             ## 6. The all_reduces in the compiled backward
@@ -337,6 +340,6 @@ def cells():
             backward = [r for r in job_records(traced)[0] if "compiled_autograd_id" in r.metadata
                         and r.kind == "aot_inference_graph"]
             for r in backward:
-                print(r.compile_id, *[line.strip()[:110] for line in r.payload.splitlines() if "all_reduce" in line], sep="\n")
+                print(r.compile_id, *[line.strip()[:110] for line in r.payload.splitlines() if "all_reduce" in line], sep="\\n")
             """),
     ]
