@@ -731,6 +731,10 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert '"compiled_autograd_graph"' in _Path(compiled_autograd.__file__).read_text()
     assert "config.compiled_autograd" in inspect.getsource(eval_frame.OptimizeContext.__init__)
     assert hasattr(runtime_wrappers, "_AOTDispatchAutogradFunctionFactory")
+    from torch.distributed.fsdp._fully_shard import _fsdp_common, _fsdp_state  # lab08 §6: FSDP2's hooks skipped
+
+    assert "skipping FSDP hooks" in inspect.getsource(_fsdp_common._dynamo_disable)
+    assert "@_dynamo_disable\n    def _pre_forward" in inspect.getsource(_fsdp_state.FSDPState)
     # lab05: the vector width comes from the ISA Inductor picks; max-autotune turns on CUDA graphs
     assert callable(cpu_vec_isa.pick_vec_isa)
     modes = list_mode_options()

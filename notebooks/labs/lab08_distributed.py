@@ -237,9 +237,10 @@ def cells():
             the same steps in eager DDP for comparison.
             """),
         code("""
-            print(DDP_JOB.read_text().split("class MLP", 1)[1].split("def batch", 1)[0])
-            print(DDP_JOB.read_text().split("    def train_step", 1)[1].split("    losses", 1)[0])
-            from tcompile_labs.ddp_job import MLP
+            from tcompile_labs.ddp_job import MLP, train
+
+            print(inspect.getsource(MLP))
+            print(inspect.getsource(train))
 
             for name, p in MLP().named_parameters():
                 print(f"{name}: {tuple(p.shape)}, {p.untyped_storage().nbytes():,} bytes")
@@ -341,5 +342,14 @@ def cells():
                         and r.kind == "aot_inference_graph"]
             for r in backward:
                 print(r.compile_id, *[line.strip()[:110] for line in r.payload.splitlines() if "all_reduce" in line], sep="\\n")
+            """),
+        md("""
+            **FSDP2 on this CPU, as seen.** The same MLP sharded with `fully_shard` (FSDP2: each layer, then the
+            model) instead of DDP, compiled the same way on gloo with torch 2.13: Dynamo breaks the graph at the
+            FSDP module calls with GB0007 (*Attempted to call function marked as skipped*), because FSDP2's module
+            hooks `FSDPState._pre_forward` and `_post_forward` (`torch/distributed/fsdp/_fully_shard/_fsdp_state.py`)
+            are wrapped in `_dynamo_disable` (`_fsdp_common.py`: `torch._dynamo.disable(func, recursive=True,
+            reason="skipping FSDP hooks")`). So each layer compiles on its own, between hooks that run eagerly; this
+            lab has no exercise on it.
             """),
     ]
