@@ -294,7 +294,7 @@ def cells():
 
             With DDPOptimizer the all_reduces still run outside every graph: DDP's C++ reducer launches them from
             autograd hooks, and the graph splits are what lets them overlap. **Compiled autograd**
-            (`torch._dynamo.compiled_autograd`, on with `torch._dynamo.config.compiled_autograd = True`) goes
+            (`torch._dynamo.compiled_autograd`, switched on in `torch._dynamo.config`) goes
             further: at `backward()` it traces what autograd's engine would run — AOTAutograd's backward graphs,
             the gradient accumulation, the hooks — into one FX graph (`AutogradCompilerInstance`, logged to
             TORCH_TRACE as `compiled_autograd_graph`), and Dynamo compiles that graph, its TORCH_TRACE records
