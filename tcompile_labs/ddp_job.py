@@ -4,7 +4,8 @@ Gloo on CPU. Each rank trains ``MLP`` (an nn.Module of ``DEPTH`` square Linear l
 ``torch.compile(train_step, backend="aot_eager")``, where ``train_step`` runs the DDP forward, the loss and
 ``loss.backward()``; then the same steps run in eager DDP (no compile, the C++ reducer) from the same weights
 and data, for comparison. ``--bucket-cap-mb N`` is DDP's ``bucket_cap_mb``; ``--configure FILE`` runs
-``configure()``, defined in that Python file, before DDP is built (where ``torch._dynamo.config`` is set).
+``configure()``, defined in that Python file, after the eager run (which uses torch's defaults) and before the
+compiled run's DDP is built: where ``torch._dynamo.config`` is set.
 Run it with TORCH_TRACE=dir for one trace per rank. It writes ``OUT/result_rank_N.json``: the settings the
 compiled run used (as torch reads them), its losses and the eager run's, and the largest difference between
 the two runs' final weights.

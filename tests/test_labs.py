@@ -724,6 +724,10 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert "DDPOptimizer(" in inspect.getsource(convert_frame.CatchErrorsWrapper.__call__)
     assert callable(dynamo_utils.get_optimize_ddp_mode) and callable(DDP._get_active_ddp_module)
     assert torch.distributed._DEFAULT_FIRST_BUCKET_BYTES == 2**20
+    from torch.nn.parallel.distributed import _BucketCapacityConfig
+
+    assert "is_using_default = bucket_cap_mb is None" in inspect.getsource(_BucketCapacityConfig.create)
+    assert "first_bucket_cap" not in inspect.getsource(convert_frame.CatchErrorsWrapper.__call__)
     assert "set_runtime_stats_and_log" in inspect.getsource(DDP._pre_forward) and callable(DDP._inside_ddp_forward)
     assert "_register_accum_grad_hook" in inspect.getsource(DDP.__init__)
     assert "fcol.all_reduce" in inspect.getsource(DDP._register_accum_grad_hook)

@@ -227,11 +227,15 @@ def cells():
             (the order in which gradients become ready), adding the bytes of each parameter a node uses
             (`param.untyped_storage().nbytes()`) to the current bucket. Before each node, a full bucket — its size
             ≥ `bucket_bytes_cap` (DDP's `bucket_cap_mb` × 2²⁰ bytes), or, for the first bucket, ≥
-            `torch.distributed._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB: DDP also keeps its first bucket small, so that the
-            first all_reduce starts early) — is closed and a new one starts. Each bucket becomes a subgraph
-            (`torch.fx.passes.split_module.split_module`), and TORCH_TRACE records it: one `optimize_ddp_split_graph`,
-            one `optimize_ddp_split_child` per subgraph. (A `bucket_cap_mb` below 1 does not work:
-            `DDPOptimizer.__init__` requires the first bucket to be no larger than the others.)
+            `torch.distributed._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB, whatever `bucket_cap_mb` is:
+            `CatchErrorsWrapper.__call__` gives `DDPOptimizer` no `first_bucket_cap`) — is closed and a new one
+            starts. Each bucket becomes a subgraph (`torch.fx.passes.split_module.split_module`), and TORCH_TRACE
+            records it: one `optimize_ddp_split_graph`, one `optimize_ddp_split_child` per subgraph. DDP's own
+            reducer keeps that small first bucket, so that the first all_reduce starts early, only when
+            `bucket_cap_mb` is left at its default (`_BucketCapacityConfig.create` in
+            `torch/nn/parallel/distributed.py`), so with another cap the graph's first split need not match DDP's
+            first bucket. (A `bucket_cap_mb` below 1 does not work: `DDPOptimizer.__init__` requires the first
+            bucket to be no larger than the others.)
 
             The job, `tcompile_labs/ddp_job.py`: two ranks train this MLP with `torch.compile(train_step)`, then
             the same steps in eager DDP for comparison.
