@@ -16,7 +16,7 @@ def cells():
             - predict how DDPOptimizer splits a compiled model at DDP's gradient buckets, and why it does;
             - put DDP's gradient all_reduces into the compiled backward graph with compiled autograd.
             """, "Runs 2-process jobs on this CPU (gloo backend, DDP + torch.compile with backend=\"aot_eager\") "
-                 "five times; about two minutes."),
+                 "six times; two to three minutes."),
         setup("""
             import inspect
             import itertools
@@ -211,8 +211,8 @@ def cells():
             `torch/_functorch/_aot_autograd/runtime_wrappers.py`): all its gradients become ready together when it ends, and there would be
             nothing left to overlap. So Dynamo splits the graph at DDP's bucket boundaries — **DDPOptimizer**
             (`torch/_dynamo/backends/distributed.py`, its docstring is *Note [DDPOptimizer]*). Each subgraph is
-            compiled on its own, its backward is its own autograd node, and the buckets it fills can be reduced
-            while the earlier subgraphs' backwards still run.
+            compiled on its own, its backward is its own autograd node, and the all_reduce of its bucket can run
+            while the backwards of the subgraphs before it (in forward order) still run.
 
             When: `torch._dynamo.config.optimize_ddp` is `True` (the default; `get_optimize_ddp_mode()` in
             `torch/_dynamo/utils.py` names it `"ddp_optimizer"`) and Dynamo compiles a frame while a DDP forward runs
