@@ -90,7 +90,7 @@ tcompile wheel or folder your instructor hands out:
     pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl
 
 tcompile brings everything the labs use: the explorer, the checkers (`tcompile_labs.checks`), the GPU captures
-and lab 8's job script. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
+and lab 8's job scripts. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
 edit the cell with the starting code; the locked cell after it checks your answer (✗ with a hint, or ✓).
 Submit the notebook as it is.
 """

@@ -29,6 +29,7 @@ __all__ = [
     "check_attribute_updates", "check_every_name", "check_no_breaks_by_default",
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
     "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
+    "check_collectives_in_backward", "job_records", "job_results",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -1162,3 +1163,74 @@ def check_recomputed(cap, op: str) -> None:
         _fail(f"the backward graph does not compute {op} again: nothing of the checkpointed region is recomputed",
               f"checkpoint the part of the model that contains {op}")
     return _pass(f"the forward saves only inputs ({len(saved)}: {', '.join(saved)}); the backward recomputes {op}")
+
+
+# --- lab 8's DDP job (tcompile_labs/ddp_job.py): read from its TORCH_TRACE logs and result files -----------
+
+
+def job_records(job_dir) -> dict[int, list]:
+    """Each rank's TORCH_TRACE records of a run of ``ddp_job.py`` (``job_dir/trace``, one log per rank), read by
+    tcompile's trace reader: ``record.kind``, ``record.compile_id``, ``record.metadata`` (torch's envelope),
+    ``record.payload``."""
+    from pathlib import Path
+
+    from compiler.readers.trace import read_records
+
+    logs = sorted((Path(job_dir) / "trace").glob("*rank_*.log"))
+    return {int(re.search(r"rank_(\d+)", p.name).group(1)): list(read_records(p)) for p in logs}
+
+
+def job_results(job_dir) -> dict[int, dict]:
+    """Each rank's ``result_rank_N.json``; a job that did not finish fails here with torch's error (``job.log``)."""
+    import json
+    from pathlib import Path
+
+    files = sorted(Path(job_dir).glob("result_rank_*.json"))
+    if len(files) < 2:
+        log = Path(job_dir) / "job.log"
+        errors = re.findall(r"^(?:\[rank\d+\]: )?(\w+(?:Error|Exception): .*)$", log.read_text() if log.exists() else "",
+                            re.M)
+        _fail(f"the job did not finish: {errors[-1][:300] if errors else 'no result files in ' + str(job_dir)}",
+              "read the error: torch says which setting it needs")
+    return {int(re.search(r"rank_(\d+)", p.name).group(1)): json.loads(p.read_text()) for p in files}
+
+
+ALL_REDUCE = re.compile(r"_c10d_functional\.all_reduce(?:_)?\.default\(")
+
+
+def check_collectives_in_backward(job_dir) -> None:
+    """In every rank of a run of lab 8's DDP job, the backward that compiled autograd traced — the graph Dynamo
+    compiled from it (its records carry a ``compiled_autograd_id``) — calls the gradient all_reduces
+    (``_c10d_functional.all_reduce``), and the compiled run's weights equal eager DDP's after the same steps."""
+    results = job_results(job_dir)
+    records = job_records(job_dir)
+    if sorted(records) != sorted(results):
+        _fail(f"trace logs for ranks {sorted(records)}, results for ranks {sorted(results)}",
+              "run the job with TORCH_TRACE set (run_ddp_job does)")
+    found = {}
+    for rank, recs in sorted(records.items()):
+        backward = [r for r in recs if "compiled_autograd_id" in r.metadata and r.payload
+                    and r.kind in ("aot_inference_graph", "aot_forward_graph")]
+        if not any(r.kind == "compiled_autograd_graph" for r in recs):
+            hooks = sorted({r.compile_id for r in recs if r.kind == "dynamo_start"
+                            and (r.metadata["dynamo_start"].get("stack") or [{}])[-1].get("name")
+                            == "compiled_accum_grad_hook"})
+            where = (f"the all_reduces ran in {_plural(len(hooks), 'compile')} of DDP's gradient hook "
+                     f"(compiled_accum_grad_hook: {', '.join(hooks)}), each a graph of its own") if hooks else \
+                "DDP's C++ reducer ran the all_reduces from autograd hooks"
+            _fail(f"rank {rank}: no backward graph from compiled autograd — {where}, outside any compiled backward",
+                  "the backward is traced into a graph only with compiled autograd on")
+        calls = sum(len(ALL_REDUCE.findall(r.payload)) for r in backward)
+        if not calls:
+            _fail(f"rank {rank}: the compiled backward graph calls no all_reduce",
+                  "which reducer does DDP use? The C++ one is not traceable")
+        found[rank] = calls
+    for rank, result in sorted(results.items()):
+        losses, eager = result["losses"], result["eager_losses"]
+        if result["max_weight_difference"] > 1e-5 or any(abs(a - b) > 1e-5 * max(1.0, abs(b))
+                                                         for a, b in zip(losses, eager)):
+            _fail(f"rank {rank}: the compiled run's training differs from eager DDP's (weights differ by up to "
+                  f"{result['max_weight_difference']:.3g}; losses {losses} vs {eager})",
+                  "the gradients must be averaged over the ranks, as DDP does")
+    return _pass(f"the compiled backward of every rank calls all_reduce ({', '.join(f'rank {r}: {n}' for r, n in found.items())}"
+                 ") and the training equals eager DDP's")

@@ -190,6 +190,9 @@ PLANTED_WRONG = {
            "odd_compile = '0/1'",
     "8.2": "def prepare_batch(x):\n    return x[:32]          # every rank compiles alike: the uneven batch cut\n\n"
            "fixed = run_job('fixed', prepare=prepare_batch)\nfixed_job = compiler.load_trace(fixed / 'trace')",
+    "8.3": "predicted_subgraphs = 1          # one compiled graph, as without DDP",
+    "8.4": "def configure():\n    torch._dynamo.config.optimize_ddp = 'python_reducer'   # without compiled autograd\n\n"
+           "traced = run_ddp_job('traced', configure=configure)",
 }
 
 
@@ -707,6 +710,35 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert "Backward graph lazy lowering" in _Path(runtime_wrappers.__file__).read_text()
     assert hasattr(functorch_config, "force_non_lazy_backward_lowering")
     assert "num_symints_saved_for_bw > 0" in _Path(graph_compile.__file__).read_text()
+    # lab08 §5-6 (issue 39): DDPOptimizer splits at DDP's buckets, logs each subgraph; the python reducer's hooks
+    import inspect
+
+    from torch._dynamo import compiled_autograd, convert_frame, eval_frame
+    from torch._dynamo.backends import distributed as ddp_backend
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_source = _Path(ddp_backend.__file__).read_text()
+    assert "Note [DDPOptimizer]" in ddp_source and '"optimize_ddp_split_child"' in ddp_source
+    assert "untyped_storage().nbytes()" in ddp_source and "split_module" in ddp_source
+    assert "First bucket should be smaller" in inspect.getsource(ddp_backend.DDPOptimizer.__init__)
+    assert "DDPOptimizer(" in inspect.getsource(convert_frame.CatchErrorsWrapper.__call__)
+    assert callable(dynamo_utils.get_optimize_ddp_mode) and callable(DDP._get_active_ddp_module)
+    assert torch.distributed._DEFAULT_FIRST_BUCKET_BYTES == 2**20
+    from torch.nn.parallel.distributed import _BucketCapacityConfig
+
+    assert "is_using_default = bucket_cap_mb is None" in inspect.getsource(_BucketCapacityConfig.create)
+    assert "first_bucket_cap" not in inspect.getsource(convert_frame.CatchErrorsWrapper.__call__)
+    assert "set_runtime_stats_and_log" in inspect.getsource(DDP._pre_forward) and callable(DDP._inside_ddp_forward)
+    assert "_register_accum_grad_hook" in inspect.getsource(DDP.__init__)
+    assert "fcol.all_reduce" in inspect.getsource(DDP._register_accum_grad_hook)
+    assert hasattr(compiled_autograd, "AutogradCompilerInstance")
+    assert '"compiled_autograd_graph"' in _Path(compiled_autograd.__file__).read_text()
+    assert "config.compiled_autograd" in inspect.getsource(eval_frame.OptimizeContext.__init__)
+    assert hasattr(runtime_wrappers, "_AOTDispatchAutogradFunctionFactory")
+    from torch.distributed.fsdp._fully_shard import _fsdp_common, _fsdp_state  # lab08 §6: FSDP2's hooks skipped
+
+    assert "skipping FSDP hooks" in inspect.getsource(_fsdp_common._dynamo_disable)
+    assert "@_dynamo_disable\n    def _pre_forward" in inspect.getsource(_fsdp_state.FSDPState)
     # lab05: the vector width comes from the ISA Inductor picks; max-autotune turns on CUDA graphs
     assert callable(cpu_vec_isa.pick_vec_isa)
     modes = list_mode_options()
@@ -1370,6 +1402,8 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "7.4": "test_exercise_7_4_rejects_caches_turned_off",
     "8.1": "test_exercise_8_1_rejects_the_other_rank_and_the_first_compile",
     "8.2": "test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load",
+    "8.3": "test_exercises_8_3_and_8_4_read_the_ddp_job_trace",
+    "8.4": "test_exercises_8_3_and_8_4_read_the_ddp_job_trace",
 }
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?(check_\w+\(.*?)\s*(?:#.*)?$", re.M)
@@ -1403,7 +1437,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 42, ids
+    assert len(ids) == len(set(ids)) == 44, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
@@ -1584,3 +1618,39 @@ def test_exercise_7_4_rejects_caches_turned_off():
     assert "did not hit" in fails(checks.check_warm_compile, {"force_disable_caches": True}, pointwise, x).message
     fails(checks.check_warm_compile, {"fx_graph_cache": False}, pointwise, x)
     fails(checks.check_warm_compile, {"no_such_option": 1}, pointwise, x)
+
+
+def _ddp_job(out, bucket_cap_mb=25, configure=None):
+    """lab 8's run_ddp_job: torchrun --nproc_per_node 2 tcompile_labs/ddp_job.py, TORCH_TRACE into out/trace."""
+    import subprocess
+
+    import tcompile_labs
+
+    out.mkdir(parents=True)
+    flags = ["--bucket-cap-mb", str(bucket_cap_mb)]
+    if configure is not None:
+        (out / "configure.py").write_text(configure)
+        flags += ["--configure", str(out / "configure.py")]
+    env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2", "--master_port",
+                             str(29700 + os.getpid() % 200), str(tcompile_labs.ddp_job_script()), str(out), *flags],
+                            capture_output=True, text=True, env=env)
+    (out / "job.log").write_text(result.stdout + result.stderr)
+    return out
+
+
+@pytest.mark.slow
+def test_exercises_8_3_and_8_4_read_the_ddp_job_trace(tmp_path):
+    """Issue 39 (distributed beyond lookups), on real 2-rank gloo jobs (~10–25 s each here): 8.3's answer is the
+    number of subgraphs DDPOptimizer logged (one per layer and the first bucket's own cap forgotten are rejected);
+    8.4 rejects the default (C++ reducer: no compiled backward) and compiled autograd without the python reducer
+    (torch's RuntimeError). Lab 8's run grades python_reducer alone (PLANTED_WRONG) and the solution."""
+    split = _ddp_job(tmp_path / "split", bucket_cap_mb=2)
+    assert answers.ddp_subgraphs(split) == {0: 3, 1: 3}  # buckets: layers.3 (first cap), layers.2+1, layers.0
+    answers.check_ddp_subgraphs_answer(3, split)
+    fails(answers.check_ddp_subgraphs_answer, 4, split)  # one subgraph per layer
+    fails(answers.check_ddp_subgraphs_answer, 2, split)  # the first bucket's 1 MiB cap forgotten
+    assert "no backward graph from compiled autograd" in fails(checks.check_collectives_in_backward, split).message
+    alone = _ddp_job(tmp_path / "alone", configure="def configure():\n    torch._dynamo.config.compiled_autograd = True\n")
+    assert "not compatible with C++ DDP Reducer" in fails(checks.check_collectives_in_backward, alone).message

@@ -9,12 +9,12 @@ import re
 
 from tcompile_labs.checks import (  # noqa: F401 - the helpers the answer checkers share with the checks
     _describe_args, _fail, _graphs_named, _kernel_ops, _kernels, _matches_op, _name, _no_answer, _normal, _pass, _plural,
-    _require_no_error, _what_if, check_allclose, check_close, saved_for_backward,
+    _require_no_error, _what_if, check_allclose, check_close, job_records, job_results, saved_for_backward,
 )
 
 __all__ = [
     "check_accepting_compile_answer", "check_backends_answer", "check_break_even", "check_break_even_function",
-    "check_cheapest_compile_answer", "check_compile_count_answer", "check_costliest_line", "check_epilogue_answer", "check_extern_op_answer",
+    "check_cheapest_compile_answer", "check_compile_count_answer", "check_ddp_subgraphs_answer", "check_costliest_line", "check_epilogue_answer", "check_extern_op_answer",
     "check_kernels_answer", "check_line_answer", "check_op_count_answer", "check_reason_against_answer",
     "check_recompiled_rank_answer", "check_recordings_answer", "check_reduction_kernel_answer",
     "check_saved_answer", "check_saved_fraction",
@@ -323,3 +323,30 @@ def check_compile_count_answer(answer, fn, calls, **compile_kwargs) -> None:
     how = ", ".join(f"{k}={v!r}" for k, v in compile_kwargs.items()) or "the defaults"
     _check_count(answer, counter.frame_count, f"compiles with {how}",
                  "go call by call: which guard does each call fail (sizes, the int, a size of 1)?")
+
+
+def ddp_subgraphs(job_dir) -> dict[int, int]:
+    """Rank → the number of subgraphs DDPOptimizer split the model's forward graph into, in a run of lab 8's DDP
+    job: torch's own records (``DDPOptimizer.compile_fn`` logs one ``optimize_ddp_split_child`` per subgraph;
+    with one bucket it splits nothing and logs none)."""
+    counts = {}
+    for rank, records in job_records(job_dir).items():
+        split = [r for r in records if r.kind == "optimize_ddp_split_graph"]
+        if len(split) != 1:
+            _fail(f"rank {rank}: {len(split)} graphs split by DDPOptimizer (expected one: the model's forward)",
+                  "run the job with the default torch._dynamo.config.optimize_ddp (run_ddp_job does)")
+        counts[rank] = sum(r.kind == "optimize_ddp_split_child" and r.compile_id == split[0].compile_id
+                           for r in records)
+    return counts
+
+
+def check_ddp_subgraphs_answer(answer, job_dir) -> None:
+    """``answer`` is the number of subgraphs DDPOptimizer split the model's forward into in the job run into
+    ``job_dir`` (every rank the same), read from the job's TORCH_TRACE logs at check time."""
+    cap_mb = {r["bucket_cap_mb"] for r in job_results(job_dir).values()}
+    counts = ddp_subgraphs(job_dir)
+    if len(set(counts.values())) != 1 or len(counts) < 2:
+        _fail(f"the ranks split differently: {counts}", "run the job again")
+    return _check_count(answer, next(iter(counts.values())), f"subgraphs with bucket_cap_mb={cap_mb.pop():g}",
+                        "walk the forward graph from its end, adding each layer's parameter bytes to the current "
+                        "bucket; a full bucket starts a new one (and the first bucket has its own, smaller cap)")

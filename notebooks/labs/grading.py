@@ -27,7 +27,7 @@ CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
 
 # points per exercise: 1, or 2 where the exercise is to write or rewrite code that compiles differently
 POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "4.4", "6.4",
-                          "7.2", "8.2")}
+                          "7.2", "8.2", "8.4")}
 
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
 FRESH_CHECKS = """\
@@ -262,6 +262,25 @@ for _r, _ids in _logs.items():
 _x = _t.randn(48, 16)
 _y = prepare_batch(_x.clone())
 assert isinstance(_y, _t.Tensor) and _y.shape == _x.shape and _t.equal(_y, _x), "prepare_batch changed the batch\"""",
+    "8.3": """\
+import json as _json
+_res = [_json.loads(p.read_text()) for p in sorted(split.glob("result_rank_*.json"))]
+assert len(_res) == 2 and BUCKET_CAP_MB in (1, 2, 3), "run the job with this session's bucket_cap_mb"
+assert all(r["bucket_cap_mb"] == BUCKET_CAP_MB for r in _res), ("the job ran with another cap", _res)
+_n = {p.name: p.read_text().count('{"optimize_ddp_split_child": ') for p in (split / "trace").glob("*.log")}
+assert len(_n) == 2 and len(set(_n.values())) == 1, ("DDPOptimizer's subgraphs per rank", _n)
+assert predicted_subgraphs == next(iter(_n.values())), (predicted_subgraphs, _n)""",
+    "8.4": """\
+import json as _json, re as _re
+_logs = sorted((traced / "trace").glob("*.log"))
+assert len(_logs) == 2, ("one trace log per rank", _logs)
+for _log in _logs:  # the records (an envelope line, then its payload's tab-indented lines) that compiled autograd made
+    _recs = _re.split(r"\\n(?=\\S)", _log.read_text())
+    _bw = [r for r in _recs if '"compiled_autograd_id"' in r.split("\\n", 1)[0] and '"aot_' in r.split("\\n", 1)[0]]
+    assert any("_c10d_functional.all_reduce" in r for r in _bw), ("no all_reduce in the compiled backward", _log.name)
+for _p in sorted(traced.glob("result_rank_*.json")):
+    _r = _json.loads(_p.read_text())
+    assert _r["compiled_autograd"] and _r["max_weight_difference"] <= 1e-5, _r""",
     "7.1": """\
 import math as _m
 assert break_even(2.0, 3e-3, 1e-3) == _m.inf or abs(break_even(2.0, 3e-3, 1e-3) - 999.5) <= 1
