@@ -139,10 +139,15 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
         return load_trace_file(path, strict=strict, sources=sources)
 
 
-def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
+def load_job(path, strict: bool = False, sources: str = "trace", processes: int | None = None) -> Job:
     """A directory of TORCH_TRACE logs (``dedicated_log_torch_trace_rank_N_*.log``) or of tcompile
     captures saved with ``capture(job_dir=...)`` → a ``Job``. Files that are empty, unreadable or
-    not logs are reported in ``job.problems`` and skipped; every other rank still loads."""
+    not logs are reported in ``job.problems`` and skipped; every other rank still loads.
+
+    ``processes``: how the logs are read — ``0`` one after another in this process, ``N`` side by side
+    in N worker processes (``compiler.readers.job_processes``; the same job either way), ``None``
+    (default) in worker processes only where they pay: at least 4 CPUs, 16 logs and 32 MB of them.
+    As with any process pool, a script that calls it at top level needs ``if __name__ == "__main__":``."""
     path = Path(path)
     shown = shown_path(path)
     if not path.exists():
@@ -169,7 +174,9 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     job = Job(path=shown, captures={}, files={}, problems=problems,
               source="torch_trace" if logs else "tcompile_capture")
     if logs:
-        _load_logs(job, logs, strict, sources)
+        from compiler.readers.job_processes import worker_count
+
+        _load_logs(job, logs, strict, sources, worker_count(processes, logs))
     else:
         _load_captures(job, captures)
     if not job.captures:
@@ -214,21 +221,36 @@ def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[
     return files, problems
 
 
-def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str) -> None:
+def read_rank(log: Path, strict: bool = False, sources: str = "trace"):
+    """One rank's TORCH_TRACE log → its ``Capture`` (what it found wrong in ``cap.trace.problems``), or, where
+    it cannot be read, the ``TraceProblem`` saying why it is skipped (``strict``: the error is raised). The one
+    per-rank step of a job: ``load_job`` runs it here, or in worker processes
+    (``compiler.readers.job_processes``), which send back what it made as JSON."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
+            return load_trace_file(log, strict=strict, sources=sources)
+    except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
+        if strict:
+            raise
+        why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, OSError):
+            why = f"cannot be read ({exc.strerror or exc})"
+        return TraceProblem(shown_path(log), None, "unreadable_file", f"{why}; skipped")
+
+
+def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str, processes: int) -> None:
+    if processes:
+        from compiler.readers.job_processes import read_ranks
+
+        read = read_ranks(logs, strict, sources, processes)
+    else:
+        read = (read_rank(log, strict, sources) for log in logs)
     unranked = []
-    for log in logs:
+    for log, cap in zip(logs, read):
         shown = shown_path(log)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
-                cap = load_trace_file(log, strict=strict, sources=sources)
-        except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
-            if strict:
-                raise
-            why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, OSError):
-                why = f"cannot be read ({exc.strerror or exc})"
-            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{why}; skipped"))
+        if isinstance(cap, TraceProblem):
+            job.problems.append(cap)
             continue
         job.problems.extend(cap.trace.problems)
         named = _RANK_IN_NAME.search(log.name)
