@@ -160,9 +160,9 @@ def read_ranks(logs: list[Path], strict: bool, sources: str, processes: int) -> 
             try:
                 text = future.result()
             except Exception as exc:  # noqa: BLE001 — a worker that died (BrokenProcessPool) and the like
-                hint = ("; a script that starts worker processes needs if __name__ == '__main__': (or processes=0)"
-                        if _reruns_main_script() else "")
-                errors[index] = (f"{shown_path(log)}: the worker process reading it failed "
+                hint = ("; if the workers died as they started: a script that starts worker processes needs "
+                        "if __name__ == '__main__': (or processes=0)" if not done and _reruns_main_script() else "")
+                errors[index] = (f"{shown_path(log)}: a worker process failed before this log was read "
                                  f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}){hint}")
                 text = None
             header = json.loads(text.partition("\n")[0]) if text else {}
