@@ -21,6 +21,7 @@ from compiler.stages.records import number
 from compiler.drawing import draw
 from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
+from compiler.readers.job_processes import read_rank, read_ranks, worker_count
 from compiler.readers.trace_capture import load_trace_file
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, read_watch_file
 from compiler.stages.schema import paused_gc
@@ -174,8 +175,6 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
     job = Job(path=shown, captures={}, files={}, problems=problems,
               source="torch_trace" if logs else "tcompile_capture")
     if logs:
-        from compiler.readers.job_processes import worker_count
-
         _load_logs(job, logs, strict, sources, worker_count(processes, logs))
     else:
         _load_captures(job, captures)
@@ -221,28 +220,8 @@ def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[
     return files, problems
 
 
-def read_rank(log: Path, strict: bool = False, sources: str = "trace"):
-    """One rank's TORCH_TRACE log → its ``Capture`` (what it found wrong in ``cap.trace.problems``), or, where
-    it cannot be read, the ``TraceProblem`` saying why it is skipped (``strict``: the error is raised). The one
-    per-rank step of a job: ``load_job`` runs it here, or in worker processes
-    (``compiler.readers.job_processes``), which send back what it made as JSON."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
-            return load_trace_file(log, strict=strict, sources=sources)
-    except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
-        if strict:
-            raise
-        why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, OSError):
-            why = f"cannot be read ({exc.strerror or exc})"
-        return TraceProblem(shown_path(log), None, "unreadable_file", f"{why}; skipped")
-
-
 def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str, processes: int) -> None:
     if processes:
-        from compiler.readers.job_processes import read_ranks
-
         read = read_ranks(logs, strict, sources, processes)
     else:
         read = (read_rank(log, strict, sources) for log in logs)
@@ -384,10 +363,6 @@ def _unread_ranks(job: Job) -> Divergence | None:
                       f"{ranks_text(sorted(unread)).capitalize()} could not be read, so what {'it' if len(unread) == 1 else 'they'} "
                       "compiled is unknown: every other finding compares only the ranks that loaded, and a "
                       "missing rank may be the one that diverged.", severity="error")
-
-
-def _strip_path(exc: Exception, path: Path) -> str:
-    return str(exc).removeprefix(f"{shown_path(path)}: ").removeprefix(f"{path}: ")
 
 
 def _check_versions(job: Job) -> None:

@@ -1,7 +1,7 @@
 """A many-rank job's logs read side by side, in worker processes (``load_job(path, processes=N)``).
 
-Each worker runs the one per-rank step ``compiler.readers.job.read_rank`` — the step ``load_job`` runs
-in-process — on one log and sends back JSON text: a header line (the rank's ``TraceInfo`` with its problems,
+Each worker runs the one per-rank step ``read_rank`` (here) — the step ``load_job`` runs in-process —
+on one log and sends back JSON text: a header line (the rank's ``TraceInfo`` with its problems,
 its string table and record count, or why it was skipped), then the capture's own JSON (``Capture.to_json``).
 The parent rebuilds the capture from that with the capture loader (``Capture.from_data``, every field
 checked), so the job is the same as one read in-process: same ranks, compiles, problems, order. No object of
@@ -23,7 +23,9 @@ from collections import Counter
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from compiler.readers.trace import StoredRecords, TraceError, TraceInfo, TraceProblem
+from compiler.readers.trace import StoredRecords, TraceError, TraceInfo, TraceProblem, TraceWarning
+from compiler.readers.trace_capture import load_trace_file
+from compiler.stages.files import shown_path
 
 # The automatic choice (``processes=None``): workers pay for their start (~0.5 s each, the reader's
 # imports) and the parent's rebuild from JSON (~15 % of a rank's read) only on many, big logs and cores.
@@ -76,6 +78,30 @@ def _reruns_main_script() -> bool:
     return getattr(main, "__file__", None) is not None
 
 
+# --- one rank: the step run in-process or in a worker ---------------------------------------------
+
+def read_rank(log: Path, strict: bool = False, sources: str = "trace"):
+    """One rank's TORCH_TRACE log → its ``Capture`` (what it found wrong in ``cap.trace.problems``), or, where
+    it cannot be read, the ``TraceProblem`` saying why it is skipped (``strict``: the error is raised). The one
+    per-rank step of a job: ``load_job`` runs it in-process, or in worker processes (``read_ranks``), which
+    send back what it made as JSON."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
+            return load_trace_file(log, strict=strict, sources=sources)
+    except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
+        if strict:
+            raise
+        why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, OSError):
+            why = f"cannot be read ({exc.strerror or exc})"
+        return TraceProblem(shown_path(log), None, "unreadable_file", f"{why}; skipped")
+
+
+def _strip_path(exc: Exception, path: Path) -> str:
+    return str(exc).removeprefix(f"{shown_path(path)}: ").removeprefix(f"{path}: ")
+
+
 # --- in the worker -------------------------------------------------------------------------------
 
 def _refuse_torch(event, args) -> None:
@@ -90,9 +116,7 @@ def _start_worker() -> None:
 
 def read_rank_text(log: str, strict: bool, sources: str) -> str:
     """In a worker: ``read_rank`` of one log → one header line of JSON, then the capture's own JSON."""
-    from compiler.readers.job import read_rank
     from compiler.stages.data import paused_gc
-    from compiler.stages.files import shown_path
 
     try:
         with paused_gc():
@@ -144,8 +168,6 @@ def read_ranks(logs: list[Path], strict: bool, sources: str, processes: int) -> 
     order of ``logs``. An error is raised as the first log's (in their order) that failed."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    from compiler.readers.job import read_rank
-    from compiler.stages.files import shown_path
 
     pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start_worker)
