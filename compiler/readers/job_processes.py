@@ -118,6 +118,7 @@ def read_rank_text(log: str, strict: bool, sources: str) -> str:
     """In a worker: ``read_rank`` of one log → one header line of JSON, then the capture's own JSON."""
     from compiler.stages.data import paused_gc
 
+    _REFUSED.clear()  # what this read tried, not an earlier one in this worker
     try:
         with paused_gc():
             cap = read_rank(Path(log), strict, sources)
@@ -152,7 +153,7 @@ def _rebuild(log: Path, text: str):
         return TraceProblem(**header["problem"])
     data = header["trace"]
     if set(data) != {f.name for f in fields(TraceInfo)}:
-        raise TraceError(f"{log}: a worker sent back trace info with fields {sorted(data)}")
+        raise TraceError(f"{shown_path(log)}: a worker sent back trace info with fields {sorted(data)}")
     info = TraceInfo(**{**data, "kinds": Counter(data["kinds"]),
                         "problems": [TraceProblem(**p) for p in data["problems"]]})
     count, stamp = header["records"]
