@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 INPUTS = Path(__file__).resolve().parents[2] / "shared" / "tlparse_inputs"
+if not INPUTS.is_dir():  # a checkout deeper than /work/<name> (a worktree): the machine's shared copy
+    INPUTS = Path("/work/shared/tlparse_inputs")
 TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
 
 SKIP_REASON = "tlparse's fixture logs are not at"

@@ -21,6 +21,7 @@ from compiler.stages.records import number
 from compiler.drawing import draw
 from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
+from compiler.readers.job_processes import read_rank, read_ranks, worker_count
 from compiler.readers.trace_capture import load_trace_file
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, read_watch_file
 from compiler.stages.schema import paused_gc
@@ -139,10 +140,15 @@ def load_trace(path, strict: bool = False, sources: str = "trace"):
         return load_trace_file(path, strict=strict, sources=sources)
 
 
-def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
+def load_job(path, strict: bool = False, sources: str = "trace", processes: int | None = None) -> Job:
     """A directory of TORCH_TRACE logs (``dedicated_log_torch_trace_rank_N_*.log``) or of tcompile
     captures saved with ``capture(job_dir=...)`` → a ``Job``. Files that are empty, unreadable or
-    not logs are reported in ``job.problems`` and skipped; every other rank still loads."""
+    not logs are reported in ``job.problems`` and skipped; every other rank still loads.
+
+    ``processes``: how the logs are read — ``0`` one after another in this process, ``N`` side by side
+    in N worker processes (``compiler.readers.job_processes``; the same job either way), ``None``
+    (default) in worker processes only where they pay: at least 4 CPUs, 16 logs and 32 MB of them.
+    As with any process pool, a script that calls it at top level needs ``if __name__ == "__main__":``."""
     path = Path(path)
     shown = shown_path(path)
     if not path.exists():
@@ -169,7 +175,7 @@ def load_job(path, strict: bool = False, sources: str = "trace") -> Job:
     job = Job(path=shown, captures={}, files={}, problems=problems,
               source="torch_trace" if logs else "tcompile_capture")
     if logs:
-        _load_logs(job, logs, strict, sources)
+        _load_logs(job, logs, strict, sources, worker_count(processes, logs))
     else:
         _load_captures(job, captures)
     if not job.captures:
@@ -214,21 +220,16 @@ def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[
     return files, problems
 
 
-def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str) -> None:
+def _load_logs(job: Job, logs: list[Path], strict: bool, sources: str, processes: int) -> None:
+    if processes:
+        read = read_ranks(logs, strict, sources, processes)
+    else:
+        read = (read_rank(log, strict, sources) for log in logs)
     unranked = []
-    for log in logs:
+    for log, cap in zip(logs, read):
         shown = shown_path(log)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TraceWarning)  # collected into job.problems instead
-                cap = load_trace_file(log, strict=strict, sources=sources)
-        except Exception as exc:  # noqa: BLE001 — one bad rank is listed with its reason; the others still load
-            if strict:
-                raise
-            why = _strip_path(exc, log) if isinstance(exc, TraceError) else f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, OSError):
-                why = f"cannot be read ({exc.strerror or exc})"
-            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{why}; skipped"))
+        if isinstance(cap, TraceProblem):
+            job.problems.append(cap)
             continue
         job.problems.extend(cap.trace.problems)
         named = _RANK_IN_NAME.search(log.name)
@@ -362,10 +363,6 @@ def _unread_ranks(job: Job) -> Divergence | None:
                       f"{ranks_text(sorted(unread)).capitalize()} could not be read, so what {'it' if len(unread) == 1 else 'they'} "
                       "compiled is unknown: every other finding compares only the ranks that loaded, and a "
                       "missing rank may be the one that diverged.", severity="error")
-
-
-def _strip_path(exc: Exception, path: Path) -> str:
-    return str(exc).removeprefix(f"{shown_path(path)}: ").removeprefix(f"{path}: ")
 
 
 def _check_versions(job: Job) -> None:
