@@ -87,10 +87,10 @@ RELEASE_README = """# A tcompile lab
 Install once, one command (Python 3.10+; the index gives the CPU build of torch, a small download), with the
 tcompile wheel or folder your instructor hands out:
 
-    pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl
+    pip install --extra-index-url https://download.pytorch.org/whl/cpu "./tcompile-0.1.0-py3-none-any.whl[labs]"
 
 tcompile brings everything the labs use: the explorer, the checkers (`tcompile_labs.checks`), the GPU captures
-and lab 8's job script. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
+and lab 8's job script; its `labs` extra adds what lab 9 runs (transformers for its GPT-2, the tlparse CLI). Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
 edit the cell with the starting code; the locked cell after it checks your answer (✗ with a hint, or ✓).
 Submit the notebook as it is.
 """

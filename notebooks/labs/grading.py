@@ -44,7 +44,8 @@ SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
 
 # which arguments of an answer checker are the student's answers (the first, unless named here)
 ANSWER_ARGS = {"check_reduction_kernel_answer": (0, 1), "check_epilogue_answer": (0, 1),
-               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,)}
+               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,),
+               "check_problem_counts_answer": (0, 1)}
 
 # the frame compiles each rank's TORCH_TRACE log records (torch's own log: "frame_id", "frame_compile_id")
 TRACE_COMPILES = """\

@@ -118,20 +118,20 @@ def cells():
             **graph breaks** did torch count over the three calls, and how many **recompiles**? A graph break is
             counted each time Dynamo stops tracing a frame (torch's `counters["graph_break"]`, incremented by
             `Unsupported.add_to_stats`), so a frame compiled again breaks again; a recompile is any compile whose
-            id `frame/n` has `n > 0`, in any frame — the resume functions after a break included. The checker
-            compiles `serve` afresh and counts with torch.
+            id `frame/n` has `n > 0`, in any frame — the resume functions after a break included. (When the lab is
+            graded, `serve` is compiled afresh and torch counts again.)
             """),
         exercise("""
             breaks = ...
             recompiles = ...
-            check_problem_counts_answer(breaks, recompiles, serve_original, calls)
+            check_problem_counts_answer(breaks, recompiles, first)
             """),
         solution_note(),
         solution("""
             # the Overview's cards (cap.summary) and the Recompiles tab: each break site × the compiles of its frame
             breaks, recompiles = first.summary.graph_breaks, len(first.recompiles)
             print(first.summary.graph_breaks, "breaks;", [(r.compile_id, r.failed_guard) for r in first.recompiles])
-            check_problem_counts_answer(breaks, recompiles, serve_original, calls)
+            check_problem_counts_answer(breaks, recompiles, first)
             """),
         md("""
             Besides breaks and recompiles, one frame was given up: `first.skipped_frames` names it, with torch's
