@@ -39,7 +39,7 @@ from nbformat.v4 import new_notebook
 
 HERE = Path(__file__).resolve().parent
 LAB_MODULES = ["lab00_tour", "lab01_dynamo", "lab02_graph_breaks", "lab03_guards", "lab04_aot",
-               "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed"]
+               "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed", "lab09_real_model"]
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -87,10 +87,10 @@ RELEASE_README = """# A tcompile lab
 Install once, one command (Python 3.10+; the index gives the CPU build of torch, a small download), with the
 tcompile wheel or folder your instructor hands out:
 
-    pip install --extra-index-url https://download.pytorch.org/whl/cpu ./tcompile-0.1.0-py3-none-any.whl
+    pip install --extra-index-url https://download.pytorch.org/whl/cpu "./tcompile-0.1.0-py3-none-any.whl[labs]"
 
 tcompile brings everything the labs use: the explorer, the checkers (`tcompile_labs.checks`), the GPU captures
-and lab 8's job scripts. Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
+and lab 8's job scripts; its `labs` extra adds what lab 9 runs (transformers for its GPT-2, the tlparse CLI). Then `jupyter lab` in this folder and run the notebook top to bottom. Each exercise:
 edit the cell with the starting code; the locked cell after it checks your answer (✗ with a hint, or ✓).
 Submit the notebook as it is.
 """

@@ -36,8 +36,8 @@ KERNEL_PROBE = ("import sys, compiler; print('tcompile-kernel-python:', sys.exec
 
 # --- the labs -----------------------------------------------------------------------------------
 
-def test_there_are_nine_labs_in_order():
-    assert [p.name[:3] for p in LABS] == [f"0{i}_" for i in range(9)]
+def test_there_are_ten_labs_in_order():
+    assert [p.name[:3] for p in LABS] == [f"0{i}_" for i in range(10)]
     assert (NOTEBOOKS / "README.md").exists()
 
 
@@ -188,6 +188,11 @@ PLANTED_WRONG = {
     "8.1": "recompiles = next(d for d in job.divergences if d.kind == 'recompiles')\n"
            "odd_rank = next(g[0] for g, did in zip(recompiles.groups, recompiles.behaviours) if did == 'no recompiles')\n"
            "odd_compile = '0/1'",
+    "9.1": "breaks, recompiles = len(first.breaks), len(serve_app.SIZES) - 1   # the break lines; one per new size",
+    "9.2": "def serve(batch):   # the logs deleted\n    with torch.no_grad():\n        logits = model(batch).logits[:, -1]\n"
+           "    return logits.argmax(-1)\n\nex92 = capture_calls(serve, calls, backend='eager')",
+    "9.3": "predicted_recompiles = 0          # marked dynamic: one compile for every size",
+    "9.4": "first_differing = 'aot_eager'",
     "8.2": "def prepare_batch(x):\n    return x[:32]          # every rank compiles alike: the uneven batch cut\n\n"
            "fixed = run_job('fixed', prepare=prepare_batch)\nfixed_job = compiler.load_trace(fixed / 'trace')",
     "8.3": "predicted_subgraphs = 1          # one compiled graph, as without DDP",
@@ -744,6 +749,25 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     modes = list_mode_options()
     assert modes["max-autotune"].get("triton.cudagraphs") is True
     assert "triton.cudagraphs" not in modes["max-autotune-no-cudagraphs"]
+    # lab09: what counts a graph break and a recompile, what TORCH_LOGS dedupes and the trace does not, what a
+    # reordered print takes, why mark_dynamic failed on a specialized size, and Inductor's own random numbers
+    import inspect
+
+    from torch._dynamo import exc as dynamo_exc, symbolic_convert
+    from torch._dynamo.variables.misc import DebuggingVariable
+    from torch._inductor import compiler_bisector, config as inductor_config, lowering
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    assert '"graph_break"' in inspect.getsource(symbolic_convert) and callable(dynamo_exc.Unsupported.add_to_stats)
+    assert callable(dynamo_utils.get_compilation_metrics)
+    logged = inspect.getsource(symbolic_convert.InstructionTranslatorBase.log_graph_break)
+    assert "dynamo_graph_break_reason" in logged and "graph_break_dup_warning_checker" in logged
+    assert callable(DebuggingVariable.can_reorder_logs)
+    assert "ConstraintViolationError" in inspect.getsource(ShapeEnv.produce_guards_verbose)
+    assert hasattr(ShapeEnv, "specialize_zero_one")
+    assert list(compiler_bisector.BACKENDS)[:2] == ["eager", "aot_eager"] and "inductor" in compiler_bisector.BACKENDS
+    assert hasattr(inductor_config, "fallback_random") and "fallback_random" in inspect.getsource(lowering.native_dropout)
+    assert (_Path(lowering.__file__).parent / "fx_passes" / "replace_random.py").exists()
 
 
 def _scale_steps(x):  # lab 1's
@@ -1404,6 +1428,10 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "8.2": "test_exercise_8_2_rejects_a_job_with_a_rank_that_did_not_load",
     "8.3": "test_exercises_8_3_and_8_4_read_the_ddp_job_trace",
     "8.4": "test_exercises_8_3_and_8_4_read_the_ddp_job_trace",
+    "9.1": "test_exercise_9_1_rejects_counting_places_and_sizes",
+    "9.2": "test_exercise_9_2_rejects_deleted_logs_a_symbolic_size_printed_and_item_kept",
+    "9.3": "test_exercise_9_3_rejects_no_recompile_and_one_per_size_of_1",
+    "9.4": "test_exercise_9_4_rejects_the_other_backends_and_eval_mode",
 }
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?(check_\w+\(.*?)\s*(?:#.*)?$", re.M)
@@ -1437,7 +1465,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 44, ids
+    assert len(ids) == len(set(ids)) == 48, ids
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
@@ -1654,3 +1682,133 @@ def test_exercises_8_3_and_8_4_read_the_ddp_job_trace(tmp_path):
     assert "no backward graph from compiled autograd" in fails(checks.check_collectives_in_backward, split).message
     alone = _ddp_job(tmp_path / "alone", configure="def configure():\n    torch._dynamo.config.compiled_autograd = True\n")
     assert "not compatible with C++ DDP Reducer" in fails(checks.check_collectives_in_backward, alone).message
+# --- lab 9 (issue 39): a real model debugged end to end — the checkers on a tiny stand-in model (seconds) ----------
+
+def _tiny_lm():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Embedding(128, 16), torch.nn.Dropout(0.1), torch.nn.Linear(16, 128)).eval()
+
+
+def _tiny_batches(sizes=(2, 4, 8)):
+    return [(torch.randint(0, 128, (n, 12), generator=torch.Generator().manual_seed(n)),) for n in sizes]
+
+
+def _tiny_serve(model):
+    def serve(batch):  # lab 9's serve, the model swapped
+        print(f"serving {batch.shape[0]} requests")
+        with torch.no_grad():
+            logits = model(batch)[:, -1]
+        next_tokens = logits.argmax(-1)
+        confidence = logits.softmax(-1).amax(-1).min().item()
+        print(f"lowest confidence {confidence:.3f}")
+        return next_tokens
+    return serve
+
+
+def test_exercise_9_1_rejects_counting_places_and_sizes():
+    """Exercise 9.1: the capture's counts are torch's over the calls (counters["graph_break"], compile ids from
+    get_compilation_metrics, recomputed afresh as the graded test does); the break places and one recompile per new
+    size are not it."""
+    from compiler.analyses.fix_experiments import capture_calls
+
+    serve, calls = _tiny_serve(_tiny_lm()), _tiny_batches()
+    breaks, recompiles = answers._breaks_and_recompiles(serve, calls)
+    cap = capture_calls(serve, calls, backend="eager")
+    assert (cap.summary.graph_breaks, len(cap.recompiles)) == (breaks, recompiles)
+    assert breaks > len(cap.breaks) and recompiles > len(calls) - 1  # a recompiled frame breaks and recompiles again
+    answers.check_problem_counts_answer(breaks, recompiles, cap)
+    assert "graph breaks" in fails(answers.check_problem_counts_answer, len(cap.breaks), recompiles, cap).message
+    assert "recompiles" in fails(answers.check_problem_counts_answer, breaks, len(calls) - 1, cap).message
+    fails(answers.check_problem_counts_answer, str(breaks), recompiles, cap)
+    fails(answers.check_problem_counts_answer, True, recompiles, cap)
+    fails(answers.check_problem_counts_answer, ..., recompiles, cap)
+
+
+def test_exercise_9_2_rejects_deleted_logs_a_symbolic_size_printed_and_item_kept():
+    from compiler.analyses.fix_experiments import capture_calls
+
+    model = _tiny_lm()
+    original, calls = _tiny_serve(model), _tiny_batches()
+    other = torch.randint(0, 128, (3, 12))
+
+    def fixed(batch):
+        print("serving requests:", torch.tensor(batch.shape[0]))
+        with torch.no_grad():
+            logits = model(batch)[:, -1]
+        print("lowest confidence:", logits.softmax(-1).amax(-1).min())
+        return logits.argmax(-1)
+
+    def symbolic_size(batch):  # the size printed as it is: a symbol from the second size on
+        print("serving requests:", batch.shape[0])
+        with torch.no_grad():
+            logits = model(batch)[:, -1]
+        print("lowest confidence:", logits.softmax(-1).amax(-1).min())
+        return logits.argmax(-1)
+
+    def silent(batch):
+        with torch.no_grad():
+            return model(batch)[:, -1].argmax(-1)
+
+    def item_kept(batch):
+        print("serving requests:", torch.tensor(batch.shape[0]))
+        with torch.no_grad():
+            logits = model(batch)[:, -1]
+        print(f"lowest confidence {logits.softmax(-1).amax(-1).min().item():.3f}")
+        return logits.argmax(-1)
+
+    def captured(fn):
+        with torch._dynamo.config.patch(reorderable_logging_functions={print}):
+            return capture_calls(fn, calls, backend="eager")
+
+    right = captured(fixed)
+    checks.check_no_graph_breaks(right)
+    checks.check_still_prints(right, "serving")
+    checks.check_still_prints(right, "lowest confidence")
+    checks.check_matches_eager(right, original, other)
+    fails(checks.check_no_graph_breaks, capture_calls(original, calls, backend="eager"))
+    assert "reorder" in fails(checks.check_no_graph_breaks, captured(symbolic_size)).message
+    quiet = captured(silent)
+    checks.check_no_graph_breaks(quiet)  # what deleting the logs gets through
+    assert "no longer prints" in fails(checks.check_still_prints, quiet, "serving").message
+    fails(checks.check_no_graph_breaks, captured(item_kept))
+
+
+def test_exercise_9_3_rejects_no_recompile_and_one_per_size_of_1():
+    """Exercise 9.3: batches marked dynamic (4, 8, 1, 16, 1): one recompile, for the size 1 (0 and 1 are
+    specialized), as torch counts it."""
+    model = _tiny_lm()
+
+    def predict(batch):
+        with torch.no_grad():
+            return model(batch)[:, -1].argmax(-1)
+
+    calls = _tiny_batches((4, 8, 1, 16, 1))
+    for (batch,) in calls:
+        torch._dynamo.mark_dynamic(batch, 0)
+    answers.check_recompiles_answer(1, predict, calls)
+    for wrong in (0, 2, 4, 1.0, "1", ...):  # mark_dynamic = no recompile; each size of 1; each new size; not a count
+        fails(answers.check_recompiles_answer, wrong, predict, calls)
+
+
+def test_exercise_9_4_rejects_the_other_backends_and_eval_mode():
+    """Exercise 9.4: with dropout on, eager and aot_eager run ATen's dropout from the same generator; Inductor
+    draws its own random numbers (fx_passes/replace_random.py) unless fallback_random."""
+    model = _tiny_lm().train()
+    batch = torch.randint(0, 128, (4, 12))
+    forward = lambda b: model(b)  # noqa: E731
+    answers.check_first_divergent_backend_answer("inductor", forward, batch)
+    for wrong in ("aot_eager", "eager", "aot_eager_decomp_partition", None):
+        fails(answers.check_first_divergent_backend_answer, wrong, forward, batch)
+    with torch._inductor.config.patch(fallback_random=True):  # the same generator: nothing differs
+        assert answers.first_divergent_backend(forward, batch)[0] is None
+    model.eval()
+    assert "training mode" in fails(answers.check_first_divergent_backend_answer, "inductor", forward, batch).message
+
+
+def test_exercise_9_3_is_predicted_before_the_cell_that_reveals_it():
+    import nbformat
+
+    cells = nbformat.read(NOTEBOOKS / "09_real_model.ipynb", as_version=4).cells
+    asked = next(i for i, c in enumerate(cells) if "exercise" in _tags(c) and "predicted_recompiles" in c.source)
+    revealed = next(i for i, c in enumerate(cells) if "capture_calls(predict, marked_calls" in c.source)
+    assert asked < revealed and "capture_calls" not in cells[asked].source

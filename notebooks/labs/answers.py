@@ -18,6 +18,7 @@ __all__ = [
     "check_kernels_answer", "check_line_answer", "check_op_count_answer", "check_reason_against_answer",
     "check_recompiled_rank_answer", "check_recordings_answer", "check_reduction_kernel_answer",
     "check_saved_answer", "check_saved_fraction",
+    "check_problem_counts_answer", "check_recompiles_answer", "check_first_divergent_backend_answer",
 ]
 
 
@@ -350,3 +351,105 @@ def check_ddp_subgraphs_answer(answer, job_dir) -> None:
     return _check_count(answer, next(iter(counts.values())), f"subgraphs with bucket_cap_mb={cap_mb.pop():g}",
                         "walk the forward graph from its end, adding each layer's parameter bytes to the current "
                         "bucket; a full bucket starts a new one (and the first bucket has its own, smaller cap)")
+# --- lab 9: a real model debugged end to end ------------------------------------------------------------------
+
+def _breaks_and_recompiles(fn, calls, **compile_kwargs) -> tuple[int, int]:
+    """``fn`` compiled afresh (``backend="eager"`` unless given) and called on each of ``calls`` (argument tuples),
+    its printing silenced: (graph breaks as torch counts them, ``torch._dynamo.utils.counters["graph_break"]``;
+    recompiles: the compiles torch recorded (``torch._dynamo.utils.get_compilation_metrics``) whose compile id
+    ``frame/n`` has ``n`` > 0 — every frame, resume functions included)."""
+    import contextlib
+    import io
+
+    import torch
+    from torch._dynamo.utils import clear_compilation_metrics, counters, get_compilation_metrics
+
+    torch._dynamo.reset()
+    counters.clear()
+    clear_compilation_metrics()
+    compiled = torch.compile(fn, **{"backend": "eager", **compile_kwargs})
+    with contextlib.redirect_stdout(io.StringIO()):
+        for args in calls:
+            compiled(*args)
+    breaks = sum(counters["graph_break"].values())
+    ids = [re.match(r"(\d+)/(\d+)", m.compile_id or "") for m in get_compilation_metrics()]
+    torch._dynamo.reset()
+    return breaks, sum(1 for i in ids if i and int(i[2]) > 0)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_problem_counts_answer(breaks, recompiles, cap) -> None:
+    """``breaks`` / ``recompiles``: the graph breaks and recompiles of the capture ``cap`` as torch recorded them
+    while it compiled (``counters["graph_break"]`` over the capture, the compile ids ``frame/n`` with ``n`` > 0 of
+    every frame) — what tcompile's Overview shows. The graded test recomputes them with torch
+    (``_breaks_and_recompiles``) from the lab's own server."""
+    _require_no_error(cap)
+    _no_answer(breaks, "graph breaks")
+    _no_answer(recompiles, "recompiles")
+    expected_breaks, expected_recompiles = cap.summary.graph_breaks, len(cap.recompiles)
+    if not _is_count(breaks) or breaks != expected_breaks:
+        _fail(f"graph breaks: {breaks!r} is not right",
+              "count every time Dynamo stopped tracing, not the lines: a frame compiled again breaks again "
+              "(the Overview's 'graph breaks' card; hover it)")
+    _pass(f"graph breaks: {breaks} is right")
+    if not _is_count(recompiles) or recompiles != expected_recompiles:
+        _fail(f"recompiles: {recompiles!r} is not right",
+              "count the compiles whose id is frame/n with n > 0 — in every frame, the resume functions after a "
+              "graph break too (the Recompiles tab)")
+    return _pass(f"recompiles: {recompiles} is right")
+
+
+def check_recompiles_answer(answer, fn, calls, **compile_kwargs) -> None:
+    """A predicted number of recompiles of ``fn`` over ``calls`` (argument tuples, e.g. batches marked with
+    ``torch._dynamo.mark_dynamic``), counted by torch when ``fn`` is compiled afresh now."""
+    _no_answer(answer, "the predicted number of recompiles")
+    _, expected = _breaks_and_recompiles(fn, calls, **compile_kwargs)
+    if not _is_count(answer) or answer != expected:
+        _fail(f"recompiles: {answer!r} is not right",
+              "go call by call: which sizes does a dimension marked dynamic still specialize on?")
+    return _pass(f"recompiles: {answer} is right")
+
+
+BISECT_BACKENDS = ("eager", "aot_eager", "inductor")
+
+
+def first_divergent_backend(fn, *args, seed: int = 0, backends=BISECT_BACKENDS):
+    """The first of ``backends`` whose ``torch.compile(fn)`` output differs from ``fn`` run eagerly, each run from
+    the same random seed under ``torch.no_grad()`` (None if none differs), and the largest difference per backend."""
+    import torch
+
+    def run(f):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            return f(*args)
+
+    reference = run(fn)
+    differences = {}
+    for backend in backends:
+        torch._dynamo.reset()
+        out = run(torch.compile(fn, backend=backend))
+        differences[backend] = (out.double() - reference.double()).abs().max().item()
+        if not torch.allclose(out, reference, rtol=1e-4, atol=1e-5):
+            torch._dynamo.reset()
+            return backend, differences
+    torch._dynamo.reset()
+    return None, differences
+
+
+def check_first_divergent_backend_answer(answer, fn, *args) -> None:
+    """``answer`` is the first backend of eager → aot_eager → inductor whose output of ``fn(*args)`` differs from
+    eager's, from the same seed: computed now by running each (``first_divergent_backend``)."""
+    what = "the first backend whose output differs from eager"
+    _no_answer(answer, what)
+    expected, differences = first_divergent_backend(fn, *args)
+    if expected is None:
+        _fail("no backend differs from eager here: is the model in training mode (dropout on)?",
+              "model.train() before the bisection")
+    if _normal(answer) != _normal(expected):
+        _fail(f"{what}: {answer!r} is not right",
+              "run each backend from the same torch.manual_seed and compare with eager (torch.allclose)")
+    return _pass(f"{what}: {answer!r} (largest differences: "
+                 + ", ".join(f"{b} {d:.3g}" for b, d in differences.items()) + ")")

@@ -27,7 +27,7 @@ CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
 
 # points per exercise: 1, or 2 where the exercise is to write or rewrite code that compiles differently
 POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "4.4", "6.4",
-                          "7.2", "8.2", "8.4")}
+                          "7.2", "8.2", "8.4", "9.2")}
 
 # the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
 FRESH_CHECKS = """\
@@ -44,7 +44,8 @@ SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
 
 # which arguments of an answer checker are the student's answers (the first, unless named here)
 ANSWER_ARGS = {"check_reduction_kernel_answer": (0, 1), "check_epilogue_answer": (0, 1),
-               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,)}
+               "check_recompiled_rank_answer": (0, 1), "check_costliest_line": (1,),
+               "check_problem_counts_answer": (0, 1)}
 
 # the frame compiles each rank's TORCH_TRACE log records (torch's own log: "frame_id", "frame_compile_id")
 TRACE_COMPILES = """\
@@ -53,6 +54,13 @@ def _compile_ids(trace_dir):
     return {int(_re.search(r"rank_(\\d+)", p.name).group(1)):
             {(int(a), int(b)) for a, b in _re.findall(r'"frame_id": (\\d+), "frame_compile_id": (\\d+)', p.read_text())}
             for p in trace_dir.glob("*.log")}"""
+
+# lab 9: the server's module loaded afresh from the file the lab wrote (its reference serve, predict and model)
+LAB09_APP = """\
+import importlib.util as _ilu9, torch as _t
+_spec9 = _ilu9.spec_from_file_location("_lab09_app", str(APP))
+_app = _ilu9.module_from_spec(_spec9)
+_spec9.loader.exec_module(_app)"""
 
 HIDDEN = {
     "0.1": """\
@@ -281,6 +289,24 @@ for _log in _logs:  # the records (an envelope line, then its payload's tab-inde
 for _p in sorted(traced.glob("result_rank_*.json")):
     _r = _json.loads(_p.read_text())
     assert _r["compiled_autograd"] and _r["max_weight_difference"] <= 1e-5, _r""",
+    "9.1": LAB09_APP + """
+_b, _r = _ans._breaks_and_recompiles(_app.serve, [(_app.batch_of(_n),) for _n in _app.SIZES])
+assert (breaks, recompiles) == (_b, _r), ((breaks, recompiles), (_b, _r))""",
+    "9.2": """\
+_sizes = sorted(int(_a[0].shape[0]) for _a, _ in ex92.live.calls)
+assert _sizes == [2, 4, 8], ("capture the three batch sizes of calls", _sizes)
+assert not ex92.skipped_frames, ("a frame was skipped to eager", ex92.skipped_frames)
+_gc.check_compiled(ex92)""",
+    "9.3": LAB09_APP + """
+_calls = []
+for _n in _app.MARKED_SIZES:
+    _bt = _app.batch_of(_n); _t._dynamo.mark_dynamic(_bt, 0); _calls.append((_bt,))
+_, _r = _ans._breaks_and_recompiles(_app.predict, _calls)
+assert predicted_recompiles == _r and type(predicted_recompiles) is int, (predicted_recompiles, _r)""",
+    "9.4": LAB09_APP + """
+_app.model.train()
+_first, _ = _ans.first_divergent_backend(lambda b: _app.model(b).logits, _app.batch_of(4))
+assert _first is not None and str(first_differing).strip().strip("'\\"").casefold() == _first, (first_differing, _first)""",
     "7.1": """\
 import math as _m
 assert break_even(2.0, 3e-3, 1e-3) == _m.inf or abs(break_even(2.0, 3e-3, 1e-3) - 999.5) <= 1
