@@ -1700,7 +1700,7 @@ def _tiny_serve(model):
             logits = model(batch)[:, -1]
         next_tokens = logits.argmax(-1)
         confidence = logits.softmax(-1).amax(-1).min().item()
-        print(f"lowest confidence {confidence:.3f}")
+        print(f"lowest confidence {confidence}")
         return next_tokens
     return serve
 
@@ -1753,7 +1753,7 @@ def test_exercise_9_2_rejects_deleted_logs_a_symbolic_size_printed_and_item_kept
         print("serving requests:", torch.tensor(batch.shape[0]))
         with torch.no_grad():
             logits = model(batch)[:, -1]
-        print(f"lowest confidence {logits.softmax(-1).amax(-1).min().item():.3f}")
+        print(f"lowest confidence {logits.softmax(-1).amax(-1).min().item()}")
         return logits.argmax(-1)
 
     def captured(fn):

@@ -26,7 +26,7 @@ def serve(batch):
         logits = model(batch).logits[:, -1]          # the next token's scores, one row per request
     next_tokens = logits.argmax(-1)
     confidence = logits.softmax(-1).amax(-1).min().item()
-    print(f"lowest confidence {confidence:.3f}")
+    print(f"lowest confidence {confidence}")
     return next_tokens
 
 
@@ -134,9 +134,15 @@ def cells():
             check_problem_counts_answer(breaks, recompiles, first)
             """),
         md("""
-            Besides breaks and recompiles, one frame was given up: `first.skipped_frames` names it, with torch's
-            reason. A frame that Dynamo cannot handle after a graph break is run eagerly on every call from then on —
-            the most expensive finding, which is why tcompile lists it apart.
+            Besides breaks and recompiles, torch 2.13 gives up one frame here: `first.skipped_frames` names it, with
+            torch's reason — the f-string of `confidence`, a float that became a symbol at the second batch size
+            (automatic dynamic), which Dynamo's `BUILD_STRING` (`torch/_dynamo/symbolic_convert.py`) cannot build. A
+            frame that Dynamo cannot handle after a graph break is run eagerly on every call from then on — the most
+            expensive finding, which is why tcompile lists it apart. (torch 2.14 builds that string, and counts
+            differently: the checkers count on the torch you run. There, a format spec such as `{confidence:.3f}`
+            fails inside Dynamo instead — `LazySymNodeFormatString` in `torch/_dynamo/variables/lazy.py` formats
+            the symbol's text, not its number — and the call raises `InternalTorchDynamoError`; this lab's `serve`
+            uses no spec.)
             """),
         code("""
             pd.DataFrame([{"line": b.line, "code": b.code, "GB": b.gb_code, "count": b.count, "what": b.headline}
@@ -251,7 +257,7 @@ def cells():
                     logits = model(batch).logits[:, -1]
                 next_tokens = logits.argmax(-1)
                 confidence = logits.softmax(-1).amax(-1).min().item()
-                print(f"lowest confidence {confidence:.3f}")
+                print(f"lowest confidence {confidence}")
                 return next_tokens
 
             ex92 = capture_calls(serve, calls, backend="eager")
