@@ -38,40 +38,36 @@ def cells():
             BUCKET_CAP_MB = random.choice([1, 2, 3])     # DDP's bucket_cap_mb in section 5: drawn per session
 
 
-            def run_job(name, prepare=None):
-                \"\"\"torchrun --nproc_per_node 2 dist_job.py: TORCH_TRACE logs in WORK/name/trace, one tcompile
-                capture per rank in WORK/name/captures. ``prepare``: a function run on every batch in the job.\"\"\"
-                out = WORK / name
+            def torchrun(script, out, args, function=None, flag=None):
+                \"\"\"torchrun --nproc_per_node 2 script ARGS, TORCH_TRACE logs in out/trace (out emptied first).
+                ``function``: its source written to out/<flag>.py, passed to the job as --<flag> FILE.\"\"\"
                 shutil.rmtree(out, ignore_errors=True)  # a re-run starts from empty directories
                 out.mkdir(parents=True)
-                flags = ["--uneven", str(UNEVEN)]
-                if prepare is not None:                  # its source, into a file the job loads
-                    (out / "prepare.py").write_text(inspect.getsource(prepare))
-                    flags += ["--prepare", str(out / "prepare.py")]
+                if function is not None:                 # its source, into a file the job loads
+                    (out / f"{flag}.py").write_text(inspect.getsource(function))
+                    args = [*args, f"--{flag}", str(out / f"{flag}.py")]
                 env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "OMP_NUM_THREADS": "1"}
-                torchrun = Path(sys.executable).parent / "torchrun"
-                result = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(next(PORTS)), str(JOB),
-                                         str(out / "captures"), *flags], capture_output=True, text=True, env=env)
+                command = [str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2",
+                           "--master_port", str(next(PORTS)), str(script), *args]
+                return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+            def run_job(name, prepare=None):
+                \"\"\"dist_job.py: TORCH_TRACE logs in WORK/name/trace, one tcompile capture per rank in
+                WORK/name/captures. ``prepare``: a function run on every batch in the job.\"\"\"
+                out = WORK / name
+                result = torchrun(JOB, out, [str(out / "captures"), "--uneven", str(UNEVEN)], prepare, "prepare")
                 if result.returncode != 0:
                     raise RuntimeError(result.stderr[-3000:])
                 return out
 
 
             def run_ddp_job(name, bucket_cap_mb=25, configure=None):
-                \"\"\"torchrun --nproc_per_node 2 ddp_job.py WORK/name: TORCH_TRACE logs in WORK/name/trace, each rank's
-                result_rank_N.json and the job's output (job.log) in WORK/name. ``configure``: a function run on every
-                rank before DDP is built. A failed job is reported by the checkers, with torch's error.\"\"\"
+                \"\"\"ddp_job.py: TORCH_TRACE logs in WORK/name/trace, each rank's result_rank_N.json and the job's
+                output (job.log) in WORK/name. ``configure``: a function run on every rank before DDP is built. A failed
+                job is reported by the checkers, with torch's error.\"\"\"
                 out = WORK / name
-                shutil.rmtree(out, ignore_errors=True)
-                out.mkdir(parents=True)
-                flags = ["--bucket-cap-mb", str(bucket_cap_mb)]
-                if configure is not None:
-                    (out / "configure.py").write_text(inspect.getsource(configure))
-                    flags += ["--configure", str(out / "configure.py")]
-                env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "OMP_NUM_THREADS": "1"}
-                torchrun = Path(sys.executable).parent / "torchrun"
-                result = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(next(PORTS)),
-                                         str(DDP_JOB), str(out), *flags], capture_output=True, text=True, env=env)
+                result = torchrun(DDP_JOB, out, [str(out), "--bucket-cap-mb", str(bucket_cap_mb)], configure, "configure")
                 (out / "job.log").write_text(result.stdout + result.stderr)
                 if result.returncode != 0:
                     print(f"the job failed (exit code {result.returncode}): {out / 'job.log'}")
