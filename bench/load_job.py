@@ -126,31 +126,29 @@ def ranks64(tmp: Path, source: Path = RANK_LOG, ranks: int = 64) -> Path:
     return made
 
 
+def _pair(name: str, how: str, tc: dict, tl: dict, peak: int, wall_note: str, peak_note: str) -> list[Row]:
+    """The wall-time and peak-RSS rows of one way of loading, against tlparse's."""
+    return [Row(f"{name}, {how}: wall time vs tlparse --all-ranks-html", seconds(tc["wall_s"]),
+                f"tlparse {seconds(tl['wall_s'])}", tc["wall_s"] / tl["wall_s"], f"≤ {RATIO:g}", high=RATIO,
+                note=wall_note),
+            Row(f"{name}, {how}: peak RSS", megabytes(peak), f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB",
+                peak / BUDGET_BYTES, "≤ 1 (≤ 200 MB)", high=1.0, note=peak_note)]
+
+
 def rows_for(result: dict) -> list[Row]:
-    tl = result["tlparse"]
+    tl, tc = result["tlparse"], result["tcompile"]
     name = f"load_job {Path(result['folder']).name} ({result['ranks']} ranks, {megabytes(result['bytes'])})"
-    rows = []
-    for key in ("tcompile", "tcompile_processes"):
-        tc = result.get(key)
-        if tc is None:
-            continue
-        how = "in-process" if key == "tcompile" else f"{tc['processes']} worker processes"
-        peak = tc["peak_bytes"]
-        note = (f"fresh processes, imports included; runs {tc['walls']} vs tlparse {tl['walls']}; torch imported: "
-                f"{result['torch_imported']}")
-        if key == "tcompile_processes":  # workers run side by side: the sum bound, parent + N × the largest worker
-            peak = tc["parent_peak_bytes"] + tc["processes"] * tc["worker_peak_bytes"]
-            note = (f"parent {megabytes(tc['parent_peak_bytes'])} + {tc['processes']} × largest worker "
-                    f"{megabytes(tc['worker_peak_bytes'])} (a bound on the sum: workers run side by side)")
-        rows += [Row(f"{name}, {how}: wall time vs tlparse --all-ranks-html", seconds(tc["wall_s"]),
-                     f"tlparse {seconds(tl['wall_s'])}", tc["wall_s"] / tl["wall_s"], f"≤ {RATIO:g}", high=RATIO,
-                     note=note if key == "tcompile" else f"runs {tc['walls']} vs tlparse {tl['walls']}"),
-                 Row(f"{name}, {how}: peak RSS", megabytes(peak), f"tlparse {megabytes(tl['peak_bytes'])}; budget 200 MB",
-                     peak / BUDGET_BYTES, "≤ 1 (≤ 200 MB)", high=1.0,
-                     note="" if key == "tcompile" else note)]
-    if "tcompile_processes" in result:
-        tc, tp = result["tcompile"], result["tcompile_processes"]
-        rows.append(Row(f"{name}: {tp['processes']} worker processes vs in-process, wall", seconds(tp["wall_s"]),
+    rows = _pair(name, "in-process", tc, tl, tc["peak_bytes"],
+                 f"fresh processes, imports included; runs {tc['walls']} vs tlparse {tl['walls']}; torch imported: "
+                 f"{result['torch_imported']}", "")
+    tp = result.get("tcompile_processes")
+    if tp is not None:  # workers run side by side: the sum bound, parent + N × the largest worker
+        n = tp["processes"]
+        rows += _pair(name, f"{n} worker processes", tp, tl, tp["parent_peak_bytes"] + n * tp["worker_peak_bytes"],
+                      f"runs {tp['walls']} vs tlparse {tl['walls']}",
+                      f"parent {megabytes(tp['parent_peak_bytes'])} + {n} × largest worker "
+                      f"{megabytes(tp['worker_peak_bytes'])} (a bound on the sum: workers run side by side)")
+        rows.append(Row(f"{name}: {n} worker processes vs in-process, wall", seconds(tp["wall_s"]),
                         f"in-process {seconds(tc['wall_s'])}", tp["wall_s"] / tc["wall_s"], "< 1 pays", high=1.0,
                         note=f"{cpu_count()} CPUs here"))
     return rows
