@@ -5,7 +5,8 @@ no kernel (the static copy: its first screen, then its Fixes section opened), li
 
     .venv/bin/python scripts/screenshot_fixes.py OUT_DIR [CAPTURE.json]
 
-Without CAPTURE: a function with graph breaks compiled with backend="eager", its fixes tried (``cap.try_fixes()``).
+Without CAPTURE: the function tests/test_static_carries_fixes.py checks (graph breaks), compiled with
+backend="eager", its fixes tried (``cap.try_fixes()``).
 """
 from __future__ import annotations
 
@@ -18,19 +19,12 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from jupyterlab_harness import open_browser, screenshot, set_theme, write_notebook  # noqa: E402
 from test_reopen_in_jupyterlab import NoKernelServer, sign  # noqa: E402
+from test_static_carries_fixes import f as breaks  # noqa: E402 — the capture that test checks is carried
 
 OPEN_FIXES = """scope => { for (const d of document.querySelectorAll(scope + ' details')) {
   const s = d.querySelector('summary');
   if (s && s.textContent.startsWith('Fixes')) { d.open = true; d.scrollIntoView({block: 'start'}); return true; } }
   return false; }"""
-
-
-def breaks(x):
-    y = x.nonzero()
-    print("breaks ran")
-    if x.sum() > 0:
-        y = y + 1
-    return y.float().sum()
 
 
 def tried_capture(path: Path) -> Path:
