@@ -17,7 +17,8 @@ _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTER
 
 # a stop (a budget, the deadline) or an interrupt is no verdict on the fix: warn, never the failure's red
 _VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted",
-                 "Stopped": "warn", "Interrupted": "warn"}
+                 "Stopped": "warn", "Interrupted": "warn", "Worse": "error", "Not chosen": "muted",
+                 "No effect": "muted", "Not reproducible": "warn", "Noise floor": "info"}
 
 
 def verdict_lines(capture) -> Html | None:
