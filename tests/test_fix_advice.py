@@ -183,6 +183,7 @@ def test_a_deadline_that_stops_workers_mid_compile_leaves_no_process_no_director
         running.set()
         watcher.join()
     assert all(f.result is None or f.result.status in (STOPPED, MEASURED) for f in fixes if f.applicable)
+    assert "time budget of 6 s" in (fixes.note or ""), fixes.note
     assert seen, "no worker process was started"
     left = _descendants() - before
     assert not left, [psutil.Process(pid).cmdline() for pid in left]

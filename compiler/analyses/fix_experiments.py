@@ -571,13 +571,14 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     fixes.noise, fixes.drift = info.get("noise"), info.get("drift")
     _with_floors([r for r in results if r is not None], fixes.noise)
     _one_guard_filter(todo)
-    stopped = [f for group, r in zip(groups, results) if r is None for f in group]
     out_of_time = deadline_s is not None and time.perf_counter() - begun > deadline_s
+    stopped = [f for group, r in zip(groups, results)  # not tried, or cut off by the deadline
+               if r is None or (out_of_time and r.status == STOPPED) for f in group]
     if stopped:
         fixes.combined = None
         why = f"the time budget of {deadline_s:.0f} s ran out" if out_of_time else "stopped"
         fixes.note = (f"{why} after {len(todo) - len(stopped)} of {len(todo)} changes: "
-                      f"{', '.join(f.id for f in stopped)} not tried; nothing combined")
+                      f"{', '.join(f.id for f in stopped)} not tried or stopped; nothing combined")
         _noted(fixes, info["notes"])
         if progress:
             progress(1, 1, "stopped")

@@ -202,7 +202,8 @@ class Worker:
         return lines[-1][:500] if lines else "no output"
 
     def quit(self):
-        if self.process.poll() is None:
+        """Asked to end (a compiled worker waits for commands); one still compiling reads none: killed."""
+        if self.process.poll() is None and self.compiled is not None:
             with contextlib.suppress(Exception):
                 self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
                 self.process.stdin.flush()
