@@ -189,3 +189,30 @@ def test_a_deadline_that_stops_workers_mid_compile_leaves_no_process_no_director
     assert not left, [psutil.Process(pid).cmdline() for pid in left]
     assert not [p for p in seen if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not list(tmp_path.glob("tcompile-fixes-*")), list(tmp_path.iterdir())
+
+
+def test_drift_from_eager_is_one_finding_said_once_in_every_view():
+    from compiler.analyses.drift import measure
+    from explorer.views.fixes import render_fixes
+    from explorer.views.overview import render_overview
+
+    x = torch.randn(4)
+    cap = capture_calls(f_two_ints, [(x, 1, 1), (x, 2, 1), (x, 2, 2)], backend="eager")
+    boxes, scores = torch.rand(5, 4), torch.rand(5)
+    eager = [[{"boxes": boxes, "labels": torch.arange(5), "scores": scores}]]
+    compiled = [[{"boxes": boxes.flip(0), "labels": torch.arange(5).flip(0), "scores": scores * (1 + 1e-4)}]]
+    drift = measure(compiled, eager)
+    assert [o.name for o in drift.outputs] == ["[0]['boxes']", "[0]['labels']", "[0]['scores']"]
+    boxes_, labels_, scores_ = drift.outputs
+    assert boxes_.rel_l2 > 0.1 and "another order" in boxes_.meaning
+    assert "integer values differ" in labels_.meaning and "rounding" in scores_.meaning
+    fixes = cap.try_fixes()
+    fixes.drift = drift
+    text, overview, tab = cap.as_text(), render_overview(cap, None), render_fixes(cap, None)
+    headline = drift.headline()
+    assert text.count(headline) == 1 and "Drift from eager" in text
+    from explorer.html import esc
+    assert str(esc(headline)) in overview and str(esc(headline)) in tab
+    assert not any("already differs" in line for line in fixes.verdicts())
+    loaded = compiler.Capture.from_data(cap.to_data())
+    assert loaded.fixes().drift.headline() == headline

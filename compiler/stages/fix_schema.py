@@ -404,6 +404,24 @@ class Fixes(Stage):
     noise: FixResult | None = None  # the A/A experiment (the baseline against itself): the run's noise floor
     drift: Drift | None = None  # the compile without any fix against eager, per output (its own finding)
 
+    def baseline_text(self) -> str | None:
+        """The compile without any fix every verdict compares with, in one place: ``compile 53.7 s, compiled call
+        64 ms, eager 210 ms (a worker process, beside the experiments)``."""
+        results = [r for r in [self.noise, *(f.result for f in self.items)] if r is not None and r.before is not None]
+        if not results:
+            return None
+        first = results[0]
+        b = first.before
+        parts = [f"{b.graphs} graphs, {b.graph_breaks} graph breaks, {b.recompiles} recompiles"]
+        if b.compile_s is not None:
+            parts.append(f"compile {b.compile_s:.1f} s")
+        timed = next((r.timing for r in results if r.timing is not None), None)
+        if timed is not None:
+            parts.append(f"compiled call {timed.before_s * 1e3:.3g} ms, eager {timed.eager_s * 1e3:.3g} ms"
+                         if timed.eager_s is not None else f"compiled call {timed.before_s * 1e3:.3g} ms")
+        return (f"the compile without any fix — {', '.join(parts)} ({first.before_from or 'measured'}); every "
+                "verdict compares with it")
+
     def noise_text(self) -> str | None:
         """``differences under ±6 % are noise on this machine now`` and how that was measured (None: untimed)."""
         noise = self.noise
@@ -434,6 +452,9 @@ class Fixes(Stage):
         """What to do, one sentence per tried change (recommended first, as ``items`` is ordered once tried), then
         the recommended combination's sentence (also when it failed) and what was not tried."""
         lines, untried = [], []
+        baseline = self.baseline_text()
+        if baseline:
+            lines.append(f"Baseline: {baseline}.")
         noise = self.noise_text()
         if noise:
             lines.append(f"Noise floor: {noise}.")
