@@ -51,10 +51,13 @@ def test_the_a_a_experiment_reads_no_effect_and_an_unmeasured_guard_filter_is_no
     assert noise.verdict == "No effect" and noise.timing is not None and noise.timing.rounds == 20
     assert noise.before.guards == noise.after.guards and noise.before.graphs == noise.after.graphs
     floor, guard_floor = noise.floors()
-    lines = fixes.verdicts()
-    assert lines[0].startswith(f"Noise floor: differences under ±{floor:.0%} in the compiled call")
+    lines = fixes.context_lines()
+    assert lines[0].startswith("Baseline: the compile without any fix — ") and "compiled call" in lines[0]
+    assert lines[1].startswith(f"Noise floor: differences under ±{floor:.0%} in the compiled call")
+    assert lines[2].startswith("No effect: the baseline against itself (A/A)")
+    lines += fixes.verdicts()
     assert sum("are noise on this machine now" in line for line in lines) == 1  # said once
-    assert lines[1].startswith("No effect: the baseline against itself (A/A)")
+    assert str(fixes).count("are noise on this machine now") == 1
     for fix in filters:
         result = fix.result
         assert result.noise_floor == noise.noise_floor and result.guard_noise_floor == noise.guard_noise_floor

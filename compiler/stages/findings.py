@@ -241,7 +241,9 @@ def fix_headline(capture) -> str | None:
         status = fix.result.status if fix.result else NOT_TRIED
         if status == MEASURED and fix.result.recommended:
             continue
-        label = {MEASURED: "measured, no gain", NOT_TRIED: "not tried"}.get(status, status)
+        label = {NOT_TRIED: "not tried"}.get(status, status)
+        if status == MEASURED:  # no gain, worse, not chosen (another guard filter measured better)
+            label = "measured, " + fix.result.verdict.lower()
         counts[label] = counts.get(label, 0) + 1
     parts += [f"{plural(n, 'change')} {label}" for label, n in counts.items()]
     if suggestions:

@@ -404,6 +404,20 @@ class Fixes(Stage):
     noise: FixResult | None = None  # the A/A experiment (the baseline against itself): the run's noise floor
     drift: Drift | None = None  # the compile without any fix against eager, per output (its own finding)
 
+    def context_lines(self) -> list[str]:
+        """What every verdict is measured against, said once after them: the baseline (one compile time), the
+        noise floor, and the A/A experiment's own verdict."""
+        lines = []
+        baseline = self.baseline_text()
+        if baseline:
+            lines.append(f"Baseline: {baseline}.")
+        noise = self.noise_text()
+        if noise:
+            lines.append(f"Noise floor: {noise}.")
+        if self.noise is not None and self.noise.status != NOT_TRIED:
+            lines.append(self.noise.sentence("the baseline against itself (A/A)"))
+        return lines
+
     def baseline_text(self) -> str | None:
         """The compile without any fix every verdict compares with, in one place: ``compile 53.7 s, compiled call
         64 ms, eager 210 ms (a worker process, beside the experiments)``."""
@@ -452,14 +466,6 @@ class Fixes(Stage):
         """What to do, one sentence per tried change (recommended first, as ``items`` is ordered once tried), then
         the recommended combination's sentence (also when it failed) and what was not tried."""
         lines, untried = [], []
-        baseline = self.baseline_text()
-        if baseline:
-            lines.append(f"Baseline: {baseline}.")
-        noise = self.noise_text()
-        if noise:
-            lines.append(f"Noise floor: {noise}.")
-        if self.noise is not None and self.noise.status != NOT_TRIED:
-            lines.append(self.noise.sentence("the baseline against itself (A/A)"))
         for fix in self.items:
             if not fix.applicable:
                 continue
@@ -484,7 +490,7 @@ class Fixes(Stage):
         if not self.items:
             return "no fixes proposed"
         verdicts = self.verdicts()
-        text = "\n".join(verdicts) + "\n\n" if verdicts else ""
+        text = "\n".join(verdicts + self.context_lines()) + "\n\n" if verdicts else ""
         text += "\n\n".join(f.as_text() for f in self.items)
         if self.combined and self.combined.status != NOT_TRIED:
             text += f"\n\ncombined ({', '.join(self.combined.fixes)}): {self.combined.as_text()}"

@@ -29,6 +29,7 @@ def verdict_lines(capture) -> Html | None:
     lines = fixes.verdicts() if fixes else []
     if not lines:
         return None
+    lines = lines + fixes.context_lines()  # then what they were measured against, once: baseline, noise floor
     items = []
     for line in lines:
         word, _, rest = line.partition(": ")
