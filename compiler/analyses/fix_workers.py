@@ -317,6 +317,7 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
     budgets = budgets or {}
     outcomes = {key: Outcome(key) for key, _, _ in plans}
     labels = {key: label for key, label, _ in plans}
+    order = {key: n for n, (key, _, _) in enumerate(plans)}
     pending = list(plans)
     started_at = time.perf_counter()
     finished: list[float] = []
@@ -435,7 +436,8 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                         outcomes[key].timing_error = f"not timed: the run's time budget of {deadline_s:.0f} s ran out"
                         finish(key, worker)
                     ready.clear()
-                if ready and base_wall is not None:
+                if ready and base_wall is not None:  # in the plans' order: the A/A (the noise floor) first
+                    ready.sort(key=lambda item: order[item[0]])
                     key, worker = ready.pop(0)
                     tell(f"timing {labels[key]} against the baseline and eager, interleaved")
                     try:

@@ -426,7 +426,8 @@ class Fixes(Stage):
             return None
         first = results[0]
         b = first.before
-        parts = [f"{b.graphs} graphs, {b.graph_breaks} graph breaks, {b.recompiles} recompiles"]
+        parts = [", ".join(f"{n} {word}{'s' * (n != 1)}" for n, word in ((b.graphs, "graph"), (b.graph_breaks,
+                 "graph break"), (b.recompiles, "recompile")))]
         if b.compile_s is not None:
             parts.append(f"compile {b.compile_s:.1f} s")
         timed = next((r.timing for r in results if r.timing is not None), None)
