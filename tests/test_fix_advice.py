@@ -219,3 +219,29 @@ def test_drift_from_eager_is_one_finding_said_once_in_every_view():
     assert not any("already differs" in line for line in fixes.verdicts())
     loaded = compiler.Capture.from_data(cap.to_data())
     assert loaded.fixes().drift.headline() == headline
+
+
+def test_the_list_is_in_the_order_it_states_and_a_regression_reads_worse():
+    from compiler.analyses.fix_experiments import ORDER, _rerank
+    from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, RUNTIME, FixMeasure, FixResult, Fixes, RuntimeRatio
+
+    def result(**kwargs):
+        return FixResult(**{"status": MEASURED, "outputs_equal": True, "goal": RUNTIME,
+                            "before": FixMeasure(compile_s=54.0), "after": FixMeasure(compile_s=54.0), **kwargs})
+
+    def timed(ratio, low, high):
+        return RuntimeRatio(ratio=ratio, low=low, high=high, before_s=0.064, after_s=0.064 * ratio, eager_s=0.2)
+
+    made = {"worse": result(timing=timed(1.28, 1.2, 1.4), after=FixMeasure(compile_s=262.0)),
+            "failed": FixResult(status=FAILED, error="boom"), "best": result(timing=timed(0.5, 0.45, 0.55)),
+            "changes": FixResult(status=CHANGES_RESULTS, output_note="x"), "none": result(timing=timed(1.0, 0.9, 1.1)),
+            "good": result(timing=timed(0.8, 0.75, 0.85)), "noisy": result(timing=timed(0.8, 0.75, 0.85),
+                                                                           noise_floor=0.3)}
+    fixes = Fixes(available=True, items=[Fix(id=k, kind=k, title=k, result=r) for k, r in made.items()])
+    _rerank(fixes)
+    assert [f.id for f in fixes] == ["best", "good", "none", "noisy", "worse", "changes", "failed"]
+    verdicts = [f.result.verdict for f in fixes]
+    assert verdicts == ["Recommended", "Recommended", "No gain", "No gain", "Worse", "Changes results", "Failed"]
+    assert [ORDER.index(v) for v in verdicts] == sorted(ORDER.index(v) for v in verdicts)
+    worse = fixes["worse"].result.sentence("dynamic_true")
+    assert worse.startswith("Worse: dynamic_true — compiled call slower: 1.28×") and "compile 54.0 → 262.0 s" in worse

@@ -215,7 +215,7 @@ class Worker:
 
     def kill(self):
         """The worker and its whole process group (Inductor's compile workers with it), waited for."""
-        _kill_group(self.process)
+        kill_group(self.process)
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(Exception):
                 stream.close()
@@ -223,7 +223,7 @@ class Worker:
             self.log.close()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def kill_group(process: subprocess.Popen) -> None:
     """SIGKILL to ``process``'s process group (its own session: ``Worker``), then reaped; a group already gone
     is fine. Elsewhere (Windows) the process alone."""
     if os.name == "posix":
@@ -249,7 +249,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _remove(work: str, notes: list) -> None:
+def remove_dir(work: str, notes: list) -> None:
     """The pool's temporary directory removed (retried: a process just killed may still be closing files); what
     cannot be removed becomes a note, never an exception that hides the results."""
     import shutil
@@ -461,7 +461,7 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                          if key not in handed and key not in done_keys and (o.compiled or o.stopped or o.error))
         hand_over()
     finally:
-        _remove(work, base.notes)
+        remove_dir(work, base.notes)
     return base, outcomes
 
 
