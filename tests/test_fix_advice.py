@@ -96,13 +96,23 @@ def test_two_fixes_that_apply_the_same_change_are_one_experiment():
     assert len(lines) == 1 and f"also for fix9 dynamic_true" in lines[0], fixes.verdicts()
 
 
-def test_no_dynamo_internal_name_in_a_fix():
-    from compiler.analyses.fixes import _scalar_subject
+def _one(x):
+    print("a break")
+    return 1
 
-    subject, instead = _scalar_subject("___stack0", "int", "torch_dynamo_resume_in_forward_at_253")
-    assert "___stack" not in subject and "forward(), after the graph break at line 253" in subject
-    assert "remove the graph break" in instead
-    assert _scalar_subject("n", "int", "f") == ("The Python int n", None)
+
+def f_stack(x, n):
+    return x * (n + _one(x))  # n is on the stack at the break: the code after it gets it as Dynamo's ___stack1
+
+
+def test_no_dynamo_internal_name_in_a_fix():
+    x = torch.randn(4)
+    cap = capture_calls(f_stack, [(x, 2), (x, 3), (x, 5)], backend="eager")
+    assert any("___stack" in (r.failed_guard or "") for r in cap.recompiles)  # what torch said
+    [fix] = [f for f in cap.fixes() if f.compile_kwargs == {"dynamic": True}]  # n, and n on the stack: one change
+    text = fix.as_text()
+    assert "___stack" not in text and "torch_dynamo_resume" not in text, text
+    assert "f_stack() after the graph break at line" in text and "remove the graph break before it" in text
 
 
 DDP_JOB = textwrap.dedent("""

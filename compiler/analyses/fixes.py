@@ -651,6 +651,10 @@ class _Builder:
 
     def finish(self) -> list[Fix]:
         self.merge_same_changes()
+        for fix in self.by_key.values():  # in the user's terms: no name only Dynamo knows
+            fix.title, fix.why, fix.snippet = _user_words(fix.title), _user_words(fix.why), _user_words(fix.snippet)
+            fix.findings = [_user_words(f) for f in fix.findings]
+            fix.alternatives = [_user_words(a) for a in fix.alternatives]
         items = self.cap.breaks.items
         for fix in self.by_key.values():
             counts = fix.__dict__.pop("_counts", {})
@@ -741,7 +745,17 @@ def _disabled_name(item) -> str:
 
 
 _STACK_NAME = re.compile(r"^_{2,}stack\d+$")  # Dynamo's name for a value on the stack at a graph break
+_STACK_WORD = re.compile(r"(?:L\[['\"])?_{2,}stack\d+(?:['\"]\])?")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_(?P<line>\d+)$")
+_RESUME_WORD = re.compile(r"\btorch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)\b")
+
+
+def _user_words(text: str | None) -> str | None:
+    """``___stack0`` (Dynamo's name for a value on the stack at a graph break) said as what it is."""
+    if not text:
+        return text
+    text = _STACK_WORD.sub("the value carried across the graph break", text)
+    return _RESUME_WORD.sub(r"\g<fn>() after the graph break at line \g<line>", text)
 
 
 def _scalar_subject(name: str, kind: str, frame: str | None) -> tuple[str, str | None]:
