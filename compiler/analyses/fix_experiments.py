@@ -673,10 +673,10 @@ def _budgets(groups: list, budget_s) -> dict:
 
 
 # the order of the list once tried (``_rerank``), by verdict; within one, recommended by measured gain, else by cost
-ORDER = ("Recommended", "Not chosen", "No gain", "Worse", "Changes results", "Failed", "Stopped", "Interrupted",
-         "Not tried")
+ORDER = ("Recommended", "Not chosen", "No gain", "Worse", "Changes results", "Failed", "Not timed", "Stopped",
+         "Interrupted", "Not tried")
 ORDER_TEXT = ("recommended first, by measured gain; then not chosen, no gain, worse, changes results, failed, "
-              "stopped, not tried — each in its ranking by cost")
+              "not timed, stopped, not tried — each in its ranking by cost")
 
 
 def _rerank(fixes) -> None:

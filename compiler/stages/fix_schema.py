@@ -205,8 +205,9 @@ class FixResult(Data):
 
     @property
     def verdict(self) -> str:
-        """The verdict's word: Recommended, Not chosen, No gain, No effect (the A/A experiment), Worse, Changes
-        results, Failed, Interrupted, Stopped, Not tried."""
+        """The verdict's word: Recommended, Not chosen, No gain, No effect (the A/A experiment), Worse, Not timed
+        (a change for run time or guards whose timing the deadline cut off), Changes results, Failed, Interrupted,
+        Stopped, Not tried."""
         if self.status == STOPPED:
             return "Stopped"
         if self.status in (FAILED, INTERRUPTED, CHANGES_RESULTS):
@@ -219,6 +220,8 @@ class FixResult(Data):
             return "No effect" if same else "Not reproducible"
         if self.recommended:
             return "Recommended"
+        if self.goal in (RUNTIME, GUARDS) and self.timing is None and (self.error or "").startswith("not timed"):
+            return "Not timed"  # for run time or guards, a verdict needs the timing: none either way
         if self.outranked:
             return "Not chosen"
         return "Worse" if self.regressions() else "No gain"
@@ -283,6 +286,8 @@ class FixResult(Data):
             return f"Changes results: {name} — {self.output_note}."
         if self.status != MEASURED:
             return f"Not tried: {name}."
+        if word == "Not timed":
+            return f"Not timed: {name} — {self.error.removeprefix('not timed: ')}; no verdict on its run time."
         if word == "Worse":
             parts = self.regressions() + [p for p in self.gains() if "fewer" in p]
         else:

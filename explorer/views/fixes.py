@@ -19,7 +19,8 @@ _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTER
 # a stop (a budget, the deadline) or an interrupt is no verdict on the fix: warn, never the failure's red
 _VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted",
                  "Stopped": "warn", "Interrupted": "warn", "Worse": "error", "Not chosen": "muted",
-                 "No effect": "muted", "Not reproducible": "warn", "Noise floor": "info", "Baseline": "info"}
+                 "No effect": "muted", "Not reproducible": "warn", "Noise floor": "info", "Baseline": "info",
+                 "Not timed": "warn"}
 
 
 def verdict_lines(capture) -> Html | None:
@@ -92,8 +93,12 @@ def result_section(result) -> Html:
         return para("Not tried: nothing is claimed until it is measured.", cls="tc-muted")
     kind = _STATUS_KIND.get(result.status, "info")
     stopped = result.status in (STOPPED, INTERRUPTED)  # a budget, the deadline or the user: no verdict either way
-    head = join([badge(result.status, kind), " ", "recommended" if result.recommended else
-                 "no verdict" if stopped else ("not recommended" if result.status != MEASURED else "no gain measured")])
+    verdict = result.verdict  # the same word as the verdict's sentence (FixResult.verdict), with its badge
+    if result.status == MEASURED:  # measured: its verdict's badge (green recommended, red worse, grey no gain)
+        head = join([badge(verdict, _VERDICT_KIND.get(verdict, "error")), " measured",
+                     f": {result.outranked}" if result.outranked else None])
+    else:
+        head = join([badge(result.status, kind), " ", "no verdict" if stopped else "not recommended"])
     parts = [para(head)]
     if result.error:
         parts.append(note(result.error, kind="warn" if stopped or result.error.startswith("not timed") else "error"))
@@ -107,7 +112,8 @@ def result_section(result) -> Html:
         parts.append(note(join([tag("strong", f"compiled call {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}) of before"),
                                 f": {seconds(t.before_s)} → {seconds(t.after_s)}, eager {seconds(t.eager_s)} in the "
                                 f"same experiment — {t.method}"]),
-                          kind="ok" if t.high < 0.95 else "muted"))
+                          kind="ok" if t.high < 1 - result.floors()[0] else "error" if t.low > 1 + result.floors()[0]
+                          else "muted"))
     if result.guard_timing is not None:
         g = result.guard_timing
         parts.append(note(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before: "
