@@ -17,7 +17,15 @@ eager, with it against eager, and with against without; a fix ``changes results`
 outputs further from eager than compiling without it did (or where ``check=``, your own comparison, says so).
 ``failed`` and ``changes results`` are never recommended. Untimed, the experiments run one after the other in
 this process; timed (``timing=True``, or any fix for run time or guards) each runs in a worker process, compiled
-side by side and timed interleaved with the baseline and eager (``compiler.analyses.fix_workers``).
+side by side and timed interleaved with the baseline and eager (``compiler.analyses.fix_workers``), beside an A/A
+experiment — the baseline against itself in a second worker — whose spread is the run's noise floor
+(``Fixes.noise``): a run-time or guard-check verdict needs an effect beyond it (``FixResult.floors``).
+
+One experiment per change: fixes that apply the same change (``fixes.change_key``) are tried once, the result
+kept on each. The changes for run time are started first. Once tried, at most one guard filter stays recommended
+(the one whose guard check measured fastest), the list is ordered by verdict (``ORDER``), and the compile's own
+drift from eager is measured once (``Fixes.drift``, ``compiler.analyses.drift``). Stopping never raises: workers
+end with their whole process group, the temporary directory goes, and what could not be cleaned up is a note.
 
     cap = compiler.analyses.fix_experiments.capture_calls(model, [(x4,), (x8,)], backend="eager")
     cap.try_fixes()          # → cap.fixes(), each with .result; .combined for the fixes together

@@ -19,7 +19,10 @@ ratio and its interval). An experiment whose compile runs past ``STOP_FACTOR`` �
 timed keep their counts, untimed — each one saying so. Each experiment is handed to ``on_done`` as soon as it
 finishes (and the baseline is in), so a caller can report as it goes.
 
-The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``.
+The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``. Each
+worker runs in a process group of its own: stopping it (``kill_group``) ends what it started too — Inductor's
+compile workers and their pool — so no orphan keeps writing into the temporary directory, which is then removed
+(``remove_dir``: an error doing so is a note on the baseline's Outcome, never an exception).
 """
 from __future__ import annotations
 
