@@ -40,7 +40,8 @@ def _descendants() -> set[int]:
 
 @pytest.mark.slow
 def test_the_a_a_experiment_reads_no_effect_and_an_unmeasured_guard_filter_is_not_recommended():
-    """~40 s on 2 cores: a baseline, its A/A twin and two guard filters, each a worker process, timed interleaved."""
+    """46–66 s on 2 loaded cores: a baseline, its A/A twin and two guard filters, each a worker process, timed
+    interleaved."""
     cap = compiler.explore(f_model, torch.randn(2, 8), backend="eager", timing=False, errors="return")
     filters = [f for f in cap.fixes() if f.goal == GUARDS and f.kind in ("skip_guard_on_all_nn_modules_unsafe",
                                                                             "skip_guard_on_globals_unsafe")]
@@ -141,8 +142,10 @@ DDP_JOB = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_break_inside_ddp_forward_never_gets_disable_your_entry_function(tmp_path):
-    """torchrun, gloo, 2 ranks on CPU (~15 s): Dynamo breaks inside DistributedDataParallel's forward on purpose."""
+    """torchrun, gloo, 2 ranks on CPU (22 s alone, 44 s on a loaded machine): Dynamo breaks inside
+    DistributedDataParallel's forward on purpose."""
     script = tmp_path / "ddp_job.py"
     script.write_text(DDP_JOB)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
@@ -170,10 +173,9 @@ def f_inductor(x):
     return (y.cumsum(0) * x.sum()).tanh().logsumexp(-1)
 
 
-@pytest.mark.slow
 def test_a_deadline_that_stops_workers_mid_compile_leaves_no_process_no_directory_and_raises_nothing(
         tmp_path, monkeypatch):
-    """~30 s: Inductor compiles in worker processes (each with Inductor's own compile workers) cut off by the
+    """7–15 s: Inductor compiles in worker processes (each with Inductor's own compile workers) cut off by the
     deadline; the OS is asked afterwards which processes and directories are left."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     cap = compiler.explore(f_inductor, torch.randn(16, 16), backend="eager", timing=False, errors="return")
@@ -197,6 +199,7 @@ def test_a_deadline_that_stops_workers_mid_compile_leaves_no_process_no_director
         watcher.join()
     assert all(f.result is None or f.result.status in (STOPPED, MEASURED) for f in fixes if f.applicable)
     assert "time budget of 6 s" in (fixes.note or ""), fixes.note
+    assert any(f.result is not None and f.result.status == STOPPED for f in fixes if f.applicable)
     assert seen, "no worker process was started"
     left = _descendants() - before
     assert not left, [psutil.Process(pid).cmdline() for pid in left]
