@@ -258,3 +258,21 @@ def test_the_list_is_in_the_order_it_states_and_a_regression_reads_worse():
     assert [ORDER.index(v) for v in verdicts] == sorted(ORDER.index(v) for v in verdicts)
     worse = fixes["worse"].result.sentence("dynamic_true")
     assert worse.startswith("Worse: dynamic_true — compiled call slower: 1.28×") and "compile 54.0 → 262.0 s" in worse
+
+
+def test_stopping_a_worker_ends_its_own_children_too():
+    """What a stopped worker leaves when its compile had started Inductor's compile workers: its whole process group
+    goes (here a child that would sleep for 10 minutes), checked with the OS."""
+    from compiler.analyses.fix_workers import kill_group
+
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); " \
+           "print('started', flush=True); time.sleep(600)"
+    worker = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert worker.stdout.readline().strip() == "started"
+    children = psutil.Process(worker.pid).children(recursive=True)
+    assert len(children) == 1
+    kill_group(worker)
+    worker.stdout.close()
+    assert worker.poll() is not None
+    psutil.wait_procs(children, timeout=5)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
