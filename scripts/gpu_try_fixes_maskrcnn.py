@@ -20,7 +20,7 @@ cut short keeps what it measured:
 Bounded: the whole run aims at ``TRY_TOTAL_S`` seconds (default 470, within 9 minutes with torch's start-up):
 try-all gets what explore left (``deadline_s``: nothing starts after it, running compiles are stopped); the changes
 for run time are started first (after the A/A), ``max_autotune``'s compile at most ``TRY_AUTOTUNE_S`` (default
-150), any other's at most ``TRY_BUDGET_S`` (default: no budget of its own) — a fix stopped by a budget reads
+240: started at once, it leaves time to be timed), any other's at most ``TRY_BUDGET_S`` (default: no budget of its own) — a fix stopped by a budget reads
 "Stopped: …; no verdict.", never as a verdict. ``TRY_CONCURRENCY``: compiles side by side (default on CUDA: every
 experiment at once, at most cores − 1); ``TRY_SKIP``: fix kinds left out (comma-separated); ``TRY_DEVICE``: cpu or
 cuda. For a CPU run that fits a small machine: ``TRY_BACKEND`` (default inductor; e.g. eager: Dynamo's captures and
@@ -44,7 +44,7 @@ OUT = os.environ.get("OUT") or "."
 DEVICE = os.environ.get("TRY_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 TOTAL_S = float(os.environ.get("TRY_TOTAL_S") or 470)
 BUDGET_S = float(os.environ["TRY_BUDGET_S"]) if os.environ.get("TRY_BUDGET_S") else None
-AUTOTUNE_S = float(os.environ.get("TRY_AUTOTUNE_S") or 150)
+AUTOTUNE_S = float(os.environ.get("TRY_AUTOTUNE_S") or 240)
 BACKEND = os.environ.get("TRY_BACKEND") or "inductor"
 SIZE = {"min_size": int(os.environ["TRY_SIZE"]), "max_size": int(os.environ["TRY_SIZE"])} \
     if os.environ.get("TRY_SIZE") else {}
