@@ -167,7 +167,7 @@ def main() -> None:
         skip = set(filter(None, os.environ.get("TRY_SKIP", "").split(",")))
         todo = [x for x in fixes if x.applicable and x.kind not in skip]
         concurrency = int(os.environ["TRY_CONCURRENCY"]) if os.environ.get("TRY_CONCURRENCY") else \
-            (max(1, min(len(todo) + 1, (os.cpu_count() or 2) - 1))  # + the A/A if DEVICE == "cuda" else None)
+            (max(1, min(len(todo) + 1, (os.cpu_count() or 2) - 1)) if DEVICE == "cuda" else None)  # + the A/A
         budgets = {x.kind: BUDGET_S for x in todo if BUDGET_S} | {"max_autotune": AUTOTUNE_S}
         fixes = cap.try_fixes(timing=True, progress=progress, concurrency=concurrency, only=[x.id for x in todo],
                               on_result=on_result, budget_s=budgets, deadline_s=deadline_s)
