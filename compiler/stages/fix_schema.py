@@ -439,7 +439,7 @@ class Fixes(Stage):
         if timed is not None:
             parts.append(f"compiled call {timed.before_s * 1e3:.3g} ms, eager {timed.eager_s * 1e3:.3g} ms"
                          if timed.eager_s is not None else f"compiled call {timed.before_s * 1e3:.3g} ms")
-        return (f"the compile without any fix — {', '.join(parts)} ({first.before_from or 'measured'}); every "
+        return (f"the compile without any fix — {', '.join(parts)}; {first.before_from or 'measured'}; every "
                 "verdict compares with it")
 
     def noise_text(self) -> str | None:

@@ -145,10 +145,12 @@ def _num(value) -> str:
 
 def fix_card(fix) -> Html:
     status = fix.status if fix.applicable else "suggestion — a code change, never applied"
+    kind = _STATUS_KIND.get(fix.result.status if fix.result else NOT_TRIED, "muted") if fix.applicable else "muted"
+    if fix.applicable and fix.result is not None and fix.result.status == MEASURED:  # its verdict, as in the list
+        status, kind = fix.result.verdict, _VERDICT_KIND.get(fix.result.verdict, "error")
     return tag("div",
-               tag("div", badge(fix.id, "info"), " ", tag("strong", fix.title), " ",
-                   badge(status, _STATUS_KIND.get(fix.result.status if fix.result else NOT_TRIED, "muted")
-                         if fix.applicable else "muted"), cls="tc-card-title"),
+               tag("div", badge(fix.id, "info"), " ", tag("strong", fix.title), " ", badge(status, kind),
+                   cls="tc-card-title"),
                key_values([("cost", fix.cost_text), ("how ranked", tag("span", fix.cost_method, cls="tc-muted")),
                            ("why", fix.why), ("for", _GOALS.get(fix.goal, fix.goal)),
                            ("gives up", fix.gives_up),
