@@ -124,11 +124,8 @@ def main() -> None:
     setup = f"backend {BACKEND}" + (f", min_size = max_size = {SIZE['min_size']}" if SIZE else "")
     model, images = model_and_input()
 
-    def f(images):  # a closure: the worker processes get the model with it (dill), however this script is run
-        return model(images)
-
-    with torch.no_grad():
-        cap = compiler.explore(f, images, backend=BACKEND)
+    with torch.no_grad():  # the model itself: its worker processes get it by pickle (torchvision's classes), no dill
+        cap = compiler.explore(model, images, backend=BACKEND)
     explored_s = time.perf_counter() - start
     compile_s = cap.summary.compile_time_s
     sampling = cap.options.get("compile_sampling") or {}

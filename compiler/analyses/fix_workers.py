@@ -19,7 +19,8 @@ ratio and its interval). An experiment whose compile runs past ``STOP_FACTOR`` �
 timed keep their counts, untimed — each one saying so. Each experiment is handed to ``on_done`` as soon as it
 finishes (and the baseline is in), so a caller can report as it goes.
 
-The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes``. Each
+The function and its calls travel by ``dill`` (a file in a temporary directory), as in ``compile_fixes`` — or, where
+dill is not installed, by ``pickle`` (a module, a module-level function: what pickle takes by reference). Each
 worker runs in a process group of its own: stopping it (``kill_group``) ends what it started too — Inductor's
 compile workers and their pool — so no orphan keeps writing into the temporary directory, which is then removed
 (``remove_dir``: an error doing so is a note on the baseline's Outcome, never an exception).
@@ -53,7 +54,6 @@ def _worker(work: str, name: str) -> None:
     def send(**event):
         proto.write(json.dumps(event, default=str) + "\n")
 
-    import dill
     import torch
     from torch._dynamo.utils import counters
 
@@ -62,7 +62,7 @@ def _worker(work: str, name: str) -> None:
     from compiler.stages.fix_schema import DynamicMark
 
     with open(os.path.join(work, "payload.pkl"), "rb") as f:
-        payload = dill.load(f)
+        payload = _pickler().load(f)
     with open(os.path.join(work, f"{name}.spec.json"), encoding="utf-8") as f:
         spec = json.load(f)
     replay = Replay(payload["fn"], payload["calls"], payload["compile_kwargs"], from_capture=False,
@@ -118,6 +118,18 @@ def _worker(work: str, name: str) -> None:
                     send(event="error", error=f"{type(exc).__name__}: {exc}"[:500])
     finally:
         done.set()
+
+
+def _pickler():
+    """dill where it is installed (closures, notebook functions), else pickle."""
+    try:
+        import dill
+
+        return dill
+    except ImportError:
+        import pickle
+
+        return pickle
 
 
 def _keep_guard_managers() -> list:
@@ -314,8 +326,7 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
     ``stop_factor`` × baseline stop); ``deadline_s``: the seconds the whole pool may take (see the module's
     docstring). ``on_done(key, outcome, base)``: called once per experiment as soon as it is final and the
     baseline is in (its outputs and capture loaded), in the coordinator's thread."""
-    import dill
-
+    pickler = _pickler()
     concurrency = concurrency or default_concurrency(len(plans))
     budgets = budgets or {}
     outcomes = {key: Outcome(key) for key, _, _ in plans}
@@ -329,11 +340,13 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
     try:
         with open(os.path.join(work, "payload.pkl"), "wb") as f:
             try:
-                dill.dump({"fn": replay.fn, "calls": replay.calls, "compile_kwargs": replay.compile_kwargs,
-                           "no_grad": replay.no_grad}, f, recurse=True)
+                payload = {"fn": replay.fn, "calls": replay.calls, "compile_kwargs": replay.compile_kwargs,
+                           "no_grad": replay.no_grad}
+                pickler.dump(payload, f, **({"recurse": True} if pickler.__name__ == "dill" else {}))
             except Exception as exc:  # noqa: BLE001
                 raise RuntimeError(f"a timed try runs each experiment in a worker process, which needs the function "
-                                   f"and its calls picklable by dill: {type(exc).__name__}: {exc} — try timing=False "
+                                   f"and its calls picklable by {pickler.__name__}: {type(exc).__name__}: {exc} — try "
+                                   "timing=False "
                                    "(experiments in this process, untimed)") from exc
         from compiler.analyses.fix_experiments import Change
 
