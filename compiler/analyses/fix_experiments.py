@@ -573,7 +573,7 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     replay = replay_of(cap, fn, calls, compile_kwargs)
     timing = timing or needs_timing(todo)
     groups = experiments_of(todo)
-    info: dict = {"notes": []}
+    info: dict = {"notes": [], "measure_noise": True}  # Try all measures its own noise floor: an A/A experiment
     results = _run(cap, replay, groups, timing, before, check, progress, should_stop, concurrency,
                    on_result=on_result, budgets=_budgets(groups, budget_s), deadline_s=deadline_s, info=info)
     fixes.noise, fixes.drift = info.get("noise"), info.get("drift")
@@ -784,13 +784,13 @@ def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, 
                     on_result=None, budgets: dict | None = None, deadline_s: float | None = None,
                     info: dict | None = None) -> list:
     """Each group's FixResult, judged (and kept on its fixes, and handed to ``on_result``) as soon as its worker is
-    done; None where it never started (stopped by the user or the deadline). With more than one experiment the
-    first is an A/A experiment (no change: the baseline against itself in a second worker), its result in
-    ``info["noise"]``: the run's noise floor. ``info["notes"]``: what went wrong cleaning up; ``info["drift"]``."""
+    done; None where it never started (stopped by the user or the deadline). With ``info["measure_noise"]``
+    (Try all) the first is an A/A experiment (no change: the baseline against itself in a second worker), its result
+    in ``info["noise"]``: the run's noise floor (a single try judges against ``FASTER`` alone). ``info["notes"]``: what went wrong cleaning up; ``info["drift"]``."""
     info = {"notes": []} if info is None else info
     plans = [(n, f"{'+'.join(f.id for f in group)} ({'+'.join(f.kind for f in group)})", _merged(group))
              for n, group in enumerate(groups)]
-    if keep and groups:
+    if info.get("measure_noise") and groups:
         plans.insert(0, (AA, "the baseline again (A/A: the noise floor)", Change()))
     expected = eager_outputs(replay)
     where = (f"worker processes ({WORKERS['default_concurrency'](len(plans)) if concurrency is None else concurrency}"
