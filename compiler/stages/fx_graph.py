@@ -501,3 +501,17 @@ class Graph(Stage):
 
 for _name in _PARSED_GRAPH:
     setattr(Graph, _name, _ParsedOnRead(_name))
+
+
+@dataclass(repr=False, eq=False)
+class AotGraphs(Stage):
+    """AOTAutograd's FX graphs of one compile, by role (built by ``compiler.stages.assemble.aot_stage``)."""
+    NAME: ClassVar[str] = "aot"
+    graphs: dict[str, Graph] = field(default_factory=dict)  # by role: inference, joint, forward, backward
+    training: bool = False
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {role} =====\n{g.code}" for role, g in self.graphs.items())
+
+    def _summary(self):
+        return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())
