@@ -71,6 +71,11 @@ class KernelGpu(Data):
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.update(self.__dict__.get("_as_saved") or {})  # read again on load (``reread_bandwidths``): saved as it came
+        return out
+
 
 @dataclass(repr=False, eq=False)
 class KernelCost(Data):

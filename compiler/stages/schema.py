@@ -56,7 +56,7 @@ from compiler.stages.cudagraphs import CudaGraphEvent, CudaGraphMemory, CudaGrap
 from compiler.stages.gpu_profile import GpuProfile, ProfiledGraphShare, ProfiledKernel  # noqa: F401
 from compiler.stages.inductor_ir import (DIFF_MAX_LINES, FusionRow, InductorIR, IrNode, IrText, MissingIr,  # noqa: F401
                                          _diff_size, apply_line_diff, line_diff)
-from compiler.stages.kernel_costs import kernel_rows  # noqa: F401
+from compiler.stages.kernel_costs import kernel_rows, reread_bandwidths  # noqa: F401
 from compiler.stages.kernels import (Autotune, AutotuneChoice, GeneratedCode, Inductor, InductorRun,  # noqa: F401
                                      Kernel, KernelCost, KernelGpu, Kernels, kernels_of)
 from compiler.stages.inductor_tracking import InductorTracking  # noqa: F401
@@ -452,6 +452,8 @@ class CaptureData(Data, JsonFile):
     def __post_init__(self):
         self.recompiles = recompiles_of(self.compiles)
         self.recompile_budgets = budgets_of(self)
+        if self.gpu_profile is not None:  # an older GPU capture's shares of DRAM peak above 100 %: read again (2.x)
+            reread_bandwidths(self.compiles, (self.environment or {}).get("device_name"))
 
     @classmethod
     def from_data(cls, data, path: str = ""):
