@@ -27,7 +27,7 @@ from compiler.stages.bytecode import bytecode_stage, decompiled_on_read
 from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.data import TraceError, as_declared, parse_failed
-from compiler.stages.fx_graph import graph_stage, same_code
+from compiler.stages.fx_graph import dynamo_graph_stage, graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
 from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
@@ -435,7 +435,7 @@ STAGE_BUILDERS = (
         c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")})),
         c.hook_data), needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
-                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True, type=Graph),
+                 lambda c: dynamo_graph_stage(c.records, NO_GRAPH), needs_frame=True, type=Graph),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
         c.last_payload("dynamo_cpp_guards_str"), c.built["source"].filename, c.metrics,
         _source_lines(c.built["source"])), needs_frame=True, type=Guards),
