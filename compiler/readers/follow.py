@@ -48,8 +48,8 @@ class TraceTail:
     """The records appended to a TORCH_TRACE log since the last read, as (metadata, payload, time) — a record
     with a payload is given when its payload is whole (its md5, computed once as its lines come, matches);
     a record whose payload is not whole when the next record begins (cut, or another writer's lines
-    interleaved) is left out and listed in ``problems`` (line, kind, message), as are lines that are no
-    record. A payload's first ``PAYLOAD_HEAD`` bytes are kept; the rest is only hashed."""
+    interleaved) is given without its payload (None) and listed in ``problems`` (line, kind, message), as are
+    lines that are no record. A payload's first ``PAYLOAD_HEAD`` bytes are kept; the rest is only hashed."""
 
     def __init__(self, path):
         self.lines = LineReader(path)
@@ -72,7 +72,7 @@ class TraceTail:
                     self.problems.append((line_no, "stray_line", "a payload line with no record before it; skipped"))
                 continue
             if self.pending is not None:
-                self._cut(line_no)
+                self._cut(out, line_no)
             line = raw.decode("utf-8", "replace")
             match = _GLOG.match(line)
             brace = line.find("{", match.end() if match else 0)
@@ -116,12 +116,13 @@ class TraceTail:
         if self.pending[6] >= 0 and self.pending[4].hexdigest() == self.pending[2]:
             self._finish(out)
 
-    def _cut(self, line_no: int) -> None:
-        metadata, _, _, _, _, began, _ = self.pending
+    def _cut(self, out, line_no: int) -> None:
+        metadata, _, _, when, _, began, _ = self.pending
         self.pending = None
         self.problems.append((began, "payload_mismatch", "its payload does not match its md5 when the next record "
                                                          f"begins (line {line_no}): cut, or another writer's lines "
-                                                         "interleaved; the record is left out"))
+                                                         "interleaved; the payload is left out"))
+        out.append((metadata, None, when))
 
     def _finish(self, out) -> None:
         metadata, pieces, md5, when = self.pending[:4]
@@ -240,8 +241,8 @@ class Follower:
         state.watch = RankWatch(state.rank, state.watch.file)
         state.reasons.clear()
         state.taken = 0
-        self._problem(TraceProblem(state.file, None, "restarted", f"{why}: rank {state.rank} restarted; followed from "
-                                   "the file's new start"), events)
+        self._problem(TraceProblem(shown_path(self.path / state.file), None, "restarted", f"{why}: rank {state.rank} "
+                                   "restarted; followed from the file's new start"), events)
         events.append(("restart", (state.rank, why)))
 
     def _take_problems(self, state: RankState, events) -> None:
@@ -314,10 +315,10 @@ class Follower:
             self.ranks[rank] = RankState(rank, RankWatch(rank, shown_path(path)), "torch_trace", name)
             events.append(("rank", rank))
 
-    def _guess(self) -> int:
-        """A rank for a log that names none (or names a rank another log has): after every rank seen, like the
-        loader's guess; it moves on if a file of that rank appears later."""
-        rank = max(self.ranks, default=-1) + 1
+    def _guess(self, taken: int = -1) -> int:
+        """A rank for a log that names none (or names a rank another log has): after every rank seen (and
+        ``taken``), like the loader's guess; it moves on if a file of that rank appears later."""
+        rank = max([*self.ranks, taken], default=-1) + 1
         self._guessed.add(rank)
         return rank
 
@@ -325,13 +326,13 @@ class Follower:
         """A file of ``rank`` appeared while a log without a rank was shown as it: that log moves to a new rank."""
         state = self.ranks.pop(rank)
         self._guessed.discard(rank)
-        new = self._guess()
+        new = self._guess(rank)
         state.rank = state.watch.rank = new
         for alert in state.watch.alerts:
             alert.rank = new
         self.ranks[new] = state
-        self._problem(TraceProblem(state.file, None, "rank_guessed", f"shown as rank {new}, not {rank}: a file of "
-                                   f"rank {rank} appeared"), events)
+        self._problem(TraceProblem(shown_path(self.path / state.file), None, "rank_guessed", f"shown as rank {new}, "
+                                   f"not {rank}: a file of rank {rank} appeared"), events)
         events.append(("rank", new))
 
     def _state_of(self, name: str) -> RankState | None:
@@ -342,7 +343,7 @@ class Follower:
         if tail.lines.restarted:
             self._restarted(state, tail.lines.restarted, events)
         for line, kind, message in tail.problems:
-            self._problem(TraceProblem(state.file, line, kind, message), events)
+            self._problem(TraceProblem(shown_path(self.path / state.file), line, kind, message), events)
         tail.problems.clear()
         for metadata, payload, when in records:
             state.last_time = when
@@ -372,7 +373,8 @@ class Follower:
         value = metrics.get("entire_frame_compile_time_s")
         seconds = bounded_number(value, MAX_SECONDS) if value is not None else None
         if value is not None and seconds is None:
-            self._problem(TraceProblem(state.file, None, "bad_field", f"compilation_metrics.entire_frame_compile_time_s"
+            self._problem(TraceProblem(shown_path(self.path / state.file), None, "bad_field",
+                                       "compilation_metrics.entire_frame_compile_time_s"
                                        f" = {shown_value(value)}: not a number from 0 to {MAX_SECONDS:g} s; left out",
                                        "compilation_metrics.entire_frame_compile_time_s"), events)
         reason = state.reasons.pop(cid, None) or (cut(metrics["recompile_reason"])
@@ -482,7 +484,10 @@ class Follower:
         if self.show or (self.show is None and in_jupyter_kernel()):
             show = renderer("watch_panel")
             if show is not None:
-                self.panel = show(self)
+                try:
+                    self.panel = show(self)
+                except Exception as exc:  # noqa: BLE001 — no panel: the following goes on, the error is kept
+                    self.errors.append(f"panel: {type(exc).__name__}: {exc}")
         return self
 
     def _run(self) -> None:

@@ -463,8 +463,8 @@ class RankWatch:
             return
         if first > self.steps:
             gap = first - self.steps
-            report("steps.first", first, f"steps {self.steps}–{first - 1} are missing (a line lost); their times "
-                                         "are unknown")
+            which = f"step {self.steps} is" if gap == 1 else f"steps {self.steps}–{first - 1} are"
+            report("steps.first", first, f"{which} missing (a line lost): unknown time{'s' if gap > 1 else ''}")
             self.times.skip(gap)
         elif first < self.steps:
             report("steps.first", first, f"steps from {first} again (the steps read reach {self.steps}); the "
