@@ -226,7 +226,7 @@ def _watch(args) -> int:
             for kind, value in follower.poll(deadline):
                 if kind == "rank":
                     state = follower.ranks[value]
-                    _say(f"rank {value} started ({state.source}: {state.file})")
+                    _say(f"rank {value} started ({state.source}: {_one_line(state.file)})")
                 elif kind == "alert":
                     _say(value.as_text())
                 elif kind == "divergence":

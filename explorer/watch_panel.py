@@ -132,6 +132,10 @@ def render_watch(snapshot: dict) -> Html:
                               "watch.alerts / watch.table() hold every one", cls="tc-muted"))
     else:
         parts.append(para("no alerts yet", cls="tc-muted"))
+    if snapshot.get("problems"):
+        total = snapshot.get("problems_total") or len(snapshot["problems"])
+        parts.append(para(f"{total} line{'s' if total != 1 else ''}, fields or files left out (follower.problems); "
+                          "the latest: " + "; ".join(snapshot["problems"]), cls="tc-muted"))
     if snapshot.get("errors"):
         parts.append(para("tcompile's own errors while watching: " + "; ".join(snapshot["errors"]), cls="tc-muted"))
     return tag("div", *parts, cls="tcompile tc-view tc-watch")

@@ -692,3 +692,17 @@ def test_check_names_a_rank_it_could_not_read_and_fails(tmp_path, capsys, bad):
     code, out, err = run_cli(capsys, "check", folder)
     assert code != 0 and RANK_LOG.format(1) in err and "not checked" in err, (code, out, err)
     assert "rank 0:" in out + err
+
+
+def test_a_file_swapped_for_a_symlink_out_while_followed_is_not_read(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    path = watch_file(folder, 0, [start(0), steps(0, 4)])
+    follower = Follower(folder)
+    follower.poll()
+    secret = watch_file(tmp_path, 0, [start(0), steps(0, 4), alert(1, "SECRET-OUTSIDE"), STOP], name="outside.jsonl")
+    os.symlink(secret, folder / "swap")
+    os.replace(folder / "swap", path)
+    follower.poll()
+    assert not any("SECRET" in a.sentence for a in follower.alerts)
+    assert [p for p in problems_at(follower.problems, WATCH.format(0)) if "outside the directory" in p.message]

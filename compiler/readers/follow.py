@@ -52,7 +52,7 @@ class TraceTail:
     lines that are no record. A payload's first ``PAYLOAD_HEAD`` bytes are kept; the rest is only hashed."""
 
     def __init__(self, path):
-        self.lines = LineReader(path)
+        self.lines = LineReader(path, inside=Path(path).parent)
         self.pending: list | None = None  # [metadata, head pieces, md5, time, hash, line, size]
         self.problems: list[tuple[int | None, str, str]] = []
 
@@ -282,7 +282,7 @@ class Follower:
         self._seen.update(f.name for f in watches)
         for rank, path in sorted(by_rank.items()):
             name = path.name
-            self._readers[name] = LineReader(path)
+            self._readers[name] = LineReader(path, inside=self.path)
             previous = self.ranks.get(rank)
             if previous is not None and rank in self._guessed:  # a log shown as this rank gives it to its owner
                 self._move_guessed(rank, events)
@@ -563,7 +563,8 @@ class Follower:
                                                                          default=0),
                     "ranks": ranks, "alerts": sorted(self.alerts, key=lambda a: a.time, reverse=True)[:200],
                     "alerts_total": len(self.alerts), "divergences": list(self.divergences),
-                    "errors": list(self.errors[:3]) + [str(p) for p in self.problems[:3]]}
+                    "errors": list(self.errors[:3]), "problems": [str(p) for p in self.problems[-3:]],
+                    "problems_total": len(self.problems) + self.problems_left_out}
 
     def as_text(self) -> str:
         return self.table_text()

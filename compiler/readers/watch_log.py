@@ -255,6 +255,13 @@ class StepTimes:
     def __len__(self) -> int:
         return self.count
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StepTimes) and (self.count, self.stride, self.values, self._bucket, self._in_bucket) == (
+            other.count, other.stride, other.values, other._bucket, other._in_bucket)
+
+    def __repr__(self) -> str:
+        return f"<StepTimes {self.count} steps, {len(self.values)} kept (stride {self.stride})>"
+
     def skip(self, steps: int) -> None:
         """``steps`` steps whose times are unknown (a lost line): in place, at a cost bounded by ``limit``."""
         while steps > 0:
@@ -293,12 +300,14 @@ class LineReader:
     waits for the rest (a writer mid-line), up to ``max_line`` bytes: a longer line is skipped and said
     (``problems``: (line, message)). One read takes at most ``limit`` bytes (``more``: there is more to read).
     A file truncated, replaced (another file under its name) or rewritten from its start is read again
-    from its start: ``restarted`` says why (until the next read)."""
+    from its start: ``restarted`` says why (until the next read). ``inside``: a directory the file must lie in —
+    a file that becomes a symlink out of it (checked whenever the file is another) is not read, and said."""
 
     HEAD = 256  # bytes of the file's start kept to tell a file rewritten from its start
 
-    def __init__(self, path, limit: int = READ_BYTES, max_line: int = MAX_LINE_BYTES):
+    def __init__(self, path, limit: int = READ_BYTES, max_line: int = MAX_LINE_BYTES, inside=None):
         self.path, self.offset, self.limit, self.max_line = Path(path), 0, limit, max_line
+        self.inside = os.path.realpath(inside) if inside is not None else None
         self.partial = b""
         self.line = 0  # lines given so far (the number of the last one)
         self.skipping: int | None = None  # bytes of an over-long line skipped so far
@@ -325,8 +334,12 @@ class LineReader:
             if not stat.S_ISREG(info.st_mode):
                 self._cannot("not a regular file, not read")
                 return []
-            self.error = None
             identity = (info.st_dev, info.st_ino)
+            if identity != self.identity and self.inside is not None and os.path.commonpath(
+                    [self.inside, os.path.realpath(self.path)]) != self.inside:
+                self._cannot("a symlink to a file outside the directory, not followed")
+                return []
+            self.error = None
             if self.identity is not None and identity != self.identity:
                 self._restart("replaced by another file")
             elif info.st_size < self.offset:
