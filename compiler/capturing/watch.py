@@ -28,63 +28,19 @@ import statistics
 import threading
 import time
 import warnings
-from array import array
 from collections import deque
 
 from compiler.capturing.records import RecordCollector, _Unparsed
 from compiler.drawing import in_jupyter_kernel
 from compiler.stages.records import Record
 from compiler.readers.job import plain_reason
-from compiler.readers.watch_log import ALERT_KINDS, Alert, WatchLog
+from compiler.readers.watch_log import ALERT_KINDS, CHART_POINTS, Alert, StepTimes, WatchLog  # noqa: F401
 
 CUDAGRAPH_LOGS = ("cudagraphs_trees", "cudagraphs_utils")  # CUDA-graph recordings and skips, logged at run time
 MAX_EVENTS = 10_000  # CUDA-graph log lines waiting for the next step's read
 MAX_LOOSE = 1_000  # records with no compile id waiting (read, then dropped)
 RECENT = 64  # the steps the median is taken over
 MEDIAN_EVERY = 16  # steps between two updates of the median while fewer than RECENT steps were timed; RECENT after
-CHART_POINTS = 600
-
-
-class StepTimes:
-    """Each step's wall time in seconds, bounded: up to ``limit`` values; beyond, neighbouring steps are
-    merged two by two into the slower of them (``stride`` steps a value), so a slow step stays visible."""
-
-    def __init__(self, limit: int = 250_000):
-        self.limit = max(2, int(limit))
-        self.values = array("d")
-        self.stride = 1
-        self.count = 0
-        self._bucket, self._in_bucket = 0.0, 0
-
-    def append(self, seconds: float) -> None:
-        self.count += 1
-        if self.stride == 1:
-            self.values.append(seconds)
-        else:
-            self._bucket = max(self._bucket, seconds)
-            self._in_bucket += 1
-            if self._in_bucket < self.stride:
-                return
-            self.values.append(self._bucket)
-            self._bucket, self._in_bucket = 0.0, 0
-        if len(self.values) >= self.limit:
-            v = self.values
-            self.values = array("d", map(max, v[0::2], v[1::2]))
-            if len(v) % 2:
-                self._bucket, self._in_bucket = v[-1], self.stride
-            self.stride *= 2
-
-    def __len__(self) -> int:
-        return self.count
-
-    def series(self, points: int = CHART_POINTS) -> list[list[float]]:
-        """[first step, seconds] pairs for a chart: at most ``points``, each the slowest step of its stretch."""
-        v, stride = self.values, self.stride
-        per = max(1, -(-len(v) // points))
-        return [[i * stride, max(v[i:i + per])] for i in range(0, len(v), per)]
-
-    def nbytes(self) -> int:
-        return self.values.itemsize * self.values.buffer_info()[1] + 64
 
 
 class _WatchCollector(RecordCollector):

@@ -162,9 +162,8 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
     files, problems = _regular_files(path, entries)
     captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith(CAPTURE_SUFFIXES)]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
-    watches = [p for p in files if p.name.startswith(WATCH_PREFIX) and p.name.endswith(WATCH_SUFFIX)
-               and _RANK_IN_NAME.search(p.name)]
-    files = [p for p in files if p not in watches]
+    watches, watch_problems = watch_ranks([p for p in files if is_watch_name(p.name)])
+    files = [p for p in files if not is_watch_name(p.name)]
     if not logs and not captures:
         raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
                          f"captures ({CAPTURE_PREFIX}N.json or .json.gz) in this directory")
@@ -184,12 +183,40 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
     _check_versions(job)
     unread = _unread_ranks(job)
     job.divergences = ([unread] if unread else []) + find_divergences(job.captures, job.problems, job.path)
-    job.watches = {int(_RANK_IN_NAME.search(p.name)[1]): read_watch_file(p, int(_RANK_IN_NAME.search(p.name)[1]))
-                   for p in watches}
+    job.watches = {rank: read_watch_file(p, rank) for rank, p in watches.items()}
+    job.problems += watch_problems + [p for w in job.watches.values() for p in w.problems]
     _when_and_fix(job)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
+
+
+def is_watch_name(name: str) -> bool:
+    return name.startswith(WATCH_PREFIX) and name.endswith(WATCH_SUFFIX)
+
+
+_WATCH_RANK = re.compile(r"[0-9]{1,9}")
+
+
+def watch_ranks(paths: list[Path], known: dict[int, str] | None = None) -> tuple[dict[int, Path], list[TraceProblem]]:
+    """Watch files (``tcompile_watch_rank_N.jsonl``) by rank — what the loader and the follower read alike. A name
+    whose N is no rank number (``rank_-1``, ``rank_x``) and a second file of one rank (``rank_1`` and ``rank_01``;
+    ``known``: rank → file already read) are said and kept apart: not read into that rank."""
+    known = dict(known or {})
+    out, problems = {}, []
+    for path in sorted(paths, key=lambda p: (len(p.name), p.name)):  # rank_1 before rank_01
+        middle = path.name[len(WATCH_PREFIX):-len(WATCH_SUFFIX)]
+        if not _WATCH_RANK.fullmatch(middle):
+            problems.append(TraceProblem(shown_path(path), None, "bad_rank", f"the rank in its name ({middle[:40]!r}) "
+                                         "is not a rank number (0, 1, …); not read"))
+            continue
+        rank = int(middle)
+        if rank in known:
+            problems.append(TraceProblem(shown_path(path), None, "duplicate_rank",
+                                         f"rank {rank} again (also {known[rank]}): kept apart, not read into rank {rank}"))
+            continue
+        known[rank], out[rank] = shown_path(path), path
+    return out, problems
 
 
 def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[TraceProblem]]:
@@ -259,6 +286,10 @@ def _load_captures(job: Job, files: list[Path]) -> None:
             cap = Capture.load(file)
         except CaptureFormatError as exc:
             job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{exc}; skipped"))
+            continue
+        except Exception as exc:  # noqa: BLE001 — one rank's file (OSError, a loader bug) never costs the others
+            why = f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{why}; skipped"))
             continue
         rank = cap.environment.get("rank")
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
