@@ -1,29 +1,31 @@
-"""Try all the fixes of torchvision's Mask R-CNN (issue 34): the bench row for Try all, on the GPU machine or on CPU.
+"""Try all the fixes of torchvision's Mask R-CNN (issues 34, 43): the bench row for Try all, on the GPU machine or on CPU.
 
     python scripts/gpu_try_fixes_maskrcnn.py             # CUDA where there is one, else CPU; results into $OUT
 
 ``maskrcnn_resnet50_fpn(weights=None)``, eval, one 256×256 image, compiled with Inductor: ``cap =
-compiler.explore(f, x)`` then ``cap.try_fixes(timing=True)`` — every applicable fix in worker processes, compiled
-side by side, each timed interleaved with the baseline and eager. Written as it goes, so a run cut short keeps what
-it measured:
+compiler.explore(f, x)`` then ``cap.try_fixes(timing=True)`` — every applicable change (one experiment per change)
+in worker processes, compiled side by side, each timed interleaved with the baseline and eager, beside an A/A
+experiment (the baseline against itself in a second worker: the run's noise floor). Written as it goes, so a run
+cut short keeps what it measured:
 
-- stdout (flushed): the explore time, then one row per fix as soon as it finishes (verdict, before → after, the
-  runtime ratio with its interval, each comparison's error, time taken), then the table and the bench row;
+- stdout (flushed): the explore time, then one row per experiment as soon as it finishes (verdict, before → after,
+  the runtime ratio with its interval, each comparison's error, time taken), then the baseline, the noise floor,
+  the drift from eager per output, every verdict, the table and the bench row;
 - ``$OUT/try_fixes_maskrcnn.jsonl``: one JSON line per event (``explore``, each ``fix``, ``done``);
-- ``$OUT/maskrcnn_fixes.capture.json``: the capture with the fix results so far (re-saved after each fix, by
-  an atomic rename), for the Fixes tab's screenshots.
+- ``$OUT/maskrcnn_fixes_table.txt``: the final text (verdicts, noise floor, drift, table, times);
+- ``$OUT/maskrcnn_fixes.capture.json.gz``: the capture with the fix results so far (gzip; re-saved after each
+  experiment, by an atomic rename), for the Overview's and the Fixes tab's screenshots
+  (``scripts/screenshot_fixes.py OUT CAPTURE --report``).
 
-Bounded: the whole run aims at ``TRY_TOTAL_S`` seconds (default 450, within the device's 8 minutes): try-all gets
-what explore left (``deadline_s``: nothing starts after it, running compiles are stopped); ``max_autotune``'s
-compile at most ``TRY_AUTOTUNE_S`` (default 120: on the H200 it ran to the 5× stop, ~7.5 min, benchmarking kernels
-on the GPU the others are timed on), any other's at most ``TRY_BUDGET_S`` (default: no budget of its own) — a fix
-stopped by a budget reads "Stopped: …; no verdict.", never as a verdict. ``TRY_CONCURRENCY``: compiles side by
-side (default on CUDA: every fix at once, at most cores − 1 — the H200 machine's 16 cores; on the earlier runs at 8
-the second wave of compiles did not finish in time); ``TRY_SKIP``: fix kinds left out (comma-separated);
-``TRY_DEVICE``: cpu or cuda. For a CPU run that
-fits a small machine: ``TRY_BACKEND`` (default inductor; e.g. eager: Dynamo's captures and fixes for real, no
-Inductor) and ``TRY_SIZE`` (the detector's internal min_size = max_size; default torchvision's 800/1333, which
-scales the 256×256 image up to 800×800). No IPython, no widgets: the GPU machine has neither.
+Bounded: the whole run aims at ``TRY_TOTAL_S`` seconds (default 470, within 9 minutes with torch's start-up):
+try-all gets what explore left (``deadline_s``: nothing starts after it, running compiles are stopped); the changes
+for run time are started first (after the A/A), ``max_autotune``'s compile at most ``TRY_AUTOTUNE_S`` (default
+150), any other's at most ``TRY_BUDGET_S`` (default: no budget of its own) — a fix stopped by a budget reads
+"Stopped: …; no verdict.", never as a verdict. ``TRY_CONCURRENCY``: compiles side by side (default on CUDA: every
+experiment at once, at most cores − 1); ``TRY_SKIP``: fix kinds left out (comma-separated); ``TRY_DEVICE``: cpu or
+cuda. For a CPU run that fits a small machine: ``TRY_BACKEND`` (default inductor; e.g. eager: Dynamo's captures and
+fixes for real, no Inductor) and ``TRY_SIZE`` (the detector's internal min_size = max_size; default torchvision's
+800/1333, which scales the 256×256 image up to 800×800). No IPython, no widgets: the GPU machine has neither.
 """
 from __future__ import annotations
 
@@ -36,18 +38,20 @@ import torch
 import torchvision
 
 import compiler
+from compiler.analyses.fixes import change_key
 
 OUT = os.environ.get("OUT") or "."
 DEVICE = os.environ.get("TRY_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
-TOTAL_S = float(os.environ.get("TRY_TOTAL_S") or 450)
+TOTAL_S = float(os.environ.get("TRY_TOTAL_S") or 470)
 BUDGET_S = float(os.environ["TRY_BUDGET_S"]) if os.environ.get("TRY_BUDGET_S") else None
-AUTOTUNE_S = float(os.environ.get("TRY_AUTOTUNE_S") or 120)
+AUTOTUNE_S = float(os.environ.get("TRY_AUTOTUNE_S") or 150)
 BACKEND = os.environ.get("TRY_BACKEND") or "inductor"
 SIZE = {"min_size": int(os.environ["TRY_SIZE"]), "max_size": int(os.environ["TRY_SIZE"])} \
     if os.environ.get("TRY_SIZE") else {}
 WRAP_UP_S = 25.0  # kept back at the end: the last save, the table
 JSONL = os.path.join(OUT, "try_fixes_maskrcnn.jsonl")
-CAPTURE = os.path.join(OUT, "maskrcnn_fixes.capture.json")
+CAPTURE = os.path.join(OUT, "maskrcnn_fixes.capture.json.gz")
+TABLE = os.path.join(OUT, "maskrcnn_fixes_table.txt")
 
 def model_and_input():
     torch.manual_seed(0)
@@ -64,7 +68,8 @@ def row_of(fix, result) -> dict:
     """One fix's result as a JSON row: verdict, counts before and after, the timed ratio, the three comparisons."""
     b, a = result.before, result.after
     return {"id": fix.id, "kind": fix.kind, "cost": fix.cost_text, "status": result.status,
-            "verdict": "recommended" if result.recommended else result.status, "recommended": result.recommended,
+            "verdict": result.verdict, "recommended": result.recommended,
+            "noise_floor": result.noise_floor, "guard_noise_floor": result.guard_noise_floor,
             "seconds": result.seconds, "error": result.error, "sentence": result.sentence(fix.kind),
             "output_note": result.output_note, "before": b.to_data() if b else None, "after": a.to_data() if a else None,
             "timing": result.timing.to_data() if result.timing else None,
@@ -74,18 +79,23 @@ def row_of(fix, result) -> dict:
                             for c in result.comparisons]}
 
 
-HEAD = (f"{'fix':<6} {'kind':<36} {'verdict':<15} {'graphs':>7} {'breaks':>7} {'recomp':>7} {'skip':>5} "
-        f"{'after/before (95%)':>20} {'eager ms':>8} {'w/o~eager':>10} {'with~eager':>10} {'with~w/o':>9} {'s':>5}")
+HEAD = (f"{'fix':<6} {'kind':<36} {'verdict':<16} {'graphs':>7} {'breaks':>7} {'recomp':>7} {'skip':>5} "
+        f"{'after/before (95%)':>20} {'guards (95%)':>18} {'eager ms':>8} {'with~eager':>10} {'with~w/o':>9} "
+        f"{'compile s':>11} {'s':>5}")
 
 
 def line_of(row: dict) -> str:
     b, a, t = row["before"], row["after"], row["timing"]
     counts = [f"{b[k]}→{a[k]}" if b and a else "–" for k in ("graphs", "graph_breaks", "recompiles", "frames_skipped")]
     ratio = f"{t['ratio']:.2f} ({t['low']:.2f}–{t['high']:.2f})" if t else "–"
+    g = row["guard_timing"]
+    guards = f"{g['ratio']:.2f} ({g['low']:.2f}–{g['high']:.2f})" if g else "–"
     eager = f"{t['eager_s'] * 1e3:.1f}" if t and t.get("eager_s") else "–"
     errors = [f"{_num(c['rel_l2'])}{'/shape' if c['shapes_differ'] else ''}" for c in row["comparisons"]] or ["–"] * 3
-    text = (f"{row['id']:<6} {row['kind'][:36]:<36} {row['verdict']:<15} {counts[0]:>7} {counts[1]:>7} {counts[2]:>7} "
-            f"{counts[3]:>5} {ratio:>20} {eager:>8} {errors[0]:>10} {errors[1]:>10} {errors[2]:>9} "
+    compile_s = (f"{b['compile_s']:.0f}→{a['compile_s']:.0f}" if b and a and b.get("compile_s") is not None
+                 and a.get("compile_s") is not None else "–")
+    text = (f"{row['id']:<6} {row['kind'][:36]:<36} {row['verdict']:<16} {counts[0]:>7} {counts[1]:>7} {counts[2]:>7} "
+            f"{counts[3]:>5} {ratio:>20} {guards:>18} {eager:>8} {errors[1]:>10} {errors[2]:>9} {compile_s:>11} "
             f"{row['seconds'] or 0:>5.0f}")
     if row["error"]:
         text += f"\n       {row['error'][:300]}"
@@ -143,11 +153,11 @@ def main() -> None:
         print(f"  [{time.perf_counter() - start:5.0f} s] {text}", flush=True)
 
     def on_result(group, result):
-        if len(group) == 1:
-            row = row_of(group[0], result)
-        else:
-            row = {**row_of(group[0], result), "id": "+".join(x.id for x in group),
-                   "kind": "together", "sentence": result.sentence("together")}
+        row = row_of(group[0], result)
+        if len(group) > 1:  # one experiment for several fixes of the same change, or the recommended together
+            same = len({change_key(x) for x in group}) == 1
+            row.update(id="+".join(x.id for x in group), kind=" = ".join(x.kind for x in group) if same else "together",
+                       sentence=result.sentence(group[0].kind if same else "together"))
         row["at_s"] = time.perf_counter() - start
         print(line_of(row), flush=True)
         emit({"event": "fix", **row})
@@ -163,20 +173,35 @@ def main() -> None:
                               on_result=on_result, budget_s=budgets, deadline_s=deadline_s)
     try_s = time.perf_counter() - tried_at
     total_s = time.perf_counter() - start
-    print("\n" + "\n".join(fixes.verdicts()))
-    print(f"note: {fixes.note}\n\n{HEAD}")
+    lines = ["", *fixes.verdicts(), *fixes.context_lines(), f"note: {fixes.note}"]
+    if fixes.drift is not None:
+        lines += ["", "Drift from eager (the compile without any fix, per output):", fixes.drift.as_text()]
+    lines += ["", HEAD]
+    if fixes.noise is not None:
+        lines.append(line_of({**row_of(fixes[0], fixes.noise), "id": "A/A", "kind": "baseline against itself"}))
     for fix in fixes:
         if fix.result is None:
-            print(f"{fix.id:<6} {fix.kind[:36]:<36} {'code change' if not fix.applicable else 'not tried'}")
+            lines.append(f"{fix.id:<6} {fix.kind[:36]:<36} {'code change' if not fix.applicable else 'not tried'}")
         else:
-            print(line_of(row_of(fix, fix.result)))
-    tried = sum(1 for x in fixes if x.result is not None and x.applicable)
-    bench = (f"Try all on Mask R-CNN — {tried} of {sum(x.applicable for x in fixes)} fixes tried in {try_s:.0f} s "
-             f"(explore {explored_s:.0f} s, total wall {total_s:.0f} s) on {device_name}, torch {torch.__version__}, "
-             f"{setup}")
-    print(f"\nbench row: {bench}", flush=True)
+            lines.append(line_of(row_of(fix, fix.result)))
+    if fixes.combined is not None:
+        lines.append(line_of({**row_of(fixes[0], fixes.combined), "id": "+".join(fixes.combined.fixes),
+                              "kind": "together"}))
+    applicable = [x for x in fixes if x.applicable]
+    verdicts = [x for x in applicable if x.result is not None]
+    bench = (f"Try all on Mask R-CNN — a verdict for {len(verdicts)} of {len(applicable)} fixes "
+             f"({sum(x.result.status == 'stopped' for x in verdicts)} stopped) in {try_s:.0f} s (explore "
+             f"{explored_s:.0f} s, total wall {total_s:.0f} s) on {device_name}, torch {torch.__version__}, {setup}"
+             + (f"; {fixes.noise_text()}" if fixes.noise_text() else ""))
+    lines += ["", f"bench row: {bench}"]
+    print("\n".join(lines), flush=True)
+    with open(TABLE, "w", encoding="utf-8") as out:
+        out.write(f"explore: {explored_s:.1f} s on {device_name}, torch {torch.__version__}, {setup} — {cap.summary}\n"
+                  + "\n".join(lines) + "\n")
     emit({"event": "done", "verdicts": fixes.verdicts(), "note": fixes.note, "explore_s": explored_s,
           "try_fixes_s": try_s, "total_s": total_s, "bench": bench,
+          "noise": fixes.noise.to_data() if fixes.noise else None,
+          "drift": fixes.drift.to_data() if fixes.drift else None,
           "combined": fixes.combined.to_data() if fixes.combined else None})
     save(cap)
 

@@ -3,7 +3,10 @@ a notebook whose cell is ``%tcompile --load CAPTURE``, run under nbclient and sa
 no kernel (the static copy: its first screen, then its Fixes section opened), light and dark; and
 ``python -m compiler report CAPTURE`` in headless Chromium (first screen, Fixes opened).
 
-    .venv/bin/python scripts/screenshot_fixes.py OUT_DIR [CAPTURE.json]
+    .venv/bin/python scripts/screenshot_fixes.py OUT_DIR [CAPTURE.json[.gz]] [--report]
+
+``--report``: the offline report's screenshots only (its Overview's first screen, then its Fixes section opened),
+no JupyterLab — e.g. for the Mask R-CNN capture ``scripts/gpu_try_fixes_maskrcnn.py`` saves.
 
 Without CAPTURE: the function tests/test_static_carries_fixes.py checks (graph breaks), compiled with
 backend="eager", its fixes tried (``cap.try_fixes()``).
@@ -77,10 +80,13 @@ def report(capture: Path, out: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    only_report = "--report" in argv
+    argv = [a for a in argv if a != "--report"]
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     capture = Path(argv[1]).resolve() if len(argv) > 1 else tried_capture(out / "tried.json")
-    reopened(capture, out)
+    if not only_report:
+        reopened(capture, out)
     report(capture, out)
     print(f"screenshots in {out}")
     return 0

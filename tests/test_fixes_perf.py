@@ -83,12 +83,21 @@ def test_slow_code_fixes_are_proposed_for_inductor_kernels_and_never_recommended
                          timing=RuntimeRatio(ratio=0.9, low=0.85, high=0.97)).recommended
     assert FixResult(status=MEASURED, outputs_equal=True, goal=RUNTIME, before=fast, after=FixMeasure(),
                      timing=RuntimeRatio(ratio=0.9, low=0.85, high=0.93)).recommended
-    # a guard filter: fewer guards decide, unless the call is measurably slower (the whole interval above 1/0.95)
+    # a guard filter (unsafe): fewer guards are not enough — its guard check measured faster beyond the noise floor,
+    # the call not slower beyond it
     few, many = dict(guards=6), dict(guards=60)
-    assert FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
-                     after=FixMeasure(**few), timing=RuntimeRatio(ratio=1.1, low=0.9, high=1.3)).recommended
+    quicker = RuntimeRatio(ratio=0.5, low=0.45, high=0.55)
     assert not FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
-                         after=FixMeasure(**few), timing=RuntimeRatio(ratio=2.0, low=1.8, high=2.2)).recommended
+                         after=FixMeasure(**few), timing=RuntimeRatio(ratio=1.1, low=0.9, high=1.3)).recommended
+    assert FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
+                     after=FixMeasure(**few), timing=RuntimeRatio(ratio=1.1, low=0.9, high=1.3),
+                     guard_timing=quicker).recommended
+    assert not FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
+                         after=FixMeasure(**few), guard_timing=quicker, guard_noise_floor=0.6).recommended
+    slower = FixResult(status=MEASURED, outputs_equal=True, goal=GUARDS, before=FixMeasure(**many),
+                       after=FixMeasure(**few), timing=RuntimeRatio(ratio=2.0, low=1.8, high=2.2, before_s=1, after_s=2),
+                       guard_timing=quicker)
+    assert not slower.recommended and slower.verdict == "Worse" and slower.sentence("f").startswith("Worse: f — ")
 
 
 def test_each_guard_filter_is_proposed_with_what_it_gives_up():

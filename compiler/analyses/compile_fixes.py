@@ -150,12 +150,20 @@ def _fresh_run(work: str, name: str, spec: dict, timing: bool, timeout: float) -
 
     with open(os.path.join(work, f"{name}.spec.json"), "w", encoding="utf-8") as f:
         json.dump({**spec, "timing": timing}, f)
+    from compiler.analyses.fix_workers import kill_group
+
     cache_dir = tempfile.mkdtemp(prefix="cache-", dir=work)
+    # its own process group: a stop ends what it started too (Inductor's compile workers), no orphan left
+    process = subprocess.Popen([sys.executable, "-m", "compiler.analyses.compile_fixes", work, name],
+                               env=_child_env(cache_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=os.name == "posix")
     try:
-        done = subprocess.run([sys.executable, "-m", "compiler.analyses.compile_fixes", work, name],
-                              env=_child_env(cache_dir), capture_output=True, text=True, timeout=timeout)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {timeout:.0f} s"}
+    finally:
+        kill_group(process)
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     out = os.path.join(work, f"{name}.json")
     if done.returncode != 0 or not os.path.exists(out):
         tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
@@ -175,7 +183,11 @@ def try_compile_fixes(cap, fn=None, calls=None, only=None, timing: bool = True, 
     fixes = cap.compile_fixes(model=fn)
     todo = [f for f in fixes.items if only is None or f.id in only]
     replay = replay_of(cap, fn, calls)
-    with tempfile.TemporaryDirectory(prefix="tcompile-ct-") as work:
+    from compiler.analyses.fix_workers import remove_dir
+
+    notes: list[str] = []
+    work = tempfile.mkdtemp(prefix="tcompile-ct-")
+    try:
         with open(os.path.join(work, "payload.pkl"), "wb") as f:
             dill.dump({"fn": replay.fn, "calls": replay.calls, "compile_kwargs": replay.compile_kwargs}, f, recurse=True)
         total = len(todo) + 1
@@ -187,8 +199,11 @@ def try_compile_fixes(cap, fn=None, calls=None, only=None, timing: bool = True, 
             if progress:
                 progress(done, total, f"trying {fix.id}: {fix.title}")
             fix.result = _try_one(cap, fix, work, before, base, replay, timing, timeout)
+    finally:
+        remove_dir(work, notes)  # an error removing it is a note, never an exception that hides the results
     fixes.note = ("each run a fresh process with an empty Inductor cache directory; compile seconds: torch's, "
-                  "summed over the run's compiles" + ("" if before else f"; the baseline failed: {base.get('error')}"))
+                  "summed over the run's compiles" + ("" if before else f"; the baseline failed: {base.get('error')}")
+                  + "".join(f"; {n}" for n in notes))
     return fixes
 
 

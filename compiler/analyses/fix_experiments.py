@@ -31,8 +31,8 @@ import inspect
 import io
 import time
 
-from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED, STOPPED,
-                                       FixMeasure, FixResult)
+from compiler.stages.fix_schema import (CHANGES_RESULTS, FAILED, FINDINGS, GUARDS, INTERRUPTED, MEASURED, RUNTIME,
+                                       STOPPED, FixMeasure, FixResult)
 from compiler.reference.options import COMPILE_KWARGS
 from compiler.stages.capture import METHODS
 
@@ -564,22 +564,27 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     todo = [f for f in fixes.items if f.applicable and (only is None or f.id in only)]
     replay = replay_of(cap, fn, calls, compile_kwargs)
     timing = timing or needs_timing(todo)
-    results = _run(cap, replay, [[f] for f in todo], timing, before, check, progress, should_stop, concurrency,
-                   on_result=on_result, budgets=_budgets(todo, budget_s), deadline_s=deadline_s)
-    stopped = [f for f, r in zip(todo, results) if r is None]
+    groups = experiments_of(todo)
+    info: dict = {"notes": []}
+    results = _run(cap, replay, groups, timing, before, check, progress, should_stop, concurrency,
+                   on_result=on_result, budgets=_budgets(groups, budget_s), deadline_s=deadline_s, info=info)
+    fixes.noise, fixes.drift = info.get("noise"), info.get("drift")
+    _with_floors([r for r in results if r is not None], fixes.noise)
+    _one_guard_filter(todo)
     out_of_time = deadline_s is not None and time.perf_counter() - begun > deadline_s
+    stopped = [f for group, r in zip(groups, results)  # not tried, or cut off by the deadline
+               if r is None or (out_of_time and r.status == STOPPED) for f in group]
     if stopped:
         fixes.combined = None
         why = f"the time budget of {deadline_s:.0f} s ran out" if out_of_time else "stopped"
         fixes.note = (f"{why} after {len(todo) - len(stopped)} of {len(todo)} changes: "
-                      f"{', '.join(f.id for f in stopped)} not tried; nothing combined")
+                      f"{', '.join(f.id for f in stopped)} not tried or stopped; nothing combined")
+        _noted(fixes, info["notes"])
         if progress:
             progress(1, 1, "stopped")
         _rerank(fixes)
         return fixes
-    chosen = [f for f in todo if f.result and f.result.recommended]
-    filters = [f for f in chosen if "guard_filter_fn" in (f.compile_kwargs.get("options") or {})]
-    chosen = [f for f in chosen if f not in filters[1:]]  # torch.compile takes one guard filter: the highest ranked
+    chosen = [f for f in todo if f.result and f.result.recommended and f.result.fixes[:1] == [f.id]]
     fixes.combined = None
     left = None if deadline_s is None else deadline_s - (time.perf_counter() - begun)
     if len(chosen) > 1 and left is not None and left < max(f.result.seconds or 0.0 for f in chosen):
@@ -588,8 +593,11 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
     elif len(chosen) > 1:
         if progress:
             progress(len(todo), len(todo) + 1, "trying the recommended fixes together")
+        together: dict = {"notes": []}
         fixes.combined = _run(cap, replay, [chosen], timing, before, check, None, None, concurrency,
-                              keep=False, on_result=on_result, deadline_s=left)[0]
+                              keep=False, on_result=on_result, deadline_s=left, info=together)[0]
+        info["notes"] += together["notes"]
+        _with_floors([fixes.combined] if fixes.combined else [], fixes.noise)
         if fixes.combined is None:
             fixes.note = (f"{len(chosen)} changes recommended; not tried together: the time budget of "
                           f"{deadline_s:.0f} s ran out")
@@ -602,43 +610,102 @@ def try_fixes(cap, fn=None, calls=None, timing: bool = False, only=None, progres
         fixes.note = f"one change recommended: {chosen[0].id}"
     else:
         fixes.note = "no change measured better with outputs no further from eager" if todo else "no change to try"
+    _noted(fixes, info["notes"])
     _rerank(fixes)
     if progress:
         progress(1, 1, "done")
     return fixes
 
 
-def _budgets(todo: list, budget_s) -> dict:
+def experiments_of(todo: list) -> list[list]:
+    """The experiments to run: fixes that apply the same change (``fixes.change_key``) are one, listing them all;
+    changes for run time first (their compiles are the longest, and a deadline must not leave them last), then
+    the rest in their ranking."""
+    from compiler.analyses.fixes import change_key
+
+    by_change: dict = {}
+    for fix in todo:
+        by_change.setdefault(change_key(fix) or fix.id, []).append(fix)
+    groups = list(by_change.values())
+    return sorted(groups, key=lambda group: group[0].goal != RUNTIME)
+
+
+def _noted(fixes, notes: list) -> None:
+    if notes:
+        fixes.note = "; ".join([fixes.note or "", *notes]).lstrip("; ")
+
+
+def _with_floors(results: list, noise) -> None:
+    """Every timed result judged against the run's noise floor (the A/A experiment's)."""
+    from compiler.analyses.fix_verdicts import noise_floor
+
+    if noise is None or noise.timing is None:
+        return
+    runtime, guards = noise_floor(noise.timing), noise_floor(noise.guard_timing)
+    noise.noise_floor, noise.guard_noise_floor = runtime, guards
+    for result in results:
+        result.noise_floor, result.guard_noise_floor = runtime, guards
+
+
+def _one_guard_filter(todo: list) -> None:
+    """torch.compile takes one guard filter: of those recommended, the one whose guard check measured fastest
+    stays recommended, the others say why not."""
+    filters = [f for f in todo if f.result and f.result.recommended and f.goal == GUARDS]
+    if len(filters) < 2:
+        return
+    best = min(filters, key=lambda f: f.result.guard_timing.ratio)
+    for fix in filters:
+        if fix is not best:
+            fix.result.outranked = (f"torch.compile takes one guard filter and {best.id} ({best.kind}) measured a "
+                                    f"faster guard check ({best.result.guard_timing.ratio:.2f}× against "
+                                    f"{fix.result.guard_timing.ratio:.2f}×)")
+
+
+def _budgets(groups: list, budget_s) -> dict:
     """{experiment index: compile seconds} from ``try_fixes``' ``budget_s`` (a number, or by fix kind or id)."""
     if budget_s is None:
         return {}
     if isinstance(budget_s, dict):
-        found = {n: budget_s.get(f.id, budget_s.get(f.kind)) for n, f in enumerate(todo)}
+        found = {n: next((budget_s[k] for f in group for k in (f.id, f.kind) if k in budget_s), None)
+                 for n, group in enumerate(groups)}
         return {n: float(s) for n, s in found.items() if s is not None}
-    return {n: float(budget_s) for n in range(len(todo))}
+    return {n: float(budget_s) for n in range(len(groups))}
+
+
+# the order of the list once tried (``_rerank``), by verdict; within one, recommended by measured gain, else by cost
+ORDER = ("Recommended", "Not chosen", "No gain", "Worse", "Changes results", "Failed", "Stopped", "Interrupted",
+         "Not tried")
+ORDER_TEXT = ("recommended first, by measured gain; then not chosen, no gain, worse, changes results, failed, "
+              "stopped, not tried — each in its ranking by cost")
 
 
 def _rerank(fixes) -> None:
-    """Once tried: the recommended first, by measured gain (``fix_verdicts.gain_score``); then the rest in their
-    ranking by cost. Ids stay as proposed."""
+    """Once tried, in ``ORDER``: the recommended first, by measured gain (``fix_verdicts.gain_score``); then each
+    verdict in turn, in the ranking by cost; code changes last. Ids stay as proposed."""
     from compiler.analyses.fix_verdicts import gain_score
 
     order = {id(f): n for n, f in enumerate(fixes.items)}
-    fixes.items.sort(key=lambda f: (not (f.result and f.result.recommended),
-                                    -(gain_score(f.result) if f.result and f.result.recommended else 0.0),
-                                    order[id(f)]))
+
+    def key(fix):
+        verdict = fix.result.verdict if fix.result else "Not tried"
+        rank = ORDER.index(verdict) if verdict in ORDER else len(ORDER)
+        return (not fix.applicable, rank, -(gain_score(fix.result) if verdict == "Recommended" else 0.0),
+                order[id(fix)])
+
+    fixes.items.sort(key=key)
 
 
 def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, progress, should_stop,
          concurrency=None, keep: bool = True, on_result=None, budgets: dict | None = None,
-         deadline_s: float | None = None) -> list:
+         deadline_s: float | None = None, info: dict | None = None) -> list:
     """Each group of fixes tried together → its FixResult (None: not tried, stopped); ``keep``: each one-fix
     group's result set on its fix; ``on_result(group, result)`` told as each finishes. ``budgets`` ({group index:
     seconds of compile}) and ``deadline_s`` bound the worker processes; in this process a compile cannot be cut
     off, so there the deadline only keeps the next experiment from starting."""
+    info = {"notes": []} if info is None else info
     if timing:
         return _run_in_workers(replay, groups, check, progress, should_stop, concurrency, keep, on_result, budgets,
-                               deadline_s)
+                               deadline_s, info)
     start = time.perf_counter()
     if deadline_s is not None:
         asked = should_stop
@@ -648,6 +715,8 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
     base = baseline(cap, replay, before)
     if base.error:
         base.outputs = None  # a baseline that failed is no reference: compare with eager only
+    else:
+        info["drift"] = _drift(base.outputs, replay)
     results = []
     for done, group in enumerate(groups):
         if should_stop is not None and should_stop():
@@ -658,11 +727,11 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
             left = f", about {spent / done * (len(groups) - done):.0f} s left" if done else ""
             progress(done, len(groups) + 1, f"trying {'+'.join(f.id for f in group)} ({group[0].kind}) — {done} of "
                                             f"{len(groups)} done, {spent:.0f} s spent{left}")
-        holders = [_Holder(f) for f in group] if keep and len(group) == 1 else []
+        holders = [_Holder(f) for f in group] if keep else []
         try:
             result = experiment(replay, group, base, False, check)
-            if holders:
-                group[0].result = result
+            for holder in holders:
+                holder.fix.result = result
         finally:
             for holder in holders:
                 holder.keep_interrupted()
@@ -687,12 +756,34 @@ def _run(cap, replay: Replay, groups: list, timing: bool, before: str, check, pr
 WORKERS: dict = {}
 
 
+def _drift(outputs, replay: Replay):
+    """The compile without any fix against eager, per output (``compiler.analyses.drift``); None if it cannot be
+    measured."""
+    from compiler.analyses.drift import measure
+
+    if outputs is None:
+        return None
+    try:
+        return measure(outputs, eager_outputs(replay))
+    except Exception:  # noqa: BLE001 — outputs of kinds it cannot compare: no drift finding, the verdicts stand
+        return None
+
+
+AA = "aa"  # the A/A experiment's key: the baseline against itself in a second worker
+
+
 def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, concurrency, keep: bool,
-                    on_result=None, budgets: dict | None = None, deadline_s: float | None = None) -> list:
-    """Each group's FixResult, judged (and kept on its fix, and handed to ``on_result``) as soon as its worker is
-    done; None where it never started (stopped by the user or the deadline)."""
+                    on_result=None, budgets: dict | None = None, deadline_s: float | None = None,
+                    info: dict | None = None) -> list:
+    """Each group's FixResult, judged (and kept on its fixes, and handed to ``on_result``) as soon as its worker is
+    done; None where it never started (stopped by the user or the deadline). With more than one experiment the
+    first is an A/A experiment (no change: the baseline against itself in a second worker), its result in
+    ``info["noise"]``: the run's noise floor. ``info["notes"]``: what went wrong cleaning up; ``info["drift"]``."""
+    info = {"notes": []} if info is None else info
     plans = [(n, f"{'+'.join(f.id for f in group)} ({'+'.join(f.kind for f in group)})", _merged(group))
              for n, group in enumerate(groups)]
+    if keep and groups:
+        plans.insert(0, (AA, "the baseline again (A/A: the noise floor)", Change()))
     expected = eager_outputs(replay)
     where = (f"worker processes ({WORKERS['default_concurrency'](len(plans)) if concurrency is None else concurrency}"
              " compiling at once, each with an empty Inductor cache directory: every compile cold)")
@@ -702,18 +793,30 @@ def _run_in_workers(replay: Replay, groups: list, check, progress, should_stop, 
     def done(n, outcome, base_outcome):
         if "base" not in baseline_of:
             baseline_of["base"] = _worker_baseline(base_outcome)
+            if baseline_of["base"] is not None:
+                info["drift"] = _drift(baseline_of["base"].outputs, replay)
+        if n == AA:
+            result = _worker_result(outcome, baseline_of["base"], base_outcome, [], Change(), len(replay.calls),
+                                    where, expected, check)
+            result.baseline_only, result.goal = True, RUNTIME
+            info["noise"] = result
+            _with_floors([r for r in results.values()], result)
+            return
         group = groups[n]
-        result = _worker_result(outcome, baseline_of["base"], base_outcome, group, plans[n][2], len(replay.calls),
+        result = _worker_result(outcome, baseline_of["base"], base_outcome, group, _merged(group), len(replay.calls),
                                 where, expected, check)
-        if keep and len(group) == 1:
-            group[0].result = result
+        _with_floors([result], info.get("noise"))
+        if keep:
+            for fix in group:
+                fix.result = result
         results[n] = result
         if on_result is not None:
             on_result(group, result)
 
-    WORKERS["run_pool"](replay, plans, timing=True, progress=progress, should_stop=should_stop,
-                        concurrency=concurrency, budgets={n: budgets[n] for n in budgets or {}},
-                        deadline_s=deadline_s, on_done=done)
+    base, _ = WORKERS["run_pool"](replay, plans, timing=True, progress=progress, should_stop=should_stop,
+                                  concurrency=concurrency, budgets={n: budgets[n] for n in budgets or {}},
+                                  deadline_s=deadline_s, on_done=done)
+    info["notes"] += base.notes
     return [results.get(n) for n in range(len(groups))]
 
 

@@ -19,7 +19,8 @@ per replayed call) replaces the default: the fix changes results where ``fn(with
 same experiment after the same warm-up (``compiler.analyses.fix_workers``): the ratio of the medians, and a
 95 % percentile-bootstrap interval over the interleaved rounds (the rounds resampled with replacement, each
 round keeping its before, after and eager sample together; fixed seed). "Faster" needs the whole interval
-below ``FASTER``.
+below ``FASTER`` and below 1 − the run's noise floor (``noise_floor``: an A/A experiment, the baseline against itself
+in a second worker, timed the same way; ``FixResult.floors``).
 """
 from __future__ import annotations
 
@@ -173,13 +174,14 @@ def _num(value) -> str:
 
 
 def sentence_of_outputs(comparisons, limit=None) -> str:
-    """"compiling without this fix already differs from eager by X; with it by Y — no further"."""
+    """"outputs as close to eager as before", or "no further from eager than the compile without it"."""
     be, ae, _ = comparisons
     if be.equal and ae.equal:
         return "outputs as close to eager as before (assert_close defaults)"
     if limit is not None and ae.outputs and all(o.rel_l2 is not None and o.rel_l2 <= limit for o in ae.outputs):
         return f"outputs within the fix's stated tolerance (rel. L2 ≤ {limit:g}): {ae.as_text()}"
-    return f"compiling without this fix already differs from eager by {be.as_text()}; with it by {ae.as_text()} — no further"
+    # the compile's own drift from eager is its own finding (Fixes.drift), said once: here only "no further"
+    return "outputs no further from eager than the compile without it (its drift: see Drift from eager)"
 
 
 # --- run time ---------------------------------------------------------------------------------------
@@ -204,6 +206,14 @@ def ratio_of(before: list[float], after: list[float], eager: list[float] | None 
                         method=method or f"median after ÷ median before over {rounds} interleaved rounds; "
                                          f"{CONFIDENCE:.0%} percentile-bootstrap interval, {BOOTSTRAP} resamples "
                                          "of the rounds")
+
+
+def noise_floor(ratio: RuntimeRatio | None) -> float | None:
+    """The A/A experiment's ratio (the baseline against itself, two worker processes) → the effect two identical
+    compiles show on this machine now: the farthest of its point and its interval from 1 (a fraction)."""
+    if ratio is None:
+        return None
+    return max(abs(ratio.ratio - 1), abs(1 - ratio.low), abs(ratio.high - 1))
 
 
 def faster(ratio: RuntimeRatio | None) -> bool:

@@ -139,9 +139,11 @@ class Worker:
         with open(os.path.join(work, f"{name}.spec.json"), "w", encoding="utf-8") as f:
             json.dump(spec, f)
         self.log = open(os.path.join(work, f"{name}.log"), "w+", encoding="utf-8")  # noqa: SIM115 — closed in kill
+        # a session (process group) of its own: stopping the worker stops what it started with it (Inductor's
+        # compile workers, their process pool), never an orphan left compiling into a directory being removed
         self.process = subprocess.Popen([sys.executable, "-m", "compiler.analyses.fix_workers", work, name],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
-                                        text=True, bufsize=1)
+                                        text=True, bufsize=1, start_new_session=os.name == "posix")
         self.events: queue.Queue = queue.Queue()
         self.began = time.perf_counter()
         self.compile_began: float | None = None
@@ -200,22 +202,69 @@ class Worker:
         return lines[-1][:500] if lines else "no output"
 
     def quit(self):
-        if self.process.poll() is None:
+        """Asked to end (a compiled worker waits for commands); one still compiling reads none: killed."""
+        if self.process.poll() is None and self.compiled is not None:
             with contextlib.suppress(Exception):
                 self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
                 self.process.stdin.flush()
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
+                pass
+        self.kill()  # what is left of its process group (a compile worker pool that outlived it)
 
     def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        """The worker and its whole process group (Inductor's compile workers with it), waited for."""
+        kill_group(self.process)
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(Exception):
+                stream.close()
         if not self.log.closed:
             self.log.close()
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL to ``process``'s process group (its own session: ``Worker``), then reaped; a group already gone
+    is fine. Elsewhere (Windows) the process alone."""
+    if os.name == "posix":
+        import signal
+
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    elif process.poll() is None:
+        process.kill()
+    with contextlib.suppress(Exception):
+        process.wait(timeout=30)
+    if os.name == "posix":  # the group's other members, reparented, go once their new parent reaps them
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and _group_alive(process.pid):
+            time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def remove_dir(work: str, notes: list) -> None:
+    """The pool's temporary directory removed (retried: a process just killed may still be closing files); what
+    cannot be removed becomes a note, never an exception that hides the results."""
+    import shutil
+
+    for attempt in range(5):
+        try:
+            shutil.rmtree(work)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            error = exc
+            time.sleep(0.2 * (attempt + 1))
+    notes.append(f"the temporary directory {work} could not be removed ({type(error).__name__}: {error}); "
+                 "remove it by hand")
 
 
 def spec_of(change) -> dict:
@@ -244,6 +293,7 @@ class Outcome:
         self.stopped: str | None = None
         self.timing_error: str | None = None
         self.seconds = 0.0
+        self.notes: list[str] = []  # the baseline's: what went wrong cleaning up (never raised)
 
 
 def default_concurrency(experiments: int) -> int:
@@ -267,10 +317,13 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
     budgets = budgets or {}
     outcomes = {key: Outcome(key) for key, _, _ in plans}
     labels = {key: label for key, label, _ in plans}
+    order = {key: n for n, (key, _, _) in enumerate(plans)}
     pending = list(plans)
     started_at = time.perf_counter()
     finished: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="tcompile-fixes-") as work:
+    base = Outcome("baseline")
+    work = tempfile.mkdtemp(prefix="tcompile-fixes-")
+    try:
         with open(os.path.join(work, "payload.pkl"), "wb") as f:
             try:
                 dill.dump({"fn": replay.fn, "calls": replay.calls, "compile_kwargs": replay.compile_kwargs,
@@ -281,7 +334,6 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                                    "(experiments in this process, untimed)") from exc
         from compiler.analyses.fix_experiments import Change
 
-        base = Outcome("baseline")
         baseline = Worker(work, "baseline", spec_of(Change()), _env(work, "baseline", concurrency))
         running: dict = {}  # key → Worker, compiling
         ready: list = []  # (key, Worker), compiled, waiting to be timed
@@ -384,7 +436,8 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                         outcomes[key].timing_error = f"not timed: the run's time budget of {deadline_s:.0f} s ran out"
                         finish(key, worker)
                     ready.clear()
-                if ready and base_wall is not None:
+                if ready and base_wall is not None:  # in the plans' order: the A/A (the noise floor) first
+                    ready.sort(key=lambda item: order[item[0]])
                     key, worker = ready.pop(0)
                     tell(f"timing {labels[key]} against the baseline and eager, interleaved")
                     try:
@@ -397,8 +450,8 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
                 time.sleep(0.05)
         finally:
             for worker in [*running.values(), *(w for _, w in ready)]:
-                worker.kill()
-            baseline.quit()
+                _quietly(worker.kill, base.notes)
+            _quietly(baseline.quit, base.notes)
         if base.error:
             for outcome in outcomes.values():
                 if outcome.compiled is None and outcome.stopped is None:
@@ -407,7 +460,17 @@ def run_pool(replay, plans: list, timing: bool = True, progress=None, should_sto
         done_keys.extend(key for key, o in outcomes.items()  # what the loop left: cut off with the baseline
                          if key not in handed and key not in done_keys and (o.compiled or o.stopped or o.error))
         hand_over()
+    finally:
+        remove_dir(work, base.notes)
     return base, outcomes
+
+
+def _quietly(stop, notes: list) -> None:
+    """A worker stopped; an error doing so is a note (the results stand)."""
+    try:
+        stop()
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"stopping a worker process: {type(exc).__name__}: {exc}")
 
 
 def _over(compiling_s: float, base_wall: float | None, stop_factor: float, min_stop_s: float,

@@ -155,7 +155,9 @@ class _Builder:
         code = (item.code or "").strip()
         gb = (item.gb_code or "").upper()
         fix = None
-        if gb == "GB0036" or "capture_dynamic_output_shape_ops" in text:
+        if _inside_ddp(item):
+            fix = self._ddp_break()
+        elif gb == "GB0036" or "capture_dynamic_output_shape_ops" in text:
             fix = self._config_fix("capture_dynamic_output_shape_ops",
                                    "Capture operators whose output shape depends on data (nonzero, unique, …) "
                                    "in the graph instead of breaking it",
@@ -239,13 +241,48 @@ class _Builder:
                 return "print"
         return None
 
+    def _ddp_break(self) -> Fix:
+        return self._fix(("ddp_forward",), kind="ddp_forward",
+                         title="A graph break inside DistributedDataParallel's forward (torch's own code): nothing to "
+                               "change in your code — torch breaks there on purpose and compiles the wrapped module "
+                               "underneath, split at DDP's gradient buckets (torch._dynamo.config.optimize_ddp) — a "
+                               "setting, not applied",
+                         snippet="import torch\n\n# torch's documented way (the default): compile the DDP model; "
+                                 "Dynamo runs DDP's forward eagerly\n# and splits the module's graph at DDP's buckets "
+                                 "so communication overlaps the backward\nmodel = torch.compile(DDP(model))\n\n"
+                                 "# one graph with the gradient communication traced: compiled autograd\n"
+                                 "torch._dynamo.config.optimize_ddp = \"python_reducer\"\n"
+                                 "torch._dynamo.config.compiled_autograd = True",
+                         applicable=False,
+                         why="DistributedDataParallel._inside_ddp_forward is marked skip in torch (distributed.py: "
+                             "\"dynamo only kicks in for the 'module_to_run' underneath\"); the DDPOptimizer "
+                             "(optimize_ddp=\"ddp_optimizer\") then splits the graph at bucket boundaries",
+                         alternatives=["torch._dynamo.config.optimize_ddp = \"python_reducer\" with "
+                                       "torch._dynamo.config.compiled_autograd = True (torch's DDP + compiled "
+                                       "autograd: the reducer traced, no graph breaks for buckets)",
+                                       "never wrap your training function in torch.compiler.disable for this break: "
+                                       "it holds the whole compiled region"])
+
     def _untraceable(self, item, code: str) -> Fix:
-        frames = [f for f in item.stack if f.user]
+        frames = _compiled_user_frames(item, self.names.get(getattr(item, "compile_id", None)))
         enclosing = frames[-1].function if frames else None
         entry = frames[0].function if frames else None
         called = re.search(r"the (?:builtin|function) `([^`]+?)\.?`", item.explanation or item.reason or "")
         called = called.group(1) if called else "the call"
         smallest = enclosing if enclosing and enclosing != entry else None
+        library = _library_of(item.file)
+        if library and smallest is None:  # inside torch or a library, reached straight from the compiled function
+            return self._fix(("library_break", library, called), kind="library_break",
+                             title=f"A graph break inside {library} ({_short(item.file)}:{item.line}), not in your "
+                                   "code: nothing to change in your code; disabling the compiled function would "
+                                   "switch compiling off for all of it — a note, not applied",
+                             snippet=f"# the break is in {library}: {called} is not traceable there\n"
+                                     "# nothing to change in your code; where the call is yours to move, move it "
+                                     "out of the compiled function",
+                             applicable=False, why=f"Dynamo cannot trace {called} inside {library}",
+                             alternatives=[f"a newer {library} may trace it: check its release notes",
+                                           "torch.compiler.substitute_in_graph(original)(a traceable Python version), "
+                                           "where the library call is a small pure function"])
         snippet = ("import torch\n\n"
                    f"@torch.compiler.disable   # run {smallest}() eagerly: one break around it instead of inside\n"
                    f"def {smallest}(...):\n    ...") if smallest else (
@@ -318,15 +355,17 @@ class _Builder:
                 fix.recompiles.append(recompile.compile_id)
                 fix.findings.append(finding)
                 return
+            subject, instead = _scalar_subject(name, kind, recompile.name)
             fix = self._fix(("scalar", name), kind=f"dynamic_{kind}",
-                            title=f"The Python {kind} {name} is baked into each compile: compile with dynamic=True "
+                            title=f"{subject} is baked into each compile: compile with dynamic=True "
                                   f"so it becomes a symbol (or pass it as a tensor)",
                             snippet="compiled = torch.compile(fn, dynamic=True)",
-                            why=f"the guard {guard} failed: each new value of {name} compiles again",
+                            why=f"each new value of {subject[0].lower() + subject[1:]} compiles again "
+                                f"(torch's guard: {guard})",
                             compile_kwargs={"dynamic": True},
-                            alternatives=[f"pass {name} as a 0-d tensor: torch.tensor({value})",
+                            alternatives=[instead or f"pass {name} as a 0-d tensor: torch.tensor({value})",
                                           f"torch._dynamo.config.specialize_{kind} = False "
-                                          f"(the default: {name} becomes dynamic after one recompile)"])
+                                          f"(the default: the value becomes dynamic after one recompile)"])
         else:
             return
         fix.recompiles.append(recompile.compile_id)
@@ -403,12 +442,14 @@ class _Builder:
             credited = [f for f in self.by_key.values() if f.kind != "recompile_limit" and ids & set(f.recompiles)]
             if not credited and budget.value_kind in ("float", "int"):
                 name = (budget.guard or "").rpartition(" ")[0] or "the value"
+                subject, instead = _scalar_subject(name, budget.value_kind, budget.function)
                 credited = [self._fix(("scalar", name), kind=f"dynamic_{budget.value_kind}",
-                                      title=f"The Python {budget.value_kind} {name} is baked into each compile: compile "
+                                      title=f"{subject} is baked into each compile: compile "
                                             "with dynamic=True so it becomes a symbol (or pass it as a tensor)",
                                       snippet="compiled = torch.compile(fn, dynamic=True)",
-                                      why=f"the guard {budget.guard} failed for each new value",
-                                      compile_kwargs={"dynamic": True})]
+                                      why=f"torch's guard {budget.guard} failed for each new value",
+                                      compile_kwargs={"dynamic": True},
+                                      alternatives=[instead] if instead else [])]
             for fix in credited:
                 if budget.frame_id not in fix.limit_frames:
                     fix.limit_frames.append(budget.frame_id)
@@ -582,7 +623,34 @@ class _Builder:
 
     # --- ranking --------------------------------------------------------------------------------
 
+    def merge_same_changes(self) -> None:
+        """Fixes that apply the same change (``dynamic=True`` for a size and for two Python ints) become one: the
+        first proposed, with every finding the others address (one experiment per change)."""
+        seen: dict = {}
+        for key, fix in list(self.by_key.items()):
+            change = change_key(fix)
+            if change is None:
+                continue
+            first = seen.setdefault(change, fix)
+            if first is fix:
+                continue
+            for name in ("breaks", "recompiles", "compiles", "limit_frames", "findings", "alternatives"):
+                into = getattr(first, name)
+                into.extend(v for v in getattr(fix, name) if v not in into)
+            counts = first.__dict__.setdefault("_counts", {})
+            for kind, count in fix.__dict__.get("_counts", {}).items():
+                counts[kind] = counts.get(kind, 0) + count
+            if fix.why and fix.why != first.why:
+                first.why = f"{first.why}; {fix.why}" if first.why else fix.why
+            first.__dict__.setdefault("_merged", []).append(fix.kind)
+            del self.by_key[key]
+        for fix in seen.values():
+            kinds = [k for k in fix.__dict__.pop("_merged", []) if k != fix.kind]
+            if kinds:
+                fix.title += f" (also the change for {', '.join(sorted(set(kinds)))}: one experiment)"
+
     def finish(self) -> list[Fix]:
+        self.merge_same_changes()
         items = self.cap.breaks.items
         for fix in self.by_key.values():
             counts = fix.__dict__.pop("_counts", {})
@@ -623,6 +691,18 @@ class _Builder:
         return ranked
 
 
+def change_key(fix: Fix) -> str | None:
+    """What an experiment applies for ``fix``, as one string (None: a code change, applied by no experiment): two
+    fixes with the same key are the same experiment."""
+    import json
+
+    if not fix.applicable:
+        return None
+    return json.dumps([fix.config, fix.inductor_config, fix.compile_kwargs, fix.matmul_precision,
+                       sorted((m.argument, m.dim, m.position, m.maybe, m.static) for m in fix.marks), fix.regions,
+                       fix.region_method], sort_keys=True, default=str)
+
+
 def _credit(fix: Fix, kind: str, count: float = 1) -> None:
     """Count a finding of ``kind`` (a key of ``WEIGHTS``) against ``fix``: what removing it is worth in the ranking."""
     counts = fix.__dict__.setdefault("_counts", {})
@@ -658,6 +738,54 @@ def _short(path: str | None) -> str:
 def _disabled_name(item) -> str:
     match = re.search(r"<function (?P<name>[\w\.<>]+) at", item.reason or "")
     return match["name"] if match else "the function"
+
+
+_STACK_NAME = re.compile(r"^_{2,}stack\d+$")  # Dynamo's name for a value on the stack at a graph break
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_(?P<line>\d+)$")
+
+
+def _scalar_subject(name: str, kind: str, frame: str | None) -> tuple[str, str | None]:
+    """How a fix names a Python number a guard specialised on, in the user's terms: ``"The Python int n"``; for
+    a name only Dynamo knows (``___stack0``: a value on the stack where a graph break split the code), where the
+    value lives and what the user can do instead (→ (subject, an alternative or None))."""
+    if not _STACK_NAME.match(name) and not name.startswith("___"):
+        return f"The Python {kind} {name}", None
+    resume = _RESUME.match(frame or "")
+    where = (f"{resume['fn']}(), after the graph break at line {resume['line']}" if resume
+             else f"{frame}()" if frame else "the compiled function")
+    return (f"A Python {kind} computed before a graph break and used after it, in {where}",
+            "remove the graph break before it (see the fixes for graph breaks): the value then stays inside one "
+            "graph; where it comes from a library's code (not yours), dynamic=True is the change you can make")
+
+
+def _inside_ddp(item) -> bool:
+    """A break in DistributedDataParallel's forward (its own code, or code it calls: contextlib, its logger)."""
+    files = [item.file or ""] + [f.file or "" for f in item.stack]
+    return any(f.replace("\\", "/").endswith("torch/nn/parallel/distributed.py") for f in files) \
+        or "_inside_ddp_forward" in (item.explanation or "") + (item.reason or "")
+
+
+def _compiled_user_frames(item, compiled: str | None) -> list:
+    """The user's frames of a break's stack from the compiled function on (the callers above it — ``<module>``,
+    a ``main`` — run outside the compiled region and are no place for a fix)."""
+    frames = [f for f in item.stack if f.user]
+    names = [f.function for f in frames]
+    if compiled and compiled in names:
+        return frames[names.index(compiled):]
+    return frames
+
+
+def _library_of(path: str | None) -> str | None:
+    """"torch", a package's name, or "the Python standard library" for a file that is not the user's; None else."""
+    path = (path or "").replace("\\", "/")
+    if not path:
+        return None
+    match = re.search(r"/(?:site|dist)-packages/(?P<name>[A-Za-z_][\w\.]*)", path)
+    if match:
+        return match["name"].split(".")[0]
+    if re.search(r"/lib/python3\.\d+/", path):
+        return "the Python standard library"
+    return None
 
 
 def _cond_snippet(code: str) -> str:

@@ -135,6 +135,11 @@ def findings(capture) -> list[tuple[str, list]]:
     for budget in near[:FINDINGS_EACH]:  # used up (or nearly) but not yet refused: the limit before it bites
         found.append(("error" if budget.left == 0 else "warn",
                       [*budget_parts(budget), " ", *guard_parts(budget), " See Fixes and Recompiles."]))
+    drift = getattr(fixes_of(capture), "drift", None) if getattr(capture, "proposed_fixes", None) is not None else None
+    if drift is not None and drift.drifts:  # measured by Try all: the compile without any fix against eager
+        found.append(("warn", [f"Drift from eager: {drift.headline()} — "
+                               + "; ".join(drift.lines()[:4]) + (" …" if len(drift.lines()) > 4 else "")
+                               + ". See Fixes."]))
     failures = other_failures(capture)
     if failures > 0:
         found.append(("error", [f"{plural(failures, 'compile')} failed (see the status column below)"]))
@@ -236,7 +241,9 @@ def fix_headline(capture) -> str | None:
         status = fix.result.status if fix.result else NOT_TRIED
         if status == MEASURED and fix.result.recommended:
             continue
-        label = {MEASURED: "measured, no gain", NOT_TRIED: "not tried"}.get(status, status)
+        label = {NOT_TRIED: "not tried"}.get(status, status)
+        if status == MEASURED:  # no gain, worse, not chosen (another guard filter measured better)
+            label = "measured, " + fix.result.verdict.lower()
         counts[label] = counts.get(label, 0) + 1
     parts += [f"{plural(n, 'change')} {label}" for label, n in counts.items()]
     if suggestions:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from compiler.stages.data import Data, Stage, _Mismatch
+from compiler.stages.drift import Drift
 
 # the result of trying a fix (FixResult.status)
 NOT_TRIED, MEASURED, CHANGES_RESULTS, FAILED, INTERRUPTED, STOPPED = (
@@ -166,26 +167,85 @@ class FixResult(Data):
     timing: RuntimeRatio | None = None  # after ÷ before, timed interleaved in this experiment
     guard_timing: RuntimeRatio | None = None  # the same for the entry frame's guard check, where timed
     where: str | None = None  # "this process" or "worker processes (…)": where the experiment ran
+    # the run's measured noise (the A/A experiment, ``Fixes.noise``): a timed effect counts only beyond ±floor
+    noise_floor: float | None = None  # of the compiled call (a fraction: 0.06 is ±6 %)
+    guard_noise_floor: float | None = None  # of the guard check
+    outranked: str | None = None  # why a recommendable change is not recommended: another guard filter measured better
+    baseline_only: bool = False  # the A/A experiment: the baseline against itself (no change)
+
+    def floors(self) -> tuple[float, float]:
+        """(compiled call, guard check): the smallest effect a verdict counts — the run's noise floor, at least
+        1 − ``FASTER``."""
+        least = 1 - FASTER
+        return max(self.noise_floor or 0.0, least), max(self.guard_noise_floor or 0.0, least)
+
+    def regressions(self) -> list[str]:
+        """What measurably got worse: more breaks, recompiles or skipped frames, a compiled call or guard check
+        slower beyond the noise floor, a compile more than twice as long."""
+        b, a = self.before, self.after
+        out = []
+        if self.status != MEASURED or not b or not a:
+            return out
+        for name, word in (("graph_breaks", "graph break"), ("recompiles", "recompile"),
+                           ("frames_skipped", "skipped frame")):
+            more = getattr(a, name) - getattr(b, name)
+            if more > 0:
+                out.append(f"{more} more {word}{'s' * (more > 1)}")
+        runtime, guards = self.floors()
+        if self.timing is not None and self.timing.low > 1 + runtime:
+            t = self.timing
+            out.append(f"compiled call slower: {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}), "
+                       f"{t.before_s * 1e3:.3g} → {t.after_s * 1e3:.3g} ms")
+        if self.guard_timing is not None and self.goal == GUARDS and self.guard_timing.low > 1 + guards:
+            g = self.guard_timing
+            out.append(f"guard check slower: {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f})")
+        if b.compile_s and a.compile_s is not None and a.compile_s > 2 * b.compile_s and a.compile_s - b.compile_s > 1:
+            out.append(f"compile {b.compile_s:.1f} → {a.compile_s:.1f} s")
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """The verdict's word: Recommended, Not chosen, No gain, No effect (the A/A experiment), Worse, Changes
+        results, Failed, Interrupted, Stopped, Not tried."""
+        if self.status == STOPPED:
+            return "Stopped"
+        if self.status in (FAILED, INTERRUPTED, CHANGES_RESULTS):
+            return self.status.capitalize()
+        if self.status != MEASURED:
+            return "Not tried"
+        if self.baseline_only:
+            same = self.before and self.after and all(getattr(self.before, k) == getattr(self.after, k)
+                                                      for k in ("graphs", "graph_breaks", "recompiles", "guards"))
+            return "No effect" if same else "Not reproducible"
+        if self.recommended:
+            return "Recommended"
+        if self.outranked:
+            return "Not chosen"
+        return "Worse" if self.regressions() else "No gain"
 
     @property
     def recommended(self) -> bool:
         """Measured, outputs no further from eager than without the fix, and what the fix is for measured better:
         fewer graph breaks, recompiles or skipped frames (none more); or a compiled call whose after ÷ before
-        interval, timed interleaved, lies wholly below ``FASTER`` (CUDA-graph skips no more); or fewer guards, the
-        call not measurably slower (the interval not wholly above 1/``FASTER``)."""
-        if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after:
+        interval, timed interleaved, lies wholly below 1 − the noise floor (``floors``; CUDA-graph skips no more); or
+        fewer guards with a guard check measured faster beyond its floor, the call not slower beyond its own. Never
+        the A/A experiment, nor a guard filter another one outranked."""
+        if self.status != MEASURED or self.outputs_equal is not True or not self.before or not self.after \
+                or self.baseline_only or self.outranked:
             return False
         b, a = self.before, self.after
         if self.goal == COMPILE_TIME:
             return b.compile_s is not None and a.compile_s is not None and a.compile_s < b.compile_s
         no_worse = a.graph_breaks <= b.graph_breaks and a.recompiles <= b.recompiles \
             and a.frames_skipped <= b.frames_skipped
+        runtime, guards = self.floors()
+        slower = self.timing is not None and self.timing.low > 1 + runtime
         if self.goal == RUNTIME:
-            return no_worse and self.timing is not None and self.timing.high < FASTER \
+            return no_worse and self.timing is not None and self.timing.high < 1 - runtime \
                 and (a.cudagraph_skips or 0) <= (b.cudagraph_skips or 0)
-        if self.goal == GUARDS:
-            slower = self.timing is not None and self.timing.low > 1 / FASTER
-            return no_worse and a.guards < b.guards and not slower
+        if self.goal == GUARDS:  # an unsafe filter: only for a guard check measured faster beyond the noise
+            measured = self.guard_timing is not None and self.guard_timing.high < 1 - guards
+            return no_worse and a.guards < b.guards and measured and not slower
         return (a.graph_breaks, a.recompiles, a.frames_skipped) != (b.graph_breaks, b.recompiles, b.frames_skipped) \
             and no_worse
 
@@ -204,25 +264,35 @@ class FixResult(Data):
         if self.timing is not None:
             t = self.timing
             parts.append(f"compiled call {t.ratio:.2f}× ({t.low:.2f}–{t.high:.2f}) of before")
-        if self.guard_timing is not None and self.goal == GUARDS:
+        if self.guard_timing is not None and (self.goal == GUARDS or self.baseline_only):
             g = self.guard_timing
             parts.append(f"guard check {g.ratio:.2f}× ({g.low:.2f}–{g.high:.2f}) of before")
         return parts
 
-    def sentence(self, name: str) -> str:
+    def sentence(self, name: str, gives_up: str | None = None) -> str:
         """What to do, in one sentence: ``Recommended: <name> — 16 fewer graphs, …, outputs as close to eager
-        as before.`` / ``Failed: <name> — <why>.`` / ``Changes results: …`` / ``No gain: …``."""
+        as before.`` / ``Failed: <name> — <why>.`` / ``Changes results: …`` / ``No gain: …`` / ``Worse: …``;
+        ``gives_up``: what the change gives up, said with a recommendation."""
+        word = self.verdict
         if self.status == STOPPED:  # a budget or the user stopped it: what it had, and no verdict either way
             why = (self.error or "the run did not finish").removeprefix("stopped: ")
             return f"Stopped: {name} — {why}; no verdict."
         if self.status in (FAILED, INTERRUPTED):
-            return f"{self.status.capitalize()}: {name} — {self.error or 'the run did not finish'}."
+            return f"{word}: {name} — {self.error or 'the run did not finish'}."
         if self.status == CHANGES_RESULTS:
             return f"Changes results: {name} — {self.output_note}."
         if self.status != MEASURED:
             return f"Not tried: {name}."
-        parts = self.gains() + ([self.output_note] if self.output_note else [])
-        return f"{'Recommended' if self.recommended else 'No gain'}: {name} — {', '.join(parts) or 'nothing changed'}."
+        if word == "Worse":
+            parts = self.regressions() + [p for p in self.gains() if "fewer" in p]
+        else:
+            parts = self.gains()
+        parts += [self.output_note] if self.output_note else []
+        if word == "Not chosen":
+            parts.append(self.outranked)
+        if word == "Recommended" and gives_up:
+            parts.append(f"gives up: {gives_up}")
+        return f"{word}: {name} — {', '.join(parts) or 'nothing changed'}."
 
     def as_text(self) -> str:
         if self.status == NOT_TRIED:
@@ -331,6 +401,56 @@ class Fixes(Stage):
     items: list[Fix] = field(default_factory=list)
     combined: FixResult | None = None
     note: str | None = None
+    noise: FixResult | None = None  # the A/A experiment (the baseline against itself): the run's noise floor
+    drift: Drift | None = None  # the compile without any fix against eager, per output (its own finding)
+
+    def context_lines(self) -> list[str]:
+        """What every verdict is measured against, said once after them: the baseline (one compile time), the
+        noise floor, and the A/A experiment's own verdict."""
+        lines = []
+        baseline = self.baseline_text()
+        if baseline:
+            lines.append(f"Baseline: {baseline}.")
+        noise = self.noise_text()
+        if noise:
+            lines.append(f"Noise floor: {noise}.")
+        if self.noise is not None and self.noise.status != NOT_TRIED:
+            lines.append(self.noise.sentence("the baseline against itself (A/A)"))
+        return lines
+
+    def baseline_text(self) -> str | None:
+        """The compile without any fix every verdict compares with, in one place: ``compile 53.7 s, compiled call
+        64 ms, eager 210 ms (a worker process, beside the experiments)``."""
+        results = [r for r in [self.noise, *(f.result for f in self.items)] if r is not None and r.before is not None]
+        if not results:
+            return None
+        first = results[0]
+        b = first.before
+        parts = [", ".join(f"{n} {word}{'s' * (n != 1)}" for n, word in ((b.graphs, "graph"), (b.graph_breaks,
+                 "graph break"), (b.recompiles, "recompile")))]
+        if b.compile_s is not None:
+            parts.append(f"compile {b.compile_s:.1f} s")
+        timed = next((r.timing for r in results if r.timing is not None), None)
+        if timed is not None:
+            parts.append(f"compiled call {timed.before_s * 1e3:.3g} ms, eager {timed.eager_s * 1e3:.3g} ms"
+                         if timed.eager_s is not None else f"compiled call {timed.before_s * 1e3:.3g} ms")
+        return (f"the compile without any fix — {', '.join(parts)} ({first.before_from or 'measured'}); every "
+                "verdict compares with it")
+
+    def noise_text(self) -> str | None:
+        """``differences under ±6 % are noise on this machine now`` and how that was measured (None: untimed)."""
+        noise = self.noise
+        if noise is None or noise.timing is None:
+            return None
+        runtime, guards = noise.floors()
+        text = (f"differences under ±{runtime:.0%} in the compiled call"
+                + (f" and ±{guards:.0%} in the guard check" if noise.guard_timing is not None else "")
+                + " are noise on this machine now (an A/A experiment: the baseline against itself in a second "
+                  f"worker, {noise.timing.ratio:.2f}× ({noise.timing.low:.2f}–{noise.timing.high:.2f})"
+                + (f", guard check {noise.guard_timing.ratio:.2f}× ({noise.guard_timing.low:.2f}–"
+                   f"{noise.guard_timing.high:.2f})" if noise.guard_timing is not None else "")
+                + f"; at least ±{1 - FASTER:.0%})")
+        return text
 
     def __getitem__(self, index) -> Fix:
         if isinstance(index, str):
@@ -352,8 +472,11 @@ class Fixes(Stage):
                 continue
             if fix.result is None or fix.result.status == NOT_TRIED:
                 untried.append(fix.kind)
-            else:
-                lines.append(fix.result.sentence(fix.kind))
+            elif fix.result.fixes[:1] in ([], [fix.id]):  # an experiment for several fixes: said once, by its first
+                others = [f"{f.id} {f.kind}" for f in self.items if f is not fix and f.result is not None
+                          and f.result.fixes and f.result.fixes[0] == fix.id]
+                name = fix.kind + (f" (one experiment, also for {', '.join(others)})" if others else "")
+                lines.append(fix.result.sentence(name, fix.gives_up))
         if self.combined is not None and self.combined.status != NOT_TRIED:
             names = " + ".join(next((f.kind for f in self.items if f.id == i), i) for i in self.combined.fixes)
             sentence = self.combined.sentence(f"together ({names})")
@@ -368,7 +491,7 @@ class Fixes(Stage):
         if not self.items:
             return "no fixes proposed"
         verdicts = self.verdicts()
-        text = "\n".join(verdicts) + "\n\n" if verdicts else ""
+        text = "\n".join(verdicts + self.context_lines()) + "\n\n" if verdicts else ""
         text += "\n\n".join(f.as_text() for f in self.items)
         if self.combined and self.combined.status != NOT_TRIED:
             text += f"\n\ncombined ({', '.join(self.combined.fixes)}): {self.combined.as_text()}"

@@ -2,6 +2,7 @@
 (``compiler.analyses.fixes``, ``compiler.analyses.fix_experiments``). Ranked by what the findings cost."""
 from __future__ import annotations
 
+from compiler.analyses.fix_experiments import ORDER_TEXT
 from compiler.stages.findings import fix_headline, fixes_of  # noqa: F401 — the Overview's headline too
 from compiler.stages.fix_schema import CHANGES_RESULTS, FAILED, INTERRUPTED, MEASURED, NOT_TRIED, STOPPED
 
@@ -17,7 +18,8 @@ _STATUS_KIND = {MEASURED: "ok", CHANGES_RESULTS: "error", FAILED: "error", INTER
 
 # a stop (a budget, the deadline) or an interrupt is no verdict on the fix: warn, never the failure's red
 _VERDICT_KIND = {"Recommended": "ok", "No gain": "muted", "Not together": "warn", "Not tried": "muted",
-                 "Stopped": "warn", "Interrupted": "warn"}
+                 "Stopped": "warn", "Interrupted": "warn", "Worse": "error", "Not chosen": "muted",
+                 "No effect": "muted", "Not reproducible": "warn", "Noise floor": "info", "Baseline": "info"}
 
 
 def verdict_lines(capture) -> Html | None:
@@ -27,6 +29,7 @@ def verdict_lines(capture) -> Html | None:
     lines = fixes.verdicts() if fixes else []
     if not lines:
         return None
+    lines = lines + fixes.context_lines()  # then what they were measured against, once: baseline, noise floor
     items = []
     for line in lines:
         word, _, rest = line.partition(": ")
@@ -191,6 +194,19 @@ def render_compile_fixes(capture) -> Html | None:
                  *(fix_card(fix) for fix in fixes)])
 
 
+def drift_section(drift) -> Html | None:
+    """Drift from eager (``Fixes.drift``): the compile without any fix against eager, per output, with what it
+    likely means — said once; each verdict then says only whether its fix moves outputs further."""
+    if drift is None or not drift.drifts:
+        return None
+    rows = [[o.name or "output", o.kind, "shape " + str(o.shape) + " vs " + str(o.reference_shape)
+             if o.reference_shape is not None else _num(o.rel_l2), _num(o.max_abs),
+             badge("close", "ok") if o.close else badge("differs", "warn"), o.meaning] for o in drift.outputs]
+    return join([heading("Drift from eager", 4), note(drift.headline(), kind="warn"),
+                 table(["output", "dtype", "rel. L2 error", "max abs error", "assert_close", "likely meaning"], rows),
+                 para(f"measured: {drift.method}", cls="tc-muted")])
+
+
 def render_fixes(capture, compile) -> str:
     return join([_render_findings_fixes(capture), render_compile_fixes(capture)])
 
@@ -207,9 +223,10 @@ def _render_findings_fixes(capture) -> str:
     verdicts = verdict_lines(capture)
     return join([
         verdicts,
+        drift_section(fixes.drift),
         para(tag("strong", headline)) if headline and verdicts is None else None,
         para(f"{plural(len(fixes.items), 'change')} proposed for this capture's findings, the costliest first "
-             "(once tried: the recommended first, by measured gain). "
+             f"(once tried: {ORDER_TEXT}). "
              "Trying one re-runs the captured calls with the change, in a fresh Dynamo state put back afterwards, "
              "and measures before → after; a change that fails or changes the outputs is never recommended."),
         note("Try needs the live function: this capture was loaded from a file (or made with compiler.capture()). "
