@@ -300,6 +300,19 @@ class Capture(CaptureData, JsonFile):
         self.cache_runs = METHODS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
         return self.cache_runs
 
+    def minify(self, fn=None, calls=None, **kwargs):
+        """Run torch's minifier on this capture's failing compile in a child process (``repro_after="aot"`` for
+        Inductor, ``"dynamo"`` for another backend; bounded by ``timeout``, ``progress``/``should_stop`` like Try
+        all): the smallest graph that still fails and the runnable script torch wrote (a ``Minified``, kept as
+        ``cap.minified``; ``compiler.analyses.minify``). Needs the live function (or ``fn`` and ``calls``)."""
+        return METHODS["minify"](self, fn=fn, calls=calls, **kwargs)
+
+    def bisect_drift(self, fn=None, calls=None, **kwargs):
+        """Where compiled outputs first differ from eager: torch's ``CompilerBisector`` on the captured calls in a
+        child process — backend, subsystem and pass, or nondeterminism (a ``DriftBisection``, kept as
+        ``cap.drift_bisection``; ``compiler.analyses.bisect_drift``). Needs the live function (or ``fn``, ``calls``)."""
+        return METHODS["bisect_drift"](self, fn=fn, calls=calls, **kwargs)
+
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):
         a live capture or one read from a trace can; one loaded from tcompile JSON cannot."""

@@ -64,12 +64,13 @@ from compiler.stages.provenance import (KernelPlace, KernelProvenance, KernelSit
                                         Provenance, ProvenanceNode, node_kernels, provenance_stage)
 from compiler.stages.run_costs import NOT_TIMED, Amortization  # noqa: F401
 from compiler.stages.recompiles import Recompile, RecompileLimit, RecompileReason  # noqa: F401
+from compiler.stages.repro_results import DriftBisection, Minified  # noqa: F401
 from compiler.stages.shapes import IndexExpression, ShapeGuard, Shapes, ShapeSymbol, Specialization  # noqa: F401
 from compiler.stages.skipped import SkippedFrame  # noqa: F401
 from compiler.stages.timings import CacheEvent, LineCompileTime, Phase, TimingEvent, Timings  # noqa: F401
 
 FORMAT = "tcompile-capture"
-VERSION = [4, 0]  # major, minor: a reader accepts any minor of its major
+VERSION = [4, 1]  # major, minor: a reader accepts any minor of its major (4.1: ``minified``, ``drift_bisection``)
 # A new major saves what the readers of the one before would read wrong without a word — 3.0: provenance nodes'
 # files by index, the IR after fusion as a difference, rows without their default fields; 4.0: Inductor's graphs
 # as differences (``GraphDiff``), a provenance map built again from the stages left out, what the GPU measured of a
@@ -448,6 +449,8 @@ class CaptureData(Data, JsonFile):
     # what would save compile time, proposed and tried (compiler.analyses.compile_fixes); None: not proposed
     proposed_compile_fixes: Fixes | None = field(default=None, metadata={"key": "compile_fixes"})
     cache_runs: CacheRuns | None = None  # cap.measure_caches(): cold / warm / mega-cache in fresh processes
+    minified: Minified | None = None  # cap.minify(): torch's minifier on the failing compile (compiler.analyses.minify)
+    drift_bisection: DriftBisection | None = None  # cap.bisect_drift(): CompilerBisector (compiler.analyses.bisect_drift)
 
     def __post_init__(self):
         self.recompiles = recompiles_of(self.compiles)
