@@ -254,6 +254,19 @@ def _course_tests(path: Path) -> dict[str, tuple[str, int]]:
     return tests
 
 
+# a planted wrong answer runs in the lab's kernel (nbgrader grades each student in a kernel of its own): the stance and
+# the configs it switched are put back after its test, so the lab's next cells run as without it
+SAVE_STATE = """\
+import torch as _t_h, torch._functorch.config, torch._inductor.config
+from torch._dynamo import eval_frame as _ef_h
+_h_configs = (_t_h._dynamo.config, _t_h._inductor.config, _t_h._functorch.config)
+_h_saved = ([c.get_config_copy() for c in _h_configs], _ef_h._stance)"""
+RESTORE_STATE = """\
+for _c_h, _v_h in zip(_h_configs, _h_saved[0]):
+    _c_h.load_config(_v_h)
+_ef_h._set_stance(_h_saved[1])"""
+
+
 def _with_grading(path: Path, nb):
     """``nb`` with the grading cells inserted (metadata ``tcompile_grading``): after each exercise cell, its test
     cell (the unanswered release), then the planted wrong answer and the test cell again; after its solution cell,
@@ -277,7 +290,9 @@ def _with_grading(path: Path, nb):
             cells.append(grading(current, "empty", tests[current][0]))
             for index, wrong in enumerate(_planted(current)):
                 student = "wrong" if index == 0 else f"wrong{index + 1}"
-                cells += [grading(current, student, wrong, kind="answer"), grading(current, student, tests[current][0])]
+                cells += [grading(current, student, SAVE_STATE, kind="harness"),
+                          grading(current, student, wrong, kind="answer"), grading(current, student, tests[current][0]),
+                          grading(current, student, RESTORE_STATE, kind="harness")]
             if _right(current):
                 cells += [grading(current, "different", _right(current), kind="answer"),
                           grading(current, "different", tests[current][0])]
