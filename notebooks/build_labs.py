@@ -117,6 +117,8 @@ def course_notebook(nb):
         if "exercise" in tags:
             pending = cell
             continue
+        if "reveal" in tags:  # it prints a prediction's answer: the graded feedback says it instead
+            continue
         if "solution" in tags:
             starter, _ = grading.split_checks(pending.source)
             body, checks = grading.split_checks(cell.source.removeprefix(SOLUTION_FIRST_LINE + "\n"))

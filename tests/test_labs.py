@@ -895,6 +895,13 @@ def test_exercise_7_3_rejects_another_row():
                           "compile s": [0.05, 2.5], "speedup": [1.0, 3.0]}).set_index("config")
     answers.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
     fails(answers.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
+    # issue 47: eager and aot_eager trade places from one measurement to the next: either is right
+    noisy = pd.DataFrame({"config": ["backend=eager (Dynamo only)", "backend=aot_eager", "inductor, mode=lite",
+                                     "inductor (default)"], "compile s": [0.35, 0.21, 1.9, 9.0]}).set_index("config")
+    answers.check_cheapest_compile_answer("backend=eager (Dynamo only)", noisy)
+    answers.check_cheapest_compile_answer("backend=aot_eager", noisy)
+    for wrong in ("inductor, mode=lite", "inductor (default)", "eager", ...):
+        fails(answers.check_cheapest_compile_answer, wrong, noisy)
 
 
 def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
@@ -1409,10 +1416,18 @@ def test_exercise_5_4_rejects_every_line_but_the_costliest():
     table = cap.line_table()
     costliest = int(table.loc[table["time_share"].idxmax(), "line"])
     answers.check_costliest_line(cap, costliest)
-    others = [int(line) for line in table["line"] if int(line) != costliest]
+    top = table["time_share"].max()
+    others = [int(row.line) for row in table.itertuples() if int(row.line) != costliest]
     assert len(others) >= 2, table
     for line in others:  # e.g. the softmax line: the most generated code, not the most time
-        assert "another line costs more" in fails(answers.check_costliest_line, cap, line).message
+        share = float(table.loc[table["line"] == line, "time_share"].iloc[0])
+        if share >= 0.75 * top:  # as costly within the noise of a re-measurement (issue 47): accepted
+            answers.check_costliest_line(cap, line)
+        else:
+            assert "another line costs more" in fails(answers.check_costliest_line, cap, line).message
+    cheapest = int(table.loc[table["time_share"].idxmin(), "line"])
+    if table["time_share"].min() < 0.75 * top:
+        fails(answers.check_costliest_line, cap, cheapest)
     first = _costly.__code__.co_firstlineno
     assert "no kernel" in fails(answers.check_costliest_line, cap, first).message  # the def line
     fails(answers.check_costliest_line, cap, costliest - first)  # counted from the def line, not the file
@@ -2025,3 +2040,22 @@ def test_issue47_graded_test_names_the_exercise():
 def test_issue47_exercise_3_2_says_a_shape_is_not_a_tensor():
     cap = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
     assert "a tuple ((1, 4)), not a tensor" in fails(checks.check_recompiling_input, cap, _batch_scaled, (1, 4)).message
+
+
+def test_issue47_no_cell_of_the_course_prints_a_predictions_answer():
+    """The cells that measure what 2.5, 3.4 and 9.3 ask to predict are tagged ``reveal``: in the labs after the
+    prediction, and not in the nbgrader course (its graded feedback says the measured value)."""
+    import nbformat
+
+    import build_labs
+
+    for path, name, measured in ((LABS[2], "predicted_breaks_after", ".try_()"),
+                                 (LABS[3], "predicted_recompiles_after", ".try_()"),
+                                 (LABS[9], "predicted_recompiles", "capture_calls(predict, marked_calls")):
+        cells = nbformat.read(path, as_version=4).cells
+        asked = next(i for i, c in enumerate(cells) if "exercise" in _tags(c) and name in c.source)
+        revealing = [i for i, c in enumerate(cells) if measured in c.source]
+        assert revealing and all(i > asked and "reveal" in _tags(cells[i]) for i in revealing), path.name
+        module = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
+        course = build_labs.course_notebook(build_labs.build(module)[1])
+        assert not [c for c in course.cells if measured in c.source], path.name

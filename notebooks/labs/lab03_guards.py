@@ -1,5 +1,5 @@
 """Lab 3 — guards, recompiles and dynamic shapes."""
-from . import code, exercise, goals, md, setup, solution, solution_note
+from . import code, exercise, goals, md, reveal, setup, solution, solution_note
 
 FILE = "03_guards_recompiles_dynamic.ipynb"
 
@@ -359,7 +359,7 @@ def cells():
             predicted_recompiles_after = 0
             check_fix_prediction(None, predicted_recompiles_after, "recompiles")
             """),
-        code("""
+        reveal("""
             ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
             print(ex34.fixes()[0].as_text())
             result = ex34.fixes()[0].try_()
