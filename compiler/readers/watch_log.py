@@ -50,6 +50,7 @@ class Alert:
     compile_ids: list[str] = field(default_factory=list)
     frame: str | None = None
     guard: str | None = None  # the guard that failed (recompiles)
+    guards: list[str] = field(default_factory=list)  # every guard failure its frames saw, torch's text (recompiles)
     seconds: float | None = None  # the compile's time (compiles), the step's time (slow steps)
     fix: dict | None = None  # {"kind", "title", "snippet"} of the proposed fix
 
@@ -81,7 +82,9 @@ class Alert:
                    sentence=str(data.get("sentence") or ""), compile_id=typed("compile_id", str),
                    compile_ids=[i for i in data.get("compile_ids") or [] if isinstance(i, str)]
                    if isinstance(data.get("compile_ids"), list) else [],
-                   frame=typed("frame", str), guard=typed("guard", str), seconds=typed("seconds", (int, float)),
+                   frame=typed("frame", str), guard=typed("guard", str),
+                   guards=[g for g in data.get("guards") or [] if isinstance(g, str)]
+                   if isinstance(data.get("guards"), list) else [], seconds=typed("seconds", (int, float)),
                    fix=data.get("fix") if isinstance(data.get("fix"), dict) else None)
 
     def __repr__(self) -> str:
