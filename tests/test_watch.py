@@ -240,6 +240,9 @@ def test_slow_step_alert_from_the_first_steps():
 
 # --- a real distributed job, followed live ---------------------------------------------------------
 
+torchrun_job = pytest.mark.slow  # the job: torchrun, two ranks' imports and compiles (54 s at load 7, 2 cores)
+
+
 @pytest.fixture(scope="module")
 def watched_job(tmp_path_factory):
     """torchrun --nproc_per_node 2 tests/watch_job.py (gloo, DDP + torch.compile aot_eager; every rank recompiles at
@@ -278,6 +281,7 @@ def _causes(divergences):
     return [d for d in divergences if d.kind != "compile_time"]
 
 
+@torchrun_job
 def test_torchrun_two_causes_two_divergences_live(watched_job):
     from tests.watch_job import BATCH_STEP, FLAG_STEP
 
@@ -298,6 +302,7 @@ def test_torchrun_two_causes_two_divergences_live(watched_job):
     assert follower.done and [r.steps for r in follower.ranks.values()] == [8, 8]
 
 
+@torchrun_job
 def test_torchrun_guard_every_rank_failed_is_never_named(watched_job, tmp_path):
     """Every rank failed ``self.scale == 1.0`` at step 1: rank 0's step-3 recompile failed it too (against its first
     compile), yet the guard named is the size guard — also when torch lists the scale guard first."""
@@ -324,6 +329,7 @@ def test_torchrun_guard_every_rank_failed_is_never_named(watched_job, tmp_path):
     assert "[step unknown] recompiles" in recompiles.as_text()
 
 
+@torchrun_job
 def test_torchrun_stall_at_step_3_raises_slow_step(watched_job):
     from tests.watch_job import STALL_RANK, STALL_STEP
 
@@ -349,6 +355,7 @@ def _lines_in_time_order(out: Path) -> list[tuple[int, bytes]]:
     return [(rank, raw) for _, rank, _, raw in sorted(merged)]
 
 
+@torchrun_job
 def test_torchrun_live_and_loaded_give_the_same_divergences(watched_job, tmp_path):
     """One account: the follower that watched the job and the loaded job give the same divergences; and on the job
     cut after each line (each step's steps, compiles and alerts as they arrived), a follower reading the growing
@@ -381,6 +388,7 @@ def test_torchrun_live_and_loaded_give_the_same_divergences(watched_job, tmp_pat
     assert [d.to_json() for d in growing.divergences] == [d.to_json() for d in follower.divergences]
 
 
+@torchrun_job
 def test_torchrun_trace_logs_followed(watched_job, monkeypatch):
     """TORCH_TRACE logs only: no steps — each rank's own events, the step said to be unknown."""
     import compiler.readers.follow as follow
@@ -399,6 +407,7 @@ def test_torchrun_trace_logs_followed(watched_job, monkeypatch):
     assert all("self.scale" not in (d.guard or "") for d in follower.divergences)
 
 
+@torchrun_job
 def test_saved_job_report_and_views_step_first(watched_job, tmp_path, capsys):
     from explorer.job_view import render_divergence, render_job_overview
     from explorer.watch_panel import render_watch
@@ -423,6 +432,7 @@ def test_saved_job_report_and_views_step_first(watched_job, tmp_path, capsys):
     assert page.index("step 3") < page.index("step 5")
 
 
+@torchrun_job
 def test_cli_watch_prints_table(watched_job, capsys):
     from compiler.__main__ import main
 
