@@ -19,15 +19,22 @@ def ranks_label(ranks) -> str:
 
 
 def render_divergence(divergence) -> Html:
+    """One divergence, the step it began in first — the job overview's (report, explorer) and the live panel's."""
     kind = SEVERITY_KIND.get(divergence.severity, "info")
     rows = [[ranks_label(group), behaviour] for group, behaviour in zip(divergence.groups, divergence.behaviours)]
-    step = getattr(divergence, "step", None)
     fix = getattr(divergence, "fix", None)
-    parts = [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
-    if step is not None:
-        parts += [" ", badge(f"from step {step}", "info", title="the step it began in, from the ranks' watch files "
-                                                                 "(compiler.watch(job_dir=...))")]
-    parts += [para(divergence.explanation), table(["ranks", "what they did"], rows)]
+    parts = []
+    if divergence.when:
+        known = divergence.step is not None
+        parts += [badge(divergence.when, "info" if known else "muted",
+                        title="the step it began in, from the ranks' watch files (compiler.watch(job_dir=...))" if known
+                        else "TORCH_TRACE logs carry no steps: compiler.watch(job_dir=...) in each rank records them"),
+                  " "]
+    parts += [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
+    parts += [para(divergence.explanation)]
+    if getattr(divergence, "guard", None):
+        parts += [para("Guard that differs: ", tag("code", divergence.guard))]
+    parts += [table(["ranks", "what they did"], rows)]
     if fix:
         parts += [para(tag("strong", "Fix: "), str(fix.get("title") or "")),
                   tag("pre", str(fix.get("snippet") or ""), cls="tc-pre")]

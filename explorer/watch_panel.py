@@ -104,14 +104,10 @@ def render_alert(alert) -> Html:
 
 
 def render_divergence(divergence) -> Html:
-    step = f" from step {divergence.step}" if getattr(divergence, "step", None) is not None else ""
-    rows = [tag("li", f"{'ranks' if len(g) != 1 else 'rank'} {', '.join(map(str, g))}: {b}")
-            for g, b in zip(divergence.groups, divergence.behaviours)]
-    fix = getattr(divergence, "fix", None)
-    return tag("div", tag("strong", f"divergence ({divergence.kind.replace('_', ' ')}){step}: "),
-               divergence.explanation, tag("ul", *rows),
-               details(join(["fix: ", fix.get("title") or ""]), tag("pre", fix.get("snippet") or "", cls="tc-pre"))
-               if fix else None, cls=f"tc-note tc-{SEVERITY.get(divergence.severity, 'info')}")
+    """A divergence as the job overview draws it (``explorer.job_view.render_divergence``): one drawing."""
+    from .job_view import render_divergence as draw_divergence
+
+    return draw_divergence(divergence)
 
 
 def render_watch(snapshot: dict) -> Html:

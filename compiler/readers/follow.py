@@ -14,8 +14,9 @@ Read as the loader reads (``compiler.readers.job``, ``compiler.readers.watch_log
 field left out listed in ``problems`` (and an event), never raised; a file truncated or replaced (a rank that
 restarted) followed from its new start, said. Bounded: a poll reads at most ``READ_BYTES`` a file and stops
 at its ``deadline``; a rank keeps a fixed-size step histogram; a payload's head is kept, the rest hashed.
-Ranks appear as their first line does; divergences between ranks are named as soon as the other ranks
-are past the point where one rank did something they did not (a later step, or a record written later).
+Ranks appear as their first line does; divergences between ranks (``compiler.readers.divergences``, the
+loaded job's own account) are named as soon as every rank is past the step where some ranks did something
+the others did not (a record written later, for logs without steps).
 Imports no torch.
 """
 from __future__ import annotations
@@ -30,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.drawing import draw, in_jupyter_kernel, renderer
+from compiler.readers.divergences import Divergences
 from compiler.readers.job import (_RANK_IN_NAME, TRACE_PREFIX, Divergence, _regular_files, is_watch_name,
-                                  plain_reason, ranks_text, size_change_fix, watch_ranks)
+                                  plain_reason, size_change_fix, watch_ranks)
 from compiler.stages.files import shown_path
 from compiler.readers.trace import _GLOG, _MD5, TraceError, TraceProblem, shown_value
 from compiler.readers.watch_log import (MAX_PROBLEMS, MAX_SECONDS, Alert, LineReader, RankWatch, bounded_number,
@@ -40,7 +42,6 @@ from compiler.readers.watch_log import (MAX_PROBLEMS, MAX_SECONDS, Alert, LineRe
 POLL_S = 0.25
 GRACE_S = 2.0  # a rank whose records are this much later than another's event has passed it (trace logs)
 TRACE_WAIT_S = 10.0  # … or this long after it: a rank in step with the others would have logged the same by then
-SKEW_MIN_S, SKEW_RATIO = 1.0, 1.5  # compile time one rank spent more than another in a step (and × it), worth a divergence
 PAYLOAD_HEAD = 64 << 10  # bytes of a payload kept (the follower reads only its first lines); the rest is hashed
 
 
@@ -174,6 +175,7 @@ class Follower:
         self.ranks: dict[int, RankState] = {}
         self.alerts: list[Alert] = []
         self.divergences: list[Divergence] = []
+        self._divergences = Divergences()
         self._readers: dict[str, object] = {}
         self._named: set = set()
         self._thread: threading.Thread | None = None
@@ -357,8 +359,8 @@ class Follower:
                     state.reasons[cid] = _first_reason(payload)
             elif artifact.get("name") == "dynamo_graph_break_reason" and payload:
                 head = cut(payload.strip().splitlines()[0], 300) if payload.strip() else "graph break"
-                if head not in self._named:
-                    self._named.add(head)
+                if (state.rank, head) not in self._named:  # each rank's own new breaks (compared between ranks)
+                    self._named.add((state.rank, head))
                     new.append(Alert("graph_break", None, state.rank, when, head, compile_id=cid,
                                      compile_ids=[cid] if cid else []))
             elif isinstance(metadata.get("compilation_metrics"), dict):
@@ -402,72 +404,11 @@ class Follower:
     # --- divergences --------------------------------------------------------------------------------
 
     def _diverge(self, events) -> None:
-        """Name each way one rank's compiles differ from the others', once the others are past that point."""
-        if len(self.ranks) < 2:
-            return
-        for rank, state in sorted(self.ranks.items()):
-            for alert in state.watch.alerts:
-                if alert.kind not in ("recompile", "recompile_limit", "frame_skipped", "compile_failed", "new_compile"):
-                    continue
-                key = ("compiles", rank, alert.kind, alert.frame, alert.step if alert.step is not None else alert.compile_id)
-                if key in self._named:
-                    continue
-                others = [o for r, o in self.ranks.items() if r != rank]
-                if not all(_past(o, alert) for o in others):
-                    continue  # some rank has not got there yet
-                alike = [o.rank for o in others if any(_same(a, alert) for a in o.watch.alerts)]
-                self._named.add(key)
-                if len(alike) == len(others):
-                    continue
-                did = [rank] + alike
-                did_not = sorted(o.rank for o in others if o.rank not in alike)
-                where = f" at step {alert.step}" if alert.step is not None else ""
-                what = {"recompile": "recompiled", "new_compile": "compiled a new frame",
-                        "recompile_limit": "reached the recompile limit", "frame_skipped": "skipped a frame to eager",
-                        "compile_failed": "failed a compile"}[alert.kind]
-                divergence = Divergence(
-                    "recompiles" if alert.kind == "recompile" else "compile_ids", [sorted(did), did_not],
-                    [alert.sentence, f"did not{where}"],
-                    f"{ranks_text(sorted(did)).capitalize()} {what}{where} and {ranks_text(did_not)} did not: while it "
-                    "compiles, the other ranks wait at the next collective (a long compile can trip the collective "
-                    "timeout)." + (" Those ranks saw an input of another shape: mark that dimension dynamic or give "
-                                   "every rank the same shapes." if alert.fix and alert.fix.get("kind") == "mark_dynamic"
-                                   else ""),
-                    severity="error", step=alert.step, fix=alert.fix)
-                self.divergences.append(divergence)
-                events.append(("divergence", divergence))
-        self._skew(events)
-
-    def _skew(self, events) -> None:
-        """A step in which one rank spent ``SKEW_MIN_S`` more compiling than another (watch files only)."""
-        watched = {r: s for r, s in self.ranks.items() if s.source == "watch"}
-        if len(watched) < 2:
-            return
-        horizon = min(s.watch.steps if not s.stopped else 1 << 62 for s in watched.values())
-        per_step: dict[int, dict[int, float]] = {}
-        for rank, state in watched.items():
-            for c in state.watch.compiles:
-                step = c.get("step")
-                if isinstance(step, int) and step < horizon and isinstance(c.get("seconds"), (int, float)):
-                    per_step.setdefault(step, {}).setdefault(rank, 0.0)
-                    per_step[step][rank] += c["seconds"]
-        for step, times in sorted(per_step.items()):
-            key = ("skew", step)
-            if key in self._named:
-                continue
-            full = {r: times.get(r, 0.0) for r in watched}
-            slow, fast = max(full, key=full.get), min(full, key=full.get)
-            self._named.add(key)
-            if full[slow] - full[fast] < SKEW_MIN_S or full[slow] < SKEW_RATIO * full[fast]:
-                continue
-            slow_group = sorted(r for r in full if full[r] - full[fast] >= SKEW_MIN_S and full[r] >= SKEW_RATIO * full[fast])
-            fast_group = sorted(r for r in full if r not in slow_group)
-            divergence = Divergence(
-                "compile_time", [slow_group, fast_group],
-                [" / ".join(f"{full[r]:.3g} s compiling" for r in slow_group),
-                 " / ".join(f"{full[r]:.3g} s compiling" for r in fast_group)],
-                f"At step {step} rank {slow} spent {full[slow]:.3g} s compiling, rank {fast} {full[fast]:.3g} s: "
-                f"{ranks_text(fast_group)} waited for it at the next collective.", severity="info", step=step)
+        """Name each event one rank's compiles differ from the others' in, once every rank is past it
+        (``compiler.readers.divergences``: the loaded job's own account)."""
+        stepless = [rank for rank, state in self.ranks.items() if state.source != "watch"]
+        for divergence in self._divergences.update({r: s.watch for r, s in self.ranks.items()}, stepless,
+                                                   past=lambda rank, alert: _past(self.ranks[rank], alert)):
             self.divergences.append(divergence)
             events.append(("divergence", divergence))
 
@@ -591,10 +532,6 @@ def _first_reason(payload: str | None) -> str:
         pass
     first = text.strip().splitlines()[0] if text.strip() else "a guard failed"
     return re.sub(r"^\d+/\d+: ", "", first)
-
-
-def _same(a: Alert, b: Alert) -> bool:
-    return a.kind == b.kind and a.frame == b.frame and (a.step == b.step or a.step is None or b.step is None)
 
 
 def _past(other: RankState, alert: Alert) -> bool:

@@ -47,9 +47,20 @@ class Divergence:
     severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
     step: int | None = None  # the step it began in (from the ranks' watch files: ``compiler.watch(job_dir=...)``)
     fix: dict | None = None  # the change that would prevent it: {"kind", "title", "snippet"}
+    guard: str | None = None  # the guard that failed on these ranks and not on every other (recompiles)
+
+    @property
+    def when(self) -> str:
+        """The step it began in, first in every view: "step 5", or "step unknown" (no watch files: TORCH_TRACE
+        logs carry no steps); "" for a divergence of no step (a rank that could not be read)."""
+        if self.step is not None:
+            return f"step {self.step}"
+        return "" if self.kind == "unread_ranks" else "step unknown"
 
     def as_text(self) -> str:
-        lines = [f"[{self.kind}]" + (f" from step {self.step}:" if self.step is not None else "") + f" {self.explanation}"]
+        lines = [(f"[{self.when}] " if self.when else "") + f"{self.kind}: {self.explanation}"]
+        if self.guard:
+            lines.append(f"  guard that differs: {self.guard}")
         lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
         if self.fix:
             lines.append(f"  fix: {self.fix.get('title')}")
@@ -61,6 +72,8 @@ class Divergence:
                "explanation": self.explanation, "severity": self.severity}
         if self.step is not None:
             out["step"] = self.step
+        if self.guard:
+            out["guard"] = self.guard
         if self.fix:
             out["fix"] = self.fix
         return out
@@ -182,10 +195,9 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
                          + "; ".join(str(p) for p in job.problems))
     _check_versions(job)
     unread = _unread_ranks(job)
-    job.divergences = ([unread] if unread else []) + find_divergences(job.captures, job.problems, job.path)
     job.watches = {rank: read_watch_file(p, rank) for rank, p in watches.items()}
     job.problems += watch_problems + [p for w in job.watches.values() for p in w.problems]
-    _when_and_fix(job)
+    job.divergences = ([unread] if unread else []) + _divergences(job)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
@@ -308,72 +320,19 @@ def _load_captures(job: Job, files: list[Path]) -> None:
 UNREAD_KINDS = ("unreadable_file", "skipped_file", "empty_file")  # problems that leave a file unread
 
 
-def _when_and_fix(job: Job) -> None:
-    """Each recompile divergence gets the step it began in (the odd ranks' recompile alerts in their watch
-    files, ``compiler.watch(job_dir=...)``) and the fix that would prevent it: the fix the watch or the
-    rank's own capture proposed for that recompile (``mark_dynamic`` on the changed dimension), else the
-    one for a size change named by the guard, with padding to one size as the other way."""
-    for divergence in job.divergences:
-        if divergence.kind == "compile_time" and job.watches:
-            divergence.step = _slowest_compile_step(job, divergence.groups[0], divergence.groups[1:])
-        if divergence.kind not in ("recompiles", "compile_ids") or len(divergence.groups) < 2:
-            continue
-        odd = [rank for group in divergence.groups[1:] for rank in group] + divergence.groups[0]
-        for rank in odd:
-            cap = job.captures.get(rank)
-            ids = [r.compile_id for r in cap.recompiles] if cap is not None else []
-            others = [job.captures[r] for g in divergence.groups if rank not in g for r in g if r in job.captures]
-            shared = {r.compile_id for other in others for r in other.recompiles}
-            ids = [i for i in ids if i not in shared]
-            if not ids:
-                continue
-            alerts = [a for a in getattr(job.watches.get(rank), "alerts", [])
-                      if a.kind == "recompile" and set(a.compile_ids) & set(ids)]
-            if alerts and divergence.step is None:
-                divergence.step = min(a.step for a in alerts if a.step is not None) if any(
-                    a.step is not None for a in alerts) else None
-            fix = next((a.fix for a in alerts if a.fix), None) or _capture_fix(cap, ids)
-            if fix and divergence.fix is None:
-                divergence.fix = dict(fix)
-                if fix.get("kind") == "mark_dynamic" and "pad" not in str(fix.get("title")):
-                    divergence.fix["title"] = f"{fix.get('title')} — or pad that input to one size on every rank"
-            if divergence.fix is not None:
-                break
+def _divergences(job: Job) -> list[Divergence]:
+    """What the ranks did differently. Where every rank wrote a watch file (``compiler.watch(job_dir=...)``), its
+    compiles, recompiles, graph breaks and compile time come from those files, one divergence per event with
+    its step, guard and fix (``compiler.readers.divergences``: the follower's own account); the captures add
+    what only they hold (collective schedules, cache, runtime estimates). Else they all come from the captures,
+    with no step."""
+    from compiler.readers.divergences import EVENT_KINDS, job_divergences
 
-
-def _slowest_compile_step(job: Job, slow, others) -> int | None:
-    """The step in which the ``slow`` ranks spent the most time compiling beyond the other ranks (their watch
-    files' compiles; the mean of each group)."""
-    def per_step(ranks) -> dict[int, float]:
-        ranks = [r for r in ranks if r in job.watches]
-        total: dict[int, float] = defaultdict(float)
-        for rank in ranks:
-            for c in job.watches[rank].compiles:
-                if isinstance(c.get("step"), int) and number(c.get("seconds")):
-                    total[c["step"]] += c["seconds"] / len(ranks)
-        return total
-
-    mine, theirs = per_step(slow), per_step([r for group in others for r in group])
-    extra = {step: seconds - theirs.get(step, 0.0) for step, seconds in mine.items()}
-    return max(extra, key=extra.get) if extra and max(extra.values()) > 0 else None
-
-
-def _capture_fix(cap, compile_ids) -> dict | None:
-    """The fix a rank's capture proposes for one of these recompiles, else the size-change fix of its guard."""
-    try:
-        fixes = cap.fixes().items
-    except Exception:  # noqa: BLE001 — a capture that cannot propose (a loaded error) gives the guard's fix
-        fixes = []
-    fix = next((f for f in fixes if set(f.recompiles) & set(compile_ids) and f.kind == "mark_dynamic"), None) or \
-        next((f for f in fixes if set(f.recompiles) & set(compile_ids)), None)
-    if fix is not None:
-        return {"kind": fix.kind, "title": fix.title, "snippet": fix.snippet}
-    for recompile in cap.recompiles:
-        if recompile.compile_id in compile_ids and recompile.reasons:
-            found = size_change_fix(recompile.reasons[0].text)
-            if found:
-                return found
-    return None
+    found = find_divergences(job.captures, job.problems, job.path)
+    if len(job.captures) < 2 or not set(job.captures) <= set(job.watches):
+        return found
+    return job_divergences({rank: job.watches[rank] for rank in job.captures}) + \
+        [d for d in found if d.kind not in EVENT_KINDS]
 
 
 def _unread_ranks(job: Job) -> Divergence | None:
@@ -579,7 +538,11 @@ def _diverging_recompiles(captures) -> Divergence | None:
             parts.append(f"recompiled frame {frame} ({name}) as {compile_id} because {reason}")
         behaviours.append("; ".join(parts) + (f"; … {len(recompiles)} in all" if len(recompiles) > 4 else ""))
     first_odd = groups[-1]
-    reason = next((plain_reason(r[2][0]) for r in sig[first_odd[0]] if r[2]), None)
+    # the first guard those ranks failed that not every rank failed (one every rank failed is no difference)
+    failed = [{text.partition(". ")[0] for r in recompiles for text in r[2]} for recompiles in sig.values()]
+    common = set.intersection(*failed)
+    raw = next((text for r in sig[first_odd[0]] for text in r[2] if text.partition(". ")[0] not in common), None)
+    reason = plain_reason(raw) if raw else None
     explanation = ("The ranks recompiled differently: a guard failed on some ranks only"
                    + (f" ({ranks_text(first_odd)}: {reason})" if reason else "") + ". ")
     if reason and "changed" in reason:
@@ -587,7 +550,8 @@ def _diverging_recompiles(captures) -> Divergence | None:
                         "dynamic (torch._dynamo.mark_dynamic) or give every rank the same shapes.")
     else:
         explanation += "Those ranks saw inputs or state the others did not; the reasons below name the guard."
-    return Divergence("recompiles", groups, behaviours, explanation, severity="error")
+    return Divergence("recompiles", groups, behaviours, explanation, severity="error",
+                      guard=raw.partition(". ")[0] if raw else None)
 
 
 def _diverging_breaks(captures) -> Divergence | None:

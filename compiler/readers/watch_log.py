@@ -75,6 +75,7 @@ class Alert:
     compile_ids: list[str] = field(default_factory=list)
     frame: str | None = None
     guard: str | None = None  # the guard that failed (recompiles)
+    guards: list[str] = field(default_factory=list)  # every guard failure its frames saw, torch's text (recompiles)
     seconds: float | None = None  # the compile's time (compiles), the step's time (slow steps)
     fix: dict | None = None  # {"kind", "title", "snippet"} of the proposed fix
 
@@ -126,6 +127,10 @@ class Alert:
         if ids is not None and not isinstance(ids, list):
             report("alert.compile_ids", ids, "not a list; left out")
         ids = [cut(i) for i in ids[:100] if isinstance(i, str)] if isinstance(ids, list) else []
+        guards = data.get("guards")
+        if guards is not None and not isinstance(guards, list):
+            report("alert.guards", guards, "not a list; left out")
+        guards = [cut(g) for g in guards[:100] if isinstance(g, str)] if isinstance(guards, list) else []
         fix = data.get("fix")
         if fix is not None and not isinstance(fix, dict):
             report("alert.fix", fix, "not an object; left out")
@@ -133,7 +138,8 @@ class Alert:
                if isinstance(fix, dict) else None)
         return cls(kind=kind[:60], step=step, rank=0, time=bounded("time", MAX_TIME) or 0.0,
                    sentence=typed("sentence", str, "") or "", compile_id=typed("compile_id", str), compile_ids=ids,
-                   frame=typed("frame", str), guard=typed("guard", str), seconds=bounded("seconds", MAX_SECONDS),
+                   frame=typed("frame", str), guard=typed("guard", str), guards=guards,
+                   seconds=bounded("seconds", MAX_SECONDS),
                    fix=fix or None)
 
     def __repr__(self) -> str:
