@@ -704,3 +704,17 @@ def test_a_file_swapped_for_a_symlink_out_while_followed_is_not_read(tmp_path):
     follower.poll()
     assert not any("SECRET" in a.sentence for a in follower.alerts)
     assert [p for p in problems_at(follower.problems, WATCH.format(0)) if "outside the directory" in p.message]
+
+
+def test_a_log_line_longer_than_the_limit_is_said_and_the_log_read_on(tmp_path):
+    """A graph-break payload with a 3 MB line: that line skipped and said, its payload said cut (never shown),
+    every later record still read."""
+    lines = LOG.read_text(encoding="utf-8").split("\n")
+    i = next(i for i, line in enumerate(lines) if '"dynamo_graph_break_reason"' in line)
+    lines.insert(i + 2, "\t" + "q" * (3 * MAX_LINE_BYTES))
+    (tmp_path / RANK_LOG.format(0)).write_text("\n".join(lines), encoding="utf-8")
+    follower = followed(tmp_path, polls=6)
+    kinds = {p.kind for p in problems_at(follower.problems, RANK_LOG.format(0))}
+    assert {"long_line", "payload_mismatch"} <= kinds, follower.problems
+    assert not any("qqqq" in a.sentence for a in follower.alerts)
+    assert len([a for a in follower.alerts if a.kind == "recompile"]) == 2
