@@ -124,11 +124,9 @@ def numbers_job(folder: Path, field: str, value: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("value", list(BAD_NUMBERS.values()), ids=list(BAD_NUMBERS))
-@pytest.mark.parametrize("field", list(WATCH_NUMBERS))
+@pytest.mark.parametrize("field,value", [pytest.param(f, v, id=f"{f}-{n}") for f in WATCH_NUMBERS
+                                         for n, v in BAD_NUMBERS.items() if (f, n) != ("steps.first", "-Infinity")])
 def test_a_watch_number_out_of_range_is_a_problem_live_and_in_the_cli(tmp_path, capsys, field, value):
-    if field == "steps.first" and value == "-Infinity":
-        pytest.skip("the same case as Infinity")
     folder = numbers_job(tmp_path, field, value)
     follower = followed(folder)
     found = problems_at(follower.problems, WATCH.format(1), 4)
@@ -213,7 +211,7 @@ def capture_json(tmp_path_factory) -> Path:
     return quiet_load(LOG).save(tmp_path_factory.mktemp("capture") / "capture.json")
 
 
-@pytest.mark.parametrize("key", ["compile_time_s", "compile_seconds", "seconds"])
+@pytest.mark.parametrize("key", ["compile_time_s", "seconds"])
 def test_a_capture_with_an_int_no_float_holds_is_a_capture_format_error(capture_json, tmp_path, key):
     import re
 
@@ -451,13 +449,13 @@ def test_load_trace_reads_a_watch_file_past_64_mb(tmp_path):
 # --- 3. bounded by design ---------------------------------------------------------------------------
 
 def test_follower_memory_does_not_grow_with_a_ranks_steps(tmp_path):
-    lines = [start(0)] + [steps(i * 5_000, 5_000, 0.001 * (1 + i % 7)) for i in range(200)] + [STOP]
+    lines = [start(0)] + [steps(i * 5_000, 5_000, 0.001 * (1 + i % 7)) for i in range(40)] + [STOP]
     watch_file(tmp_path, 0, lines)
     follower = Follower(tmp_path)
-    while follower.poll() or follower.ranks[0].steps < 1_000_000:
+    while follower.poll() or follower.ranks[0].steps < 200_000:
         pass
     times = follower.ranks[0].watch.times
-    assert follower.ranks[0].steps == 1_000_000 and len(times.values) <= STEPS_KEPT and times.nbytes() < 64 << 10
+    assert follower.ranks[0].steps == 200_000 and len(times.values) <= STEPS_KEPT and times.nbytes() < 64 << 10
     assert len(follower.snapshot()["ranks"][0]["series"]) <= 600
 
 
@@ -657,7 +655,7 @@ def test_kill_9_of_the_parent_leaves_no_worker_or_resource_tracker(tmp_path):
             time.sleep(0.2)
             children = _children(parent.pid)
         assert len(children) >= 3, children
-        time.sleep(3)  # the workers are reading (sleeping in read_forever)
+        time.sleep(1)  # the workers are reading (sleeping in read_forever)
         children = _children(parent.pid)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
@@ -706,3 +704,17 @@ def test_a_file_swapped_for_a_symlink_out_while_followed_is_not_read(tmp_path):
     follower.poll()
     assert not any("SECRET" in a.sentence for a in follower.alerts)
     assert [p for p in problems_at(follower.problems, WATCH.format(0)) if "outside the directory" in p.message]
+
+
+def test_a_log_line_longer_than_the_limit_is_said_and_the_log_read_on(tmp_path):
+    """A graph-break payload with a 3 MB line: that line skipped and said, its payload said cut (never shown),
+    every later record still read."""
+    lines = LOG.read_text(encoding="utf-8").split("\n")
+    i = next(i for i, line in enumerate(lines) if '"dynamo_graph_break_reason"' in line)
+    lines.insert(i + 2, "\t" + "q" * (3 * MAX_LINE_BYTES))
+    (tmp_path / RANK_LOG.format(0)).write_text("\n".join(lines), encoding="utf-8")
+    follower = followed(tmp_path, polls=6)
+    kinds = {p.kind for p in problems_at(follower.problems, RANK_LOG.format(0))}
+    assert {"long_line", "payload_mismatch"} <= kinds, follower.problems
+    assert not any("qqqq" in a.sentence for a in follower.alerts)
+    assert len([a for a in follower.alerts if a.kind == "recompile"]) == 2

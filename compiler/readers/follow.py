@@ -42,6 +42,7 @@ from compiler.readers.watch_log import (MAX_PROBLEMS, MAX_SECONDS, Alert, LineRe
 POLL_S = 0.25
 GRACE_S = 2.0  # a rank whose records are this much later than another's event has passed it (trace logs)
 TRACE_WAIT_S = 10.0  # … or this long after it: a rank in step with the others would have logged the same by then
+MAX_ALERTS = 100_000  # alerts a follower keeps in all (each rank keeps at most MAX_KEPT of its own)
 PAYLOAD_HEAD = 64 << 10  # bytes of a payload kept (the follower reads only its first lines); the rest is hashed
 
 
@@ -62,7 +63,12 @@ class TraceTail:
         lines = self.lines.numbered()
         if self.lines.restarted:
             self.pending = None
+        skipped = [line for line, _ in self.lines.problems if line]  # over-long lines, left out by the reader
         for line_no, raw in lines:
+            while skipped and skipped[0] < line_no:  # a payload that lost a line can no longer match its md5
+                skipped.pop(0)
+                if self.pending is not None:
+                    self.pending[6] = -1
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             if raw.startswith(b"\t"):
@@ -97,10 +103,10 @@ class TraceTail:
                                                                  "its payload is not read"))
                 self.pending[2] = None
                 self._finish(out)
+        if skipped and self.pending is not None:
+            self.pending[6] = -1
         for line_no, message in self.lines.problems:
             self.problems.append((line_no, "long_line" if line_no else "unreadable_file", message))
-            if line_no and self.pending is not None:  # a payload line skipped: the payload can no longer match
-                self.pending[6] = -1
         self.lines.problems.clear()
         return out
 
@@ -185,6 +191,7 @@ class Follower:
         self.errors: list[str] = []
         self.problems: list[TraceProblem] = []  # what was left out (lines, fields, entries), as the loader lists it
         self.problems_left_out = 0
+        self.alerts_left_out = 0  # alerts beyond MAX_ALERTS (given as events, not kept)
         self.panel = None
         self._seen: set[str] = set()  # entries classified (followed or refused)
         self._guessed: set[int] = set()  # ranks given to logs without one of their own (or a second of one rank)
@@ -229,13 +236,19 @@ class Follower:
             state.last_time = time.time()
             kind = state.watch.add(raw, line)
             if kind == "alert":
-                alert = state.watch.alerts[-1]
-                self.alerts.append(alert)
-                events.append(("alert", alert))
+                self._alert(state.watch.alerts[-1], events)
             elif kind == "stop":
                 events.append(("stop", state.rank))
         state.watch.reader_problems(reader)
         self._take_problems(state, events)
+
+    def _alert(self, alert: Alert, events) -> None:
+        """A new alert: kept (up to ``MAX_ALERTS`` in all, however often ranks restart) and given as an event."""
+        if len(self.alerts) < MAX_ALERTS:
+            self.alerts.append(alert)
+        else:
+            self.alerts_left_out += 1
+        events.append(("alert", alert))
 
     def _restarted(self, state: RankState, why: str, events) -> None:
         """The rank's file started again (a new run of the rank): its steps, compiles and alerts start again;
@@ -359,16 +372,16 @@ class Follower:
                     state.reasons[cid] = _first_reason(payload)
             elif artifact.get("name") == "dynamo_graph_break_reason" and payload:
                 head = cut(payload.strip().splitlines()[0], 300) if payload.strip() else "graph break"
-                if (state.rank, head) not in self._named:  # each rank's own new breaks (compared between ranks)
-                    self._named.add((state.rank, head))
+                if (state.rank, head) not in self._named and state.watch.has_room("alert", None):  # each rank's own
+                    self._named.add((state.rank, head))  # new breaks (compared between ranks); bounded: MAX_KEPT a rank
                     new.append(Alert("graph_break", None, state.rank, when, head, compile_id=cid,
                                      compile_ids=[cid] if cid else []))
             elif isinstance(metadata.get("compilation_metrics"), dict):
                 new += self._compiled(state, cid, metadata["compilation_metrics"], when, events)
             for alert in new:
-                state.watch.alerts.append(alert)
-                self.alerts.append(alert)
-                events.append(("alert", alert))
+                if state.watch.has_room("alert", None):
+                    state.watch.alerts.append(alert)
+                    self._alert(alert, events)
 
     def _compiled(self, state: RankState, cid, metrics: dict, when: float, events) -> list[Alert]:
         name = cut(metrics["co_name"], 200) if isinstance(metrics.get("co_name"), str) else "?"
@@ -384,7 +397,7 @@ class Follower:
         fail = cut(metrics["fail_reason"]) if isinstance(metrics.get("fail_reason"), str) else None
         what = ("recompile limit" if fail and "recompile limit" in fail.lower() else "failed" if fail
                 else "recompile" if reason else "first")
-        if state.watch._room("compile", None):
+        if state.watch.has_room("compile", None):
             state.watch.compiles.append({"step": None, "compile_id": cid, "frame": name, "seconds": seconds,
                                          "what": what, "time": when})
         took = f" ({seconds:.3g} s)" if seconds else ""

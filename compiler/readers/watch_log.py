@@ -457,13 +457,13 @@ class RankWatch:
         elif kind == "steps":
             self._steps(data, report)
         elif kind == "compile":
-            if self._room("compile", line):
+            if self.has_room("compile", line):
                 self.compiles.append(self._compile(data, report))
         elif kind == "alert":
             body = data.get("alert")
             if not isinstance(body, dict):
                 report("alert", body, "not an object; the alert is skipped")
-            elif self._room("alert", line):
+            elif self.has_room("alert", line):
                 alert = Alert.from_json(body, report)
                 alert.rank = self.rank
                 self.alerts.append(alert)
@@ -521,7 +521,7 @@ class RankWatch:
             out[name] = found
         return out
 
-    def _room(self, kind: str, line: int | None) -> bool:
+    def has_room(self, kind: str, line: int | None) -> bool:
         kept = len(self.compiles if kind == "compile" else self.alerts)
         if kept < MAX_KEPT:
             return True
