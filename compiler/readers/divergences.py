@@ -150,6 +150,8 @@ class Divergences:
 
     def _by_step(self, watches: dict) -> list[Divergence]:
         limit = min(_horizon(w) for w in watches.values())
+        if limit <= self._judged + 1:
+            return []  # no rank moved past a step not judged yet
         items = {rank: _stepped_items(w) for rank, w in sorted(watches.items())}
         steps = sorted({s for per in items.values() for s in per if self._judged < s < limit})
         found = []
