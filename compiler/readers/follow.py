@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.drawing import draw, in_jupyter_kernel, renderer
-from compiler.readers.divergences import Divergences
-from compiler.readers.job import _RANK_IN_NAME, TRACE_PREFIX, Divergence, plain_reason, size_change_fix
+from compiler.readers.divergences import Divergence, Divergences, plain_reason, size_change_fix
+from compiler.readers.job import _RANK_IN_NAME, TRACE_PREFIX
 from compiler.stages.files import shown_path
 from compiler.readers.trace import _GLOG, TraceError
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, Alert, LineReader, RankWatch
