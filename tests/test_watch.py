@@ -19,7 +19,7 @@ import compiler
 from compiler.capturing.records import ARTIFACT_LOGGERS
 from compiler.capturing.watch import StepTimes, Watch
 from compiler.readers.follow import Follower, TraceTail
-from compiler.readers.watch_log import RankWatch, watch_file
+from compiler.readers.watch_log import RankWatch, read_watch_file, watch_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -281,14 +281,11 @@ def _causes(divergences):
     return [d for d in divergences if d.kind != "compile_time"]
 
 
-@torchrun_job
-def test_torchrun_two_causes_two_divergences_live(watched_job):
+def _assert_two_causes(divergences, alerts):
+    """Rank 0's batch at step 3 and rank 1's flag at step 5: two divergences, each with its step, ranks, guard, fix."""
     from tests.watch_job import BATCH_STEP, FLAG_STEP
 
-    assert "rank 0: held=True" in watched_job["output"] and "rank 1: held=True" in watched_job["output"]
-    live = [(value, running) for (kind, value), running in watched_job["events"] if kind == "divergence"]
-    assert all(running is None for _, running in live), "each divergence was named while the job ran"
-    batch, flag = _causes([d for d, _ in live])
+    batch, flag = _causes(divergences)
     # rank 0's batch of 48: its step, its ranks, the size guard (not the scale guard every rank failed), mark_dynamic
     assert (batch.step, batch.kind, batch.groups) == (BATCH_STEP, "recompiles", [[0], [1]]), batch.as_text()
     assert batch.guard.endswith("size mismatch at index 0") and batch.fix["kind"] == "mark_dynamic"
@@ -296,33 +293,69 @@ def test_torchrun_two_causes_two_divergences_live(watched_job):
     # rank 1's flag: its own step, guard and fix — the print's graph break, from rank 1's own alert
     assert (flag.step, flag.kind, flag.groups) == (FLAG_STEP, "recompiles", [[1], [0]]), flag.as_text()
     assert flag.guard == "G['DEBUG'] == False" and "graph break" in flag.behaviours[0]
-    alert_fix = next(a.fix for a in watched_job["follower"].alerts if a.kind == "graph_break" and a.step == FLAG_STEP)
+    alert_fix = next(a.fix for a in alerts if a.kind == "graph_break" and a.step == FLAG_STEP)
     assert flag.fix == alert_fix and flag.fix["kind"] == "reorderable_logging_functions"
+
+
+RECORDED = REPO / "tests" / "assets" / "watch_job"  # tests/watch_job.py's two watch files (torch 2.13, CPU, gloo)
+
+
+def _recorded() -> dict:
+    return {rank: read_watch_file(watch_file(RECORDED, rank), rank) for rank in (0, 1)}
+
+
+def test_recorded_job_two_causes_two_divergences():
+    from compiler.readers.divergences import job_divergences
+
+    watches = _recorded()
+    _assert_two_causes(job_divergences(watches), [a for w in watches.values() for a in w.alerts])
+
+
+def test_recorded_job_guard_every_rank_failed_is_never_named():
+    """Every rank failed ``self.scale == 1.0`` at step 1: rank 0's step-3 recompile failed it too (against its first
+    compile), yet the guard named is the size guard — also when the alert names the scale guard first (another
+    model's guard order)."""
+    from compiler.readers.divergences import job_divergences
+
+    watches, common = _recorded(), "self.scale == 1.0"
+    assert all(any(a.guard == common for a in w.alerts if a.step == 1) for w in watches.values())
+    alert = next(a for a in watches[0].alerts if a.kind == "recompile" and a.step == 3)
+    assert any(g.startswith(common) for g in alert.guards), alert.guards
+    assert all(common not in (d.guard or "") + d.explanation for d in job_divergences(watches))
+    alert.guard = common
+    alert.guards = sorted(alert.guards, key=lambda g: not g.startswith(common))
+    batch = next(d for d in job_divergences(watches) if d.step == 3)
+    assert batch.guard.endswith("size mismatch at index 0") and batch.fix["kind"] == "mark_dynamic", batch.as_text()
+
+
+def test_recorded_job_followed_line_by_line_gives_the_loaded_divergences(tmp_path):
+    from compiler.readers.divergences import job_divergences
+
+    def loaded(cut):
+        return [d.to_json() for d in job_divergences({r: read_watch_file(watch_file(cut, r), r) for r in (0, 1)})]
+
+    growing = _assert_cuts_agree(RECORDED, tmp_path, loaded)
+    assert [d.to_json() for d in growing.divergences] == loaded(RECORDED) and len(_causes(growing.divergences)) == 2
+
+
+@torchrun_job
+def test_torchrun_two_causes_two_divergences_live(watched_job):
+    assert "rank 0: held=True" in watched_job["output"] and "rank 1: held=True" in watched_job["output"]
+    live = [(value, running) for (kind, value), running in watched_job["events"] if kind == "divergence"]
+    assert all(running is None for _, running in live), "each divergence was named while the job ran"
+    _assert_two_causes([d for d, _ in live], watched_job["follower"].alerts)
     follower = watched_job["follower"]
     assert follower.done and [r.steps for r in follower.ranks.values()] == [8, 8]
 
 
 @torchrun_job
-def test_torchrun_guard_every_rank_failed_is_never_named(watched_job, tmp_path):
-    """Every rank failed ``self.scale == 1.0`` at step 1: rank 0's step-3 recompile failed it too (against its first
-    compile), yet the guard named is the size guard — also when torch lists the scale guard first."""
-    from compiler.readers.divergences import job_divergences
-    from compiler.readers.watch_log import read_watch_file
-
-    follower = watched_job["follower"]
+def test_torchrun_guard_every_rank_failed_is_never_named(watched_job):
+    """The live follower, and a job of TORCH_TRACE logs only (no steps), never name ``self.scale == 1.0``, which every
+    rank failed at step 1 (the recorded job's test checks the same with the guard first)."""
     common = "self.scale == 1.0"
+    follower = watched_job["follower"]
     assert all(any(a.guard == common for a in s.watch.alerts if a.step == 1) for s in follower.ranks.values())
-    batch_alert = next(a for a in follower.alerts if a.kind == "recompile" and a.step == 3)
-    assert any(g.startswith(common) for g in batch_alert.guards), batch_alert.guards
-    assert all(common not in (d.guard or "") and common not in d.explanation for d in follower.divergences)
-    # the same files, rank 0's step-3 alert naming the common guard first (another model's guard order)
-    watches = {rank: read_watch_file(watch_file(watched_job["out"], rank), rank) for rank in (0, 1)}
-    alert = next(a for a in watches[0].alerts if a.kind == "recompile" and a.step == 3)
-    alert.guard = common
-    alert.guards = sorted(alert.guards, key=lambda g: not g.startswith(common))
-    batch = next(d for d in job_divergences(watches) if d.step == 3)
-    assert batch.guard.endswith("size mismatch at index 0") and batch.fix["kind"] == "mark_dynamic", batch.as_text()
-    # a job of TORCH_TRACE logs only (no steps) names it nowhere either
+    assert all(common not in (d.guard or "") + d.explanation for d in follower.divergences)
     job = compiler.load_trace(watched_job["root"] / "trace")
     recompiles = next(d for d in job.divergences if d.kind == "recompiles")
     assert recompiles.step is None and recompiles.guard == "G['DEBUG'] == False" and common not in recompiles.explanation
@@ -355,6 +388,26 @@ def _lines_in_time_order(out: Path) -> list[tuple[int, bytes]]:
     return [(rank, raw) for _, rank, _, raw in sorted(merged)]
 
 
+def _assert_cuts_agree(source: Path, tmp_path: Path, loaded) -> Follower:
+    """The job's watch files written again line by line, in the order they were written: after each step's end (a
+    steps or stop line), a follower reading the growing files and ``loaded(the directory)`` agree. The follower."""
+    cut = tmp_path / "cut"
+    cut.mkdir(exist_ok=True)
+    for rank in (0, 1):
+        watch_file(cut, rank).write_bytes(b"")
+    growing, seen = Follower(cut), []
+    for rank, raw in _lines_in_time_order(source):
+        with open(watch_file(cut, rank), "ab") as f:
+            f.write(raw)
+        growing.poll()
+        if raw.startswith(b'{"kind":"steps"') or raw.startswith(b'{"kind":"stop"'):  # each step's end
+            now = [d.to_json() for d in growing.divergences]
+            assert loaded(cut) == now
+            seen.append(len(now))
+    assert seen[0] == 0 and seen[-1] == len(growing.divergences) >= 2 and sorted(seen) == seen, seen
+    return growing
+
+
 @torchrun_job
 def test_torchrun_live_and_loaded_give_the_same_divergences(watched_job, tmp_path):
     """One account: the follower that watched the job and the loaded job give the same divergences; and on the job
@@ -370,21 +423,10 @@ def test_torchrun_live_and_loaded_give_the_same_divergences(watched_job, tmp_pat
     follower = watched_job["follower"]
     assert loaded(watched_job["out"]) == [d.to_json() for d in follower.divergences]
     assert len(_causes(follower.divergences)) == 2
-    cut = tmp_path / "cut"
-    cut.mkdir()
-    for rank in (0, 1):
-        shutil.copy(watched_job["out"] / f"tcompile_capture_rank_{rank}.json", cut)
-        watch_file(cut, rank).write_bytes(b"")
-    growing, seen = Follower(cut), []
-    for rank, raw in _lines_in_time_order(watched_job["out"]):
-        with open(watch_file(cut, rank), "ab") as f:
-            f.write(raw)
-        growing.poll()
-        if raw.startswith(b'{"kind":"steps"') or raw.startswith(b'{"kind":"stop"'):  # each step's end
-            now = [d.to_json() for d in growing.divergences]
-            assert loaded(cut) == now
-            seen.append(len(now))
-    assert seen[-1] == len(follower.divergences) and seen[0] == 0 and sorted(seen) == seen
+    (tmp_path / "cut").mkdir()
+    for rank in (0, 1):  # load_job reads a job of captures: the follower does not read them
+        shutil.copy(watched_job["out"] / f"tcompile_capture_rank_{rank}.json", tmp_path / "cut")
+    growing = _assert_cuts_agree(watched_job["out"], tmp_path, loaded)
     assert [d.to_json() for d in growing.divergences] == [d.to_json() for d in follower.divergences]
 
 

@@ -14,7 +14,8 @@ others waited is said with the event that caused it, or is a ``compile_time`` di
 A step is judged once every rank is past it (its file counts more steps, or it stopped): what is named never
 changes as more lines arrive, so following a job step by step and loading it at the end agree. Ranks followed
 from TORCH_TRACE logs carry no steps: each of their alerts is compared on its own, and the step is said to be
-unknown. Imports no torch.
+unknown. ``Divergence`` (what the loader's other comparisons, ``compiler.readers.job``, give too) and the
+words for a guard failure (``plain_reason``, ``size_change_fix``) are here. Imports no torch.
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from compiler.readers.job import Divergence, plain_reason, ranks_text, size_change_fix
 
 EVENT_KINDS = ("recompiles", "compile_ids", "graph_breaks", "compile_time")  # the kinds named here
 SKEW_MIN_S, SKEW_RATIO = 1.0, 1.5  # compile time one rank spent more than another in a step (and × it)
@@ -150,6 +150,8 @@ class Divergences:
 
     def _by_step(self, watches: dict) -> list[Divergence]:
         limit = min(_horizon(w) for w in watches.values())
+        if limit <= self._judged + 1:
+            return []  # no rank moved past a step not judged yet
         items = {rank: _stepped_items(w) for rank, w in sorted(watches.items())}
         steps = sorted({s for per in items.values() for s in per if self._judged < s < limit})
         found = []
@@ -308,3 +310,93 @@ def _compile_time(step: int, slow, fast, seconds, fix) -> Divergence:
                                        " / ".join(f"{seconds[r]:.3g} s compiling" for r in fast)],
         f"At step {step} rank {top} spent {seconds[top]:.3g} s compiling, rank {low} {seconds[low]:.3g} s: "
         f"{ranks_text(fast)} waited for it at the next collective.", severity="info", step=step, fix=fix)
+
+
+# --- the divergence, and the words for a guard (the loader's other comparisons use them too) ---------
+
+@dataclass
+class Divergence:
+    """One way the ranks differ: ``kind``, the ranks grouped by behaviour (each group did the same),
+    what each group did, and an explanation in plain words."""
+
+    kind: str  # unread_ranks, compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
+    #            runtime_estimates, tensor_meta, execution_order, torch_version
+    groups: list[list[int]]
+    behaviours: list[str]  # what each group did, in the order of ``groups``
+    explanation: str
+    severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
+    step: int | None = None  # the step it began in (from the ranks' watch files: ``compiler.watch(job_dir=...)``)
+    fix: dict | None = None  # the change that would prevent it: {"kind", "title", "snippet"}
+    guard: str | None = None  # the guard that failed on these ranks and not on every other (recompiles)
+
+    @property
+    def when(self) -> str:
+        """The step it began in, first in every view: "step 5", or "step unknown" (no watch files: TORCH_TRACE
+        logs carry no steps); "" for a divergence of no step (a rank that could not be read)."""
+        if self.step is not None:
+            return f"step {self.step}"
+        return "" if self.kind == "unread_ranks" else "step unknown"
+
+    def as_text(self) -> str:
+        lines = [(f"[{self.when}] " if self.when else "") + f"{self.kind}: {self.explanation}"]
+        if self.guard:
+            lines.append(f"  guard that differs: {self.guard}")
+        lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
+        if self.fix:
+            lines.append(f"  fix: {self.fix.get('title')}")
+            lines += ["    " + line for line in str(self.fix.get("snippet") or "").splitlines()]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
+               "explanation": self.explanation, "severity": self.severity}
+        if self.step is not None:
+            out["step"] = self.step
+        if self.guard:
+            out["guard"] = self.guard
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+def ranks_text(ranks) -> str:
+    ranks = list(ranks)
+    return f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}"
+
+
+_SIZE_CHANGE = re.compile(r"(?:tensor )?(?:'(?P<quoted>.+?)'|(?P<bare>[^' ]+)) (?P<what>size|stride) mismatch at index "
+                          r"(?P<i>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
+_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")
+
+
+def plain_reason(text: str) -> str:
+    """torch's guard-failure text in a user's words: ``tensor 'x' size mismatch at index 0. expected
+    32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
+    match = _SIZE_CHANGE.search(text)
+    if match:
+        return f"`{_size_name(match)}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
+    return text
+
+
+def _size_name(match) -> str:
+    """The tensor a size guard names: ``x``, ``args[0]``, ``kwargs['input_ids']`` → ``input_ids``."""
+    name = match["quoted"] or match["bare"]
+    keyword = _KEYWORD.fullmatch(name)
+    return keyword["name"] if keyword else name
+
+
+def size_change_fix(text: str) -> dict | None:
+    """The fix for a rank that recompiled because a tensor's size changed (torch's guard text): mark that
+    dimension dynamic, or pad every rank's inputs to one size; None for another guard."""
+    match = _SIZE_CHANGE.search(text or "")
+    if not match or match["what"] != "size":
+        return None
+    name, dim = _size_name(match), int(match["i"])
+    positional = re.fullmatch(r"args\[(\d+)\]", name)
+    shown = f"positional argument {positional[1]}" if positional else name
+    variable = "arg" if positional else (name if re.fullmatch(r"[A-Za-z_]\w*", name) else "x")
+    return {"kind": "mark_dynamic",
+            "title": f"Mark dimension {dim} of {shown} dynamic before calling (one compile serves every size), or "
+                     f"pad it to one size ({match['old']} → {match['new']} here) on every rank",
+            "snippet": f"torch._dynamo.mark_dynamic({variable}, {dim})   # before each call, on every rank\n"
+                       f"# or: {variable} = torch.nn.functional.pad({variable}, …)   # one size on every rank"}

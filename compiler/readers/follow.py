@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.drawing import draw, in_jupyter_kernel, renderer
-from compiler.readers.divergences import Divergences
-from compiler.readers.job import (_RANK_IN_NAME, TRACE_PREFIX, Divergence, _regular_files, is_watch_name,
-                                  plain_reason, size_change_fix, watch_ranks)
+from compiler.readers.divergences import Divergence, Divergences, plain_reason, size_change_fix
+from compiler.readers.job import _RANK_IN_NAME, TRACE_PREFIX, _regular_files, is_watch_name, watch_ranks
 from compiler.stages.files import shown_path
 from compiler.readers.trace import _GLOG, _MD5, TraceError, TraceProblem, shown_value
 from compiler.readers.watch_log import (MAX_PROBLEMS, MAX_SECONDS, Alert, LineReader, RankWatch, bounded_number,

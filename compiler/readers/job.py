@@ -23,6 +23,7 @@ from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
 from compiler.readers.job_processes import read_rank, read_ranks, worker_count
 from compiler.readers.trace_capture import load_trace_file
+from compiler.readers.divergences import EVENT_KINDS, Divergence, job_divergences, plain_reason, ranks_text
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, read_watch_file
 from compiler.stages.schema import paused_gc
 
@@ -32,56 +33,6 @@ CAPTURE_PREFIX = "tcompile_capture_rank_"
 CAPTURE_SUFFIXES = (".json", ".json.gz")  # a saved capture, plain or gzip-compressed (JsonFile.save)
 # Compile time spread worth a finding: the slowest rank over the fastest, and at least this much.
 SLOW_RATIO, SLOW_MIN_S = 1.5, 0.5
-
-
-@dataclass
-class Divergence:
-    """One way the ranks differ: ``kind``, the ranks grouped by behaviour (each group did the same),
-    what each group did, and an explanation in plain words."""
-
-    kind: str  # unread_ranks, compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
-    #            runtime_estimates, tensor_meta, execution_order, torch_version
-    groups: list[list[int]]
-    behaviours: list[str]  # what each group did, in the order of ``groups``
-    explanation: str
-    severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
-    step: int | None = None  # the step it began in (from the ranks' watch files: ``compiler.watch(job_dir=...)``)
-    fix: dict | None = None  # the change that would prevent it: {"kind", "title", "snippet"}
-    guard: str | None = None  # the guard that failed on these ranks and not on every other (recompiles)
-
-    @property
-    def when(self) -> str:
-        """The step it began in, first in every view: "step 5", or "step unknown" (no watch files: TORCH_TRACE
-        logs carry no steps); "" for a divergence of no step (a rank that could not be read)."""
-        if self.step is not None:
-            return f"step {self.step}"
-        return "" if self.kind == "unread_ranks" else "step unknown"
-
-    def as_text(self) -> str:
-        lines = [(f"[{self.when}] " if self.when else "") + f"{self.kind}: {self.explanation}"]
-        if self.guard:
-            lines.append(f"  guard that differs: {self.guard}")
-        lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
-        if self.fix:
-            lines.append(f"  fix: {self.fix.get('title')}")
-            lines += ["    " + line for line in str(self.fix.get("snippet") or "").splitlines()]
-        return "\n".join(lines)
-
-    def to_json(self) -> dict:
-        out = {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
-               "explanation": self.explanation, "severity": self.severity}
-        if self.step is not None:
-            out["step"] = self.step
-        if self.guard:
-            out["guard"] = self.guard
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-
-def ranks_text(ranks) -> str:
-    ranks = list(ranks)
-    return f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}"
 
 
 @dataclass
@@ -326,8 +277,6 @@ def _divergences(job: Job) -> list[Divergence]:
     its step, guard and fix (``compiler.readers.divergences``: the follower's own account); the captures add
     what only they hold (collective schedules, cache, runtime estimates). Else they all come from the captures,
     with no step."""
-    from compiler.readers.divergences import EVENT_KINDS, job_divergences
-
     found = find_divergences(job.captures, job.problems, job.path)
     if len(job.captures) < 2 or not set(job.captures) <= set(job.watches):
         return found
@@ -436,44 +385,6 @@ def _short_list(items, limit: int = 6) -> str:
     items = list(items)
     text = ", ".join(items[:limit])
     return text + (f" … ({len(items)} in all)" if len(items) > limit else "")
-
-
-_SIZE_CHANGE = re.compile(r"(?:tensor )?(?:'(?P<quoted>.+?)'|(?P<bare>[^' ]+)) (?P<what>size|stride) mismatch at index "
-                          r"(?P<i>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
-_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")
-
-
-def plain_reason(text: str) -> str:
-    """torch's guard-failure text in a user's words: ``tensor 'x' size mismatch at index 0. expected
-    32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
-    match = _SIZE_CHANGE.search(text)
-    if match:
-        return f"`{_size_name(match)}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
-    return text
-
-
-def _size_name(match) -> str:
-    """The tensor a size guard names: ``x``, ``args[0]``, ``kwargs['input_ids']`` → ``input_ids``."""
-    name = match["quoted"] or match["bare"]
-    keyword = _KEYWORD.fullmatch(name)
-    return keyword["name"] if keyword else name
-
-
-def size_change_fix(text: str) -> dict | None:
-    """The fix for a rank that recompiled because a tensor's size changed (torch's guard text): mark that
-    dimension dynamic, or pad every rank's inputs to one size; None for another guard."""
-    match = _SIZE_CHANGE.search(text or "")
-    if not match or match["what"] != "size":
-        return None
-    name, dim = _size_name(match), int(match["i"])
-    positional = re.fullmatch(r"args\[(\d+)\]", name)
-    shown = f"positional argument {positional[1]}" if positional else name
-    variable = "arg" if positional else (name if re.fullmatch(r"[A-Za-z_]\w*", name) else "x")
-    return {"kind": "mark_dynamic",
-            "title": f"Mark dimension {dim} of {shown} dynamic before calling (one compile serves every size), or "
-                     f"pad it to one size ({match['old']} → {match['new']} here) on every rank",
-            "snippet": f"torch._dynamo.mark_dynamic({variable}, {dim})   # before each call, on every rank\n"
-                       f"# or: {variable} = torch.nn.functional.pad({variable}, …)   # one size on every rank"}
 
 
 def find_divergences(captures: dict[int, object], problems: list | None = None, where: str = "job") -> list[Divergence]:
