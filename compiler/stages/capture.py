@@ -22,18 +22,12 @@ from typing import Any
 
 from compiler.drawing import draw
 from compiler.stages.base import unavailable
+from compiler.stages.base import METHODS  # the registry of methods from the floors above (re-exported)
 from compiler.stages.data import Deferred
 from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage
 
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
            "load", "unavailable"]
-
-# The Capture methods whose work lives on a floor above this one — what-if, fixes, diff, experiments
-# (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name → function, put here
-# by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__ imports every one
-# of them, and Python runs compiler/__init__ before any module of the package, so a Capture finds them all.
-# The data floor never imports a floor above it (compiler/__init__'s docstring: the floors).
-METHODS: dict[str, Any] = {}
 
 
 @dataclass
