@@ -113,7 +113,7 @@ def _main(argv=None) -> int:
     except Exception as exc:  # noqa: BLE001 — a shared file must end in one line, never a traceback
         return _fail(f"{args.path}: {type(exc).__name__}: {exc}")
     for warning in caught:
-        print(f"warning: {_one_line(warning.message)}", file=sys.stderr)
+        _say(f"warning: {_one_line(warning.message)}", sys.stderr)
     if args.perfetto:
         from compiler.readers.perfetto import perfetto_text, save_perfetto
 
@@ -185,19 +185,23 @@ def _check(args) -> int:
                 warnings.simplefilter("ignore")
                 results = check_path(path)
         except Exception as exc:  # noqa: BLE001 — an unreadable file is one line, never a traceback
-            print(f"error: {_one_line(f'{path}: {type(exc).__name__}: {exc}')}", file=sys.stderr)
+            _say(f"error: {_one_line(f'{path}: {type(exc).__name__}: {exc}')}", sys.stderr)
             unreadable += 1
             continue
         for name, checked in results:
+            if checked.unread is not None:  # a rank or file not checked is said, and fails the check
+                _say(f"error: {_one_line(f'{name}: not checked: {checked.unread}')}", sys.stderr)
+                unreadable += 1
+                continue
             for violation in checked.violations:
-                print(f"{name}: {_one_line(violation.line())}")
+                _say(f"{_one_line(name)}: {_one_line(violation.line())}")
             violations += len(checked.violations)
             if not args.quiet:
-                print(f"{name}: {checked.compiles} compiles, Dynamo ops {checked.ops} here / {checked.torch_ops} "
-                      f"torch's, {checked.graphs} graphs against their code, {checked.kernels_lines_in_origins} of "
-                      f"{checked.kernels_with_origin_lines} kernels with lines among their origins' "
-                      f"({checked.kernels_without_origin} without origin), {len(checked.violations)} violations",
-                      file=sys.stderr)
+                _say(f"{_one_line(name)}: {checked.compiles} compiles, Dynamo ops {checked.ops} here / "
+                     f"{checked.torch_ops} torch's, {checked.graphs} graphs against their code, "
+                     f"{checked.kernels_lines_in_origins} of {checked.kernels_with_origin_lines} kernels with lines "
+                     f"among their origins' ({checked.kernels_without_origin} without origin), "
+                     f"{len(checked.violations)} violations", sys.stderr)
     return 2 if unreadable else 1 if violations else 0
 
 
@@ -208,45 +212,65 @@ def _watch(args) -> int:
     from compiler.readers.trace import TraceError
 
     started = time.monotonic()
-    while not os.path.isdir(args.path) and time.monotonic() - started < args.wait:
+    deadline = started + args.timeout if args.timeout is not None else None
+    wait_until = started + args.wait if deadline is None else min(started + args.wait, deadline)
+    while not os.path.isdir(args.path) and time.monotonic() < wait_until:
         time.sleep(POLL_S)
     try:
         follower = Follower(args.path)
     except TraceError as exc:
         return _fail(exc)
-    print(f"following {args.path} (Ctrl-C stops)", flush=True)
+    _say(f"following {args.path} (Ctrl-C stops)")
     try:
-        while True:
-            for kind, value in follower.poll():
+        while True:  # --timeout is a wall-clock bound: each poll stops reading at it
+            for kind, value in follower.poll(deadline):
                 if kind == "rank":
                     state = follower.ranks[value]
-                    print(f"rank {value} started ({state.source}: {state.file})", flush=True)
+                    _say(f"rank {value} started ({state.source}: {_one_line(state.file)})")
                 elif kind == "alert":
-                    print(value.as_text(), flush=True)
+                    _say(value.as_text())
                 elif kind == "divergence":
-                    print("DIVERGENCE " + value.as_text(), flush=True)
+                    _say("DIVERGENCE " + value.as_text())
                 elif kind == "stop":
-                    print(f"rank {value} stopped after {follower.ranks[value].watch.steps} steps", flush=True)
+                    _say(f"rank {value} stopped after {follower.ranks[value].watch.steps} steps")
+                elif kind == "restart":
+                    _say(f"rank {value[0]} restarted ({value[1]}): followed from its new start")
+                elif kind == "problem":
+                    _say(f"warning: {_one_line(value)}", sys.stderr)
             if follower.done and len(follower.ranks) >= args.ranks:
                 break
-            if args.timeout is not None and time.monotonic() - started > args.timeout:
-                print(f"stopped following after {args.timeout:g} s", flush=True)
+            if deadline is not None and time.monotonic() >= deadline:
+                _say(f"stopped following after {args.timeout:g} s")
                 break
-            time.sleep(POLL_S)
+            time.sleep(POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic())))
     except KeyboardInterrupt:
-        print("interrupted", flush=True)
-    print(follower.table_text(), flush=True)
+        _say("interrupted")
+    _say(follower.table_text())
     return 0
 
 
-def _one_line(text) -> str:
-    from compiler.stages.files import shown_text
+def _say(text, file=None) -> None:
+    """Print text read from files to a terminal: control characters shown, never executed (``terminal_text``),
+    and written whatever the terminal's encoding (what it cannot encode as escapes)."""
+    from compiler.stages.files import terminal_text
 
-    return shown_text(" ".join(str(text).split()))
+    file = file or sys.stdout
+    text = terminal_text(text)
+    try:
+        print(text, file=file, flush=True)
+    except UnicodeEncodeError:
+        encoding = getattr(file, "encoding", None) or "ascii"
+        print(text.encode(encoding, "backslashreplace").decode(encoding, "replace"), file=file, flush=True)
+
+
+def _one_line(text) -> str:
+    from compiler.stages.files import terminal_text
+
+    return terminal_text(" ".join(str(text).split()), newlines=False)
 
 
 def _fail(message) -> int:
-    print(f"error: {_one_line(message)}", file=sys.stderr)
+    _say(f"error: {_one_line(message)}", sys.stderr)
     return 2
 
 

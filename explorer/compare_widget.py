@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from compiler.analyses.diff import DIFF_STAGES, stage_title
 
 from .html import join, note, style_tag, tag, view_frame
-from .page import FALLBACK_BYTES, REOPENED_CSS
+from .page import FALLBACK_BYTES, REOPENED_CSS, notebook_bytes
 from .views.compare import render_compare, render_compare_static
 from .views.diff import compare_style_tag, render_diff
 
@@ -77,7 +77,7 @@ def static_comparison(comparison, fallback: bool = False) -> str:
     """The comparison as static HTML under ``FALLBACK_BYTES``: with the diff of the first two
     configurations when it fits, else the summary and a note. ``fallback``: the stand-in for the widget."""
     html = render_compare_static(comparison)
-    if len(html.encode()) > FALLBACK_BYTES:
+    if notebook_bytes(html) > FALLBACK_BYTES:
         left_out = note(f"The diff of the first two configurations ({len(html.encode()) / 1e6:.1f} MB) is left out of "
                         f"this static copy, kept under {FALLBACK_BYTES / 1e6:g} MB. The compare widget (while the kernel "
                         "runs) shows every diff, and the saved comparison (--save PATH) holds everything.", kind="info")

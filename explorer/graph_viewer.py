@@ -118,6 +118,7 @@ def kernel_links(run, graph_nodes: list | None = None) -> dict[str, list[str]]:
         for match in _MAPPING.finditer(kernel.comments or ""):
             link([match["source"], *match["targets"].split(",")], name)
     call = module[module.find("def call("):] if "def call(" in module else ""
+    names = {k.name for k in kernels}
     pending: list[str] = []
     for line in call.splitlines():
         comment = _SOURCE_NODES.search(line)
@@ -129,8 +130,8 @@ def kernel_links(run, graph_nodes: list | None = None) -> dict[str, list[str]]:
             pending += [mapping["source"], *mapping["targets"].split(",")]
             continue
         called = _CALLED.match(line)
-        if pending and called and not line.lstrip().startswith(("#", "del ", "assert")):
-            link(pending, called["fn"])
+        if pending and called and called["fn"] in names and not line.lstrip().startswith(("#", "del ", "assert")):
+            link(pending, called["fn"])  # a kernel's call (not ``stream0 = get_raw_stream(0)`` before it)
             pending = []
     if graph_nodes:
         _guess_by_op(links, kernels, graph_nodes)

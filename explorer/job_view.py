@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .html import (LIST_PAGE, Html, badge, details, esc, heading, join, note, page_note, para, plural, seconds,
                    style_tag, table, tag)
-from .page import DISPLAY_BYTES, FALLBACK_BYTES, REOPENED_CSS, render_static, summary_text
+from .page import DISPLAY_BYTES, FALLBACK_BYTES, REOPENED_CSS, notebook_bytes, render_static, summary_text, utf8_bytes
 from .views.tables import datatables_script
 
 SEVERITY_KIND = {"error": "error", "warning": "warn", "info": "info"}
@@ -19,15 +19,22 @@ def ranks_label(ranks) -> str:
 
 
 def render_divergence(divergence) -> Html:
+    """One divergence, the step it began in first — the job overview's (report, explorer) and the live panel's."""
     kind = SEVERITY_KIND.get(divergence.severity, "info")
     rows = [[ranks_label(group), behaviour] for group, behaviour in zip(divergence.groups, divergence.behaviours)]
-    step = getattr(divergence, "step", None)
     fix = getattr(divergence, "fix", None)
-    parts = [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
-    if step is not None:
-        parts += [" ", badge(f"from step {step}", "info", title="the step it began in, from the ranks' watch files "
-                                                                 "(compiler.watch(job_dir=...))")]
-    parts += [para(divergence.explanation), table(["ranks", "what they did"], rows)]
+    parts = []
+    if divergence.when:
+        known = divergence.step is not None
+        parts += [badge(divergence.when, "info" if known else "muted",
+                        title="the step it began in, from the ranks' watch files (compiler.watch(job_dir=...))" if known
+                        else "TORCH_TRACE logs carry no steps: compiler.watch(job_dir=...) in each rank records them"),
+                  " "]
+    parts += [tag("strong", divergence.kind.replace("_", " ")), " ", badge(divergence.severity, kind)]
+    parts += [para(divergence.explanation)]
+    if getattr(divergence, "guard", None):
+        parts += [para("Guard that differs: ", tag("code", divergence.guard))]
+    parts += [table(["ranks", "what they did"], rows)]
     if fix:
         parts += [para(tag("strong", "Fix: "), str(fix.get("title") or "")),
                   tag("pre", str(fix.get("snippet") or ""), cls="tc-pre")]
@@ -95,26 +102,31 @@ def _comparison_summary(job) -> list[Html]:
 MIN_RANK_BYTES = 20_000  # under this share of the limit, a rank's explorer is named, not rendered
 
 
-def render_job(job, fallback: bool = False, limit: int | None = None) -> str:
+def render_job(job, fallback: bool = False, limit: int | None = None, *, measure=notebook_bytes,
+               said: int | None = None) -> str:
     """The overview, then each rank's full explorer (static), as one HTML fragment. ``fallback=True``:
     the stand-in a rendered job widget hides (``explorer.page.REOPENED_CSS``), kept under
-    ``FALLBACK_BYTES`` (or ``limit``) — the ranks share what the overview leaves; what does not fit is named."""
+    ``FALLBACK_BYTES`` (or ``limit``) — the ranks share what the overview leaves; what does not fit is named.
+    Bytes are counted where the page lands (``measure``); its notes name ``said`` (the whole file's limit), else
+    the limit."""
     style, overview = style_tag(), render_job_overview(job)
     total = FALLBACK_BYTES if fallback and limit is None else limit
+    said = said or total
     if total is not None:
-        used = len(str(style).encode()) + len(str(overview).encode()) + len(REOPENED_CSS) + 2_000
+        used = measure(str(style)) + measure(str(overview)) + measure(REOPENED_CSS) + 2_000
         limit = (total - used) // max(1, len(job.ranks))
     ranks = []
     for rank in job.ranks:
         title = f"Rank {rank} — {Path(job.files[rank]).name}"
         if limit is not None and limit < MIN_RANK_BYTES:
-            body = note(f"Left out to keep this copy under {total / 1e6:.3g} MB ({len(job.ranks)} "
+            body = note(f"Left out to keep this copy under {said / 1e6:.3g} MB ({len(job.ranks)} "
                         "ranks). The job widget (while the kernel runs) and the logs themselves, reopened with ",
                         tag("code", "%tcompile --load PATH"), ", hold every rank.", kind="muted")
         else:  # the page's stylesheet once, not once per rank
-            body = Html(render_static(job.captures[rank], limit=limit).replace(str(style), "", 1))
+            body = Html(render_static(job.captures[rank], limit=limit, measure=measure, said=said)
+                        .replace(str(style), "", 1))
         ranks.append(details(title, body, cls="tc-section"))
-    about = para(f"A static copy of the job, kept under {total / 1e6:.3g} MB: each rank's sections that do "
+    about = para(f"A static copy of the job, kept under {said / 1e6:.3g} MB: each rank's sections that do "
                  "not fit are named, not shown. The job widget (while the kernel runs) and ",
                  tag("code", "%tcompile --load PATH"), " hold everything.", cls="tc-muted") if total else ""
     html = str(tag("div", style, about, overview, heading("Every rank's explorer", 3), *ranks,
@@ -170,11 +182,12 @@ def report_page(obj, title: str | None = None) -> str:
     room = REPORT_BYTES - len(script.encode()) - len(PAGE) - 2_000
     if isinstance(obj, Job):
         title = title or f"tcompile job report — {obj.path}"
-        body = render_job(obj, limit=room - len(esc(title).encode()))
+        body = render_job(obj, limit=room - len(esc(title).encode()), measure=utf8_bytes, said=REPORT_BYTES)
     else:
         title = title or "tcompile report"
         problems = render_trace_problems(obj)
-        body = join([problems, Html(render_static(obj, limit=room - len(problems.encode()) - len(esc(title).encode())))])
+        body = join([problems, Html(render_static(obj, limit=room - len(problems.encode()) - len(esc(title).encode()),
+                                                  measure=utf8_bytes, said=REPORT_BYTES))])
     page = PAGE.format(title=esc(title), body=body, tables=script)
     if len(page.encode()) > REPORT_BYTES:  # not expected (every part above is bounded): say so rather than exceed
         text = obj.as_text() if isinstance(obj, Job) else summary_text(obj)

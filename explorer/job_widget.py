@@ -17,7 +17,9 @@ class JobExplorer(widgets.VBox):
     def __init__(self, job, rank: int | None = None, defer_tables: bool = False):
         self.job = job
         self.overview = widgets.HTML(str(render_job_overview(job)))
-        first_odd = next((d.groups[-1][0] for d in job.divergences if len(d.groups) > 1), None)
+        # the rank that did it first: an event's (with its step) leads its groups; a comparison's majority leads
+        first_odd = next(((d.groups[0] if d.step is not None else d.groups[-1])[0] for d in job.divergences
+                          if len(d.groups) > 1), None)
         start = rank if rank is not None else (first_odd if first_odd is not None else job.ranks[0])
         self.selector = widgets.Dropdown(options=[(f"rank {r}", r) for r in job.ranks], value=start,
                                          description="Rank:")

@@ -6,6 +6,7 @@ It sits above ``views`` (which sit above ``html``): nothing below imports it bac
 """
 from __future__ import annotations
 
+import json
 from string import Template
 
 from .html import (Html, details, esc, heading, join, note, para, plural, preformatted, seconds, shorten, style_tag,
@@ -24,6 +25,19 @@ $compiles
 </div>""")
 
 FALLBACK_BYTES = 1_000_000  # a notebook output's static copy stays under this (issue 16: saved notebooks stay small)
+NOTEBOOK_LINE_BYTES = 11  # what nbformat adds per line of an output's HTML: newline, 7 levels of indent, "", comma
+
+
+def notebook_bytes(text: str) -> int:
+    """The bytes ``text`` takes as an output in a saved notebook (.ipynb), where the budgets of what a cell shows
+    apply (issue 46: a capture of 0.99 MB of HTML saved 1.04 MB): JSON-escaped (quotes, backslashes, control
+    characters; UTF-8 kept), one JSON string per line, each on a line of its own, indented (nbformat's writer)."""
+    return len(json.dumps(text, ensure_ascii=False).encode()) + NOTEBOOK_LINE_BYTES * (text.count("\n") + 1)
+
+
+def utf8_bytes(text: str) -> int:
+    """The bytes ``text`` takes in a file of its own (a report)."""
+    return len(text.encode())
 
 # A saved notebook reopened shows, where the explorer was, "Loading widget..." for good (no kernel) or
 # "Error displaying widget: model not found" (a new kernel, which never had the widget's model). That
@@ -48,12 +62,15 @@ PRIORITY = ("overview", "fixes", "breaks", "recompiles", "cudagraphs", "source",
 class Budget:
     """Sections of a static page, each kept whole while the page stays under ``limit`` bytes (decided in
     ``PRIORITY`` order, shown in tab order); a section that does not fit becomes a stub naming its size
-    (``limit=None``: keep everything). Under ``MIN_SECTION`` bytes left, sections are not even rendered."""
+    (``limit=None``: keep everything). Under ``MIN_SECTION`` bytes left, sections are not even rendered.
+    ``measure``: a text's bytes where it lands (``notebook_bytes``, ``utf8_bytes``); ``said``: the limit the
+    page's note names (the whole file's, where the page is a part of it)."""
 
     MIN_SECTION = 2_000
 
-    def __init__(self, limit: int | None, used: int = 0):
+    def __init__(self, limit: int | None, used: int = 0, measure=notebook_bytes, said: int | None = None):
         self.limit, self.used, self.left_out = limit, used, []
+        self.measure, self.said = measure, said or limit
         self._sections: list[tuple[str, str, object, bool]] = []
 
     def add(self, key: str, title: str, render, open: bool = False) -> int:
@@ -67,7 +84,7 @@ class Budget:
         given back when the section itself is kept."""
         order = sorted(range(len(self._sections)), key=lambda i: (_rank(self._sections[i][0]), i))
         out: list[Html] = [Html("")] * len(self._sections)
-        stubs = [len(self._stub_html(title, 0).encode()) for _, title, _, _ in self._sections] \
+        stubs = [self.measure(self._stub_html(title, 0)) for _, title, _, _ in self._sections] \
             if self.limit is not None else [0] * len(self._sections)
         self.used += sum(stubs)
         for i in order:
@@ -76,7 +93,7 @@ class Budget:
                 out[i] = self._stub(i, title, None)
                 continue
             html = details(title, render(), open=open, cls="tc-section")
-            size = len(html.encode())
+            size = self.measure(html)
             if self.limit is not None and self.used - stubs[i] + size > self.limit:
                 out[i] = self._stub(i, title, size)
                 continue
@@ -101,7 +118,7 @@ class Budget:
             return para("A static copy of the explorer, readable without a kernel. ", Html(KEEP), cls="tc-muted")
         titles = list(dict.fromkeys(title for _, title in self.left_out))
         names = ", ".join(titles[:6]) + (" …" if len(titles) > 6 else "")
-        return note(f"A static copy of the explorer, kept under {self.limit / 1e6:.3g} MB: "
+        return note(f"A static copy of the explorer, kept under {self.said / 1e6:.3g} MB: "
                     f"{plural(len(self.left_out), 'section')} left out ({names}). ", Html(KEEP), kind="info")
 
 
@@ -109,7 +126,8 @@ def _rank(key: str) -> int:
     return PRIORITY.index(key) if key in PRIORITY else len(PRIORITY)
 
 
-def render_static(capture, fallback: bool = False, limit: int | None = None) -> str:
+def render_static(capture, fallback: bool = False, limit: int | None = None, *, measure=notebook_bytes,
+                  said: int | None = None) -> str:
     """Every view of ``capture`` as one self-contained HTML fragment (CSS inlined, no JavaScript).
     ``fallback=True`` marks it as the stand-in that a rendered explorer widget hides, kept under
     ``FALLBACK_BYTES`` (or ``limit``): sections that do not fit are named, not shown.
@@ -117,23 +135,26 @@ def render_static(capture, fallback: bool = False, limit: int | None = None) -> 
     Under a limit the page holds at most that many bytes, by construction: one section per compile
     is listed only while those sections (each at least its title and the stubs of its views) take a
     quarter of the limit — the others are counted in one line — and a page that still came out
-    larger (a capture-wide view of a huge capture) is replaced by its summary (``_summary_page``)."""
+    larger (a capture-wide view of a huge capture) is replaced by its summary (``_summary_page``). Bytes are
+    counted where the page lands (``measure``: in a saved notebook, unless told otherwise); its note names ``said``
+    (the whole file's limit, where this page is part of one), else ``limit``."""
     from compiler.stages.data import paused_gc
 
     with paused_gc():  # rendering makes many small objects and no cycles (on a big capture GC took a third)
-        return _render_static(capture, fallback, limit)
+        return _render_static(capture, fallback, limit, measure, said)
 
 
-def _render_static(capture, fallback: bool, limit: int | None) -> str:
+def _render_static(capture, fallback: bool, limit: int | None, measure, said: int | None) -> str:
     if fallback and limit is None:
         limit = FALLBACK_BYTES
     style = style_tag() + (Html(REOPENED_CSS) if fallback else "")
     error = render_error(capture, None)
     compiles = capture.compiles
-    listed = compiles if limit is None else _listed(capture, limit // 4)
+    said = said or limit
+    listed = compiles if limit is None else _listed(capture, limit // 4, measure)
     # the page around the sections: its style, the error, one <details> per compile, the title and notes
-    frame = sum(len(details(compile_label(c), cls="tc-compile").encode()) + 2 for c in listed)
-    budget = Budget(limit, used=len(style.encode()) + len(error.encode()) + frame + 4_000)
+    frame = sum(measure(details(compile_label(c), cls="tc-compile")) + 2 for c in listed)
+    budget = Budget(limit, used=measure(style) + measure(error) + frame + 4_000, measure=measure, said=said)
     capture_views = [budget.add(v.key, v.title_for(capture), lambda v=v: render_view(v.key, capture, None),
                                 open=v.key == "overview") for v in VIEWS if v.scope == "capture"]
     per_compile = [[budget.add(v.key, v.title, lambda v=v, c=c: render_view(v.key, capture, c))
@@ -144,37 +165,37 @@ def _render_static(capture, fallback: bool, limit: int | None) -> str:
     if len(listed) < len(compiles):
         compile_sections.append(para(
             f"… and {len(compiles) - len(listed):,} more compiles, not in this copy (kept under "
-            f"{limit / 1e6:.3g} MB); the Overview's table lists them. ", Html(KEEP), cls="tc-muted tc-left-out"))
+            f"{said / 1e6:.3g} MB); the Overview's table lists them. ", Html(KEEP), cls="tc-muted tc-left-out"))
     page = STATIC_PAGE.substitute(
         fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
         about=budget.about() if limit is not None else "", error=error,
         capture_views=join([html[i] for i in capture_views], "\n"),
         compiles=heading(f"{plural(len(compiles), 'compile')} — one section each", 3)
         + join(compile_sections, "\n") if compiles else "")
-    if limit is not None and len(page.encode()) > limit:
-        return _summary_page(capture, style, limit, fallback)
+    if limit is not None and measure(page) > limit:
+        return _summary_page(capture, style, limit, fallback, said)
     return page
 
 
-def _listed(capture, room: int) -> list:
+def _listed(capture, room: int, measure=notebook_bytes) -> list:
     """The compiles whose sections (title and one stub per view, at the least) fit in ``room`` bytes."""
-    stubs = sum(len(Budget(0)._stub_html(v.title, None).encode()) for v in VIEWS if v.scope == "compile")
+    stubs = sum(measure(Budget(0)._stub_html(v.title, None)) for v in VIEWS if v.scope == "compile")
     listed, used = [], 0
     for c in capture.compiles:
-        used += len(details(compile_label(c), cls="tc-compile").encode()) + 2 + stubs
+        used += measure(details(compile_label(c), cls="tc-compile")) + 2 + stubs
         if used > room:
             break
         listed.append(c)
     return listed
 
 
-def _summary_page(capture, style: Html, limit: int, fallback: bool) -> str:
+def _summary_page(capture, style: Html, limit: int, fallback: bool, said: int | None = None) -> str:
     """The smallest static copy: the title, the counts and where everything is (what a capture too big
     for ``limit`` even in outline gets)."""
-    text = shorten(summary_text(capture), max(1_000, limit // 2 - len(style.encode())))
+    text = shorten(summary_text(capture), max(1_000, limit // 3 - len(style.encode())))
     return STATIC_PAGE.substitute(
         fallback=" tc-fallback" if fallback else "", style=style, title=esc(capture_title(capture)),
-        about=note(f"A static copy of the explorer, kept under {limit / 1e6:.3g} MB: this capture's views do not fit "
+        about=note(f"A static copy of the explorer, kept under {(said or limit) / 1e6:.3g} MB: this capture's views do not fit "
                    "even in outline, so only its summary is here. ", Html(KEEP), kind="info"),
         error="", capture_views=preformatted(text), compiles="")
 
@@ -228,7 +249,7 @@ def display_compile(compile, limit: int = DISPLAY_BYTES) -> str:
 
     capture = _capture_of(compile)
     error = render_error(None, compile)
-    budget = Budget(limit, used=len(style_tag().encode()) + len(error.encode()) + 4_000)
+    budget = Budget(limit, used=notebook_bytes(style_tag()) + notebook_bytes(error) + 4_000)
     for view in VIEWS:
         if view.scope == "compile":
             budget.add(view.key, view.title, lambda v=view: render_view(v.key, capture, compile),
@@ -245,10 +266,10 @@ def display_stage(stage, limit: int = DISPLAY_BYTES) -> str:
     from .views import _alone, render_stage
 
     html = str(render_stage(stage))
-    size = len(html.encode())
+    size = notebook_bytes(html)
     if size <= limit:
         return html
-    shown, _ = cut_text(stage.as_text() or "", limit // 2)
+    shown, _ = cut_text(stage.as_text() or "", limit // 3)
     name = type(stage).__name__
     return str(_alone(name, note(f"{name} renders {size / 1e6:.3g} MB, over the {limit / 1e6:.3g} MB a cell's output "
                                  "keeps: its text is below, cut. The whole is in its tab of the explorer "

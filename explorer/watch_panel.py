@@ -35,6 +35,10 @@ PANEL_CSS = """
 """
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -1e300 < value < 1e300
+
+
 def _y(seconds: float, low: float, high: float) -> float:
     value = math.log10(max(seconds, 1e-7))
     return PAD / 2 + (HEIGHT - PAD) * (1 - (value - low) / max(high - low, 1e-9))
@@ -43,10 +47,12 @@ def _y(seconds: float, low: float, high: float) -> float:
 def render_chart(snapshot: dict) -> Html:
     """Step time (log scale) against step, one line per rank, each compile a mark at its step (grey: a first
     compile, orange: a recompile, red: failed or skipped)."""
-    ranks = snapshot.get("ranks") or {}
+    ranks = {rank: {**data, "series": [[step, s] for step, s in data.get("series") or []  # inf, NaN: not drawn
+                                        if _finite(step) and step >= 0 and _finite(s) and s >= 0]}
+             for rank, data in (snapshot.get("ranks") or {}).items()}
     points = [s for r in ranks.values() for _, s in r.get("series") or []]
-    last = max([r.get("steps") or 0 for r in ranks.values()] + [len(r.get("series") or []) for r in ranks.values()]
-               + [1])
+    last = max([r.get("steps") if _finite(r.get("steps")) else 0 for r in ranks.values()]
+               + [step + 1 for r in ranks.values() for step, _ in r.get("series") or []] + [1])
     if not points:
         return para(esc("no step has ended yet" if snapshot.get("state") != "stopped" else "no steps were counted"),
                     cls="tc-muted")
@@ -70,11 +76,11 @@ def render_chart(snapshot: dict) -> Html:
             parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.2" points="{path}">'
                          f'<title>{esc(f"rank {rank}: step time")}</title></polyline>')
         for step, seconds, compile_id, what in data.get("compiles") or []:
-            if not isinstance(step, int):
+            if not isinstance(step, int) or not 0 <= step < last:
                 continue
             mark = COMPILE_COLOURS.get(what, "var(--tc-fg-muted)")
             tip = f"rank {rank}, step {step}: compile {compile_id} ({what}" + (
-                f", {seconds:.3g} s)" if isinstance(seconds, (int, float)) else ")")
+                f", {seconds:.3g} s)" if _finite(seconds) else ")")
             parts.append(f'<line x1="{x(step):.1f}" y1="{PAD / 2}" x2="{x(step):.1f}" y2="{HEIGHT - PAD / 2}" '
                          f'stroke="{mark}" stroke-width="1.5" stroke-opacity="0.8"><title>{esc(tip)}</title></line>')
     svg = Html(f'<svg class="tc-watch-chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
@@ -98,14 +104,10 @@ def render_alert(alert) -> Html:
 
 
 def render_divergence(divergence) -> Html:
-    step = f" from step {divergence.step}" if getattr(divergence, "step", None) is not None else ""
-    rows = [tag("li", f"{'ranks' if len(g) != 1 else 'rank'} {', '.join(map(str, g))}: {b}")
-            for g, b in zip(divergence.groups, divergence.behaviours)]
-    fix = getattr(divergence, "fix", None)
-    return tag("div", tag("strong", f"divergence ({divergence.kind.replace('_', ' ')}){step}: "),
-               divergence.explanation, tag("ul", *rows),
-               details(join(["fix: ", fix.get("title") or ""]), tag("pre", fix.get("snippet") or "", cls="tc-pre"))
-               if fix else None, cls=f"tc-note tc-{SEVERITY.get(divergence.severity, 'info')}")
+    """A divergence as the job overview draws it (``explorer.job_view.render_divergence``): one drawing."""
+    from .job_view import render_divergence as draw_divergence
+
+    return draw_divergence(divergence)
 
 
 def render_watch(snapshot: dict) -> Html:
@@ -126,6 +128,10 @@ def render_watch(snapshot: dict) -> Html:
                               "watch.alerts / watch.table() hold every one", cls="tc-muted"))
     else:
         parts.append(para("no alerts yet", cls="tc-muted"))
+    if snapshot.get("problems"):
+        total = snapshot.get("problems_total") or len(snapshot["problems"])
+        parts.append(para(f"{total} line{'s' if total != 1 else ''}, fields or files left out (follower.problems); "
+                          "the latest: " + "; ".join(snapshot["problems"]), cls="tc-muted"))
     if snapshot.get("errors"):
         parts.append(para("tcompile's own errors while watching: " + "; ".join(snapshot["errors"]), cls="tc-muted"))
     return tag("div", *parts, cls="tcompile tc-view tc-watch")
@@ -143,12 +149,13 @@ class WatchPanel:
         import ipywidgets as widgets
 
         self.watch, self.interval = watch, interval
-        self.body = widgets.HTML(str(render_watch(watch.snapshot())))  # redrawn; the stylesheet is sent once
+        self.body = widgets.HTML("")  # redrawn; the stylesheet is sent once
         self.widget = widgets.VBox([widgets.HTML(str(join([style_tag(), Html(f"<style>{PANEL_CSS}</style>")]))),
                                     self.body])
-        self.redraws = 0
+        self.redraws = self.failures = 0
         self._key = None
         self._halt = threading.Event()
+        self.redraw()
         self._thread = threading.Thread(target=self._run, name="tcompile-watch-panel", daemon=True)
         self._thread.start()
 
@@ -158,23 +165,31 @@ class WatchPanel:
                 tuple((r, d.get("steps"), len(d.get("compiles") or [])) for r, d in sorted(ranks.items())))
 
     def redraw(self) -> None:
-        snapshot = self.watch.snapshot()
-        key = self._key_of(snapshot)
-        if key == self._key:
+        """Draw the watch's snapshot when it changed. A failed draw is shown in the panel (never raised), and the
+        next redraw tries again: the panel never freezes on one bad value."""
+        try:
+            snapshot = self.watch.snapshot()
+            key = self._key_of(snapshot)
+            if key == self._key:
+                return
+            html = str(render_watch(snapshot))
+        except Exception as exc:  # noqa: BLE001 — the panel must never disturb the loop
+            self.failures += 1
+            self._key = None
+            self.body.value = str(para(f"the live panel could not draw ({type(exc).__name__}: {str(exc)[:200]}); it "
+                                       "tries again at the next change — watch.alerts and watch.table() hold "
+                                       "everything", cls="tc-muted"))
             return
         self._key = key
-        self.body.value = str(render_watch(snapshot))
+        self.body.value = html
         self.redraws += 1
 
     def _run(self) -> None:
         while not self._halt.wait(self.interval):
-            try:
-                self.redraw()
-            except Exception:  # noqa: BLE001 — the panel must never disturb the loop; the next redraw retries
-                pass
+            self.redraw()
 
     def finish(self) -> None:
-        """Stop redrawing, after one last redraw (the watch stopped)."""
+        """Stop redrawing, after one last redraw (the watch stopped); never raises."""
         self._halt.set()
         self.redraw()
 

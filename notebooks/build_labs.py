@@ -75,7 +75,7 @@ from nbgrader.preprocessors import ClearSolutions  # noqa: E402
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "tcompile-labs"
-c.CourseDirectory.db_url = "sqlite:///" + {db!r}
+c.CourseDirectory.db_url = "sqlite:///gradebook.db"  # the course's root (nbgrader runs there): it may be moved
 c.GenerateAssignment.preprocessors = [StarterCode if p is ClearSolutions else p
                                       for p in GenerateAssignment.class_traits()["preprocessors"].default()]
 c.Execute.timeout = 300            # one cell: a cold Inductor compile on a loaded 2-core machine
@@ -117,6 +117,8 @@ def course_notebook(nb):
         if "exercise" in tags:
             pending = cell
             continue
+        if "reveal" in tags:  # it prints a prediction's answer: the graded feedback says it instead
+            continue
         if "solution" in tags:
             starter, _ = grading.split_checks(pending.source)
             body, checks = grading.split_checks(cell.source.removeprefix(SOLUTION_FIRST_LINE + "\n"))
@@ -130,7 +132,8 @@ def course_notebook(nb):
                                              + "\n### END HIDDEN TESTS")
             test.metadata = {"nbgrader": {"grade": True, "solution": False, "locked": True,
                                           "points": grading.POINTS.get(exercise_id, 1),
-                                          "grade_id": grade_id + "_tests", "schema_version": 3}}
+                                          "grade_id": grade_id + "_tests", "schema_version": 3},
+                             "tags": ["raises-exception"]}  # a failed check: Run All goes on
             cells += [answer, test]
             pending = None
             continue
@@ -147,11 +150,14 @@ def course_notebook(nb):
 
 
 def write_course(root: Path, names=None) -> list[Path]:
-    """``root``/source/labNN/NN_name.ipynb for each lab (with a README: how to install) and
-    ``root``/nbgrader_config.py. The checkers, captures and job the labs use come with tcompile."""
+    """``root``/source/labNN/NN_name.ipynb for each lab (with a README: how to install),
+    ``root``/nbgrader_config.py and ``root``/tcompile_answers.py (the answer checkers the hidden tests load). The checkers, captures and job the labs use come with tcompile."""
     root.mkdir(parents=True, exist_ok=True)
+    from labs import grading  # the hidden tests find the answer checkers at the course's root, wherever it is
+    (root / grading.ANSWERS_COPY).write_text((HERE / "labs" / "answers.py").read_text(encoding="utf-8"),
+                                             encoding="utf-8")
     (root / "nbgrader_config.py").write_text(
-        COURSE_CONFIG.format(notebooks=str(HERE), db=str(root / "gradebook.db")), encoding="utf-8")
+        COURSE_CONFIG.format(notebooks=str(HERE)), encoding="utf-8")
     written = []
     for name in names or LAB_MODULES:
         filename, nb = build(name)

@@ -35,6 +35,7 @@ def _counts(nodes, op=lambda n: n.op) -> dict:
 def check(name: str) -> dict:
     import compiler
     import compiler.stages.provenance as provenance
+    from compiler.stages.inductor_tracking import _HANDLE
     from scripts.gpu_models import MODELS
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx
@@ -67,7 +68,7 @@ def check(name: str) -> dict:
     def torch_lines(c, tracking, kernel):
         run = next(r for r in c.inductor.runs if r.role == kernel.role)
         lines = {n.name: (n.file, n.line) for n in run.post_grad.nodes if n.line}
-        return {lines[p] for k, posts in tracking.kernel_to_post.items() if provenance._HANDLE.sub("", k) == kernel.name
+        return {lines[p] for k, posts in tracking.kernel_to_post.items() if _HANDLE.sub("", k) == kernel.name
                 for p in posts if p in lines}
 
     kernels = with_origin = checked = 0

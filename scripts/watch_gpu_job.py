@@ -1,15 +1,20 @@
-"""A 2-GPU NCCL job of a real model, watched live (issue 37): GPT-2 (4 layers, from its config, no weights),
-DDP + torch.compile (Inductor), AdamW; every rank trains on sequences of 64 tokens except rank 1 at step 2,
-which gets 96. Each rank runs under ``compiler.watch(job_dir=OUT/job)``; ``python -m compiler watch`` follows
-the directory from another process while the job runs, and its output (each line with the second it arrived)
-goes to OUT/watch.txt. Then each rank times blocks of steps with and without a watch, interleaved, the ranks
-meeting at a barrier before each block (the step time ratio with its interval; the single-GPU bench row is
-``scripts/watch_gpu_ratio.py``'s).
+"""A 2-GPU NCCL job of a real model, watched live (issues 37, 44): GPT-2 (4 layers, from its config, no weights),
+DDP + torch.compile (Inductor), AdamW, sequences of 64 tokens. Two causes on two ranks at two steps, and one every
+rank shares: at step 1 every rank changes the loss scale (a float the graph is specialised to: every rank
+recompiles), at step 3 rank 0 gets 96 tokens (a recompile, fix ``mark_dynamic``) while rank 1 stalls 2 s (a
+slow step), at step 5 rank 1 turns a debug flag on (a recompile and a ``print`` graph break, fix
+``reorderable_logging_functions``). With one GPU both ranks share it over gloo. Each rank runs under
+``compiler.watch(job_dir=OUT/job)``; ``python -m compiler watch`` follows the directory from another process
+while the job runs, and its output (each line with the second it arrived) goes to OUT/watch.txt; at the end the
+follower's divergences and the loaded job's are printed side by side (OUT/divergences.txt). Then each rank times
+blocks of steps with and without a watch, interleaved, the ranks meeting at a barrier before each block (the
+step time ratio with its interval; the single-GPU bench row is ``scripts/watch_gpu_ratio.py``'s).
 
     python -m scripts.watch_gpu_job --out "$OUT"            # launches torchrun + the follower, ≤ 6 min
 
 writes OUT/job/ (per-rank watch files and captures), OUT/watch.txt (the follower's live output, timed),
-OUT/summary.json (when the rank-1 recompile alert arrived against the job's end, the alerts table, the
+OUT/divergences.txt (the follower's and the loaded job's divergences side by side),
+OUT/summary.json (when rank 0's recompile alert arrived against the job's end, the alerts table, the
 divergences, the saved job's divergence step and fix, the bench), and prints a short table. Imports no
 IPython / ipywidgets.
 """
@@ -27,7 +32,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-SEQ, ODD_SEQ, ODD_RANK, ODD_STEP, STEPS, BATCH = 64, 96, 1, 2, 8, 8
+SEQ, ODD_SEQ, ODD_RANK, ODD_STEP, STEPS, BATCH = 64, 96, 0, 3, 8, 8
+SCALE_STEP, STALL_RANK, STALL_STEP, STALL_S, FLAG_RANK, FLAG_STEP = 1, 1, 3, 2.0, 1, 5
+DEBUG = False
 BENCH_BLOCKS, BENCH_STEPS = 16, 20
 
 
@@ -39,8 +46,15 @@ def rank_main(out: Path, cpu: bool = False) -> None:
     import compiler
     from bench.watch_overhead import paired_ratio
 
+    global DEBUG
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if cpu:  # a check of this script on a machine with no GPU: gloo, a tiny GPT-2, aot_eager
+    if not cpu and torch.cuda.device_count() < 2:  # one GPU: both ranks on it, over gloo (NCCL needs one GPU a rank)
+        device, sync = torch.device("cuda", 0), torch.cuda.synchronize
+        torch.cuda.set_device(0)
+        dist.init_process_group("gloo")
+        config = GPT2Config(n_layer=4, use_cache=False)
+        local = 0
+    elif cpu:  # a check of this script on a machine with no GPU: gloo, a tiny GPT-2, aot_eager
         device, sync = torch.device("cpu"), (lambda: None)
         dist.init_process_group("gloo")
         config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, use_cache=False)
@@ -50,8 +64,22 @@ def rank_main(out: Path, cpu: bool = False) -> None:
         dist.init_process_group("nccl")
         config = GPT2Config(n_layer=4, use_cache=False)
     rank = dist.get_rank()
+
+    class LanguageModel(torch.nn.Module):
+        """GPT-2's loss, times a scale (a float the compiled graph is specialised to), printed under a debug flag."""
+
+        def __init__(self, lm):
+            super().__init__()
+            self.lm, self.scale = lm, 1.0
+
+        def forward(self, ids):
+            loss = self.lm(input_ids=ids, labels=ids).loss * self.scale
+            if DEBUG:
+                print("debug: loss", loss.shape)
+            return loss
+
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(config).to(device)
+    model = LanguageModel(GPT2LMHeadModel(config)).to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=None if cpu else [local])
     compiled = torch.compile(ddp, backend="aot_eager" if cpu else "inductor")
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
@@ -59,7 +87,7 @@ def rank_main(out: Path, cpu: bool = False) -> None:
 
     def step(seq: int) -> None:
         ids = torch.randint(0, config.vocab_size, (BATCH, seq), device=device, generator=generator)
-        loss = compiled(input_ids=ids, labels=ids).loss
+        loss = compiled(ids)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -67,6 +95,12 @@ def rank_main(out: Path, cpu: bool = False) -> None:
     started = time.time()
     with compiler.watch(job_dir=out / "job") as w:
         for i in range(STEPS):
+            if i == SCALE_STEP:
+                model.scale = 2.0
+            if (rank, i) == (FLAG_RANK, FLAG_STEP):
+                DEBUG = True
+            if (rank, i) == (STALL_RANK, STALL_STEP):
+                time.sleep(STALL_S)
             step(ODD_SEQ if (rank, i) == (ODD_RANK, ODD_STEP) else SEQ)
         sync()
     job_s = time.time() - started
@@ -103,6 +137,26 @@ def rank_main(out: Path, cpu: bool = False) -> None:
     (out / f"rank_{rank}.json").write_text(json.dumps(result, indent=1, default=str))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def side_by_side(job_dir: Path) -> str:
+    """The follower's divergences (a Follower reading the finished directory, as ``python -m compiler watch``
+    does) and the loaded job's (``compiler.load_trace``), one after the other, and whether they are equal."""
+    import warnings
+
+    import compiler
+    from compiler.readers.divergences import EVENT_KINDS
+    from compiler.readers.follow import Follower
+
+    follower = Follower(job_dir)
+    follower.poll()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = [d for d in compiler.load_trace(job_dir).divergences if d.kind in EVENT_KINDS]
+    same = [d.to_json() for d in follower.divergences] == [d.to_json() for d in loaded]
+    return "\n".join(["== the follower's divergences", *(d.as_text() for d in follower.divergences),
+                      "", "== the loaded job's divergences", *(d.as_text() for d in loaded), "",
+                      f"equal (to_json, in order): {same}"])
 
 
 def driver(out: Path, timeout: float, cpu: bool = False) -> int:
@@ -142,9 +196,16 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
     if job_end is None:
         job_end = time.time() - started
     (out / "watch.txt").write_text("".join(f"[{t:7.2f} s] {text}\n" for t, text in lines))
-    seen = next((t for t, text in lines if text.startswith("[rank 1 step 2] recompile")), None)
+    seen = next((t for t, text in lines if text.startswith(f"[rank {ODD_RANK} step {ODD_STEP}] recompile")), None)
     stopped = next((t for t, text in lines if text.startswith("rank ") and " stopped after " in text), None)
-    divergence_seen = next((t for t, text in lines if text.startswith("DIVERGENCE [recompiles]")), None)
+    divergence_seen = next((t for t, text in lines if text.startswith(f"DIVERGENCE [step {ODD_STEP}] recompiles")),
+                           None)
+    flag_seen = next((t for t, text in lines if text.startswith(f"DIVERGENCE [step {FLAG_STEP}]")), None)
+    try:
+        both = side_by_side(job_dir)
+    except Exception as exc:  # noqa: BLE001 — the summary says what failed
+        both = f"side by side failed: {type(exc).__name__}: {exc}"
+    (out / "divergences.txt").write_text(both + "\n")
     ranks = {}
     for rank in (0, 1):
         path = out / f"rank_{rank}.json"
@@ -159,14 +220,15 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
     except Exception as exc:  # noqa: BLE001 — the summary says what failed
         saved = [{"error": f"{type(exc).__name__}: {exc}"}]
     summary = {"job_returncode": job.returncode, "follower_returncode": follower.returncode, "job_end_s": job_end,
-               "rank1_recompile_alert_s": seen, "recompile_divergence_s": divergence_seen,
+               "rank0_recompile_alert_s": seen, "recompile_divergence_s": divergence_seen,
+               "flag_divergence_s": flag_seen,
                "seen_before_end_s": (job_end - seen) if seen is not None else None, "first_rank_stopped_s": stopped,
                "ranks": ranks, "saved_job_divergences": saved}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print("\n=== summary ===")
-    print(f"job exit {job.returncode} at {job_end:.1f} s; rank-1 recompile alert printed by the follower at "
-          f"{seen if seen is not None else 'never'} s; recompile divergence at {divergence_seen} s; the first rank's "
-          f"watch stopped at {stopped} s")
+    print(f"job exit {job.returncode} at {job_end:.1f} s; rank-{ODD_RANK} recompile alert printed by the follower at "
+          f"{seen if seen is not None else 'never'} s; step-{ODD_STEP} divergence at {divergence_seen} s, step-{FLAG_STEP} "
+          f"divergence at {flag_seen} s; the first rank's watch stopped at {stopped} s")
     for rank, r in sorted(ranks.items()):
         b = r["bench"]
         print(f"rank {rank} ({r['device']}, torch {r['torch']}): {r['steps']} steps, {len(r['alerts'])} alerts, "
@@ -176,7 +238,9 @@ def driver(out: Path, timeout: float, cpu: bool = False) -> int:
               f"[{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] ({BENCH_BLOCKS} interleaved "
               f"rounds of {BENCH_STEPS}-step blocks, the ranks meeting at a barrier before each)")
     for d in saved:
-        print(f"saved job divergence: {d.get('kind')} step={d.get('step')} fix={(d.get('fix') or {}).get('title')}")
+        print(f"saved job divergence: {d.get('kind')} step={d.get('step')} guard={d.get('guard')} "
+              f"fix={(d.get('fix') or {}).get('title')}")
+    print(both)
     return 0 if job.returncode == 0 else 1
 
 

@@ -27,8 +27,9 @@ def _type_checking_only(node: ast.If) -> bool:
     return isinstance(node.test, (ast.Name, ast.Attribute)) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The project modules ``name`` imports (a ``from pkg import mod`` counts as importing ``pkg.mod``)."""
+def imports_of(name: str, path: Path, known: dict[str, Path], *, annotations: bool = False) -> set[str]:
+    """The project modules ``name`` imports (a ``from pkg import mod`` counts as importing ``pkg.mod``);
+    ``annotations``: those under ``if TYPE_CHECKING:`` too (a circle of names, if not of imports run)."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
 
@@ -40,7 +41,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         return ".".join(parts + ([base] if base else []))
 
     def visit(node):
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and _type_checking_only(node) and not annotations:
             for child in node.orelse:
                 visit(child)
             return
@@ -66,9 +67,9 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return out
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, annotations: bool = False) -> dict[str, set[str]]:
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: imports_of(name, path, known, annotations=annotations) for name, path in known.items()}
 
 
 # compiler/'s floors, bottom first (compiler/__init__'s docstring); the package's top modules may import all.

@@ -131,7 +131,7 @@ def test_format_4_is_written_and_3_and_2_still_read():
     them as 4.0."""
     for older in ([2, 0], [3, 0]):
         old = Capture.from_data({"format": "tcompile-capture", "version": older, "compiles": []})
-        assert json.loads(old.to_json())["version"] == [4, 0]
+        assert json.loads(old.to_json())["version"] == [4, 1]
     assert json.loads(Capture.from_data({"format": "tcompile-capture", "version": [4, 3]}).to_json())["version"] == [4, 3]
     with pytest.raises(compiler.CaptureFormatError, match=r"version 5\.0 is not supported by this tcompile "
                                                           r"\(reads 4\.x, 3\.x and 2\.x\)"):

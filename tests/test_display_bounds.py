@@ -102,3 +102,24 @@ def test_what_does_not_fit_is_named_with_where_the_rest_is(shell):
     full = len(__import__("explorer").render_static(cap).encode())
     assert full > DISPLAY_BYTES  # the largest shipped capture does not fit whole: the bound is what keeps it small
     assert "left out of this saved copy" in shown and "explorer.show(cap)" in shown
+
+
+def test_a_capture_as_a_cells_value_saves_under_1mb_in_the_notebook(shell, tmp_path):
+    """The budget is on what lands in the .ipynb (issue 46): ``cap`` as a cell's value, saved by nbformat as
+    JupyterLab saves it — the HTML JSON-escaped, one string per line — measured on disk (300 compiles: its HTML
+    was 996,045 bytes, the saved notebook 1,028,604)."""
+    nbformat = pytest.importorskip("nbformat")
+    from explorer.page import notebook_bytes
+
+    cap = replicated_capture(300, seed_data())
+    data, _ = shell.display_formatter.format(cap)
+    output = nbformat.v4.new_output("execute_result", data=data, execution_count=1)
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("cap", execution_count=1,
+                                                                              outputs=[output])]), path)
+    assert "left out of this saved copy" in data["text/html"]  # the bound is what keeps it small
+    assert path.stat().st_size <= DISPLAY_BYTES
+    empty = tmp_path / "empty.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("cap", execution_count=1)]), empty)
+    saved = path.stat().st_size - empty.stat().st_size - len(data["text/plain"]) - 200  # the output's own keys
+    assert notebook_bytes(data["text/html"]) >= saved  # what the budget counts is what the file holds

@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 
 import compiler
-from compiler.stages.provenance import _HANDLE, provenance_stage
+from compiler.stages.inductor_tracking import _HANDLE
+from compiler.stages.provenance import provenance_stage
 from tlparse_fixtures import INPUTS, needs_inputs
 
 

@@ -181,8 +181,15 @@ PLANTED_WRONG = {
     "6.4": "def f_fixed(buf, x):\n    buf.copy_(buf + 1)\n    return x * 2 + buf, buf",
     "7.1": "def break_even(first_call_s, eager_s, compiled_s):\n    return first_call_s / eager_s\n\n"
            "r = inductor.runtime\ncalls = break_even(r.first_call_s, r.eager.median_s, r.compiled.median_s)",
-    "7.2": "model = Stack()\nfor block in model.blocks:\n    block.compile(backend='eager')\n\n"
-           "with compiler.capture(fresh=True) as regional:\n    model(tokens)          # with gradients: two compiles",
+    "7.2": ["model = Stack()\nfor block in model.blocks:\n    block.compile(backend='eager')\n\n"
+            "with compiler.capture(fresh=True) as regional:\n    model(tokens)          # with gradients: two compiles",
+            # the issue's: one block compiled, the others made to look compiled
+            "model = Stack()\nmodel.blocks[0].compile()\nfor block in model.blocks[1:]:\n"
+            "    block._compiled_call_impl = block._call_impl\n    block._orig_mod = block\n\n"
+            "with compiler.capture(fresh=True) as regional:\n    with torch.no_grad():\n        model(tokens)",
+            # the blocks and the model: Dynamo inlines the blocks into one graph of the whole model
+            "model = Stack()\nfor block in model.blocks:\n    block.compile()\nwrapped = torch.compile(model)\n\n"
+            "with compiler.capture(fresh=True) as regional:\n    with torch.no_grad():\n        wrapped(tokens)"],
     "7.3": "answer = table['compile s'].idxmax()",
     "7.4": "cache_settings = {'fx_graph_cache': False}",
     "8.1": "recompiles = next(d for d in job.divergences if d.kind == 'recompiles')\n"
@@ -201,14 +208,35 @@ PLANTED_WRONG = {
 }
 
 
-def _planted(ex_id: str) -> str | None:
-    if ex_id in PLANTED_WRONG:
-        return PLANTED_WRONG[ex_id]
+# exercise -> right answers written otherwise than the solution (the student's cell): each must score full marks.
+# Labs 02 and 03 take theirs from tests/test_labs_grading.py's RIGHT.
+PLANTED_RIGHT = {
+    "7.2": "model = Stack()\nfor block in model.blocks:\n    block.forward = torch.compile(block.forward)\n\n"
+           "with compiler.capture(fresh=True) as regional:\n    with torch.no_grad():\n        model(tokens)",
+}
+
+
+def _grading_module():
     try:
-        from test_labs_grading import PLANTED
+        import test_labs_grading
     except Exception:  # noqa: BLE001 - nbgrader not installed: labs 02/03 graded without their plants
         return None
-    return PLANTED.get("lab0" + ex_id.split(".")[0], {}).get("ex" + ex_id.replace(".", "_"))
+    return test_labs_grading
+
+
+def _planted(ex_id: str) -> list[str]:
+    """The planted wrong answers of ``ex_id`` (today's, then the ones issue 47 added)."""
+    found = PLANTED_WRONG.get(ex_id)
+    if found is None and _grading_module() is not None:
+        found = _grading_module().PLANTED.get("lab0" + ex_id.split(".")[0], {}).get("ex" + ex_id.replace(".", "_"))
+    return [] if found is None else [found] if isinstance(found, str) else list(found)
+
+
+def _right(ex_id: str) -> str | None:
+    if ex_id in PLANTED_RIGHT:
+        return PLANTED_RIGHT[ex_id]
+    module = _grading_module()
+    return module and module.RIGHT.get("lab0" + ex_id.split(".")[0], {}).get("ex" + ex_id.replace(".", "_"))
 
 
 def _course_tests(path: Path) -> dict[str, tuple[str, int]]:
@@ -224,6 +252,19 @@ def _course_tests(path: Path) -> dict[str, tuple[str, int]]:
             ex_id = meta["grade_id"].removeprefix("ex").removesuffix("_tests").replace("_", ".")
             tests[ex_id] = (cell.source, meta["points"])
     return tests
+
+
+# a planted wrong answer runs in the lab's kernel (nbgrader grades each student in a kernel of its own): the stance and
+# the configs it switched are put back after its test, so the lab's next cells run as without it
+SAVE_STATE = """\
+import torch as _t_h, torch._functorch.config, torch._inductor.config
+from torch._dynamo import eval_frame as _ef_h
+_h_configs = (_t_h._dynamo.config, _t_h._inductor.config, _t_h._functorch.config)
+_h_saved = ([c.get_config_copy() for c in _h_configs], _ef_h._stance)"""
+RESTORE_STATE = """\
+for _c_h, _v_h in zip(_h_configs, _h_saved[0]):
+    _c_h.load_config(_v_h)
+_ef_h._set_stance(_h_saved[1])"""
 
 
 def _with_grading(path: Path, nb):
@@ -247,9 +288,14 @@ def _with_grading(path: Path, nb):
             current = (EXERCISE_HEADING.findall(cell.source) or [current])[-1]
         elif "exercise" in _tags(cell):
             cells.append(grading(current, "empty", tests[current][0]))
-            wrong = _planted(current)
-            if wrong:
-                cells += [grading(current, "wrong", wrong, kind="answer"), grading(current, "wrong", tests[current][0])]
+            for index, wrong in enumerate(_planted(current)):
+                student = "wrong" if index == 0 else f"wrong{index + 1}"
+                cells += [grading(current, student, SAVE_STATE, kind="harness"),
+                          grading(current, student, wrong, kind="answer"), grading(current, student, tests[current][0]),
+                          grading(current, student, RESTORE_STATE, kind="harness")]
+            if _right(current):
+                cells += [grading(current, "different", _right(current), kind="answer"),
+                          grading(current, "different", tests[current][0])]
         elif "solution" in _tags(cell):
             cells.append(grading(current, "solutions", tests[current][0]))
     nb.cells = cells
@@ -262,14 +308,21 @@ def _assert_graded(path: Path, nb) -> None:
         meta = cell.metadata.get("tcompile_grading")
         if meta and meta["kind"] == "test":
             error = _error(cell)
-            scores.setdefault(meta["student"], {})[meta["exercise"]] = (0 if error else meta["points"], meta["points"])
-            if meta["student"] == "solutions":
-                assert error is None, f"{path.name} Ex {meta['exercise']}: the solution fails its graded test: " \
+            # nbgrader's rule (nbgrader.utils.determine_grade): an error or any stderr output scores 0
+            stderr = "".join(o.get("text", "") for o in cell.outputs
+                             if o.get("output_type") == "stream" and o.get("name") == "stderr")
+            scores.setdefault(meta["student"], {})[meta["exercise"]] = (
+                0 if error or stderr else meta["points"], meta["points"])
+            if meta["student"] in ("solutions", "different"):
+                what = "the solution" if meta["student"] == "solutions" else "a right answer written otherwise"
+                assert error is None, f"{path.name} Ex {meta['exercise']}: {what} fails its graded test: " \
                                       f"{error['ename']}: {error['evalue']}\n{_text_of(cell.outputs)[-2000:]}"
+                assert not stderr, f"{path.name} Ex {meta['exercise']}: {what} wrote to stderr (nbgrader: 0): " \
+                                   f"{stderr[-1000:]}"
     for student, got in sorted(scores.items()):
         total, top = sum(s for s, _ in got.values()), sum(t for _, t in got.values())
         print(f"{path.name} graded {student}: {total} / {top}", {ex: s for ex, (s, _) in sorted(got.items())})
-    for student in ("empty", "wrong"):
+    for student in [s for s in scores if s == "empty" or s.startswith("wrong")]:
         scored = {ex: s for ex, (s, _) in scores.get(student, {}).items() if s}
         assert not scored, f"{path.name}: {student} answers that scored: {scored}"
     assert sorted(scores["empty"]) == sorted(scores["solutions"])
@@ -603,11 +656,10 @@ def test_exercise_7_2_rejects_the_whole_model_one_block_and_a_second_compile():
     whole = _Stack()
     compiled = torch.compile(whole, backend="eager")
     whole_cap = _regional_run(compiled, x)
-    assert "not compiled; 0 of 3" in fails(checks.check_regional, whole_cap, whole, x).message
     assert "whole model" in fails(checks.check_regional, whole_cap, compiled, x).message  # the wrapper handed in
     first = _Stack()
     first.blocks[0].compile(backend="eager")
-    assert "1 of 3 blocks" in fails(checks.check_regional, _regional_run(first, x), first, x).message
+    assert "2 block(s) ran eagerly" in fails(checks.check_regional, _regional_run(first, x), first, x).message
 
 
 def test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1():
@@ -843,6 +895,13 @@ def test_exercise_7_3_rejects_another_row():
                           "compile s": [0.05, 2.5], "speedup": [1.0, 3.0]}).set_index("config")
     answers.check_cheapest_compile_answer(" Backend=eager (Dynamo only) ", table)
     fails(answers.check_cheapest_compile_answer, "inductor (default)", table)  # the fastest run, not compile
+    # issue 47: eager and aot_eager trade places from one measurement to the next: either is right
+    noisy = pd.DataFrame({"config": ["backend=eager (Dynamo only)", "backend=aot_eager", "inductor, mode=lite",
+                                     "inductor (default)"], "compile s": [0.35, 0.21, 1.9, 9.0]}).set_index("config")
+    answers.check_cheapest_compile_answer("backend=eager (Dynamo only)", noisy)
+    answers.check_cheapest_compile_answer("backend=aot_eager", noisy)
+    for wrong in ("inductor, mode=lite", "inductor (default)", "eager", ...):
+        fails(answers.check_cheapest_compile_answer, wrong, noisy)
 
 
 def test_exercise_8_1_rejects_the_other_rank_and_the_first_compile():
@@ -1357,10 +1416,18 @@ def test_exercise_5_4_rejects_every_line_but_the_costliest():
     table = cap.line_table()
     costliest = int(table.loc[table["time_share"].idxmax(), "line"])
     answers.check_costliest_line(cap, costliest)
-    others = [int(line) for line in table["line"] if int(line) != costliest]
+    top = table["time_share"].max()
+    others = [int(row.line) for row in table.itertuples() if int(row.line) != costliest]
     assert len(others) >= 2, table
     for line in others:  # e.g. the softmax line: the most generated code, not the most time
-        assert "another line costs more" in fails(answers.check_costliest_line, cap, line).message
+        share = float(table.loc[table["line"] == line, "time_share"].iloc[0])
+        if share >= 0.75 * top:  # as costly within the noise of a re-measurement (issue 47): accepted
+            answers.check_costliest_line(cap, line)
+        else:
+            assert "another line costs more" in fails(answers.check_costliest_line, cap, line).message
+    cheapest = int(table.loc[table["time_share"].idxmin(), "line"])
+    if table["time_share"].min() < 0.75 * top:
+        fails(answers.check_costliest_line, cap, cheapest)
     first = _costly.__code__.co_firstlineno
     assert "no kernel" in fails(answers.check_costliest_line, cap, first).message  # the def line
     fails(answers.check_costliest_line, cap, costliest - first)  # counted from the def line, not the file
@@ -1583,7 +1650,8 @@ def test_issue39_exercise_3_8_rejects_deleting_the_branch():
     torch._dynamo.decorators.mark_unbacked(batch, 0)
     cap = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
     checks.check_unbacked(cap, "x")
-    assert "no longer branches" in fails(checks.check_runtime_assert, cap, mean_times_rows).message
+    assert "empty-batch branch is gone" in fails(checks.check_runtime_assert, cap, mean_times_rows,
+                                                 _mean_times_rows).message
 
 
 def test_issue39_exercise_4_2_rejects_zero_on_an_inference_capture():
@@ -1812,3 +1880,182 @@ def test_exercise_9_3_is_predicted_before_the_cell_that_reveals_it():
     asked = next(i for i, c in enumerate(cells) if "exercise" in _tags(c) and "predicted_recompiles" in c.source)
     revealed = next(i for i, c in enumerate(cells) if "capture_calls(predict, marked_calls" in c.source)
     assert asked < revealed and "capture_calls" not in cells[asked].source
+
+
+# --- issue 47: the cheapest passes a student could find, each rejected; right answers written otherwise, accepted ---
+
+def test_issue47_exercise_3_3_rejects_a_stance_switched_after_the_first_value_and_a_recompile_limit():
+    x = torch.randn(4)
+    fill = lambda m, v: m.gain.fill_(v)  # noqa: E731
+    checks.check_attribute_updates(_gain_class("buffer"), fill, x)
+
+    def stance_after_first(model, value):  # the float attribute, then compiling switched off: the count looks right
+        model.gain = value
+        if value != 2.0:
+            torch.compiler.set_stance("force_eager")
+
+    try:
+        assert "ran eagerly" in fails(checks.check_attribute_updates, _gain_class("float"), stance_after_first,
+                                      x).message
+    finally:
+        torch.compiler.set_stance("default")
+    from torch._dynamo import eval_frame
+    assert eval_frame._stance.stance == "default"  # the check put the stance back
+
+    def limit_one(model, value):  # no recompile allowed: the new values run eagerly
+        torch._dynamo.config.recompile_limit = 1
+        model.gain = value
+
+    with torch._dynamo.config.patch(recompile_limit=8):
+        assert "ran eagerly" in fails(checks.check_attribute_updates, _gain_class("float"), limit_one, x).message
+
+    def disabled(model, value):  # the frame skipped to eager
+        model.gain = value
+        model.forward = torch.compiler.disable(type(model).forward.__get__(model))
+
+    fails(checks.check_attribute_updates, _gain_class("float"), disabled, x)
+
+    class Param(torch.nn.Module):  # right, written otherwise: a frozen Parameter updated in place
+        def __init__(self):
+            super().__init__()
+            self.gain = torch.nn.Parameter(torch.tensor(2.0), requires_grad=False)
+
+        def forward(self, x):
+            return x * self.gain
+
+    def copy_in(model, value):
+        with torch.no_grad():
+            model.gain.copy_(torch.tensor(value))
+
+    checks.check_attribute_updates(Param, copy_in, x)
+
+
+def test_issue47_pristine_torch_undoes_a_stance_and_a_config_switch():
+    from torch._dynamo import eval_frame
+
+    with torch._dynamo.config.patch(specialize_float=True, recompile_limit=1):
+        torch.compiler.set_stance("force_eager")
+        try:
+            with checks.pristine_torch():
+                assert eval_frame._stance.stance == "default"
+                assert torch._dynamo.config.recompile_limit == 8
+                assert torch._dynamo.config.specialize_float is False
+            assert eval_frame._stance.stance == "force_eager" and torch._dynamo.config.recompile_limit == 1
+        finally:
+            torch.compiler.set_stance("default")
+
+
+def test_issue47_exercise_3_1_accepts_mark_unbacked_and_mark_dynamic():
+    for mark in (torch._dynamo.decorators.mark_unbacked, torch._dynamo.mark_dynamic):
+        torch._dynamo.reset()
+        first = torch.randn(8, 4)
+        mark(first, 0)
+        cap = compiler.explore(_batch_scaled, first, backend="eager", dynamic=False, timing=False)
+        checks.check_dynamic(cap, "x")
+        checks.check_reuses_compile(cap, _batch_scaled, torch.randn(32, 4))
+
+
+def test_issue47_exercise_3_4_accepts_a_count_written_as_a_float():
+    checks.check_fix_prediction(None, 0.0, "recompiles")
+    checks.check_fix_prediction(None, 0, "recompiles")
+    for wrong in (0.5, "0", True, ..., float("inf")):
+        fails(checks.check_fix_prediction, None, wrong, "recompiles")
+    assert checks.as_count(2.0) == 2 and checks.as_count(True) is None
+
+
+def test_issue47_exercise_3_8_rejects_the_branch_deleted_with_its_test_in_a_comment():
+    def deleted(x):
+        n = x.shape[0]
+        torch._check(n > 0)
+        # if n == 0: return x.sum(0)   (the test is still here, in a comment)
+        return x.mean(0) * n
+
+    def where(x):  # right, written otherwise: the empty case as a select, no Python branch
+        n = x.shape[0]
+        torch._check(n != 0)
+        return torch.where(torch.tensor(n == 0), x.sum(0), x.mean(0) * n)
+
+    def explore(fn):
+        torch._dynamo.reset()
+        batch = torch.randn(8, 4)
+        torch._dynamo.decorators.mark_unbacked(batch, 0)
+        return compiler.explore(fn, batch, backend="eager", timing=False)
+
+    assert "empty-batch branch is gone" in fails(checks.check_runtime_assert, explore(deleted), deleted,
+                                                 _mean_times_rows).message
+    checks.check_runtime_assert(explore(_mean_times_rows_checked), _mean_times_rows_checked, _mean_times_rows)
+    checks.check_runtime_assert(explore(where), where, _mean_times_rows)
+
+
+def test_issue47_exercise_7_2_rejects_blocks_made_to_look_compiled_and_accepts_compiled_forwards():
+    x = torch.randn(4, 16)
+    fake = _Stack()
+    fake.blocks[0].compile(backend="eager")
+    for block in fake.blocks[1:]:  # look compiled: nn.Module's flag set, OptimizedModule's attribute too
+        block._compiled_call_impl = block._call_impl
+        block._orig_mod = block
+    assert "ran eagerly" in fails(checks.check_regional, _regional_run(fake, x), fake, x).message
+    forwards = _Stack()
+    for block in forwards.blocks:  # right, written otherwise
+        block.forward = torch.compile(block.forward, backend="eager")
+    checks.check_regional(_regional_run(forwards, x), forwards, x)
+    wrapped = _Stack()
+    wrapped.blocks = torch.nn.ModuleList(torch.compile(b, backend="aot_eager") for b in wrapped.blocks)
+    checks.check_regional(_regional_run(wrapped, x), wrapped, x)
+    both = _Stack()  # the blocks and the model: one graph of the whole model
+    for block in both.blocks:
+        block.compile(backend="eager")
+    whole = torch.compile(both, backend="eager")
+    assert "whole model" in fails(checks.check_regional, _regional_run(whole, x), whole, x).message
+
+
+def test_issue47_graded_output_keeps_warnings_and_torch_logs_off_stderr(capfd):
+    import logging
+    import warnings
+
+    logger = logging.getLogger("torch._dynamo")
+    handler = logging.StreamHandler(__import__("sys").stderr)
+    logger.addHandler(handler)
+    try:
+        with checks.graded_output():
+            warnings.warn("a torch warning")
+            logger.warning("a torch log line")
+            import os
+            os.write(2, b"from C++\n")
+    finally:
+        logger.removeHandler(handler)
+    out, err = capfd.readouterr()
+    assert err == "" and "a torch warning" in out and "a torch log line" in out and "from C++" in out
+
+
+def test_issue47_graded_test_names_the_exercise():
+    with pytest.raises(CheckFailed) as info, checks.graded_test("3.4"):
+        assert 1 == 2, (1, 2)
+    assert info.value.message.startswith("Exercise 3.4 (graded): (1, 2)")
+    with pytest.raises(CheckFailed) as info, checks.graded_test("3.2"):
+        undefined_name  # noqa: F821, B018
+    assert "define it" in info.value.message
+
+
+def test_issue47_exercise_3_2_says_a_shape_is_not_a_tensor():
+    cap = compiler.explore(_batch_scaled, torch.randn(8, 4), backend="eager", dynamic=True, timing=False)
+    assert "a tuple ((1, 4)), not a tensor" in fails(checks.check_recompiling_input, cap, _batch_scaled, (1, 4)).message
+
+
+def test_issue47_no_cell_of_the_course_prints_a_predictions_answer():
+    """The cells that measure what 2.5, 3.4 and 9.3 ask to predict are tagged ``reveal``: in the labs after the
+    prediction, and not in the nbgrader course (its graded feedback says the measured value)."""
+    import nbformat
+
+    import build_labs
+
+    for path, name, measured in ((LABS[2], "predicted_breaks_after", ".try_()"),
+                                 (LABS[3], "predicted_recompiles_after", ".try_()"),
+                                 (LABS[9], "predicted_recompiles", "capture_calls(predict, marked_calls")):
+        cells = nbformat.read(path, as_version=4).cells
+        asked = next(i for i, c in enumerate(cells) if "exercise" in _tags(c) and name in c.source)
+        revealing = [i for i, c in enumerate(cells) if measured in c.source]
+        assert revealing and all(i > asked and "reveal" in _tags(cells[i]) for i in revealing), path.name
+        module = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
+        course = build_labs.course_notebook(build_labs.build(module)[1])
+        assert not [c for c in course.cells if measured in c.source], path.name

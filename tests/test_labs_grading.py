@@ -41,24 +41,83 @@ PLANTED = {
                  "timing=False)",
     },
     "lab03": {
-        "ex3_1": "torch._dynamo.reset()\nex31 = compiler.explore(f, torch.randn(32, 4), backend='eager', "
-                 "dynamic=True, timing=False)",
         "ex3_2": "my_input = torch.randn(8, 4, requires_grad=True)",
-        "ex3_3": "class Gain(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                 "        self.register_buffer('gain', torch.tensor(2.0))\n\n    def forward(self, x):\n"
-                 "        return x * self.gain\n\ndef set_gain(model, value):\n    pass",
-        "ex3_4": "predicted_recompiles_after = 1",
+        "ex3_3": ["class Gain(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                  "        self.register_buffer('gain', torch.tensor(2.0))\n\n    def forward(self, x):\n"
+                  "        return x * self.gain\n\ndef set_gain(model, value):\n    pass",
+                  # the issue's: the float attribute, compiling switched off after the first value
+                  "class Gain(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                  "        self.gain = 2.0\n\n    def forward(self, x):\n        return x * self.gain\n\n"
+                  "_seen = []\ndef set_gain(model, value):\n    model.gain = value\n    _seen.append(value)\n"
+                  "    if len(_seen) > 1:\n        torch.compiler.set_stance('force_eager')",
+                  # a config switch: no recompile allowed, the new values run eagerly
+                  "torch._dynamo.config.recompile_limit = 1\n\nclass Gain(torch.nn.Module):\n"
+                  "    def __init__(self):\n        super().__init__()\n        self.gain = 2.0\n\n"
+                  "    def forward(self, x):\n        return x * self.gain\n\ndef set_gain(model, value):\n"
+                  "    model.gain = value"],
+        "ex3_4": ["predicted_recompiles_after = 1", "predicted_recompiles_after = '0'"],
         "ex3_5": "accepting = '0/1'\nfailed_against = '0/0'",
         "ex3_6": "keep_guard = torch.compiler.keep_tensor_guards_unsafe\ntorch._dynamo.reset()\n"
                  "ex36 = compiler.explore(sgd_step, w, g, backend='eager', timing=False, "
                  "options={'guard_filter_fn': keep_guard})",
         "ex3_7": "stance = 'eager_on_recompile'",
         "ex3_9": "compiles_default = 3\ncompiles_dynamic = 1",
-        "ex3_8": "def mean_times_rows(x):\n    return x.mean(0) * x.shape[0]\n\ntorch._dynamo.reset()\n"
-                 "batch = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(batch, 0)\n"
+        "ex3_8": ["def mean_times_rows(x):\n    return x.mean(0) * x.shape[0]\n\ntorch._dynamo.reset()\n"
+                  "batch = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(batch, 0)\n"
+                  "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False)",
+                  # the issue's: the branch deleted, `== 0` left in a comment, torch._check kept
+                  "def mean_times_rows(x):\n    n = x.shape[0]\n    torch._check(n > 0)\n"
+                  "    # if n == 0: return x.sum(0)\n    return x.mean(0) * n\n\ntorch._dynamo.reset()\n"
+                  "batch = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(batch, 0)\n"
+                  "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False)",
+                  # a guard filter that drops the 0/1 guard: mark_dynamic, a batch of 1 reused
+                  "def mean_times_rows(x):\n    n = x.shape[0]\n    if n == 0:\n        return x.sum(0)\n"
+                  "    return x.mean(0) * n\n\ntorch._dynamo.reset()\nbatch = torch.randn(8, 4)\n"
+                  "torch._dynamo.mark_dynamic(batch, 0)\n"
+                  "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False, "
+                  "options={'guard_filter_fn': lambda es: [e.guard_type != 'SHAPE_ENV' for e in es]})"],
+        "ex3_1": ["torch._dynamo.reset()\nex31 = compiler.explore(f, torch.randn(32, 4), backend='eager', "
+                  "dynamic=True, timing=False)",
+                  # the size check filtered away: the compile for 8 rows reused for anything
+                  "torch._dynamo.reset()\nex31 = compiler.explore(f, torch.randn(8, 4), backend='eager', dynamic=False, "
+                  "timing=False, options={'guard_filter_fn': torch.compiler.skip_all_guards_unsafe})"],
+    },
+}
+
+
+# exercise -> right answers written otherwise than the solution; each must score full marks
+RIGHT = {
+    "lab02": {
+        "ex2_5": "predicted_breaks_after = 1.0",
+    },
+    "lab03": {
+        "ex3_1": "torch._dynamo.reset()\nfirst = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(first, 0)\n"
+                 "ex31 = compiler.explore(f, first, backend='eager', dynamic=False, timing=False)",
+        "ex3_2": "my_input = torch.ones(1, 4) * 3   # a batch of 1: 0/1 specialization",
+        "ex3_3": "class Gain(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                 "        self.gain = torch.nn.Parameter(torch.tensor(2.0), requires_grad=False)\n\n"
+                 "    def forward(self, x):\n        return x * self.gain\n\ndef set_gain(model, value):\n"
+                 "    with torch.no_grad():\n        model.gain.copy_(torch.tensor(value))",
+        "ex3_4": "predicted_recompiles_after = 0.0",
+        "ex3_8": "def mean_times_rows(x):\n    n = x.shape[0]\n    torch._check(x.size(0) >= 1)\n    if n < 1:\n"
+                 "        return x.sum(0)\n    return x.mean(0) * n\n\ntorch._dynamo.reset()\nbatch = torch.randn(6, 4)\n"
+                 "torch._dynamo.decorators.mark_unbacked(batch, 0)\n"
                  "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False)",
     },
 }
+
+
+WRONG_STUDENTS = ("wrong", "wrong2", "wrong3")  # the first, second and third planted wrong answer of each exercise
+
+
+def planted(lab: str, index: int) -> dict[str, str]:
+    """The ``index``-th planted wrong answer of each exercise of ``lab`` that has one."""
+    found = {}
+    for grade_id, answers in PLANTED[lab].items():
+        answers = [answers] if isinstance(answers, str) else answers
+        if index < len(answers):
+            found[grade_id] = answers[index]
+    return found
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -74,13 +133,15 @@ def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course")
+    built = tmp_path_factory.mktemp("built") / "course"
     sys.path.insert(0, str(NOTEBOOKS))
     try:
         import build_labs
-        build_labs.write_course(root, list(LABS.values()))
+        build_labs.write_course(built, list(LABS.values()))
     finally:
         sys.path.remove(str(NOTEBOOKS))
+    root = tmp_path_factory.mktemp("moved") / "course"  # grading works wherever the course is copied (issue 47)
+    shutil.move(str(built), str(root))
     start = time.perf_counter()
     _nbgrader(root, "generate_assignment", "lab0*", "--force")  # one process for every lab (a glob)
     print(f"generate_assignment {', '.join(LABS)}: {time.perf_counter() - start:.0f} s")
@@ -122,15 +183,18 @@ def grades(course):
 
     for lab in LABS:
         _submit(course, lab, "solutions", _solutions(course, lab))
-        _submit(course, lab, "wrong", PLANTED[lab])
+        _submit(course, lab, "different", {**_solutions(course, lab), **RIGHT[lab]})
+        for index, student in enumerate(WRONG_STUDENTS):
+            if planted(lab, index):
+                _submit(course, lab, student, planted(lab, index))
     _submit(course, "lab02", "empty", {})
     start = time.perf_counter()
     _nbgrader(course, "autograde", "lab0*", "--force")
-    print(f"autograde (5 submissions): {time.perf_counter() - start:.0f} s")
+    print(f"autograde (every submission): {time.perf_counter() - start:.0f} s")
     found = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for lab in LABS:
-            for student in ("solutions", "wrong", "empty"):
+            for student in ("solutions", "different", "empty", *WRONG_STUDENTS):
                 try:
                     submission = gradebook.find_submission(lab, student)
                 except Exception:  # noqa: BLE001 - nbgrader's MissingEntry: not submitted
@@ -170,10 +234,20 @@ def test_autograde_gives_the_unanswered_release_zero(grades):
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", sorted(PLANTED))
 def test_autograde_gives_each_planted_wrong_answer_zero(grades, lab):
-    scores = grades[lab, "wrong"]
-    assert sorted(scores) == sorted(PLANTED[lab]), scores
-    scored = {ex: score for ex, (score, _) in scores.items() if score}
-    assert not scored, f"wrong answers that scored: {scored}"
+    for index, student in enumerate(WRONG_STUDENTS):
+        if not planted(lab, index):
+            continue
+        scores = grades[lab, student]
+        assert sorted(scores) == sorted(PLANTED[lab]), scores
+        scored = {ex: score for ex, (score, _) in scores.items() if score and ex in planted(lab, index)}
+        assert not scored, f"{student}: wrong answers that scored: {scored}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", sorted(RIGHT))
+def test_autograde_gives_right_answers_written_otherwise_full_marks(grades, lab):
+    scores = grades[lab, "different"]
+    assert scores and all(score == top for score, top in scores.values()), scores
 
 
 def test_the_release_needs_nothing_from_the_repository(course):

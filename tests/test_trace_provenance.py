@@ -157,7 +157,7 @@ def test_side_by_side_with_tlparse(name, tmp_path):
 
 # AOTInductor logs: their records carry no compile id; load_trace makes them one compile ("-_-_-_-", as tlparse
 # files them), whose tracking gives tlparse's mappings, C++ wrapper lines too — as does the plain reading of the
-# records (compiler.stages.provenance.tracking_from_records).
+# records (compiler.stages.inductor_tracking.tracking_from_records).
 EXPECTED_AOT = {
     "inductor_provenance_aot_cuda_log.txt": {
         "cppCodeToPost": {"1060": [14, 27, 24], "1064": [21, 18, 15], "1071": [24], "1079": [14, 27, 24],
@@ -207,7 +207,7 @@ EXPECTED_AOT = {
 
 
 def aot_tracking(name: str) -> dict:
-    from compiler.stages.provenance import tracking_from_records
+    from compiler.stages.inductor_tracking import tracking_from_records
     from compiler.readers.trace import read_records
 
     notes: list[str] = []

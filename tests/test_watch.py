@@ -19,7 +19,7 @@ import compiler
 from compiler.capturing.records import ARTIFACT_LOGGERS
 from compiler.capturing.watch import StepTimes, Watch
 from compiler.readers.follow import Follower, TraceTail
-from compiler.readers.watch_log import RankWatch, watch_file
+from compiler.readers.watch_log import RankWatch, read_watch_file, watch_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -220,13 +220,35 @@ def test_trace_log_followed_while_written(tmp_path):
     assert kinds == whole
 
 
+def test_slow_step_alert_from_the_first_steps():
+    """No warm-up of 64 steps: a stall at step 3 of a loop (steps 1 and 2 give the median) is a slow step."""
+    torch._dynamo.reset()
+
+    @torch.compile(backend="eager")
+    def f(x):
+        return x.sin() + 1
+
+    with compiler.watch(show=False) as w:
+        for step in range(6):
+            f(torch.ones(3))
+            if step == 3:
+                time.sleep(0.3)
+            w.step()
+    slow = [a for a in w.alerts if a.kind == "slow_step"]
+    assert [a.step for a in slow] == [3] and "no compile in it" in slow[0].sentence, w.as_text()
+
+
 # --- a real distributed job, followed live ---------------------------------------------------------
+
+torchrun_job = pytest.mark.slow  # the job: torchrun, two ranks' imports and compiles (54 s at load 7, 2 cores)
+
 
 @pytest.fixture(scope="module")
 def watched_job(tmp_path_factory):
-    """torchrun --nproc_per_node 2 tests/watch_job.py (gloo, DDP + torch.compile aot_eager, rank 1 gets 48 rows
-    at step 2), followed from this process while it runs; the job waits at step 4 until the follower has seen
-    rank 1's recompile (``--hold``), so what the follower saw, it saw before the job ended."""
+    """torchrun --nproc_per_node 2 tests/watch_job.py (gloo, DDP + torch.compile aot_eager; every rank recompiles at
+    step 1, rank 0 for a batch of 48 at step 3 while rank 1 stalls, rank 1 for a flag and a print at step 5), followed
+    from this process while it runs; the job waits before step 7 until the follower has named the divergences of
+    steps 3 and 5 (``--hold``), so what the follower named, it named before the job ended."""
     root = tmp_path_factory.mktemp("watch_job")
     out, hold = root / "job", root / "seen"
     out.mkdir()
@@ -236,16 +258,14 @@ def watched_job(tmp_path_factory):
     job = subprocess.Popen([str(torchrun), "--nproc_per_node", "2", "--master_port", str(29100 + os.getpid() % 400),
                             str(REPO / "tests" / "watch_job.py"), str(out), "--hold", str(hold)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO)
-    follower, events, seen_at = Follower(out), [], None
+    follower, events = Follower(out), []
     try:
         deadline = time.monotonic() + 280
         while job.poll() is None and time.monotonic() < deadline:
             for event in follower.poll():
                 events.append((event, job.poll()))
-                kind, value = event
-                if kind == "alert" and value.kind == "recompile" and value.rank == 1 and seen_at is None:
-                    seen_at = value.step
-                    hold.write_text("seen")
+            if {3, 5} <= {d.step for d in follower.divergences} and not hold.exists():
+                hold.write_text("seen")
             time.sleep(0.2)
         output = job.communicate(timeout=60)[0]
     finally:
@@ -253,55 +273,215 @@ def watched_job(tmp_path_factory):
             job.kill()
     follower.poll()
     assert job.returncode == 0, output[-3000:]
-    return {"root": root, "out": out, "events": events, "seen_at": seen_at, "output": output, "follower": follower}
+    return {"root": root, "out": out, "events": events, "output": output, "follower": follower}
 
 
-def test_torchrun_job_rank1_recompile_seen_live(watched_job):
-    assert watched_job["seen_at"] == 2
+def _causes(divergences):
+    """The divergences of the job's two causes (a compile-time skew of a busy machine's first compile aside)."""
+    return [d for d in divergences if d.kind != "compile_time"]
+
+
+def _assert_two_causes(divergences, alerts):
+    """Rank 0's batch at step 3 and rank 1's flag at step 5: two divergences, each with its step, ranks, guard, fix."""
+    from tests.watch_job import BATCH_STEP, FLAG_STEP
+
+    batch, flag = _causes(divergences)
+    # rank 0's batch of 48: its step, its ranks, the size guard (not the scale guard every rank failed), mark_dynamic
+    assert (batch.step, batch.kind, batch.groups) == (BATCH_STEP, "recompiles", [[0], [1]]), batch.as_text()
+    assert batch.guard.endswith("size mismatch at index 0") and batch.fix["kind"] == "mark_dynamic"
+    assert "32 → 48" in batch.explanation and "pad" in batch.fix["title"]
+    # rank 1's flag: its own step, guard and fix — the print's graph break, from rank 1's own alert
+    assert (flag.step, flag.kind, flag.groups) == (FLAG_STEP, "recompiles", [[1], [0]]), flag.as_text()
+    assert flag.guard == "G['DEBUG'] == False" and "graph break" in flag.behaviours[0]
+    alert_fix = next(a.fix for a in alerts if a.kind == "graph_break" and a.step == FLAG_STEP)
+    assert flag.fix == alert_fix and flag.fix["kind"] == "reorderable_logging_functions"
+
+
+RECORDED = REPO / "tests" / "assets" / "watch_job"  # tests/watch_job.py's two watch files (torch 2.13, CPU, gloo)
+
+
+def _recorded() -> dict:
+    return {rank: read_watch_file(watch_file(RECORDED, rank), rank) for rank in (0, 1)}
+
+
+def test_recorded_job_two_causes_two_divergences():
+    from compiler.readers.divergences import job_divergences
+
+    watches = _recorded()
+    _assert_two_causes(job_divergences(watches), [a for w in watches.values() for a in w.alerts])
+
+
+def test_recorded_job_guard_every_rank_failed_is_never_named():
+    """Every rank failed ``self.scale == 1.0`` at step 1: rank 0's step-3 recompile failed it too (against its first
+    compile), yet the guard named is the size guard — also when the alert names the scale guard first (another
+    model's guard order)."""
+    from compiler.readers.divergences import job_divergences
+
+    watches, common = _recorded(), "self.scale == 1.0"
+    assert all(any(a.guard == common for a in w.alerts if a.step == 1) for w in watches.values())
+    alert = next(a for a in watches[0].alerts if a.kind == "recompile" and a.step == 3)
+    assert any(g.startswith(common) for g in alert.guards), alert.guards
+    assert all(common not in (d.guard or "") + d.explanation for d in job_divergences(watches))
+    alert.guard = common
+    alert.guards = sorted(alert.guards, key=lambda g: not g.startswith(common))
+    batch = next(d for d in job_divergences(watches) if d.step == 3)
+    assert batch.guard.endswith("size mismatch at index 0") and batch.fix["kind"] == "mark_dynamic", batch.as_text()
+
+
+def test_recorded_job_followed_line_by_line_gives_the_loaded_divergences(tmp_path):
+    from compiler.readers.divergences import job_divergences
+
+    def loaded(cut):
+        return [d.to_json() for d in job_divergences({r: read_watch_file(watch_file(cut, r), r) for r in (0, 1)})]
+
+    growing = _assert_cuts_agree(RECORDED, tmp_path, loaded)
+    assert [d.to_json() for d in growing.divergences] == loaded(RECORDED) and len(_causes(growing.divergences)) == 2
+
+
+@torchrun_job
+def test_torchrun_two_causes_two_divergences_live(watched_job):
     assert "rank 0: held=True" in watched_job["output"] and "rank 1: held=True" in watched_job["output"]
-    events = watched_job["events"]
-    ranks = [value for (kind, value), _ in events if kind == "rank"]
-    assert sorted(ranks) == [0, 1]
-    live = [(value, running) for (kind, value), running in events if kind == "divergence" and value.kind == "recompiles"]
-    assert live and live[0][1] is None, "the divergence was named while the job ran"
-    divergence = live[0][0]
-    assert divergence.groups == [[1], [0]] and divergence.step == 2 and divergence.fix["kind"] == "mark_dynamic"
+    live = [(value, running) for (kind, value), running in watched_job["events"] if kind == "divergence"]
+    assert all(running is None for _, running in live), "each divergence was named while the job ran"
+    _assert_two_causes([d for d, _ in live], watched_job["follower"].alerts)
     follower = watched_job["follower"]
-    assert follower.done and [r.steps for r in follower.ranks.values()] == [6, 6]
-    recompiles = [a for a in follower.alerts if a.kind == "recompile"]
-    assert [(a.rank, a.step) for a in recompiles] == [(1, 2)] and "changed 32 → 48" in recompiles[0].sentence
+    assert follower.done and [r.steps for r in follower.ranks.values()] == [8, 8]
 
 
-def test_torchrun_trace_logs_followed(watched_job):
+@torchrun_job
+def test_torchrun_guard_every_rank_failed_is_never_named(watched_job):
+    """The live follower, and a job of TORCH_TRACE logs only (no steps), never name ``self.scale == 1.0``, which every
+    rank failed at step 1 (the recorded job's test checks the same with the guard first)."""
+    common = "self.scale == 1.0"
+    follower = watched_job["follower"]
+    assert all(any(a.guard == common for a in s.watch.alerts if a.step == 1) for s in follower.ranks.values())
+    assert all(common not in (d.guard or "") + d.explanation for d in follower.divergences)
+    job = compiler.load_trace(watched_job["root"] / "trace")
+    recompiles = next(d for d in job.divergences if d.kind == "recompiles")
+    assert recompiles.step is None and recompiles.guard == "G['DEBUG'] == False" and common not in recompiles.explanation
+    assert "[step unknown] recompiles" in recompiles.as_text()
+
+
+@torchrun_job
+def test_torchrun_stall_at_step_3_raises_slow_step(watched_job):
+    from tests.watch_job import STALL_RANK, STALL_STEP
+
+    slow = [a for a in watched_job["follower"].alerts if a.kind == "slow_step" and a.rank == STALL_RANK]
+    assert slow and slow[0].step == STALL_STEP and "no compile in it" in slow[0].sentence, slow
+
+
+def _lines_in_time_order(out: Path) -> list[tuple[int, bytes]]:
+    """Both ranks' watch-file lines as (rank, line), in the order they were written: each line at its own time, a
+    compile line at the time of the next line with one."""
+    import json
+
+    merged = []
+    for rank in (0, 1):
+        lines = watch_file(out, rank).read_bytes().splitlines(keepends=True)
+        times, later = [], None
+        for raw in reversed(lines):
+            data = json.loads(raw)
+            when = data.get("time", (data.get("alert") or {}).get("time"))
+            later = when if when is not None else later
+            times.append(later)
+        merged += [(t, rank, i, raw) for i, (t, raw) in enumerate(zip(reversed(times), lines))]
+    return [(rank, raw) for _, rank, _, raw in sorted(merged)]
+
+
+def _assert_cuts_agree(source: Path, tmp_path: Path, loaded) -> Follower:
+    """The job's watch files written again line by line, in the order they were written: after each step's end (a
+    steps or stop line), a follower reading the growing files and ``loaded(the directory)`` agree. The follower."""
+    cut = tmp_path / "cut"
+    cut.mkdir(exist_ok=True)
+    for rank in (0, 1):
+        watch_file(cut, rank).write_bytes(b"")
+    growing, seen = Follower(cut), []
+    for rank, raw in _lines_in_time_order(source):
+        with open(watch_file(cut, rank), "ab") as f:
+            f.write(raw)
+        growing.poll()
+        if raw.startswith(b'{"kind":"steps"') or raw.startswith(b'{"kind":"stop"'):  # each step's end
+            now = [d.to_json() for d in growing.divergences]
+            assert loaded(cut) == now
+            seen.append(len(now))
+    assert seen[0] == 0 and seen[-1] == len(growing.divergences) >= 2 and sorted(seen) == seen, seen
+    return growing
+
+
+@torchrun_job
+def test_torchrun_live_and_loaded_give_the_same_divergences(watched_job, tmp_path):
+    """One account: the follower that watched the job and the loaded job give the same divergences; and on the job
+    cut after each line (each step's steps, compiles and alerts as they arrived), a follower reading the growing
+    files and the job loaded at that point agree at every cut."""
+    import shutil
+
+    from compiler.readers.divergences import EVENT_KINDS
+
+    def loaded(path):
+        return [d.to_json() for d in compiler.load_trace(path).divergences if d.kind in EVENT_KINDS]
+
+    follower = watched_job["follower"]
+    assert loaded(watched_job["out"]) == [d.to_json() for d in follower.divergences]
+    assert len(_causes(follower.divergences)) == 2
+    (tmp_path / "cut").mkdir()
+    for rank in (0, 1):  # load_job reads a job of captures: the follower does not read them
+        shutil.copy(watched_job["out"] / f"tcompile_capture_rank_{rank}.json", tmp_path / "cut")
+    growing = _assert_cuts_agree(watched_job["out"], tmp_path, loaded)
+    assert [d.to_json() for d in growing.divergences] == [d.to_json() for d in follower.divergences]
+
+
+@torchrun_job
+def test_torchrun_trace_logs_followed(watched_job, monkeypatch):
+    """TORCH_TRACE logs only: no steps — each rank's own events, the step said to be unknown."""
+    import compiler.readers.follow as follow
+
+    monkeypatch.setattr(follow, "TRACE_WAIT_S", 0.0)
     follower = Follower(watched_job["root"] / "trace")
     follower.poll()
     assert sorted(follower.ranks) == [0, 1] and {s.source for s in follower.ranks.values()} == {"torch_trace"}
     recompiles = [a for a in follower.alerts if a.kind == "recompile"]
-    assert [a.rank for a in recompiles] == [1] and recompiles[0].fix["kind"] == "mark_dynamic"
-    assert "changed 32 → 48" in recompiles[0].sentence
+    assert sorted(a.rank for a in recompiles) == [0, 0, 0, 1, 1]
+    assert any(a.fix and a.fix["kind"] == "mark_dynamic" and "changed 32 → 48" in a.sentence for a in recompiles)
+    follower.poll()
+    assert follower.divergences and all(d.step is None and "step unknown" in d.as_text() for d in follower.divergences)
+    assert {(d.kind, d.groups[0][0]) for d in follower.divergences} == {
+        ("recompiles", 0), ("recompiles", 1), ("graph_breaks", 1)}
+    assert all("self.scale" not in (d.guard or "") for d in follower.divergences)
 
 
-def test_saved_job_divergence_names_step_and_fix(watched_job, tmp_path, capsys):
+@torchrun_job
+def test_saved_job_report_and_views_step_first(watched_job, tmp_path, capsys):
+    from explorer.job_view import render_divergence, render_job_overview
+    from explorer.watch_panel import render_watch
+
     job = compiler.load_trace(watched_job["out"])
     assert sorted(job.watches) == [0, 1] and not job.problems
-    recompiles = next(d for d in job.divergences if d.kind == "recompiles")
-    assert recompiles.step == 2 and recompiles.fix["kind"] == "mark_dynamic"
-    assert "pad" in recompiles.fix["title"] and "from step 2" in recompiles.as_text()
+    batch, flag = _causes(job.divergences)
+    assert batch.as_text().startswith("[step 3] recompiles: At step 3 rank 0 recompiled and rank 1 did not")
+    assert flag.as_text().startswith("[step 5] recompiles: At step 5 rank 1 recompiled and rank 0 did not")
     report = tmp_path / "r.html"
     from compiler.__main__ import main
 
     assert main(["report", str(watched_job["out"]), "-o", str(report)]) == 0, capsys.readouterr().err
     page = report.read_text()
-    assert "from step 2" in page and "mark_dynamic" in page
+    overview = str(render_job_overview(job))
+    panel = str(render_watch(watched_job["follower"].snapshot()))
+    for divergence in (batch, flag):
+        drawn = str(render_divergence(divergence))
+        assert drawn in page and drawn in overview and drawn in panel  # one drawing: report, explorer, live panel
+        assert drawn.index(f"step {divergence.step}") < drawn.index("recompiles")  # the step first
+    assert "mark_dynamic" in page and "reorderable_logging_functions" in page
+    assert page.index("step 3") < page.index("step 5")
 
 
+@torchrun_job
 def test_cli_watch_prints_table(watched_job, capsys):
     from compiler.__main__ import main
 
     assert main(["watch", str(watched_job["out"]), "--ranks", "2", "--timeout", "60"]) == 0
     out = capsys.readouterr().out
-    assert "rank 1 started" in out and "DIVERGENCE [recompiles] from step 2" in out
-    assert "2 ranks (rank 0: 6 steps, rank 1: 6 steps)" in out
+    assert "rank 1 started" in out and "2 ranks (rank 0: 8 steps, rank 1: 8 steps)" in out
+    assert out.index("DIVERGENCE [step 3] recompiles") < out.index("DIVERGENCE [step 5] recompiles")
 
 
 def test_panel_html_escaped_and_drawn():
@@ -312,11 +492,12 @@ def test_panel_html_escaped_and_drawn():
     alert = Alert("recompile", 7, 1, 0.0, "frame <script>x</script> recompiled", compile_id="0/1",
                   fix={"kind": "mark_dynamic", "title": "Mark <b>", "snippet": "torch._dynamo.mark_dynamic(x, 0) # <i>"})
     divergence = Divergence("recompiles", [[1], [0]], ["<img src=x>", "did not"], "Rank 1 <recompiled>", "error",
-                            step=7, fix=alert.fix)
+                            step=7, fix=alert.fix, guard="G['<u>'] == 1")
     html = str(render_watch({"title": "t<", "state": "watching", "steps": 12, "alerts": [alert], "alerts_total": 1,
                              "divergences": [divergence],
                              "ranks": {0: {"steps": 12, "series": [[i, 0.01 * (1 + i % 3)] for i in range(12)],
                                            "compiles": [[0, 1.5, "0/0", "first"], [7, 0.4, "0/1", "recompile"]]}}}))
     assert "<script>" not in html and "&lt;script&gt;" in html and "<img" not in html and "<b>" not in html
-    assert "<polyline" in html and "rank 1 · step 7 · 0/1" in html and "from step 7" in html
+    assert "<u>" not in html and "<polyline" in html and "rank 1 · step 7 · 0/1" in html
+    assert html.index("step 7</span>") < html.index("recompiles")
     assert "compile 0/1 (recompile, 0.4 s)" in html

@@ -57,6 +57,7 @@ class Checked:
     kernels_lines_in_origins: int = 0
     kernels_without_origin: int = 0
     violations: list[Violation] = field(default_factory=list)
+    unread: str | None = None  # why this rank's (or file's) figures could not be checked: it could not be read
 
 
 # --- graph nodes ---------------------------------------------------------------------------------
@@ -429,7 +430,9 @@ def check(cap, explain: dict | None = None, rules=None) -> Checked:
 
 def check_path(path) -> list[tuple[str, Checked]]:
     """Check a capture JSON (``.json``/``.json.gz``), a TORCH_TRACE log or a directory (a job: each rank): one
-    (name, result) per capture. A capture's ``"explain"`` key, where present, is an ``explain_record``."""
+    (name, result) per capture, and for a job one per file that could not be read (``Checked.unread`` says why:
+    a rank that was not checked is never a rank without violations). A capture's ``"explain"`` key, where
+    present, is an ``explain_record``."""
     from compiler.readers.job import CAPTURE_SUFFIXES, Job, load_trace
 
     loaded = load_trace(path)
@@ -440,8 +443,23 @@ def check_path(path) -> list[tuple[str, Checked]]:
         except (OSError, ValueError, AttributeError):
             explain = None
     if isinstance(loaded, Job):
-        return [(f"rank {rank}", check(cap)) for rank, cap in sorted(loaded.captures.items())]
+        return ([(f"rank {rank}", check(cap)) for rank, cap in sorted(loaded.captures.items())]
+                + [(problem.file, Checked(unread=problem.message)) for problem in _unread(loaded)])
     return [(str(path), check(loaded, explain if isinstance(explain, dict) else None))]
+
+
+def _unread(job) -> list:
+    """The job's files that could not be read as a rank: unreadable, empty, or refused (a symlink out of the
+    directory, a FIFO) where the file is named as a rank's log, capture or watch file."""
+    from compiler.readers.job import _RANK_IN_NAME, CAPTURE_PREFIX, TRACE_PREFIX, UNREAD_KINDS
+    from compiler.readers.watch_log import WATCH_PREFIX
+
+    def a_rank(name: str) -> bool:
+        return (name.startswith((TRACE_PREFIX, CAPTURE_PREFIX, WATCH_PREFIX)) or name.endswith(".log")
+                or _RANK_IN_NAME.search(name) is not None)
+
+    return [p for p in job.problems if p.kind in ("unreadable_file", "empty_file")
+            or (p.kind in UNREAD_KINDS and a_rank(p.file.rsplit("/", 1)[-1]))]
 
 
 def _read_raw(path) -> dict:

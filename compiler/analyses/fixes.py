@@ -773,10 +773,16 @@ def _scalar_subject(name: str, kind: str, frame: str | None) -> tuple[str, str |
 
 
 def _inside_ddp(item) -> bool:
-    """A break in DistributedDataParallel's forward (its own code, or code it calls: contextlib, its logger)."""
-    files = [item.file or ""] + [f.file or "" for f in item.stack]
-    return any(f.replace("\\", "/").endswith("torch/nn/parallel/distributed.py") for f in files) \
-        or "_inside_ddp_forward" in (item.explanation or "") + (item.reason or "")
+    """A break in DistributedDataParallel's forward itself (its own code, or the standard library it calls:
+    contextlib, its logger) — not one in the user's module that DDP's forward runs: the innermost frame outside
+    the standard library decides."""
+    if "_inside_ddp_forward" in (item.explanation or "") + (item.reason or ""):
+        return True
+    for file in [item.file or ""] + [f.file or "" for f in reversed(item.stack)]:
+        path = file.replace("\\", "/")
+        if path and _library_of(path) != "the Python standard library":
+            return path.endswith("torch/nn/parallel/distributed.py")
+    return False
 
 
 def _compiled_user_frames(item, compiled: str | None) -> list:

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import threading
 import time
 from typing import Iterable
 
+from compiler.stages.fx_graph import MODULE_STACK
 from compiler.stages.records import Record, is_count, record_from_metadata
 
 
@@ -124,12 +126,47 @@ def _routing_id(metadata: dict) -> str | None:
     return f"{frame}/{attempt}" if is_count(frame) and is_count(attempt) else None
 
 
+def _module_stacks() -> dict[str, list[str]] | None:
+    """Torch's ``nn_module_stack`` of the graph Dynamo is logging (``dynamo_output_graph``): innermost module path →
+    the nodes in it. The printed graph names a node's module only through its parameters; the graph module itself
+    is what the record's ``payload_fn`` prints (``lambda: gm.print_readable(…)`` in OutputGraph), read here from
+    ``trace_structured``'s frame, observe only: each node's ``meta``, nothing called, nothing kept. None: not found
+    (another torch), the graph then grouped by its parameters' names as a trace's is."""
+    from compiler.capturing.compile_sampler import module_path
+
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "trace_structured":
+        frame = frame.f_back
+    payload_fn = frame.f_locals.get("payload_fn") if frame is not None else None
+    for cell in getattr(payload_fn, "__closure__", None) or ():
+        try:
+            nodes = getattr(getattr(cell.cell_contents, "graph", None), "nodes", None)
+        except ValueError:  # an empty cell
+            continue
+        if nodes is None or not hasattr(cell.cell_contents, "print_readable"):
+            continue
+        out: dict[str, list[str]] = {}
+        for node in nodes:
+            path = module_path((getattr(node, "meta", None) or {}).get("nn_module_stack"))
+            if path and node.op not in ("placeholder", "output", "get_attr"):
+                out.setdefault(path, []).append(node.name)
+        return out
+    return None
+
+
 class _TraceHandler(logging.Handler):
     def __init__(self):
         super().__init__(logging.DEBUG)
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = dict(getattr(record, "metadata", None) or {})
+        if isinstance(metadata.get("dynamo_output_graph"), dict):
+            try:
+                stacks = _module_stacks()
+            except Exception:  # noqa: BLE001 — observe only: a graph not read is grouped by its parameters' names
+                stacks = None
+            if stacks is not None:
+                metadata["dynamo_output_graph"] = {**metadata["dynamo_output_graph"], MODULE_STACK: stacks}
         if "str" in metadata:  # filename interning: [string, id], sent once per process
             text, index = metadata["str"]
             for collector in _active:

@@ -289,10 +289,10 @@ def _runtime(error, timing, eager, compiled, args, kwargs, **how) -> dict:
 
 
 def _kernel_times(compiled, args, kwargs, codes, stance) -> dict:
-    """CPU time per kernel (``compiler.stages.provenance``), re-running the code quietly; a failure here is a
+    """CPU time per kernel (``compiler.stages.run_costs``), re-running the code quietly; a failure here is a
     missing measurement, never a failed run."""
     try:
-        from compiler.stages.provenance import measure_kernel_times
+        from compiler.stages.run_costs import measure_kernel_times
 
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _stance(stance):
             return measure_kernel_times(compiled, args, kwargs, live_codes=codes)

@@ -14,77 +14,35 @@ which compiles ended, their records are assembled into a small capture — the s
 engine as a capture's — and turned into alerts (``compiler.readers.watch_log.Alert``): a recompile with its
 failing guard, a graph break at a new place, the recompile limit reached, a frame skipped to eager, a new
 compile after the first steps, a CUDA-graph re-record or skip, a step much slower than the median (naming
-the compile inside it). ``w.capture`` is what was compiled while watching (the first ``max_compiles``).
+the compile inside it; the median of the last 64 steps that compiled nothing, kept from the first such
+step, so a stall at step 3 is caught). ``w.capture`` is what was compiled while watching (the first
+``max_compiles``).
 
-A step that compiles nothing costs one hook call, a clock read, an append and two comparisons. Nothing the
-user's code computes changes; everything installed is removed on ``stop`` (also on an error or a
-KeyboardInterrupt in the block). ``job_dir``: each rank also appends its steps and alerts to
+A step that compiles nothing costs one hook call, a clock read, two appends, the running median's two
+bisections and two comparisons. Nothing the user's code computes changes; everything installed is removed
+on ``stop`` (also on an error or a KeyboardInterrupt in the block). ``job_dir``: each rank also appends its steps and alerts to
 ``tcompile_watch_rank_N.jsonl`` there (``compiler.readers.watch_log``), which ``compiler.watch(job_dir)`` and
 ``python -m compiler watch`` follow live (``compiler.readers.follow``).
 """
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 import warnings
-from array import array
+from bisect import bisect_left, insort
 from collections import deque
 
 from compiler.capturing.records import RecordCollector, _Unparsed
 from compiler.drawing import in_jupyter_kernel
 from compiler.stages.records import Record
 from compiler.readers.job import plain_reason
-from compiler.readers.watch_log import ALERT_KINDS, Alert, WatchLog
+from compiler.readers.watch_log import ALERT_KINDS, CHART_POINTS, Alert, StepTimes, WatchLog  # noqa: F401
 
 CUDAGRAPH_LOGS = ("cudagraphs_trees", "cudagraphs_utils")  # CUDA-graph recordings and skips, logged at run time
 MAX_EVENTS = 10_000  # CUDA-graph log lines waiting for the next step's read
 MAX_LOOSE = 1_000  # records with no compile id waiting (read, then dropped)
-RECENT = 64  # the steps the median is taken over
-MEDIAN_EVERY = 16  # steps between two updates of the median while fewer than RECENT steps were timed; RECENT after
-CHART_POINTS = 600
-
-
-class StepTimes:
-    """Each step's wall time in seconds, bounded: up to ``limit`` values; beyond, neighbouring steps are
-    merged two by two into the slower of them (``stride`` steps a value), so a slow step stays visible."""
-
-    def __init__(self, limit: int = 250_000):
-        self.limit = max(2, int(limit))
-        self.values = array("d")
-        self.stride = 1
-        self.count = 0
-        self._bucket, self._in_bucket = 0.0, 0
-
-    def append(self, seconds: float) -> None:
-        self.count += 1
-        if self.stride == 1:
-            self.values.append(seconds)
-        else:
-            self._bucket = max(self._bucket, seconds)
-            self._in_bucket += 1
-            if self._in_bucket < self.stride:
-                return
-            self.values.append(self._bucket)
-            self._bucket, self._in_bucket = 0.0, 0
-        if len(self.values) >= self.limit:
-            v = self.values
-            self.values = array("d", map(max, v[0::2], v[1::2]))
-            if len(v) % 2:
-                self._bucket, self._in_bucket = v[-1], self.stride
-            self.stride *= 2
-
-    def __len__(self) -> int:
-        return self.count
-
-    def series(self, points: int = CHART_POINTS) -> list[list[float]]:
-        """[first step, seconds] pairs for a chart: at most ``points``, each the slowest step of its stretch."""
-        v, stride = self.values, self.stride
-        per = max(1, -(-len(v) // points))
-        return [[i * stride, max(v[i:i + per])] for i in range(0, len(v), per)]
-
-    def nbytes(self) -> int:
-        return self.values.itemsize * self.values.buffer_info()[1] + 64
+MAX_GUARDS = 16  # guard failures a recompile alert keeps (torch's reasons against each earlier compile)
+RECENT = 64  # the steps the median is taken over (the last ones that compiled nothing, from the first)
 
 
 class _WatchCollector(RecordCollector):
@@ -159,7 +117,8 @@ class Watch:
 
     ``warmup_steps``: compiles in the steps before this one are expected (no ``new_compile`` alert);
     ``slow_ratio`` / ``slow_min_s``: a step is slow when it takes ``slow_ratio`` × the median of the last
-    steps that compiled nothing and ``slow_min_s`` more than it; ``show``: draw the live panel in a notebook
+    steps that compiled nothing (up to 64, from the first one on; with an even count the upper one) and
+    ``slow_min_s`` more than it; ``show``: draw the live panel in a notebook
     (None: when running in a Jupyter kernel with tcompile's explorer installed)."""
 
     def __init__(self, job_dir=None, *, warmup_steps: int = 2, slow_ratio: float = 4.0, slow_min_s: float = 0.05,
@@ -191,6 +150,8 @@ class Watch:
         self._manual = False
         self._last = 0.0
         self._recent: deque = deque(maxlen=RECENT)
+        self._ordered: list[float] = []  # ``_recent`` sorted
+        self._median: float | None = None
         self._threshold = float("inf")
         self._slow_before = False  # the last step without a compile was slow
         self._kept: dict[str, list[Record]] = {}
@@ -320,12 +281,15 @@ class Watch:
                 self._slow_before = True
             else:
                 self._slow_before = False
-            self._recent.append(seconds)
-            # the median (a sort of RECENT values) every MEDIAN_EVERY steps at first, then every RECENT steps
-            if not step % (MEDIAN_EVERY if step < RECENT else RECENT) and len(self._recent) >= 8 \
-                    and step >= self.warmup_steps:
-                median = statistics.median(self._recent)
-                self._threshold = max(median * self.slow_ratio, median + self.slow_min_s)
+            # the running median of the last RECENT steps, from the first: the oldest out, this one in, both kept
+            # sorted (two bisections); the upper median, so two steps give the slower (no alert on one fast step)
+            recent, ordered = self._recent, self._ordered
+            if len(recent) == RECENT:
+                del ordered[bisect_left(ordered, recent[0])]
+            recent.append(seconds)
+            insort(ordered, seconds)
+            median = self._median = ordered[len(ordered) >> 1]
+            self._threshold = max(median * self.slow_ratio, median + self.slow_min_s)
         if self.log is not None:
             self.log.step(seconds, now)
 
@@ -472,8 +436,10 @@ class Watch:
         else:
             sentence = (f"{len(recompiles)} frames recompiled{took} — {', '.join(f'{c.name or chr(63)} as {c.compile_id}' for c, _ in recompiles[:6])}"
                         f"{' …' if len(recompiles) > 6 else ''}: {'; '.join(said[:3])}")
+        guards = list(dict.fromkeys(r.text for _, recompile in recompiles for r in recompile.reasons if r.text))
         self._alert("recompile", step, now, first.compile_id, first.name or "?", sentence,
-                    guard=reason.guard if reason else None, seconds=seconds or None, compile_ids=ids,
+                    guard=reason.guard if reason else None, guards=guards[:MAX_GUARDS], seconds=seconds or None,
+                    compile_ids=ids,
                     fix={"kind": fix.kind, "title": fix.title, "snippet": fix.snippet} if fix else None)
 
     def _cudagraph_alerts(self, mini, step: int, now: float, fix_for) -> None:
@@ -499,7 +465,7 @@ class Watch:
                             fix=fix_for(lambda f: f.kind.startswith("cudagraph") or f.kind == "graph_partition"))
 
     def _slow(self, step: int, seconds: float, compiled: list[dict]) -> None:
-        median = statistics.median(self._recent) if self._recent else None
+        median = self._median
         if median is None:
             return
         inside = [c for c in compiled if c.get("seconds")]
@@ -521,11 +487,11 @@ class Watch:
     # --- alerts -------------------------------------------------------------------------------------
 
     def _alert(self, kind, step, when, compile_id, frame, sentence, guard=None, fix=None, seconds=None,
-               compile_ids=None, emit=True) -> Alert:
+               compile_ids=None, emit=True, guards=None) -> Alert:
         assert kind in ALERT_KINDS, kind
         alert = Alert(kind=kind, step=step, rank=self.rank, time=when, sentence=sentence, compile_id=compile_id,
                       compile_ids=list(compile_ids) if compile_ids else ([compile_id] if compile_id else []),
-                      frame=frame, guard=guard, seconds=seconds, fix=fix)
+                      frame=frame, guard=guard, guards=list(guards or []), seconds=seconds, fix=fix)
         if emit:
             self._emit(alert)
         return alert

@@ -23,6 +23,7 @@ from compiler.stages.files import shown_path
 from compiler.readers.trace import TraceError, TraceProblem, TraceWarning, version_tuple
 from compiler.readers.job_processes import read_rank, read_ranks, worker_count
 from compiler.readers.trace_capture import load_trace_file
+from compiler.readers.divergences import EVENT_KINDS, Divergence, job_divergences, plain_reason, ranks_text
 from compiler.readers.watch_log import WATCH_PREFIX, WATCH_SUFFIX, read_watch_file
 from compiler.stages.schema import paused_gc
 
@@ -32,43 +33,6 @@ CAPTURE_PREFIX = "tcompile_capture_rank_"
 CAPTURE_SUFFIXES = (".json", ".json.gz")  # a saved capture, plain or gzip-compressed (JsonFile.save)
 # Compile time spread worth a finding: the slowest rank over the fastest, and at least this much.
 SLOW_RATIO, SLOW_MIN_S = 1.5, 0.5
-
-
-@dataclass
-class Divergence:
-    """One way the ranks differ: ``kind``, the ranks grouped by behaviour (each group did the same),
-    what each group did, and an explanation in plain words."""
-
-    kind: str  # unread_ranks, compile_ids, graph_breaks, recompiles, cache, compile_time, collective_schedule,
-    #            runtime_estimates, tensor_meta, execution_order, torch_version
-    groups: list[list[int]]
-    behaviours: list[str]  # what each group did, in the order of ``groups``
-    explanation: str
-    severity: str = "warning"  # "error": can stall ranks (skew, a collective timeout) or hang them; "warning"; "info"
-    step: int | None = None  # the step it began in (from the ranks' watch files: ``compiler.watch(job_dir=...)``)
-    fix: dict | None = None  # the change that would prevent it: {"kind", "title", "snippet"}
-
-    def as_text(self) -> str:
-        lines = [f"[{self.kind}]" + (f" from step {self.step}:" if self.step is not None else "") + f" {self.explanation}"]
-        lines += [f"  {ranks_text(g)}: {b}" for g, b in zip(self.groups, self.behaviours)]
-        if self.fix:
-            lines.append(f"  fix: {self.fix.get('title')}")
-            lines += ["    " + line for line in str(self.fix.get("snippet") or "").splitlines()]
-        return "\n".join(lines)
-
-    def to_json(self) -> dict:
-        out = {"kind": self.kind, "groups": self.groups, "behaviours": self.behaviours,
-               "explanation": self.explanation, "severity": self.severity}
-        if self.step is not None:
-            out["step"] = self.step
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-
-def ranks_text(ranks) -> str:
-    ranks = list(ranks)
-    return f"rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))}"
 
 
 @dataclass
@@ -162,9 +126,8 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
     files, problems = _regular_files(path, entries)
     captures = [p for p in files if p.name.startswith(CAPTURE_PREFIX) and p.name.endswith(CAPTURE_SUFFIXES)]
     logs = [p for p in files if p.name.startswith(TRACE_PREFIX) or p.suffix == ".log"]
-    watches = [p for p in files if p.name.startswith(WATCH_PREFIX) and p.name.endswith(WATCH_SUFFIX)
-               and _RANK_IN_NAME.search(p.name)]
-    files = [p for p in files if p not in watches]
+    watches, watch_problems = watch_ranks([p for p in files if is_watch_name(p.name)])
+    files = [p for p in files if not is_watch_name(p.name)]
     if not logs and not captures:
         raise TraceError(f"{shown}: no TORCH_TRACE logs (dedicated_log_torch_trace_*.log) and no tcompile "
                          f"captures ({CAPTURE_PREFIX}N.json or .json.gz) in this directory")
@@ -183,13 +146,40 @@ def load_job(path, strict: bool = False, sources: str = "trace", processes: int 
                          + "; ".join(str(p) for p in job.problems))
     _check_versions(job)
     unread = _unread_ranks(job)
-    job.divergences = ([unread] if unread else []) + find_divergences(job.captures, job.problems, job.path)
-    job.watches = {int(_RANK_IN_NAME.search(p.name)[1]): read_watch_file(p, int(_RANK_IN_NAME.search(p.name)[1]))
-                   for p in watches}
-    _when_and_fix(job)
+    job.watches = {rank: read_watch_file(p, rank) for rank, p in watches.items()}
+    job.problems += watch_problems + [p for w in job.watches.values() for p in w.problems]
+    job.divergences = ([unread] if unread else []) + _divergences(job)
     for found in job.problems:
         warnings.warn(TraceWarning(str(found)), stacklevel=3)
     return job
+
+
+def is_watch_name(name: str) -> bool:
+    return name.startswith(WATCH_PREFIX) and name.endswith(WATCH_SUFFIX)
+
+
+_WATCH_RANK = re.compile(r"[0-9]{1,9}")
+
+
+def watch_ranks(paths: list[Path], known: dict[int, str] | None = None) -> tuple[dict[int, Path], list[TraceProblem]]:
+    """Watch files (``tcompile_watch_rank_N.jsonl``) by rank — what the loader and the follower read alike. A name
+    whose N is no rank number (``rank_-1``, ``rank_x``) and a second file of one rank (``rank_1`` and ``rank_01``;
+    ``known``: rank → file already read) are said and kept apart: not read into that rank."""
+    known = dict(known or {})
+    out, problems = {}, []
+    for path in sorted(paths, key=lambda p: (len(p.name), p.name)):  # rank_1 before rank_01
+        middle = path.name[len(WATCH_PREFIX):-len(WATCH_SUFFIX)]
+        if not _WATCH_RANK.fullmatch(middle):
+            problems.append(TraceProblem(shown_path(path), None, "bad_rank", f"the rank in its name ({middle[:40]!r}) "
+                                         "is not a rank number (0, 1, …); not read"))
+            continue
+        rank = int(middle)
+        if rank in known:
+            problems.append(TraceProblem(shown_path(path), None, "duplicate_rank",
+                                         f"rank {rank} again (also {known[rank]}): kept apart, not read into rank {rank}"))
+            continue
+        known[rank], out[rank] = shown_path(path), path
+    return out, problems
 
 
 def _regular_files(folder: Path, entries: list[Path]) -> tuple[list[Path], list[TraceProblem]]:
@@ -260,6 +250,10 @@ def _load_captures(job: Job, files: list[Path]) -> None:
         except CaptureFormatError as exc:
             job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{exc}; skipped"))
             continue
+        except Exception as exc:  # noqa: BLE001 — one rank's file (OSError, a loader bug) never costs the others
+            why = f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+            job.problems.append(TraceProblem(shown, None, "unreadable_file", f"{why}; skipped"))
+            continue
         rank = cap.environment.get("rank")
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
             if rank is not None:
@@ -277,72 +271,17 @@ def _load_captures(job: Job, files: list[Path]) -> None:
 UNREAD_KINDS = ("unreadable_file", "skipped_file", "empty_file")  # problems that leave a file unread
 
 
-def _when_and_fix(job: Job) -> None:
-    """Each recompile divergence gets the step it began in (the odd ranks' recompile alerts in their watch
-    files, ``compiler.watch(job_dir=...)``) and the fix that would prevent it: the fix the watch or the
-    rank's own capture proposed for that recompile (``mark_dynamic`` on the changed dimension), else the
-    one for a size change named by the guard, with padding to one size as the other way."""
-    for divergence in job.divergences:
-        if divergence.kind == "compile_time" and job.watches:
-            divergence.step = _slowest_compile_step(job, divergence.groups[0], divergence.groups[1:])
-        if divergence.kind not in ("recompiles", "compile_ids") or len(divergence.groups) < 2:
-            continue
-        odd = [rank for group in divergence.groups[1:] for rank in group] + divergence.groups[0]
-        for rank in odd:
-            cap = job.captures.get(rank)
-            ids = [r.compile_id for r in cap.recompiles] if cap is not None else []
-            others = [job.captures[r] for g in divergence.groups if rank not in g for r in g if r in job.captures]
-            shared = {r.compile_id for other in others for r in other.recompiles}
-            ids = [i for i in ids if i not in shared]
-            if not ids:
-                continue
-            alerts = [a for a in getattr(job.watches.get(rank), "alerts", [])
-                      if a.kind == "recompile" and set(a.compile_ids) & set(ids)]
-            if alerts and divergence.step is None:
-                divergence.step = min(a.step for a in alerts if a.step is not None) if any(
-                    a.step is not None for a in alerts) else None
-            fix = next((a.fix for a in alerts if a.fix), None) or _capture_fix(cap, ids)
-            if fix and divergence.fix is None:
-                divergence.fix = dict(fix)
-                if fix.get("kind") == "mark_dynamic" and "pad" not in str(fix.get("title")):
-                    divergence.fix["title"] = f"{fix.get('title')} — or pad that input to one size on every rank"
-            if divergence.fix is not None:
-                break
-
-
-def _slowest_compile_step(job: Job, slow, others) -> int | None:
-    """The step in which the ``slow`` ranks spent the most time compiling beyond the other ranks (their watch
-    files' compiles; the mean of each group)."""
-    def per_step(ranks) -> dict[int, float]:
-        ranks = [r for r in ranks if r in job.watches]
-        total: dict[int, float] = defaultdict(float)
-        for rank in ranks:
-            for c in job.watches[rank].compiles:
-                if isinstance(c.get("step"), int) and number(c.get("seconds")):
-                    total[c["step"]] += c["seconds"] / len(ranks)
-        return total
-
-    mine, theirs = per_step(slow), per_step([r for group in others for r in group])
-    extra = {step: seconds - theirs.get(step, 0.0) for step, seconds in mine.items()}
-    return max(extra, key=extra.get) if extra and max(extra.values()) > 0 else None
-
-
-def _capture_fix(cap, compile_ids) -> dict | None:
-    """The fix a rank's capture proposes for one of these recompiles, else the size-change fix of its guard."""
-    try:
-        fixes = cap.fixes().items
-    except Exception:  # noqa: BLE001 — a capture that cannot propose (a loaded error) gives the guard's fix
-        fixes = []
-    fix = next((f for f in fixes if set(f.recompiles) & set(compile_ids) and f.kind == "mark_dynamic"), None) or \
-        next((f for f in fixes if set(f.recompiles) & set(compile_ids)), None)
-    if fix is not None:
-        return {"kind": fix.kind, "title": fix.title, "snippet": fix.snippet}
-    for recompile in cap.recompiles:
-        if recompile.compile_id in compile_ids and recompile.reasons:
-            found = size_change_fix(recompile.reasons[0].text)
-            if found:
-                return found
-    return None
+def _divergences(job: Job) -> list[Divergence]:
+    """What the ranks did differently. Where every rank wrote a watch file (``compiler.watch(job_dir=...)``), its
+    compiles, recompiles, graph breaks and compile time come from those files, one divergence per event with
+    its step, guard and fix (``compiler.readers.divergences``: the follower's own account); the captures add
+    what only they hold (collective schedules, cache, runtime estimates). Else they all come from the captures,
+    with no step."""
+    found = find_divergences(job.captures, job.problems, job.path)
+    if len(job.captures) < 2 or not set(job.captures) <= set(job.watches):
+        return found
+    return job_divergences({rank: job.watches[rank] for rank in job.captures}) + \
+        [d for d in found if d.kind not in EVENT_KINDS]
 
 
 def _unread_ranks(job: Job) -> Divergence | None:
@@ -448,44 +387,6 @@ def _short_list(items, limit: int = 6) -> str:
     return text + (f" … ({len(items)} in all)" if len(items) > limit else "")
 
 
-_SIZE_CHANGE = re.compile(r"(?:tensor )?(?:'(?P<quoted>.+?)'|(?P<bare>[^' ]+)) (?P<what>size|stride) mismatch at index "
-                          r"(?P<i>\d+)\. expected (?P<old>\S+), actual (?P<new>\S+)")
-_KEYWORD = re.compile(r"kwargs\[['\"](?P<name>[A-Za-z_]\w*)['\"]\]")
-
-
-def plain_reason(text: str) -> str:
-    """torch's guard-failure text in a user's words: ``tensor 'x' size mismatch at index 0. expected
-    32, actual 48`` → ``\\`x.size()[0]\\` changed 32 → 48``."""
-    match = _SIZE_CHANGE.search(text)
-    if match:
-        return f"`{_size_name(match)}.{match['what']}()[{match['i']}]` changed {match['old']} → {match['new']}"
-    return text
-
-
-def _size_name(match) -> str:
-    """The tensor a size guard names: ``x``, ``args[0]``, ``kwargs['input_ids']`` → ``input_ids``."""
-    name = match["quoted"] or match["bare"]
-    keyword = _KEYWORD.fullmatch(name)
-    return keyword["name"] if keyword else name
-
-
-def size_change_fix(text: str) -> dict | None:
-    """The fix for a rank that recompiled because a tensor's size changed (torch's guard text): mark that
-    dimension dynamic, or pad every rank's inputs to one size; None for another guard."""
-    match = _SIZE_CHANGE.search(text or "")
-    if not match or match["what"] != "size":
-        return None
-    name, dim = _size_name(match), int(match["i"])
-    positional = re.fullmatch(r"args\[(\d+)\]", name)
-    shown = f"positional argument {positional[1]}" if positional else name
-    variable = "arg" if positional else (name if re.fullmatch(r"[A-Za-z_]\w*", name) else "x")
-    return {"kind": "mark_dynamic",
-            "title": f"Mark dimension {dim} of {shown} dynamic before calling (one compile serves every size), or "
-                     f"pad it to one size ({match['old']} → {match['new']} here) on every rank",
-            "snippet": f"torch._dynamo.mark_dynamic({variable}, {dim})   # before each call, on every rank\n"
-                       f"# or: {variable} = torch.nn.functional.pad({variable}, …)   # one size on every rank"}
-
-
 def find_divergences(captures: dict[int, object], problems: list | None = None, where: str = "job") -> list[Divergence]:
     """Everything the ranks did differently, most likely to hang the job first. A check that cannot
     read what the ranks logged (artifacts of an unexpected form) is skipped and named in ``problems``."""
@@ -548,7 +449,11 @@ def _diverging_recompiles(captures) -> Divergence | None:
             parts.append(f"recompiled frame {frame} ({name}) as {compile_id} because {reason}")
         behaviours.append("; ".join(parts) + (f"; … {len(recompiles)} in all" if len(recompiles) > 4 else ""))
     first_odd = groups[-1]
-    reason = next((plain_reason(r[2][0]) for r in sig[first_odd[0]] if r[2]), None)
+    # the first guard those ranks failed that not every rank failed (one every rank failed is no difference)
+    failed = [{text.partition(". ")[0] for r in recompiles for text in r[2]} for recompiles in sig.values()]
+    common = set.intersection(*failed)
+    raw = next((text for r in sig[first_odd[0]] for text in r[2] if text.partition(". ")[0] not in common), None)
+    reason = plain_reason(raw) if raw else None
     explanation = ("The ranks recompiled differently: a guard failed on some ranks only"
                    + (f" ({ranks_text(first_odd)}: {reason})" if reason else "") + ". ")
     if reason and "changed" in reason:
@@ -556,7 +461,8 @@ def _diverging_recompiles(captures) -> Divergence | None:
                         "dynamic (torch._dynamo.mark_dynamic) or give every rank the same shapes.")
     else:
         explanation += "Those ranks saw inputs or state the others did not; the reasons below name the guard."
-    return Divergence("recompiles", groups, behaviours, explanation, severity="error")
+    return Divergence("recompiles", groups, behaviours, explanation, severity="error",
+                      guard=raw.partition(". ")[0] if raw else None)
 
 
 def _diverging_breaks(captures) -> Divergence | None:

@@ -11,13 +11,18 @@ Workers are started with ``spawn`` (never ``fork``: the parent may hold torch an
 no torch: an audit hook refuses it. A rank a worker could not read without torch (a tcompile bug) is
 read again in-process, with a warning. An error in a worker (``strict``, a worker that died) shuts the
 pool down and is raised as a one-line ``TraceError`` naming the rank file; Ctrl-C in the parent ends the
-workers and is raised as itself.
+workers and is raised as itself. A worker dies with its parent, even a parent killed with ``kill -9``
+(``PR_SET_PDEATHSIG`` on Linux, else a thread watching the parent), and with the workers gone the
+multiprocessing resource tracker sees its pipe close and ends too: nothing is left running.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import warnings
 from collections import Counter
 from dataclasses import asdict, fields
@@ -110,8 +115,45 @@ def _refuse_torch(event, args) -> None:
         raise ImportError(f"{args[0]}: a worker reading a job's logs imports no torch")
 
 
-def _start_worker() -> None:
+PR_SET_PDEATHSIG = 1  # linux/prctl.h: the signal this process gets when its parent dies
+
+
+def _start_worker(parent: int | None = None) -> None:
     sys.addaudithook(_refuse_torch)
+    die_with_parent(parent)
+
+
+def die_with_parent(parent: int | None) -> None:
+    """End this process when ``parent`` (the process that started it) ends, however it ends: Linux's
+    ``PR_SET_PDEATHSIG`` (SIGKILL from the kernel), else a daemon thread that checks the parent each second."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if parent is not None and os.getppid() != parent:  # it died before the prctl
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    if parent is None:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tcompile-parent-watch", daemon=True).start()
+
+
+def worker_pool(processes: int):
+    """The pool that reads ranks: ``spawn`` workers that import no torch and die with this process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(os.getpid(),))
 
 
 def read_rank_text(log: str, strict: bool, sources: str) -> str:
@@ -167,11 +209,9 @@ def _rebuild(log: Path, text: str):
 def read_ranks(logs: list[Path], strict: bool, sources: str, processes: int) -> list:
     """``read_rank`` of every log, in ``processes`` worker processes: the captures (or TraceProblems) in the
     order of ``logs``. An error is raised as the first log's (in their order) that failed."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker)
+    pool = worker_pool(processes)
     done, errors = {}, {}
     try:
         pending = {pool.submit(read_rank_text, str(log), strict, sources): index for index, log in enumerate(logs)}

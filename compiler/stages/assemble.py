@@ -8,7 +8,7 @@ GPU measured of it and its costs), provenance (with each kernel's measured time 
 shapes (the compile's Kernels stage is a view of the runs' kernels, made with the ``Compile``); later builders
 read the typed stages before them (``CompileInput.built``). What is read across compiles
 — a compile's name from its frame (``_frame_names``), a resume function's source (``_resumed_sources``), each
-compile's amortization (``compiler.stages.provenance.amortizations``) — is read from the built stages before
+compile's amortization (``compiler.stages.run_costs.amortizations``) — is read from the built stages before
 each ``Compile`` is made, once (``_compile``). The capture-wide stages (breaks, skipped frames, recompile
 limits, CUDA graphs, the measurements: ``_typed``) and the ``Summary`` are typed as built, and the
 ``CaptureData`` is made once from them: nothing is set on it or on a compile afterwards. What a source cannot
@@ -27,12 +27,13 @@ from compiler.stages.bytecode import bytecode_stage, decompiled_on_read
 from compiler.stages import caches as caches_mod
 from compiler.stages.compile_time import by_line as compile_time_by_line, event_spans, samples_by_compile
 from compiler.stages.data import TraceError, as_declared, parse_failed
-from compiler.stages.fx_graph import graph_stage, same_code
+from compiler.stages.fx_graph import dynamo_graph_stage, graph_stage, same_code
 from compiler.stages.guards import guards_stage
 from compiler.stages.inductor_ir import ir_stage
 from compiler.stages.kernels import attach_kernel_info, code_stage, kernel_of_nodes, link_to_ir
 from compiler.stages.base import resume_origin, unavailable
-from compiler.stages.provenance import amortizations, provenance_stage
+from compiler.stages.provenance import provenance_stage
+from compiler.stages.run_costs import amortizations
 from compiler.stages import skipped as skipped_mod
 from compiler.stages.recompiles import limit_hits, recompile_stage
 from compiler.stages.records import is_count
@@ -328,7 +329,7 @@ class CompileInput:
 
     def __getattr__(self, name):
         """A stage built so far reads as the Compile's attribute does (``c.inductor``): what reads every
-        compile before the Compiles are made (``compiler.stages.provenance.amortizations``) reads either."""
+        compile before the Compiles are made (``compiler.stages.run_costs.amortizations``) reads either."""
         built = self.__dict__.get("built") or {}
         if name in built:
             return built[name]
@@ -434,7 +435,7 @@ STAGE_BUILDERS = (
         c.hook_data, {r.kind[len("artifact:"):]: r.payload for r in c.records if r.kind.endswith("_BYTECODE")})),
         c.hook_data), needs_frame=True, type=Bytecode),
     StageBuilder("graph", ("dynamo_output_graph",),
-                 lambda c: graph_stage(c.last_payload("dynamo_output_graph"), NO_GRAPH), needs_frame=True, type=Graph),
+                 lambda c: dynamo_graph_stage(c.records, NO_GRAPH), needs_frame=True, type=Graph),
     StageBuilder("guards", ("dynamo_cpp_guards_str",), lambda c: guards_stage(
         c.last_payload("dynamo_cpp_guards_str"), c.built["source"].filename, c.metrics,
         _source_lines(c.built["source"])), needs_frame=True, type=Guards),
@@ -770,7 +771,8 @@ def recompute(data: dict) -> None:
     from compiler.stages.data import plain_data
     from compiler.stages.kernel_costs import add_roofline, call_section, kernel_rows
     from compiler.stages.kernels import triton_bytes
-    from compiler.stages.provenance import amortizations, apply_times, provenance_stage
+    from compiler.stages.provenance import apply_times, provenance_stage
+    from compiler.stages.run_costs import amortizations
 
     for c in data.get("compiles", []):
         modules = {r.get("role"): r["code"]["module"] for r in (c.get("inductor") or {}).get("runs", [])

@@ -23,3 +23,11 @@ def resume_origin(name: str | None) -> tuple[str, int] | None:
 def unavailable(reason: str, **extra) -> dict:
     """The data of a stage torch did not produce, with the reason."""
     return {"available": False, "reason": reason, **extra}
+
+
+# The methods of a capture's data whose work lives on a floor above the data floor — what-if, fixes, diff,
+# experiments, reproducers (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name →
+# function, put here by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__
+# imports every one of them, and Python runs compiler/__init__ before any module of the package, so a Capture
+# (or a Kernel) finds them all. The data floor never imports a floor above it (compiler/__init__'s docstring).
+METHODS: dict = {}

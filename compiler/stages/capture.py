@@ -22,18 +22,12 @@ from typing import Any
 
 from compiler.drawing import draw
 from compiler.stages.base import unavailable
+from compiler.stages.base import METHODS  # the registry of methods from the floors above (re-exported)
 from compiler.stages.data import Deferred
 from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage
 
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
            "load", "unavailable"]
-
-# The Capture methods whose work lives on a floor above this one — what-if, fixes, diff, experiments
-# (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name → function, put here
-# by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__ imports every one
-# of them, and Python runs compiler/__init__ before any module of the package, so a Capture finds them all.
-# The data floor never imports a floor above it (compiler/__init__'s docstring: the floors).
-METHODS: dict[str, Any] = {}
 
 
 @dataclass
@@ -170,8 +164,8 @@ class Capture(CaptureData, JsonFile):
     def line_table(self):
         """Where the time goes, by line of the user's code: a pandas DataFrame with one row per source
         line that produced work — ``line``, ``code``, ``nodes``, ``kernels``, ``time_share`` (sums to 1
-        when kernel times were measured), ``seconds`` per call (``compiler.stages.provenance``)."""
-        from compiler.stages.provenance import line_table
+        when kernel times were measured), ``seconds`` per call (``compiler.stages.run_costs``)."""
+        from compiler.stages.run_costs import line_table
 
         return line_table(self)
 
@@ -299,6 +293,19 @@ class Capture(CaptureData, JsonFile):
         ``cap.cache_runs`` (saved with the capture). Needs the live function (or ``fn`` and ``calls``)."""
         self.cache_runs = METHODS["measure_caches"](self, fn=fn, calls=calls, timeout=timeout)
         return self.cache_runs
+
+    def minify(self, fn=None, calls=None, **kwargs):
+        """Run torch's minifier on this capture's failing compile in a child process (``repro_after="aot"`` for
+        Inductor, ``"dynamo"`` for another backend; bounded by ``timeout``, ``progress``/``should_stop`` like Try
+        all): the smallest graph that still fails and the runnable script torch wrote (a ``Minified``, kept as
+        ``cap.minified``; ``compiler.analyses.minify``). Needs the live function (or ``fn`` and ``calls``)."""
+        return METHODS["minify"](self, fn=fn, calls=calls, **kwargs)
+
+    def bisect_drift(self, fn=None, calls=None, **kwargs):
+        """Where compiled outputs first differ from eager: torch's ``CompilerBisector`` on the captured calls in a
+        child process — backend, subsystem and pass, or nondeterminism (a ``DriftBisection``, kept as
+        ``cap.drift_bisection``; ``compiler.analyses.bisect_drift``). Needs the live function (or ``fn``, ``calls``)."""
+        return METHODS["bisect_drift"](self, fn=fn, calls=calls, **kwargs)
 
     def save_trace(self, path):
         """Write the raw records as a TORCH_TRACE log that tlparse reads (``compiler.readers.trace.save_trace``):

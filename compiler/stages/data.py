@@ -24,6 +24,7 @@ from compiler.drawing import draw
 
 
 MAX_DEPTH = 200  # deeper JSON than this is not a capture (and would exhaust the stack)
+FLOAT_MAX = 1.7976931348623157e308  # the largest float: an int beyond it overflows every figure made from it
 
 
 class CaptureFormatError(ValueError):
@@ -89,9 +90,10 @@ def _scalar(tp):
     expected = _expected(tp)
     if tp is float:
         def check(value):
-            if type(value) is float or type(value) is int or (isinstance(value, (int, float))
-                                                                and not isinstance(value, bool)):
+            if type(value) is float:
                 return value
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and -FLOAT_MAX <= value <= FLOAT_MAX:
+                return value  # an int no float can hold (400 digits) is no number a capture wrote
             raise _Mismatch(expected, value)
     elif tp is int:
         def check(value):
@@ -103,7 +105,7 @@ def _scalar(tp):
             if type(value) is tp or isinstance(value, tp):
                 return value
             raise _Mismatch(expected, value)
-    _PASS_TYPES[check] = frozenset({int, float}) if tp is float else frozenset({tp})
+    _PASS_TYPES[check] = frozenset({float}) if tp is float else frozenset({tp})  # an int in a float field: checked
     return check
 
 

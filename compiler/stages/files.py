@@ -163,6 +163,22 @@ def without_surrogates(value):
     return value
 
 
+# What a terminal would execute rather than show: C0 controls but tab and newline (ESC starts erase-line, title,
+# OSC 52 clipboard and OSC 8 link sequences; CR overwrites the line), DEL, C1 controls (CSI, OSC), and the
+# bidirectional overrides that reorder what is shown.
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text, newlines: bool = True) -> str:
+    """``text`` (from a file: a name, a sentence) as a terminal may print it: each control character shown
+    as ``\\xNN`` / ``\\uNNNN``, never executed, lone surrogates as U+FFFD (``newlines=False``: newlines
+    shown too)."""
+    text = shown_text(str(text))
+    if not newlines:
+        text = text.replace("\n", "\\n")
+    return _TERMINAL_CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
 def shown_text(text: str) -> str:
     """``text`` with lone surrogates (``"\\ud800"`` from a JSON escape) replaced by U+FFFD, so it can be
     written as UTF-8; the same string when it has none."""

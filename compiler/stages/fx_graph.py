@@ -358,29 +358,64 @@ def _without_graph_id(text: str) -> str:
     return head.rstrip() if last.strip().startswith("# graph id:") else body
 
 
-def graph_stage(text: str | None, reason_if_missing: str) -> Graph:
+def graph_stage(text: str | None, reason_if_missing: str, module_stack: dict | None = None) -> Graph:
     """The Graph stage of a printed graph: its code, parsed into nodes on first read (``_ParsedOnRead``), so
     a trace of thousands of graphs holds their text, not their nodes, until a view asks."""
     if not text:
         return Graph(available=False, reason=reason_if_missing)
     if len(text) > MAX_PARSED_CODE_CHARS:  # parsed now: a graph this big is saved with its nodes
-        return parsed_graph_stage(text)
-    return Graph(available=True, code=text, parsed_from_code=True)
+        return parsed_graph_stage(text, module_stack)
+    return Graph(available=True, code=text, parsed_from_code=True, module_stack=module_stack or {})
 
 
-def parsed_graph_stage(text: str) -> Graph:
+def dynamo_graph_stage(records, reason_if_missing: str) -> Graph:
+    """Dynamo's graph of a compile, from its last ``dynamo_output_graph`` record: the printed graph, and, from a live
+    capture, torch's ``nn_module_stack`` of its nodes (``MODULE_STACK``, added by ``compiler.capturing.records``;
+    anything but lists of names is left out)."""
+    found = [r for r in records if r.kind == "dynamo_output_graph" and r.payload]
+    if not found:
+        return graph_stage(None, reason_if_missing)
+    stacks = (found[-1].metadata.get("dynamo_output_graph") or {}).get(MODULE_STACK)
+    if not isinstance(stacks, dict) or not all(isinstance(k, str) and isinstance(v, list)
+                                               and all(isinstance(n, str) for n in v) for k, v in stacks.items()):
+        stacks = None
+    return graph_stage(found[-1].payload, reason_if_missing, stacks)
+
+
+def parsed_graph_stage(text: str, module_stack: dict | None = None) -> Graph:
     """The Graph stage of a printed graph with its nodes, edges, op count and nested graphs parsed."""
     parsed = parse_readable(text)
-    return as_declared(Graph, {"available": True, "code": text, **parsed,
-                               "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])})
+    graph = as_declared(Graph, {"available": True, "code": text, **parsed,
+                                "op_count": sum(n["op"] not in NOT_OPS for n in parsed["nodes"])})
+    if module_stack:
+        graph.module_stack = module_stack
+        with_module_stack(graph.nodes, module_stack)
+    return graph
 
 
 # --- the declared types ---------------------------------------------------------------------------
 
-def _parsed_graph(code: str) -> dict:
-    """``_PARSED_GRAPH`` of a graph, parsed from its code (``parsed_graph_stage``)."""
-    parsed = parsed_graph_stage(code)
+def _parsed_graph(code: str, module_stack: dict | None = None) -> dict:
+    """``_PARSED_GRAPH`` of a graph, parsed from its code (``parsed_graph_stage``), its nodes' modules torch's
+    where it named them (``module_stack``)."""
+    parsed = parsed_graph_stage(code, module_stack)
     return {k: getattr(parsed, k) for k in _PARSED_GRAPH}
+
+
+MODULE_STACK = "tcompile_module_stack"  # the key a live capture adds to the dynamo_output_graph record's metadata
+
+
+def with_module_stack(nodes: list[GraphNode], module_stack: dict[str, list[str]] | None) -> None:
+    """Each op's module as torch's ``nn_module_stack`` names it (``Graph.module_stack``: innermost module path →
+    its nodes; an op in no list ran in the compiled function's own code, outside every submodule), in place of what
+    its parameters' names give or a guess from its inputs: an op in a module's own ``forward`` (a residual add), or
+    of a module without parameters (an input transform, an interpolate), is in its module."""
+    if not module_stack:
+        return
+    of = {name: path for path, names in module_stack.items() for name in names}
+    for node in nodes:
+        if node.op not in ("placeholder", "output", "get_attr", "alias"):
+            node.module, node.module_guess = of.get(node.name), None
 
 
 @dataclass(repr=False, eq=False)
@@ -421,7 +456,7 @@ class _ParsedOnRead:
         if self.name not in values:
             like = values.pop("_parsed_like", None)  # a graph of the same nodes (Graph.with_code)
             values.update({k: getattr(like, k) for k in _PARSED_GRAPH} if like is not None else
-                          _parsed_graph(values["code"]) if values.get("code") else
+                          _parsed_graph(values["code"], values.get("module_stack")) if values.get("code") else
                           {k: f() for k, f in _PARSED_EMPTY.items()})
         return values[self.name]
 
@@ -446,6 +481,8 @@ class Graph(Stage):
     edges: list[list[str]] = field(default_factory=list)
     op_count: int = 0
     subgraphs: dict[str, Graph] = field(default_factory=dict)  # higher-order ops' bodies, by name
+    # torch's nn_module_stack (a live capture): innermost module path → its nodes (``with_module_stack``)
+    module_stack: dict[str, list[str]] = field(default_factory=dict)
     parsed_from_code: bool = False  # saved without _PARSED_GRAPH: loading parses the code for them
     not_parsed: str | None = field(default=None, metadata={"live": True})  # why the nodes are missing
 
@@ -465,11 +502,15 @@ class Graph(Stage):
                    if name not in _PARSED_GRAPH and name != "parsed_from_code"}
             out.update(self.__dict__.get("_unknown", {}))
             out["parsed_from_code"] = True
+            if not out["module_stack"]:  # a trace's graph: none (files saved before it existed stay the same)
+                del out["module_stack"]
             return out
         out = super().to_data()
         out.pop("parsed_from_code")
+        if not out["module_stack"]:
+            del out["module_stack"]
         if self.code and self.available and out["nodes"] and len(self.code) <= MAX_PARSED_CODE_CHARS:
-            parsed = _parsed_graph(self.code)
+            parsed = _parsed_graph(self.code, self.module_stack)
             if all(_dump(parsed[k]) == out[k] for k in _PARSED_GRAPH):
                 for k in _PARSED_GRAPH:
                     del out[k]
@@ -501,3 +542,17 @@ class Graph(Stage):
 
 for _name in _PARSED_GRAPH:
     setattr(Graph, _name, _ParsedOnRead(_name))
+
+
+@dataclass(repr=False, eq=False)
+class AotGraphs(Stage):
+    """AOTAutograd's FX graphs of one compile, by role (built by ``compiler.stages.assemble.aot_stage``)."""
+    NAME: ClassVar[str] = "aot"
+    graphs: dict[str, Graph] = field(default_factory=dict)  # by role: inference, joint, forward, backward
+    training: bool = False
+
+    def _text(self):
+        return "\n\n".join(f"# ===== {role} =====\n{g.code}" for role, g in self.graphs.items())
+
+    def _summary(self):
+        return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())

@@ -650,6 +650,36 @@ def _bandwidth(gpu: dict | None, peaks: dict | None, peak_bytes: float | None) -
                         "is too high"]
 
 
+OLDER_READING = ("re-read on load with today's rule: saved by an older version (format 2.x), which gave every "
+                 "bandwidth as a share of the DRAM peak, here {share:.0%}")
+
+
+def reread_bandwidths(compiles, device_name: str | None) -> int:
+    """The Triton kernels of a capture saved by an older version with a share of the DRAM peak above 100 % (format
+    2.x read every bandwidth against DRAM; no rule of today gives one) read again with today's rule (``_bandwidth``:
+    against the device's L2, else said to be unexplained), as a recorded capture is; each says so in its notes. The
+    file is written back as it came (``KernelGpu.to_data``). How many were read again."""
+    peaks, count = None, 0
+    for c in compiles:
+        for run in c.inductor.runs if c.inductor.available else []:
+            for kernel in run.code.kernels:
+                gpu = kernel.gpu
+                if gpu is None or not gpu.bandwidth_share or gpu.bandwidth_share <= 1 or not gpu.achieved_bytes_per_s:
+                    continue
+                peaks = peaks if peaks is not None else device_peaks(device_name) or {}
+                fresh = {"achieved_bytes_per_s": gpu.achieved_bytes_per_s, "working_set_bytes": gpu.working_set_bytes,
+                         "bytes_per_call": gpu.bytes_per_call, "bytes_read": gpu.bytes_read,
+                         "bytes_written": gpu.bytes_written, "notes": list(gpu.notes)}
+                peak = gpu.peak_bytes_per_s or gpu.achieved_bytes_per_s / gpu.bandwidth_share
+                _bandwidth(fresh, {"l2_bytes": gpu.l2_bytes or peaks.get("l2_bytes")}, peak)
+                gpu.__dict__["_as_saved"] = {name: getattr(gpu, name) for name in
+                                             ("bandwidth_share", "served_from", "l2_bytes", "notes")}
+                fresh["notes"].append(OLDER_READING.format(share=gpu.bandwidth_share))
+                gpu.bandwidth_share, gpu.served_from = fresh.get("bandwidth_share"), fresh.get("served_from")
+                gpu.l2_bytes, gpu.notes = fresh.get("l2_bytes", gpu.l2_bytes), fresh["notes"]
+                count += 1
+    return count
+
 
 # --- the roofline per source line ----------------------------------------------------------------
 

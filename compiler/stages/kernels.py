@@ -71,6 +71,11 @@ class KernelGpu(Data):
     ir_source: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def to_data(self) -> dict:
+        out = super().to_data()
+        out.update(self.__dict__.get("_as_saved") or {})  # read again on load (``reread_bandwidths``): saved as it came
+        return out
+
 
 @dataclass(repr=False, eq=False)
 class KernelCost(Data):
@@ -144,6 +149,13 @@ class Kernel(Data):
     def as_text(self) -> str:
         return self.source or ""
 
+    def reproducer(self, launch: int = 0):
+        """A standalone script that rebuilds this kernel's arguments from its run's generated module, launches it
+        as Inductor did, checks its outputs and times it (``compiler.analyses.repro``)."""
+        from compiler.stages.base import METHODS
+
+        return METHODS["kernel_reproducer"](self, None, launch)
+
 
 @dataclass(repr=False, eq=False)
 class GeneratedCode(Stage):
@@ -198,6 +210,7 @@ class InductorRun(Data):
     def __post_init__(self):
         for kernel in self.code.kernels:  # a run's kernels are named by its role (provenance keys, the Kernels rows)
             kernel.role = self.role
+            kernel.__dict__["_run"] = self  # its module, for a reproducer (never saved)
 
     def to_data(self) -> dict:
         """Saved without each kernel's role: it is the run's."""
@@ -226,6 +239,10 @@ class Inductor(Stage):
     NAME: ClassVar[str] = "inductor"
     runs: list[InductorRun] = field(default_factory=list)
     cache: str | None = None  # why lowering and fusion were not seen (a cache hit)
+
+    def __post_init__(self):
+        for run in self.runs:  # a kernel's reproducer finds its compile through its run (never saved)
+            run.__dict__["_inductor"] = self
 
     def _text(self):
         return "\n\n".join(f"# ===== {run.role or 'inference'}: IR after fusion =====\n{run.ir_after.text}"

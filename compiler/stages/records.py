@@ -69,7 +69,12 @@ def is_count(value) -> bool:
 
 def number(value) -> bool:
     """A time or a size: a finite int or float (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and -MAX_NUMBER < value < MAX_NUMBER
+
+
+MAX_NUMBER = 1e308  # an int of 400 digits is no time or size (and ``math.isfinite`` of it raises OverflowError)
 
 
 def _text(value) -> bool:

@@ -3,7 +3,7 @@
 (``Runtime``, ``CudaGraphComparison``) — and every stage's declaration, imported from beside its builder:
 ``Source``/``Bytecode`` in ``compiler.stages.bytecode``, ``Graph`` in ``fx_graph``, ``Guards`` in ``guards``,
 ``Breaks`` in ``breaks``, ``Recompile`` in ``recompiles``, ``SkippedFrame`` in ``skipped``, ``InductorIR`` in
-``inductor_ir``, ``Inductor``/``Kernels`` in ``kernels``, ``Provenance``/``Amortization`` in ``provenance``,
+``inductor_ir``, ``Inductor``/``Kernels`` in ``kernels``, ``Provenance`` in ``provenance``, ``Amortization`` in ``run_costs``, ``AotGraphs`` in ``fx_graph``,
 ``Timings`` in ``timings``, ``Caches``/``CacheRuns`` in ``caches``, ``Shapes`` in ``shapes``, ``CudaGraphs``
 in ``cudagraphs``, ``GpuProfile`` in ``gpu_profile``. ``from compiler.stages.schema import X`` reads any of
 them. A builder module imports its types from itself and the stage modules below it, never from here
@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from compiler.drawing import draw
 from compiler.stages.fix_schema import Fixes
-from compiler.stages.fx_graph import Graph, GraphNode  # noqa: F401 (declared beside their parser, which reads them on load)
+from compiler.stages.fx_graph import AotGraphs, Graph, GraphNode  # noqa: F401 (declared beside their parser, which reads them on load)
 from compiler.stages.guards import GuardRow, Guards  # noqa: F401 (likewise)
 from compiler.stages.data import (MAX_DEPTH, BuiltOnRead, CaptureFormatError, Data, Deferred,  # noqa: F401
                                    JsonFile, Stage, _converter, _dump, _fields, _Mismatch, _shown, _table,
@@ -56,19 +56,21 @@ from compiler.stages.cudagraphs import CudaGraphEvent, CudaGraphMemory, CudaGrap
 from compiler.stages.gpu_profile import GpuProfile, ProfiledGraphShare, ProfiledKernel  # noqa: F401
 from compiler.stages.inductor_ir import (DIFF_MAX_LINES, FusionRow, InductorIR, IrNode, IrText, MissingIr,  # noqa: F401
                                          _diff_size, apply_line_diff, line_diff)
-from compiler.stages.kernel_costs import kernel_rows  # noqa: F401
+from compiler.stages.kernel_costs import kernel_rows, reread_bandwidths  # noqa: F401
 from compiler.stages.kernels import (Autotune, AutotuneChoice, GeneratedCode, Inductor, InductorRun,  # noqa: F401
                                      Kernel, KernelCost, KernelGpu, Kernels, kernels_of)
-from compiler.stages.provenance import (NOT_TIMED, Amortization, InductorTracking, KernelPlace,  # noqa: F401
-                                        KernelProvenance, KernelSite, LineProvenance, Provenance, ProvenanceNode,
-                                        from_stages, node_kernels)
+from compiler.stages.inductor_tracking import InductorTracking  # noqa: F401
+from compiler.stages.provenance import (KernelPlace, KernelProvenance, KernelSite, LineProvenance,  # noqa: F401
+                                        Provenance, ProvenanceNode, node_kernels, provenance_stage)
+from compiler.stages.run_costs import NOT_TIMED, Amortization  # noqa: F401
 from compiler.stages.recompiles import Recompile, RecompileLimit, RecompileReason  # noqa: F401
+from compiler.stages.repro_results import DriftBisection, Minified  # noqa: F401
 from compiler.stages.shapes import IndexExpression, ShapeGuard, Shapes, ShapeSymbol, Specialization  # noqa: F401
 from compiler.stages.skipped import SkippedFrame  # noqa: F401
 from compiler.stages.timings import CacheEvent, LineCompileTime, Phase, TimingEvent, Timings  # noqa: F401
 
 FORMAT = "tcompile-capture"
-VERSION = [4, 0]  # major, minor: a reader accepts any minor of its major
+VERSION = [4, 1]  # major, minor: a reader accepts any minor of its major (4.1: ``minified``, ``drift_bisection``)
 # A new major saves what the readers of the one before would read wrong without a word — 3.0: provenance nodes'
 # files by index, the IR after fusion as a difference, rows without their default fields; 4.0: Inductor's graphs
 # as differences (``GraphDiff``), a provenance map built again from the stages left out, what the GPU measured of a
@@ -109,21 +111,6 @@ def _differences(rows: list[Kernel], kernels: list[Kernel]) -> list[dict]:
     return out
 
 
-# --- FX graphs (``Graph`` and ``GraphNode`` are declared in compiler.stages.fx_graph) --------------
-
-@dataclass(repr=False, eq=False)
-class AotGraphs(Stage):
-    NAME: ClassVar[str] = "aot"
-    graphs: dict[str, Graph] = field(default_factory=dict)  # by role: inference, joint, forward, backward
-    training: bool = False
-
-    def _text(self):
-        return "\n\n".join(f"# ===== {role} =====\n{g.code}" for role, g in self.graphs.items())
-
-    def _summary(self):
-        return ", ".join(f"{role} ({g.op_count} ops)" for role, g in self.graphs.items())
-
-
 # --- a compile: one object per stage --------------------------------------------------------------
 
 
@@ -137,9 +124,16 @@ class CompileError(Data):
 
 ORIGINS = ("dynamo", "aot_inductor")  # what produced a Compile (Compile.origin)
 
+def provenance_from_stages(compile: Compile) -> Provenance:
+    """A saved compile's provenance map built again from its saved stages (``Compile.provenance_from_stages``):
+    what a capture saves in its place when this gives the map it holds exactly."""
+    return provenance_stage(compile.graph, compile.aot, compile.inductor, compile.source, origin=compile.origin,
+                            kernels=compile.kernels)
+
+
 # A stage a saved compile leaves out when building it again from the compile's other saved stages gives it exactly
 # (``Compile.provenance_from_stages``), by its builder: the provenance map (``compiler.stages.provenance``).
-REBUILT_ON_LOAD: dict[str, Any] = {"provenance": from_stages}
+REBUILT_ON_LOAD: dict[str, Any] = {"provenance": provenance_from_stages}
 
 
 @dataclass(repr=False, eq=False)
@@ -455,10 +449,14 @@ class CaptureData(Data, JsonFile):
     # what would save compile time, proposed and tried (compiler.analyses.compile_fixes); None: not proposed
     proposed_compile_fixes: Fixes | None = field(default=None, metadata={"key": "compile_fixes"})
     cache_runs: CacheRuns | None = None  # cap.measure_caches(): cold / warm / mega-cache in fresh processes
+    minified: Minified | None = None  # cap.minify(): torch's minifier on the failing compile (compiler.analyses.minify)
+    drift_bisection: DriftBisection | None = None  # cap.bisect_drift(): CompilerBisector (compiler.analyses.bisect_drift)
 
     def __post_init__(self):
         self.recompiles = recompiles_of(self.compiles)
         self.recompile_budgets = budgets_of(self)
+        if self.gpu_profile is not None:  # an older GPU capture's shares of DRAM peak above 100 %: read again (2.x)
+            reread_bandwidths(self.compiles, (self.environment or {}).get("device_name"))
 
     @classmethod
     def from_data(cls, data, path: str = ""):

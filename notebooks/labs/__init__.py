@@ -5,7 +5,7 @@ import textwrap
 
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-__all__ = ["code", "exercise", "goals", "md", "setup", "solution", "solution_note"]
+__all__ = ["code", "exercise", "goals", "md", "reveal", "setup", "solution", "solution_note"]
 
 
 def _text(text: str) -> str:
@@ -21,6 +21,13 @@ def code(text: str, tags=()):
     if tags:
         cell.metadata["tags"] = list(tags)
     return cell
+
+
+def reveal(text: str):
+    """A cell that measures what a prediction exercise asked for (and so prints its answer): in the labs as they
+    are, after the prediction; left out of the nbgrader course, whose graded feedback says the measured value
+    (issue 47: a locked cell after a prediction must not print the answer)."""
+    return code(text, tags=["reveal"])
 
 
 def exercise(text: str, fails: bool = True):

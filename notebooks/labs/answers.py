@@ -47,8 +47,10 @@ def check_break_even(calls, runtime, tolerance_calls: float = 1.0, rel: float = 
                  f"{rel:.0%})")
 
 
-def check_costliest_line(cap, line) -> None:
-    """``line`` is the source line with the largest share of the measured kernel time (``cap.line_table()``)."""
+def check_costliest_line(cap, line, close: float = 0.75) -> None:
+    """``line`` is the source line with the largest share of the measured kernel time (``cap.line_table()``) — or
+    one whose share is at least ``close`` of the largest: the shares are measured again when the notebook is
+    graded, and two close lines trade places with the noise of a loaded machine."""
     _require_no_error(cap)
     if line is ... or line is None:
         _fail("no answer yet", "replace ... with a line number from cap.line_table() (or the Source tab's shading)")
@@ -61,13 +63,15 @@ def check_costliest_line(cap, line) -> None:
         answer = int(line)
     except (TypeError, ValueError):
         _fail(f"{line!r} is not a line number", "give the number in the 'line' column")
-    if answer != int(top["line"]):
-        share = table.loc[table["line"] == answer, "time_share"]
+    share = table.loc[table["line"] == answer, "time_share"]
+    if answer != int(top["line"]) and not (len(share) and share.iloc[0] >= close * top["time_share"]):
         found = f"line {answer} has {share.iloc[0]:.0%} of the kernel time" if len(share) else \
             f"line {answer} produced no kernel"
         _fail(f"{found}; another line costs more", "sort cap.line_table() by time_share")
-    return _pass(f"line {answer} ({top['code']}) takes {top['time_share']:.0%} of the kernel time, in "
-                 f"{', '.join(top['kernels'])}")
+    row = table.loc[table["line"] == answer].iloc[0]
+    return _pass(f"line {answer} ({row['code']}) takes {row['time_share']:.0%} of the kernel time, in "
+                 f"{', '.join(row['kernels'])}" + ("" if answer == int(top["line"]) else
+                                                   f" (the top line, {int(top['line'])}, {top['time_share']:.0%})"))
 
 
 def _check_count(answer, expected: int, what: str, hint: str) -> None:
@@ -147,14 +151,20 @@ def check_saved_fraction(answer, comparison, tolerance: float = 0.01) -> None:
     return _pass(f"{what}: {value:.3f} (exactly {expected:.4f}; within {tolerance:g})")
 
 
-def check_cheapest_compile_answer(answer, table) -> None:
-    """The ``config`` row of ``table`` (a DataFrame with a ``compile s`` column) with the cheapest compile."""
+def check_cheapest_compile_answer(answer, table, rel: float = 0.5, slack_s: float = 0.25) -> None:
+    """A ``config`` row of ``table`` (a DataFrame with a ``compile s`` column) whose compile is the cheapest — or
+    as cheap within the noise of one measurement on a loaded machine (at most ``rel`` more than the cheapest, plus
+    ``slack_s``): eager and aot_eager trade places from run to run, and the table is measured again when the
+    notebook is graded."""
     what = "the configuration with the cheapest compile"
     _no_answer(answer, what)
-    expected = table["compile s"].idxmin()
-    if _normal(answer) != _normal(expected):
+    times = {_normal(name): float(t) for name, t in table["compile s"].items()}
+    cheapest = min(times.values())
+    if _normal(answer) not in times:
+        _fail(f"{what}: {answer!r} is not a row of the table", "copy a name from the 'config' column")
+    if times[_normal(answer)] > cheapest * (1 + rel) + slack_s:
         _fail(f"{what}: {answer!r} is not right", "the smallest number in the 'compile s' column")
-    return _pass(f"{what}: {answer!r} is right")
+    return _pass(f"{what}: {answer!r} is right (within the noise of the cheapest)")
 
 
 def check_recompiled_rank_answer(rank, compile_id, job) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
+import textwrap
 
 from nbgrader.preprocessors import ClearSolutions
 
@@ -29,17 +29,32 @@ CHECK_LINE = re.compile(r"^\s*(?:assert\s+)?check_\w+\(.*$")
 POINTS = {ex: 2 for ex in ("1.2", "1.6", "2.1", "2.2", "2.4", "2.6", "3.3", "3.6", "3.8", "4.1", "4.3", "4.4", "6.4",
                           "7.2", "8.2", "8.4", "9.2")}
 
-# the exercise's own hidden test: plain torch, run after the visible checks (``_gc`` is the fresh checkers)
+# the exercise's own hidden test: plain torch, run after the visible checks. ``_gc`` is a fresh copy of the
+# checkers, loaded from the installed package's file (found by the import system's path finder, not from the
+# student's module object: ``__file__`` or a patched function would change nothing); ``_ans`` the instructor's
+# answer checkers, loaded with ``_gc`` as the checks they import, from ``tcompile_answers.py`` — which
+# ``build_labs.py --course`` writes at the course's root, found by walking up from the notebook's folder's parent
+# (grading works wherever the course is copied; the student's own folder is not searched) — or, in the
+# repository, ``notebooks/labs/answers.py`` next to the notebook.
 FRESH_CHECKS = """\
-import importlib.util as _ilu, sys as _sys
-import tcompile_labs.checks as _lc
-_spec = _ilu.spec_from_file_location("_graded_checks", _lc.__file__)
-_gc = _ilu.module_from_spec(_spec)
-_spec.loader.exec_module(_gc)
-_spec = _ilu.spec_from_file_location("_graded_answers", {answers!r})  # the instructor's, at grading
-_ans = _ilu.module_from_spec(_spec)
-_spec.loader.exec_module(_ans)"""
-ANSWERS_FILE = str(Path(__file__).resolve().parent / "answers.py")
+import importlib.machinery as _ilm, importlib.util as _ilu, pathlib as _pl, sys as _sys
+def _load(_name, _path, _checks=None):
+    _s = _ilu.spec_from_file_location(_name, str(_path)); _m = _ilu.module_from_spec(_s)
+    _saved = _sys.modules.get("tcompile_labs.checks")
+    if _checks is not None:
+        _sys.modules["tcompile_labs.checks"] = _checks
+    try:
+        _s.loader.exec_module(_m)
+    finally:
+        if _checks is not None:
+            _sys.modules["tcompile_labs.checks"] = _saved
+    return _m
+_gc = _load("_graded_checks", _pl.Path(_ilm.PathFinder.find_spec("tcompile_labs").origin).parent / "checks.py")
+_here = _pl.Path.cwd().resolve()
+_answers = next((d / "tcompile_answers.py" for d in _here.parents if (d / "tcompile_answers.py").is_file()),
+                _here / "labs" / "answers.py")
+_ans = _load("_graded_answers", _answers, _gc)"""
+ANSWERS_COPY = "tcompile_answers.py"  # the instructor's answers.py, at the course's root (build_labs.write_course)
 SETUP_IMPORT = re.compile(r"^from labs\.answers import \*.*\n", re.M)
 
 # which arguments of an answer checker are the student's answers (the first, unless named here)
@@ -135,13 +150,7 @@ _g(_t.randn(8, 4)); _g(my_input)
 assert _cc.frame_count == 2, "your input does not recompile a dynamic compile\"""",
     "3.3": """\
 import torch as _t
-from torch._dynamo.testing import CompileCounter as _CC
-_t._dynamo.reset(); _cc = _CC(); _m = Gain(); _f = _t.compile(_m, backend=_cc)
-_x = _t.randn(8, 4)
-for _v in (1.5, 2.5, 7.0, -3.0, 0.5):
-    set_gain(_m, _v)
-    assert _t.allclose(_f(_x), _x * _v), _v
-assert _cc.frame_count == 1, _cc.frame_count""",
+_gc.check_attribute_updates(Gain, set_gain, _t.randn(8, 4), values=(1.5, 2.5, 7.0, -3.0, 0.5))""",
     "3.4": """\
 import torch as _t
 def _score(batch):
@@ -164,10 +173,25 @@ _entries, _kept = _seen[0]
 for _e, _k in zip(_entries, _kept):
     assert _k == (_e.name != "G['LR']"), (_e.name, _k)""",
     "3.8": """\
-import torch as _t, inspect as _i
-_src = _i.getsource(mean_times_rows)
-assert "== 0" in _src, "the branch for an empty batch was deleted"
-_gc.check_runtime_assert(ex38, mean_times_rows)""",
+import torch as _t
+from torch._dynamo.utils import counters as _c
+def _reference(x):
+    n = x.shape[0]
+    if n == 0:
+        return x.sum(0)
+    return x.mean(0) * n
+_gc.check_runtime_assert(ex38, mean_times_rows, _reference)
+_gc.check_unbacked(ex38, "x")
+_backend, _compiles, _runs = _gc._counting_backend()
+_t._dynamo.reset(); _c.clear()
+_f = _t.compile(mean_times_rows, backend=_backend)
+for _n in (8, 1, 5, 1):
+    _b = _t.randn(_n, 4); _t._dynamo.decorators.mark_unbacked(_b, 0)
+    assert _t.allclose(_f(_b), _reference(_b)), f"the compiled function's result differs on a batch of {_n}"
+_breaks = sum(_c["graph_break"].values())
+assert len(_compiles) == 1 and _breaks == 0 and len(_runs) == 4, \
+    f"batches of 8, 1, 5, 1 marked unbacked: {len(_compiles)} graphs, {_breaks} graph breaks, {len(_runs)} compiled runs"
+_t._dynamo.reset()""",
     "3.9": """\
 import torch as _t
 from torch._dynamo.testing import CompileCounter as _CC
@@ -227,28 +251,21 @@ assert isinstance(_out, tuple) and len(_out) == 2, "return the result and the ne
 assert _t.allclose(_out[0], _want) and _t.allclose(_out[1], _rb), "not f's result and updated buffer\"""",
     "7.2": """\
 import torch as _t
-from torch._dynamo.eval_frame import OptimizedModule as _OM
-from torch._dynamo.testing import EagerAndRecordGraphs as _R
-_on = lambda m: isinstance(m, _OM) or getattr(m, "_compiled_call_impl", None) is not None
-assert not _on(model) and all(_on(b) for b in model.blocks), "compile every block, not the model"
 class _Block(_t.nn.Module):
     def __init__(self, width=64):
         super().__init__()
         self.norm, self.linear = _t.nn.LayerNorm(width), _t.nn.Linear(width, width)
     def forward(self, x):
         return x + _t.nn.functional.gelu(self.linear(self.norm(x)))
+from torch._dynamo.testing import EagerAndRecordGraphs as _R
 _r = _R()
 with _t.no_grad():
     _t.compile(_Block(), backend=_r)(_t.randn(32, 64))
-_block_ops = sum(n.op not in ("placeholder", "output", "get_attr") for g in _r.graphs for n in g.graph.nodes)
-_ops = [n for c in regional.compiles for n in c.graph.nodes if n.op not in ("placeholder", "output", "alias")]
-assert len(regional.compiles) == 1 and len(_ops) == _block_ops, (len(regional.compiles), len(_ops), _block_ops)
-_y = _t.randn(32, 64)
-with _t.no_grad():
-    _want = _y
-    for _b in model.blocks:
-        _want = getattr(_b, "_orig_mod", _b).forward(_want)
-    assert _t.allclose(model(_y), _want, atol=1e-5), "the compiled model differs from its blocks run eagerly\"""",
+_block_ops = sum(_gc._op_nodes(g) for g in _r.graphs)
+_compiles, _runs = _gc.compiled_runs(model, _t.randn(32, 64))
+assert len(_runs) == len(model.blocks) >= 2 and len(_compiles) == 1 and _gc._op_nodes(_compiles[0]) == _block_ops, \
+    (f"model(x) ran {len(_runs)} compiled graphs for {len(model.blocks)} blocks, {len(_compiles)} compiled "
+     f"({[_gc._op_nodes(g) for g in _compiles]} ops; one block: {_block_ops})")""",
     "7.4": """\
 import torch as _t
 def _pointwise(x):
@@ -329,8 +346,9 @@ def _is_answer_check(line: str) -> bool:
 
 
 def visible_checks(checks: list[str]) -> list[str]:
-    """The checker calls a student sees: an answer checker (``labs.answers``, whose code would give the answer
-    away) becomes ``check_answered(<the answers>)``; the rest are kept."""
+    """The checker calls a student sees, inside ``with graded_output():`` (a warning goes to stdout): an answer
+    checker (``labs.answers``, whose code would give the answer away) becomes ``check_answered(<the answers>)``;
+    the rest are kept."""
     shown = []
     for line in checks:
         if not _is_answer_check(line):
@@ -339,12 +357,17 @@ def visible_checks(checks: list[str]) -> list[str]:
         call = ast.parse(line.split("#")[0].strip()).body[0].value
         given = [call.args[i] for i in ANSWER_ARGS.get(call.func.id, (0,))]
         shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
-    return shown
+    return ["with graded_output():     # torch's warnings print here, on stdout"] + ["    " + line for line in shown]
 
 
 def hidden_tests(ex_id: str, checks: list[str]) -> str:
+    """The fresh checks and the exercise's own test, under the fresh checkers' ``graded_output`` (stdout only),
+    ``pristine_torch`` (the default stance and configs: a switch in the answer does not reach them) and
+    ``graded_test`` (a failure names the exercise)."""
     fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gc.") + c.split("#")[0].strip() for c in checks)
-    return "\n".join([FRESH_CHECKS.format(answers=ANSWERS_FILE), fresh, HIDDEN.get(ex_id, "")]).strip("\n")
+    body = "\n".join([fresh, HIDDEN.get(ex_id, "")]).strip("\n")
+    return "\n".join([FRESH_CHECKS, f"with _gc.graded_output(), _gc.pristine_torch(), _gc.graded_test({ex_id!r}):",
+                      textwrap.indent(body, "    ")])
 
 
 class StarterCode(ClearSolutions):

@@ -1,5 +1,5 @@
 """Lab 2 — graph breaks: causes, finding them, fixing them, fullgraph=True."""
-from . import code, exercise, goals, md, setup, solution, solution_note
+from . import code, exercise, goals, md, reveal, setup, solution, solution_note
 
 FILE = "02_graph_breaks.ipynb"
 
@@ -400,7 +400,7 @@ def cells():
             predicted_breaks_after = 1
             check_fix_prediction(None, predicted_breaks_after)
             """),
-        code("""
+        reveal("""
             ex25 = compiler.explore(report, x, backend="eager", timing=False)
             print(ex25.fixes()[0].as_text())
             result = ex25.fixes()[0].try_()

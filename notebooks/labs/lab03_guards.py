@@ -1,5 +1,5 @@
 """Lab 3 — guards, recompiles and dynamic shapes."""
-from . import code, exercise, goals, md, setup, solution, solution_note
+from . import code, exercise, goals, md, reveal, setup, solution, solution_note
 
 FILE = "03_guards_recompiles_dynamic.ipynb"
 
@@ -359,7 +359,7 @@ def cells():
             predicted_recompiles_after = 0
             check_fix_prediction(None, predicted_recompiles_after, "recompiles")
             """),
-        code("""
+        reveal("""
             ex34 = capture_calls(score, [(torch.randn(n, 4),) for n in (4, 8, 16)], backend="eager")
             print(ex34.fixes()[0].as_text())
             result = ex34.fixes()[0].try_()
@@ -490,8 +490,16 @@ def cells():
             makes the size **unbacked** (`u0`): a symbol with no value, never specialized, never guarded on.
             The catch: Dynamo cannot decide a branch on an unbacked size (`if n == 0` breaks the graph, like a
             branch on tensor values); `torch._check(condition)` tells the compiler a fact about it, checked
-            at run time. Batches here are never empty. Make a batch of 1 reuse the first compile, with no
-            graph break.
+            at run time. Batches here are never empty, but the function must keep its answer for an empty one
+            (`mean_times_rows_reference` below is the function as the server has it). Make a batch of 1 reuse the
+            first compile, with no graph break, and keep what the function computes for every batch size.
+            """),
+        code("""
+            def mean_times_rows_reference(x):     # the server's function, as it is: its results must stay the same
+                n = x.shape[0]
+                if n == 0:
+                    return x.sum(0)
+                return x.mean(0) * n
             """),
         exercise("""
             def mean_times_rows(x):
@@ -506,7 +514,7 @@ def cells():
             ex38 = compiler.explore(mean_times_rows, batch, backend="eager", timing=False)
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
-            check_runtime_assert(ex38, mean_times_rows)
+            check_runtime_assert(ex38, mean_times_rows, mean_times_rows_reference)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         solution_note(),
@@ -525,7 +533,7 @@ def cells():
             print(ex38.compiles[0].graph.as_text())   # u0 as an input, and _assert_scalar: the check at run time
             check_no_graph_breaks(ex38)
             check_unbacked(ex38, "x")
-            check_runtime_assert(ex38, mean_times_rows)
+            check_runtime_assert(ex38, mean_times_rows, mean_times_rows_reference)
             check_reuses_compile(ex38, mean_times_rows, torch.randn(1, 4))
             """),
         md("""

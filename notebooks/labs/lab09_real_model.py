@@ -1,5 +1,5 @@
 """Lab 9 — a real model debugged end to end: a GPT-2 inference server under torch.compile."""
-from . import code, exercise, goals, md, setup, solution, solution_note
+from . import code, exercise, goals, md, reveal, setup, solution, solution_note
 
 FILE = "09_real_model.ipynb"
 
@@ -321,7 +321,7 @@ def cells():
             predicted_recompiles = 1
             check_recompiles_answer(predicted_recompiles, predict, marked_calls)
             """),
-        code("""
+        reveal("""
             ex93 = capture_calls(predict, marked_calls, backend="eager")
             print(ex93)
             for r in ex93.recompiles:
