@@ -111,7 +111,7 @@ def _child(work: str) -> None:
                 args, kwargs = copy_arguments(args, kwargs)
                 compiled(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 — the failure to minify
-            error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:1000]
+            error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
     base.update(after=after, error=error)
     if error is None:
         write_result(work, {**base, "available": False,
