@@ -39,7 +39,7 @@ BACKEND_WORDS = {"eager": "Dynamo's graph capture itself (the eager backend runs
 
 
 def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 tolerance: dict | None = None, progress=None, should_stop=None):
+                 tolerance: dict | None = None, progress=None, should_stop=None, own_cache: bool = True):
     """Bisect the captured calls' eager-vs-compiled difference (see the module); → a ``DriftBisection``, kept as
     ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``)."""
     from compiler.analyses.child_runs import run_child, write_payload
@@ -53,12 +53,15 @@ def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: 
         if why:
             result = DriftBisection(available=False, reason=why)
         else:
-            outcome = run_child("compiler.analyses.bisect_drift", work, timeout, progress, should_stop)
+            outcome = run_child("compiler.analyses.bisect_drift", work, timeout, progress, should_stop, own_cache)
             data = outcome.result or {}
             if not data:
+                said = [line for line in outcome.lines if line.startswith(("The issue is", "Disabling", "Bisecting",
+                                                                           "Moving", "check "))]
                 data = {"available": False,
-                        "reason": outcome.stopped or f"the bisection process failed (exit {outcome.returncode}): "
-                                                     + " ".join(outcome.stderr_tail.strip().splitlines()[-1:])[:500]}
+                        "reason": (outcome.stopped or f"the bisection process failed (exit {outcome.returncode}): "
+                                   + " ".join(outcome.stderr_tail.strip().splitlines()[-1:])[:500])
+                                  + (f"; the bisector had said: {' | '.join(said[-3:])}" if said else "")}
             data.update(seconds=outcome.seconds, stopped=outcome.stopped, log=outcome.lines[-60:])
             result = DriftBisection.from_data(data)
     cap.drift_bisection = result
@@ -186,7 +189,10 @@ def _child(work: str) -> None:
                       pass_name=debug if debug != found.subsystem else None,
                       difference=state["notes"].get(found.backend))
         if isinstance(subsystem_obj, compiler_bisector.BisectSubsystem) and found.bisect_number is not None:
-            result["confirmed"] = _confirm(found, check)
+            try:
+                result["confirmed"] = _confirm(found, check)
+            except (ImportError, AttributeError) as exc:  # another torch's bisector: the answer stands unchecked
+                result["confirmed"] = f"not checked ({type(exc).__name__}: {exc})"
     write_result(work, result)
 
 

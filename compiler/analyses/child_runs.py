@@ -34,15 +34,16 @@ class ChildOutcome:
     seconds: float = 0.0
 
 
-def child_env(work: str) -> dict:
-    """The child's environment: this tcompile importable, an Inductor cache of its own (every compile fresh),
-    no TORCH_TRACE / TORCH_LOGS of the parent."""
+def child_env(work: str, own_cache: bool = True) -> dict:
+    """The child's environment: this tcompile importable, an Inductor cache of its own (``own_cache``; else this
+    process's, whose compiled kernels it reuses), no TORCH_TRACE / TORCH_LOGS of the parent."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TRACE", "TORCH_LOGS", "TORCH_COMPILE_DEBUG",
                                                                     "TORCH_BISECT", "TORCHDYNAMO_REPRO"))}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in [root, os.getcwd(), *sys.path] if p and os.path.isdir(p)))
-    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(work, "inductor-cache")
-    env["TRITON_CACHE_DIR"] = os.path.join(work, "inductor-cache", "triton")
+    if own_cache:
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(work, "inductor-cache")
+        env["TRITON_CACHE_DIR"] = os.path.join(work, "inductor-cache", "triton")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -78,13 +79,14 @@ def run_prepare(code: str | None) -> None:
         exec(compile(code, "<prepare>", "exec"), {"__name__": "__prepare__"})  # noqa: S102
 
 
-def run_child(module: str, work: str, timeout: float, progress=None, should_stop=None) -> ChildOutcome:
+def run_child(module: str, work: str, timeout: float, progress=None, should_stop=None,
+              own_cache: bool = True) -> ChildOutcome:
     """Run ``python -m module work`` (see the module doc); → what it printed, its result and why it stopped."""
     start = time.monotonic()
     lines: "queue.Queue[str | None]" = queue.Queue()
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen([sys.executable, "-m", module, work], stdout=subprocess.PIPE, stderr=stderr,
-                                   env=child_env(work), cwd=work, text=True, start_new_session=True)
+                                   env=child_env(work, own_cache), cwd=work, text=True, start_new_session=True)
 
         def read():
             for line in process.stdout:

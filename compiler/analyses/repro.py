@@ -128,9 +128,9 @@ def notes_for(module: str, kernel) -> list[str]:
         notes.append("the capture kept no generated module for this kernel (a cache hit, or a trace without "
                      "inductor_output_code): nothing to rebuild")
         return notes
-    if "def get_args(" not in module or "def call(" not in module:
-        notes.append("the generated module has no get_args()/call() (an older torch or AOTInductor): the "
-                     "arguments cannot be rebuilt")
+    if "def call(" not in module or ("def get_args(" not in module and "def benchmark_compiled_module(" not in module):
+        notes.append("the generated module has no call() with get_args() or benchmark_compiled_module() "
+                     "(AOTInductor, or an older torch): the arguments cannot be rebuilt")
     if "_frozen_param" in module:
         notes.append("the module reads frozen parameters (freezing=True) that Inductor sets from outside the "
                      "module: call() cannot run on get_args() alone")
@@ -292,11 +292,33 @@ class ExternProxy:
 def load_module():
     from torch._inductor.codecache import PyCodeCache
 
-    if "def get_args(" not in MODULE or "def call(" not in MODULE:
-        raise CannotRebuild("the generated module has no get_args()/call(): its arguments cannot be rebuilt")
+    if "def call(" not in MODULE or ("def get_args(" not in MODULE and "def benchmark_compiled_module(" not in MODULE):
+        raise CannotRebuild("the generated module has no call() with get_args() or benchmark_compiled_module(): "
+                            "its arguments cannot be rebuilt")
     if "empty_strided_cuda(" in MODULE and not torch.cuda.is_available():
         raise CannotRebuild("the kernel runs on CUDA and this machine has no CUDA GPU")
     return PyCodeCache.load(MODULE)
+
+
+def graph_inputs(mod):
+    """The graph's inputs as the module builds them: get_args(), or (older torch) the lines of
+    benchmark_compiled_module() before it calls call([...])."""
+    if hasattr(mod, "get_args"):
+        return mod.get_args()
+    lines = MODULE[MODULE.index("def benchmark_compiled_module("):].splitlines()[1:]
+    body, names = [], None
+    for line in lines:
+        if "call([" in line:
+            names = line[line.index("call([") + 6:line.rindex("])")]
+            break
+        if line.strip() and not line.startswith("    "):
+            break
+        body.append(line[4:])
+    if names is None:
+        raise CannotRebuild("benchmark_compiled_module() does not call call([...]): the graph inputs cannot be rebuilt")
+    scope = dict(vars(mod))
+    exec(chr(10).join(body), scope)  # the module's own lines: rand_strided(...) per input
+    return eval("[" + names + "]", scope)
 
 
 def snapshot_launch(mod):
@@ -312,7 +334,7 @@ def snapshot_launch(mod):
             raise CannotRebuild(f"the module defines no {{KERNEL}}")
         snap = Snapshot(getattr(mod, KERNEL))
         setattr(mod, KERNEL, snap)
-    args = mod.get_args()
+    args = graph_inputs(mod)
     mod.call(list(args))
     if snap.before is None:
         raise CannotRebuild(f"call() launched {{KERNEL}} {{snap.seen}} time(s) on these inputs, not {{LAUNCH + 1}}")
