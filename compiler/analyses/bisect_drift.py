@@ -39,9 +39,12 @@ BACKEND_WORDS = {"eager": "Dynamo's graph capture itself (the eager backend runs
 
 
 def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 tolerance: dict | None = None, progress=None, should_stop=None, own_cache: bool = True):
+                 tolerance: dict | None = None, progress=None, should_stop=None, own_cache: bool = True,
+                 backends: list[str] | None = None):
     """Bisect the captured calls' eager-vs-compiled difference (see the module); → a ``DriftBisection``, kept as
-    ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``)."""
+    ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``). ``own_cache=False``: the child
+    reuses this process's Inductor cache (kernels already compiled); ``backends``: the bisector's backends to try
+    (default all; eager is always tried first), e.g. without ``aot_eager_decomp_partition_crossref`` to save time."""
     from compiler.analyses.child_runs import run_child, write_payload
     from compiler.analyses.fix_experiments import replay_of
     from compiler.stages.repro_results import DriftBisection
@@ -49,7 +52,7 @@ def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: 
     replay = replay_of(cap, fn, calls)
     with tempfile.TemporaryDirectory(prefix="tcompile-bisect-") as work:
         why = write_payload(work, replay.fn, replay.calls, replay.compile_kwargs, replay.no_grad,
-                            {"prepare": prepare, "tolerance": tolerance})
+                            {"prepare": prepare, "tolerance": tolerance, "backends": backends})
         if why:
             result = DriftBisection(available=False, reason=why)
         else:
@@ -175,6 +178,9 @@ def _child(work: str) -> None:
               + (" — matches eager" if ok else f" — differs: {note[:160]}"), flush=True)
         return ok
 
+    if spec.get("backends"):
+        for name in [name for name in compiler_bisector.BACKENDS if name != "eager" and name not in spec["backends"]]:
+            del compiler_bisector.BACKENDS[name]  # (this child's copy of torch only)
     found = CompilerBisector.do_bisect(check)
     subsystem_obj = None
     if found is not None and found.subsystem:
