@@ -79,6 +79,11 @@ class Reproducer:
     def as_text(self) -> str:
         return self.text
 
+    def shown_text(self) -> str:
+        """The script without its embedded module (shown beside the module itself)."""
+        head, sep, _ = self.text.partition("\nMODULE = ")
+        return head + sep + "...  # Inductor's generated module, as captured (whole in the saved script)\n" if sep else self.text
+
     def __str__(self) -> str:
         return self.text
 
@@ -193,7 +198,7 @@ def reproducer_of(cap, name: str, compile_id: str | None = None, role: str | Non
 
 _TEMPLATE = '''"""{header}
 
-Run:  python THIS_FILE [--save OUT.pt] [--repeat N]
+Run:  python THIS_FILE [--kernel NAME] [--launch N] [--save OUT.pt] [--repeat N]
 
 It loads Inductor's generated module below the way Inductor does (PyCodeCache.load: the kernels compiled by
 Inductor's own AsyncCompile), builds the graph's inputs with the module's own get_args() (random values, the
@@ -386,7 +391,15 @@ def main(argv=None):
     parser.add_argument("--save", help="torch.save the arguments before, after the compiled launch, and after "
                                        "the standalone one (a .pt file)")
     parser.add_argument("--repeat", type=int, default=7, help="timing samples (CPU)")
+    parser.add_argument("--kernel", default=KERNEL, help="another kernel of MODULE (default: %(default)s; its captured "
+                                                          "time is then not known)")
+    parser.add_argument("--launch", type=int, default=LAUNCH, help="which launch of the kernel in call()")
     options = parser.parse_args(argv)
+    global KERNEL, EXTERN, LAUNCH, CAPTURED
+    if options.kernel != KERNEL:
+        CAPTURED = None
+    KERNEL, LAUNCH = options.kernel, options.launch
+    EXTERN = KERNEL.startswith("extern_kernels.")
     result = {{"kernel": KERNEL, "launch": LAUNCH, "notes": NOTES, "ran": False, "torch": torch.__version__}}
     try:
         torch.manual_seed(0)

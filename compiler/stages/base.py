@@ -23,3 +23,8 @@ def resume_origin(name: str | None) -> tuple[str, int] | None:
 def unavailable(reason: str, **extra) -> dict:
     """The data of a stage torch did not produce, with the reason."""
     return {"available": False, "reason": reason, **extra}
+
+
+# The Capture's (and its stages') methods whose work lives on a floor above: name → function, filled by the module
+# doing the work when it is imported (``compiler.stages.capture`` explains; ``Kernel.reproducer`` reads it too).
+METHODS: dict = {}

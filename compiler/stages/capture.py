@@ -33,7 +33,7 @@ __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Comp
 # by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__ imports every one
 # of them, and Python runs compiler/__init__ before any module of the package, so a Capture finds them all.
 # The data floor never imports a floor above it (compiler/__init__'s docstring: the floors).
-METHODS: dict[str, Any] = {}
+from compiler.stages.base import METHODS  # noqa: E402 (declared on the floor's lowest module: stages use it too)
 
 
 @dataclass

@@ -147,7 +147,7 @@ class Kernel(Data):
     def reproducer(self, launch: int = 0):
         """A standalone script that rebuilds this kernel's arguments from its run's generated module, launches it
         as Inductor did, checks its outputs and times it (``compiler.analyses.repro``)."""
-        from compiler.stages.capture import METHODS
+        from compiler.stages.base import METHODS
 
         return METHODS["kernel_reproducer"](self, None, launch)
 
