@@ -129,3 +129,44 @@ def test_saved_results_are_checked_field_by_field():
         Capture.from_data({**base, "drift_bisection": {"available": True, "bisect_number": "3"}})
     with pytest.raises(compiler.CaptureFormatError, match=r"minified\.ops"):
         Capture.from_data({**base, "minified": {"available": True, "ops": "aten.cos"}})
+
+
+GPU_CAPTURE = __import__("pathlib").Path(__file__).resolve().parent.parent / "assets" / "gpu" / "pointwise_chain.json"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a CPU machine says of a CUDA kernel")
+def test_triton_reproducer_from_a_gpu_capture_says_it_needs_cuda(tmp_path):
+    """A Triton kernel of a capture made on an H100 (torch 2.11): the script carries the captured time (torch.profiler,
+    per launch) and, on a machine without CUDA, exits 2 saying so — never a traceback."""
+    cap = Capture.load(GPU_CAPTURE)
+    kernel = next(k for k in cap.compiles[0].kernels.kernels if k.language == "Triton")
+    repro = kernel.reproducer()
+    assert repro.captured_us == pytest.approx(kernel.gpu.time_us_per_launch) and "per launch" in repro.captured_method
+    assert any("CUDA" in note for note in repro.notes)
+    script = tmp_path / "repro.py"
+    repro.save(script)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "cannot rebuild: the kernel runs on CUDA" in done.stdout, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_generated_code_view_offers_the_reproducer():
+    """The Generated code tab of a loaded GPU capture: one script per Inductor run to download, each kernel's command
+    and captured time per launch (the same ``captured_time`` the script carries)."""
+    from compiler.analyses.repro import captured_time
+    from explorer.views import render_view
+
+    cap = Capture.load(GPU_CAPTURE)
+    page = str(render_view("code", cap, cap.compiles[0]))
+    kernel = next(k for k in cap.compiles[0].kernels.kernels if k.language == "Triton")
+    assert "Kernel reproducers" in page and 'download="repro_0_0_inference.py"' in page
+    assert f"{captured_time(kernel, cap.compiles[0])[0]:.2f} µs" in page
+
+
+def test_cli_repro_names_the_kernels_it_has(tmp_path):
+    from compiler.__main__ import main
+
+    assert main(["repro", str(GPU_CAPTURE), "no_such_kernel", "-o", str(tmp_path / "r.py")]) == 2
+    kernel = next(k for k in Capture.load(GPU_CAPTURE).compiles[0].kernels.kernels if k.language == "Triton")
+    assert main(["repro", str(GPU_CAPTURE), kernel.name, "-o", str(tmp_path / "r.py")]) == 0
+    assert (tmp_path / "r.py").read_text().startswith('"""Reproducer of the Triton kernel')

@@ -387,6 +387,7 @@ def time_launch(fn, args, kwargs, device, repeat):
 
 
 def main(argv=None):
+    global KERNEL, EXTERN, LAUNCH, CAPTURED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--save", help="torch.save the arguments before, after the compiled launch, and after "
                                        "the standalone one (a .pt file)")
@@ -395,7 +396,6 @@ def main(argv=None):
                                                           "time is then not known)")
     parser.add_argument("--launch", type=int, default=LAUNCH, help="which launch of the kernel in call()")
     options = parser.parse_args(argv)
-    global KERNEL, EXTERN, LAUNCH, CAPTURED
     if options.kernel != KERNEL:
         CAPTURED = None
     KERNEL, LAUNCH = options.kernel, options.launch
