@@ -2,6 +2,7 @@
 
 Each test plants what it looks for: a kernel whose output the test computes itself, an Inductor lowering
 registered to fail, an Inductor pass patched to be wrong (``prepare`` code the child process runs too)."""
+import ast
 import json
 import subprocess
 import sys
@@ -76,6 +77,9 @@ def test_reproducer_says_what_it_cannot_rebuild():
     assert any("get_args" in n for n in notes_for("def call(args):\n    k(x)\n", Kernel(name="k", language="C++")))
     repro = kernel_reproducer(Kernel(name="k", language="C++"))
     assert "nothing to rebuild" in repro.text and repro.captured_us is None
+    constants = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(repro.text).body
+                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("CAPTURED", "NOTES", "MODULE")}
+    assert constants["CAPTURED"] is None and constants["MODULE"] == "" and "nothing to rebuild" in constants["NOTES"][0]
 
 
 @pytest.mark.slow

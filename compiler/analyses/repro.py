@@ -167,7 +167,7 @@ def kernel_reproducer(kernel, compile_=None, launch: int = 0) -> Reproducer:
               f"{kernel.role or 'inference'} graph), written by tcompile from the capture's generated module.")
     text = _TEMPLATE.format(
         header=header, kernel=target, extern=extern, launch=int(launch),
-        captured=json.dumps({"us_per_launch": captured_us, "method": method} if captured_us else None),
+        captured=repr({"us_per_launch": captured_us, "method": method} if captured_us else None),
         notes=json.dumps(notes, indent=1, ensure_ascii=True), module=repr(module), version=SCRIPT_VERSION)
     return Reproducer(kernel=kernel.name, role=kernel.role, language=kernel.language, text=text, notes=notes,
                       captured_us=captured_us, captured_method=method)
