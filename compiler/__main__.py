@@ -95,7 +95,7 @@ def _main(argv=None) -> int:
                        ("bisect", "bisect SCRIPT's first captured call's eager-vs-compiled drift with CompilerBisector")):
         sub = commands.add_parser(name, help=what, description=what[0].upper() + what[1:] + ", in a child process. "
                                   "SCRIPT makes the call with compiler.run or compiler.explore (errors='return' for a "
-                                  "failing compile).")
+                                  "failing compile). Options come before SCRIPT; what follows it goes to the script.")
         sub.add_argument("script", help="the Python script to run")
         sub.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
         sub.add_argument("--prepare", metavar="FILE", default=None,
@@ -254,6 +254,10 @@ def _minify_or_bisect(args) -> int:
                 prepare = f.read()
         except OSError as exc:
             return _fail(exc)
+    mine = [a for a in args.script_args if a.split("=")[0] in ("--prepare", "--timeout", "-o", "--output")]
+    if mine:
+        print(f"warning: {' '.join(mine)} after SCRIPT go to the script; {args.command}'s own options come before "
+              f"SCRIPT (python -m compiler {args.command} --prepare FILE SCRIPT)", file=sys.stderr)
     made: list = []
     AFTER_RUN.append(made.append)
     argv = sys.argv
