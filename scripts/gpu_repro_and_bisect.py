@@ -87,12 +87,10 @@ def gpt2_reproducers(summary: dict, top: int, deadline: float, device: str) -> N
                        "runtime": cap.runtime.as_text() if cap.runtime.available else None}
 
 
-def maskrcnn_bisect(summary: dict, deadline: float) -> None:
+def maskrcnn_case():
+    """Mask R-CNN and one image: what the bisection's child process builds for itself (build=; no dill here)."""
     import torch
     import torchvision
-
-    import compiler
-    from compiler.analyses.bisect_drift import bisect_drift
 
     torch.manual_seed(0)
     model = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None).cuda().eval()
@@ -102,9 +100,17 @@ def maskrcnn_bisect(summary: dict, deadline: float) -> None:
         with torch.no_grad():
             return model(images)
 
+    return detect, [((images,), {})]
+
+
+def maskrcnn_bisect(summary: dict, deadline: float) -> None:
+    import compiler
+    from compiler.analyses.bisect_drift import bisect_drift
+
     budget = deadline - time.monotonic()
     say(f"Mask R-CNN: bisecting eager-vs-compiled drift with CompilerBisector ({budget:.0f} s left)")
-    found = bisect_drift(compiler.Capture.empty(), fn=detect, calls=[(images,)], timeout=max(30.0, budget),
+    found = bisect_drift(compiler.Capture.empty(), build="scripts.gpu_repro_and_bisect:maskrcnn_case",
+                         timeout=max(30.0, budget),
                          own_cache=False, progress=lambda line: say(f"  bisect: {line}"),
                          backends=["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"])
     data = found.to_data()

@@ -40,19 +40,26 @@ BACKEND_WORDS = {"eager": "Dynamo's graph capture itself (the eager backend runs
 
 def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  tolerance: dict | None = None, progress=None, should_stop=None, own_cache: bool = True,
-                 backends: list[str] | None = None):
+                 backends: list[str] | None = None, build: str | None = None):
     """Bisect the captured calls' eager-vs-compiled difference (see the module); → a ``DriftBisection``, kept as
     ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``). ``own_cache=False``: the child
     reuses this process's Inductor cache (kernels already compiled); ``backends``: the bisector's backends to try
-    (default all; eager is always tried first), e.g. without ``aot_eager_decomp_partition_crossref`` to save time."""
+    (default all; eager is always tried first), e.g. without ``aot_eager_decomp_partition_crossref`` to save time.
+    ``build``: ``"module:function"`` the child imports and calls for ``(fn, calls)`` instead of receiving them by dill
+    (compiled with the capture's options, or Inductor's defaults)."""
     from compiler.analyses.child_runs import run_child, write_payload
-    from compiler.analyses.fix_experiments import replay_of
+    from compiler.analyses.fix_experiments import Replay, replay_of
     from compiler.stages.repro_results import DriftBisection
 
-    replay = replay_of(cap, fn, calls)
+    if build:
+        options = cap.options or {}
+        replay = Replay(None, [], {"backend": options.get("backend") if isinstance(options.get("backend"), str)
+                                   else "inductor"}, from_capture=False)
+    else:
+        replay = replay_of(cap, fn, calls)
     with tempfile.TemporaryDirectory(prefix="tcompile-bisect-") as work:
         why = write_payload(work, replay.fn, replay.calls, replay.compile_kwargs, replay.no_grad,
-                            {"prepare": prepare, "tolerance": tolerance, "backends": backends})
+                            {"prepare": prepare, "tolerance": tolerance, "backends": backends, "build": build})
         if why:
             result = DriftBisection(available=False, reason=why)
         else:

@@ -49,27 +49,41 @@ def child_env(work: str, own_cache: bool = True) -> dict:
 
 
 def write_payload(work: str, fn, calls, compile_kwargs: dict, no_grad: bool, spec: dict) -> str | None:
-    """Write the function, its calls and the child's settings into ``work``; → why not (dill failed) or None."""
-    import dill
-
+    """Write the function, its calls and the child's settings into ``work``; → why not (dill failed) or None.
+    With ``spec["build"]`` (``"module:function"``, returning ``(fn, calls)``), the child builds them itself: no dill."""
+    with open(os.path.join(work, "spec.json"), "w", encoding="utf-8") as f:
+        json.dump({**spec, "compile_kwargs": compile_kwargs if spec.get("build") else None, "no_grad": no_grad}, f)
+    if spec.get("build"):
+        return None
+    try:
+        import dill
+    except ImportError:
+        return ("dill is not installed: the function cannot be sent to a child process (pip install dill, or pass "
+                "build='module:function' returning (fn, calls))")
     try:
         with open(os.path.join(work, "payload.pkl"), "wb") as f:
             dill.dump({"fn": fn, "calls": calls, "compile_kwargs": compile_kwargs, "no_grad": no_grad}, f, recurse=True)
     except Exception as exc:  # noqa: BLE001 — what dill cannot pickle makes the analysis unavailable
         return (f"the function or its arguments could not be sent to a child process (dill: {type(exc).__name__}: "
                 f"{str(exc)[:300]})")
-    with open(os.path.join(work, "spec.json"), "w", encoding="utf-8") as f:
-        json.dump(spec, f)
     return None
 
 
 def read_payload(work: str) -> tuple[dict, dict]:
+    """(payload, spec): the function, calls, compile options and grad mode — unpickled, or built by ``spec["build"]``."""
+    with open(os.path.join(work, "spec.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    if spec.get("build"):
+        import importlib
+
+        module, _, name = spec["build"].partition(":")
+        fn, calls = getattr(importlib.import_module(module), name)()
+        return {"fn": fn, "calls": [(tuple(a), dict(k)) for a, k in calls], "compile_kwargs": spec["compile_kwargs"],
+                "no_grad": spec["no_grad"]}, spec
     import dill
 
     with open(os.path.join(work, "payload.pkl"), "rb") as f:
-        payload = dill.load(f)
-    with open(os.path.join(work, "spec.json"), encoding="utf-8") as f:
-        return payload, json.load(f)
+        return dill.load(f), spec
 
 
 def run_prepare(code: str | None) -> None:
