@@ -1,6 +1,6 @@
 """On a CUDA machine: a Triton kernel's reproducer (GPT-2) and the bisection of Mask R-CNN's eager-vs-compiled drift.
 
-    OUT=/tmp/out python scripts/gpu_repro_and_bisect.py [--budget 520]
+    OUT=/tmp/out python scripts/gpu_repro_and_bisect.py [--budget 480]
 
 1. GPT-2 (transformers ``GPT2LMHeadModel`` from a small config, random weights, eval, no_grad) is captured with
    Inductor (``compiler.explore``: GPU kernel times measured by torch.profiler); the Triton kernels with the most
@@ -121,9 +121,9 @@ def maskrcnn_bisect(summary: dict, deadline: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=float, default=520.0, help="seconds in all (default 520)")
+    parser.add_argument("--budget", type=float, default=480.0, help="seconds in all (default 480)")
     parser.add_argument("--top", type=int, default=2, help="Triton kernels to reproduce (default 2)")
-    parser.add_argument("--repro-share", type=float, default=0.4, help="share of the budget for GPT-2 (default 0.4)")
+    parser.add_argument("--repro-share", type=float, default=0.35, help="share of the budget for GPT-2 (default 0.35)")
     parser.add_argument("--device", default="cuda", help="cuda (default); cpu runs the GPT-2 part on C++ kernels (a check)")
     parser.add_argument("--parts", default="gpt2,maskrcnn", help="which parts (default gpt2,maskrcnn)")
     options = parser.parse_args()
