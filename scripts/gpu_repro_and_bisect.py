@@ -2,11 +2,11 @@
 
     OUT=/tmp/out python scripts/gpu_repro_and_bisect.py [--budget 480]
 
-1. GPT-2 (transformers ``GPT2LMHeadModel`` from a small config, random weights, eval, no_grad) is captured with
+1. GPT-2 (``scripts.gpu_models.gpt2``: transformers ``GPT2LMHeadModel``, 2 layers, random weights, no_grad) is captured with
    Inductor (``compiler.explore``: GPU kernel times measured by torch.profiler); the Triton kernels with the most
    captured GPU time get a reproducer (``kernel.reproducer()``), each saved to ``$OUT`` and run in a fresh process:
    did it run standalone, did it write what the compiled launch wrote, its µs per launch against the captured µs.
-2. Mask R-CNN (torchvision ``maskrcnn_resnet50_fpn(weights=None)``, eval, one 320×320 image) is bisected with
+2. Mask R-CNN (torchvision ``maskrcnn_resnet50_fpn(weights=None)``, eval, one 480×640 image) is bisected with
    ``compiler.analyses.bisect_drift`` (torch's ``CompilerBisector`` in a child process) for the rest of the budget:
    eager-vs-eager first, then backend, subsystem and pass where the compiled outputs first differ from eager.
 
@@ -46,21 +46,26 @@ def write(name: str, data) -> None:
 
 def gpt2_reproducers(summary: dict, top: int, deadline: float, device: str) -> None:
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
 
     import compiler
+    from scripts import gpu_models
 
-    config = GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=8192, n_positions=256, bos_token_id=0,
-                        eos_token_id=0)
-    model = GPT2LMHeadModel(config).to(device).eval()
-    ids = torch.randint(0, config.vocab_size, (4, 128), device=device)
+    if device == "cuda":
+        forward, (ids,) = gpu_models.gpt2(layers=2)  # the model of assets/gpu/gpt2_2layer.json
+    else:  # a CPU check of this script: the same model, smaller
+        from transformers import GPT2Config, GPT2LMHeadModel
 
-    def forward(ids):
-        return model(ids).logits
+        config = GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=8192, n_positions=256, bos_token_id=0,
+                            eos_token_id=0)
+        model = GPT2LMHeadModel(config).eval()
+        ids = torch.randint(0, config.vocab_size, (4, 128))
+
+        def forward(ids):
+            with torch.no_grad():
+                return model(ids).logits
 
     say("GPT-2: capturing with Inductor (compiler.explore, GPU kernel times)")
-    with torch.no_grad():
-        cap = compiler.explore(forward, ids)
+    cap = compiler.explore(forward, ids)
     cap.save(os.path.join(OUT, "gpt2_capture.json.gz"))
     language = "triton" if device == "cuda" else "c++"
     kernels = [(c, k) for c in cap.compiles if c.kernels.available for k in c.kernels.kernels
@@ -88,19 +93,15 @@ def gpt2_reproducers(summary: dict, top: int, deadline: float, device: str) -> N
 
 
 def maskrcnn_case():
-    """Mask R-CNN and one image: what the bisection's child process builds for itself (build=; no dill here)."""
+    """Mask R-CNN on one 480 × 640 image (``scripts.gpu_models.maskrcnn``, random weights, seed 0): what the
+    bisection's child process builds for itself (``build=``: no dill on the GPU machine)."""
     import torch
-    import torchvision
+
+    from scripts import gpu_models
 
     torch.manual_seed(0)
-    model = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None).cuda().eval()
-    images = [torch.rand(3, 320, 320, device="cuda")]
-
-    def detect(images):
-        with torch.no_grad():
-            return model(images)
-
-    return detect, [((images,), {})]
+    f, args = gpu_models.maskrcnn(images=1)
+    return f, [(args, {})]
 
 
 def maskrcnn_bisect(summary: dict, deadline: float) -> None:
