@@ -109,6 +109,39 @@ def test_planted_failing_lowering_is_minified_to_its_op(tmp_path):
     assert again.to_data() == minified.to_data()
 
 
+REFUSING_BACKEND = '''
+import torch
+from torch._dynamo import register_backend
+
+@register_backend
+def refuses_cos(gm, example_inputs):
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in (torch.cos, torch.Tensor.cos):
+            raise RuntimeError("planted: refuses_cos cannot compile cos")
+    return gm.forward
+'''
+
+
+def test_custom_backend_raising_on_one_op_is_minified_to_it():
+    """~20 s: a registered backend that refuses graphs holding cos; the minifier (repro_after="dynamo") keeps the
+    one node that makes it fail."""
+    from torch._dynamo.backends import registry
+
+    def f(x, y):
+        a = torch.sin(x) + y
+        return torch.cos(a * 3), a.exp()
+
+    try:
+        exec(REFUSING_BACKEND, {})
+        cap = compiler.explore(f, torch.randn(8), torch.randn(8), timing=False, errors="return", backend="refuses_cos")
+        minified = cap.minify(prepare=REFUSING_BACKEND, timeout=300)
+    finally:
+        registry._COMPILER_FNS.pop("refuses_cos", None)
+    assert minified.available, minified.reason
+    assert minified.after == "dynamo" and minified.ops == ["torch.cos"] and minified.nodes_after == 1
+    assert "refuses_cos cannot compile cos" in minified.error
+
+
 @pytest.mark.slow
 def test_planted_wrong_pass_is_bisected_to_that_pass(tmp_path):
     """~60–90 s on 2 cores: an Inductor post-grad pass patched to turn sin into cos is found by torch's
