@@ -358,6 +358,9 @@ class Capture(CaptureData, JsonFile):
             lines += ["", "=== graph breaks ===", self.breaks.as_text()]
         for recompile in self.recompiles:
             lines += ["", recompile.as_text()]
+        for found in (self.minified, self.drift_bisection):  # cap.minify() / cap.bisect_drift(), where run
+            if found is not None:
+                lines += ["", f"=== {found.NAME.replace('_', ' ')} ===", found.as_text()]
         for c in self.compiles:
             lines += ["", f"##### compile {c.compile_id} ({c.name}, {c.status}) #####", c.as_text()]
         return "\n".join(lines)
