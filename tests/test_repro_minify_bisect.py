@@ -207,3 +207,27 @@ def test_cli_repro_names_the_kernels_it_has(tmp_path):
     kernel = next(k for k in Capture.load(GPU_CAPTURE).compiles[0].kernels.kernels if k.language == "Triton")
     assert main(["repro", str(GPU_CAPTURE), kernel.name, "-o", str(tmp_path / "r.py")]) == 0
     assert (tmp_path / "r.py").read_text().startswith('"""Reproducer of the Triton kernel')
+
+
+def test_saved_answers_are_shown_in_the_views_and_the_text():
+    """A capture file holding a minified graph and a bisected drift: the Overview shows the drift's verdict, the error
+    box the minimal graph with its scripts to download, ``as_text()`` both — each from the saved stage."""
+    from explorer.views import render_view
+    from explorer.views.error import render_error
+
+    cap = Capture.from_data({
+        "format": "tcompile-capture", "version": [4, 1],
+        "minified": {"available": True, "after": "aot", "error": "InductorError: planted", "nodes_before": 5,
+                     "nodes_after": 1, "ops": ["torch.ops.aten.cos.default"], "command": "python repro.py",
+                     "graph": "    def forward(self, mul):\n        cos = torch.ops.aten.cos.default(mul)\n",
+                     "repro": "print('repro')\n", "launcher": "print('launcher')\n"},
+        "drift_bisection": {"available": True, "found": True, "backend": "inductor", "subsystem": "post_grad_passes",
+                            "bisect_number": 0, "pass_name": "reorder_for_locality",
+                            "verdict": "the difference begins in inductor — post_grad_passes, application #0: "
+                                       "reorder_for_locality", "checks": 13, "seconds": 61.0}})
+    overview = str(render_view("overview", cap, None))
+    assert "Drift bisected (CompilerBisector)" in overview and "reorder_for_locality" in overview
+    error = str(render_error(cap, None))
+    assert "5 → 1 nodes" in error and 'download="repro.py"' in error and 'download="minifier_launcher.py"' in error
+    text = cap.as_text()
+    assert cap.drift_bisection.verdict in text and "5 → 1 nodes" in text
