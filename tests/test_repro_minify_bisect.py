@@ -231,3 +231,40 @@ def test_saved_answers_are_shown_in_the_views_and_the_text():
     assert "5 → 1 nodes" in error and 'download="repro.py"' in error and 'download="minifier_launcher.py"' in error
     text = cap.as_text()
     assert cap.drift_bisection.verdict in text and "5 → 1 nodes" in text
+
+
+def test_explorer_offers_minify_and_bisect_on_a_failing_live_compile():
+    """A live capture whose compile failed gets the Minify / Bisect drift panel under the error box; a click runs the
+    capture's method from a worker thread with progress and Stop, and draws the answer (here a stand-in method: the
+    child processes are the tests above)."""
+    from compiler.stages.repro_results import Minified
+    from explorer.repro_panel import ReproPanel
+    from explorer.widget import Explorer
+    from torch._dynamo.backends import registry
+
+    def f(x):
+        return torch.cos(x) + 1
+
+    try:
+        exec(REFUSING_BACKEND, {})
+        cap = compiler.explore(f, torch.randn(4), timing=False, errors="return", backend="refuses_cos")
+    finally:
+        registry._COMPILER_FNS.pop("refuses_cos", None)
+    panels = [w for w in Explorer(cap).children if isinstance(w, ReproPanel)]
+    assert len(panels) == 1 and not panels[0].minify.disabled
+    seen = {}
+
+    def minify(timeout, progress, should_stop):
+        progress("tcompile: minifying a graph of 3 nodes")
+        seen["stop"] = should_stop()
+        cap.minified = Minified(available=True, after="dynamo", nodes_before=3, nodes_after=1, ops=["torch.cos"],
+                                graph="    def forward(self, x):\n        cos = torch.cos(x)\n", seconds=2.0)
+        return cap.minified
+
+    cap.__dict__["minify"] = minify
+    panels[0].run("minify", wait=True)
+    assert seen["stop"] is False and "done in 2 s" in panels[0].status.value
+    assert "3 → 1 nodes" in panels[0].answer.value and not panels[0].minify.disabled
+    loaded = Capture.from_data(cap.to_data())
+    assert not [w for w in Explorer(loaded).children if isinstance(w, ReproPanel)]
+    assert ReproPanel(loaded).minify.disabled
