@@ -49,7 +49,7 @@ import importlib
 # The modules that give Capture its upper floors' methods (compiler.stages.capture.METHODS), imported first
 # (by name, so that ``compiler.diff`` & co. do not become modules of the public API).
 for _module in ("analyses.bisect_drift", "analyses.compile_fixes", "analyses.diff", "analyses.fix_experiments", "analyses.fix_workers",
-                "analyses.fixes", "analyses.repro", "analyses.whatif", "readers.perfetto", "readers.trace"):
+                "analyses.fixes", "analyses.minify", "analyses.repro", "analyses.whatif", "readers.perfetto", "readers.trace"):
     importlib.import_module(f"compiler.{_module}")
 del _module
 from compiler.analyses import experiments

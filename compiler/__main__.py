@@ -4,12 +4,17 @@ no server; opens offline. ``--perfetto OUT.json``: the compile events (and measu
 Chrome trace-event file for ui.perfetto.dev instead (and the HTML too when ``-o`` is given).
 ``python -m compiler gpu-profile SCRIPT [ARGS…] -o capture.json``: the script's captured call measured by
 Nsight Compute — DRAM bytes per kernel beside the estimate (``compiler.capturing.ncu``).
+``python -m compiler repro CAPTURE KERNEL -o FILE``: a standalone script that rebuilds one generated kernel's launch,
+checks and times it (``compiler.analyses.repro``). ``python -m compiler minify SCRIPT`` / ``bisect SCRIPT``: the
+script's first captured call (``compiler.run``/``explore``) minified by torch's minifier / its eager-vs-compiled
+drift bisected by torch's CompilerBisector, each in a child process (``compiler.analyses.minify``, ``bisect_drift``).
 ``python -m compiler check FILE…``: a capture's (or TORCH_TRACE log's) figures against torch's own answers and their
 bounds (``compiler.analyses.check``): one line per violation, exit status 1 when there is any."""
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import warnings
@@ -74,7 +79,35 @@ def _main(argv=None) -> int:
                         help="wait for this many ranks before stopping when every rank seen has stopped (default 1)")
     follow.add_argument("--wait", type=float, default=60.0,
                         help="seconds to wait for the directory to appear (default 60)")
+    repro = commands.add_parser(
+        "repro", help="write a standalone script that rebuilds, checks and times one generated kernel",
+        description="Write a standalone Python file for KERNEL of CAPTURE (a saved capture or TORCH_TRACE log): it "
+                    "loads the kernel's Inductor module as Inductor does, builds its arguments with the module's "
+                    "get_args()/call() (random values, the captured shapes, strides, dtypes, devices), launches it "
+                    "alone, checks its outputs against the compiled launch and times it against the captured time.")
+    repro.add_argument("capture", help="a saved capture (.json) or a TORCH_TRACE log")
+    repro.add_argument("kernel", help="the kernel's name (ROLE:NAME where forward and backward share it)")
+    repro.add_argument("-o", "--output", default=None, help="the script to write (default: KERNEL.py)")
+    repro.add_argument("--compile", default=None, help="the compile id, where several compiles have the kernel")
+    repro.add_argument("--launch", type=int, default=0, help="which launch of the kernel in call() (default 0)")
+    repro.add_argument("--run", action="store_true", help="run the script once in a fresh process and print its result")
+    for name, what in (("minify", "minify the failing compile of SCRIPT's first captured call with torch's minifier"),
+                       ("bisect", "bisect SCRIPT's first captured call's eager-vs-compiled drift with CompilerBisector")):
+        sub = commands.add_parser(name, help=what, description=what[0].upper() + what[1:] + ", in a child process. "
+                                  "SCRIPT makes the call with compiler.run or compiler.explore (errors='return' for a "
+                                  "failing compile). Options come before SCRIPT; what follows it goes to the script.")
+        sub.add_argument("script", help="the Python script to run")
+        sub.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
+        sub.add_argument("--prepare", metavar="FILE", default=None,
+                         help="Python code the child runs before compiling (what SCRIPT set up that the function "
+                              "does not carry: a registered backend or lowering, a patched pass)")
+        sub.add_argument("--timeout", type=float, default=300.0, help="seconds the child may take (default 300)")
+        sub.add_argument("-o", "--output", default=None, help="save the capture with the result here (.json)")
     args = parser.parse_args(argv)
+    if args.command == "repro":
+        return _repro(args)
+    if args.command in ("minify", "bisect"):
+        return _minify_or_bisect(args)
     if args.command == "gpu-profile":
         return _gpu_profile(args)
     if args.command == "watch":
@@ -173,6 +206,92 @@ def _gpu_profile(args) -> int:
               f"{ratio(r['read_ratio'])} | {mb(r['written'])} | {mb(r['ncu_l2_written'])} | {ratio(r['moved_ratio'])}")
     print(f"wrote {done['output']} (the capture, with ncu's DRAM bytes beside the estimates)")
     return 0
+
+
+def _repro(args) -> int:
+    from compiler.analyses.repro import find_kernel, kernel_reproducer
+    from compiler.readers.job import Job, load_trace
+
+    try:
+        loaded = load_trace(args.capture)
+    except Exception as exc:  # noqa: BLE001 — one line, never a traceback
+        return _fail(f"{args.capture}: {type(exc).__name__}: {exc}")
+    if isinstance(loaded, Job):
+        return _fail(f"{args.capture} is a job of {len(loaded.captures)} ranks: name one rank's capture or log")
+    try:
+        compile_, kernel = find_kernel(loaded, args.kernel, args.compile)
+    except LookupError as exc:
+        return _fail(f"repro: {exc}")
+    made = kernel_reproducer(kernel, compile_, args.launch)
+    output = args.output or re.sub(r"[^\w.-]", "_", kernel.name) + ".py"
+    try:
+        made.save(output)
+    except OSError as exc:
+        return _fail(exc)
+    print(f"wrote {output}: the {kernel.language} kernel {kernel.name} of compile {compile_.compile_id} "
+          f"({kernel.role or 'inference'})" + (f"; captured {made.captured_us:.2f} µs per launch ({made.captured_method})"
+                                               if made.captured_us else "; no captured time"))
+    for note in made.notes:
+        print(f"note: {note}")
+    if args.run:
+        result = made.run()
+        print(result.get("output") or result.get("error"), end="")
+        return 0 if result.get("ran") and result.get("matched") else 1
+    return 0
+
+
+def _minify_or_bisect(args) -> int:
+    import runpy
+
+    from compiler.capturing.run import AFTER_RUN
+
+    if not os.path.isfile(args.script):
+        return _fail(f"{args.script}: no such script")
+    prepare = None
+    if args.prepare:
+        try:
+            with open(args.prepare, encoding="utf-8") as f:
+                prepare = f.read()
+        except OSError as exc:
+            return _fail(exc)
+    mine = [a for a in args.script_args if a.split("=")[0] in ("--prepare", "--timeout", "-o", "--output")]
+    if mine:
+        print(f"warning: {' '.join(mine)} after SCRIPT go to the script; {args.command}'s own options come before "
+              f"SCRIPT (python -m compiler {args.command} --prepare FILE SCRIPT)", file=sys.stderr)
+    made: list = []
+    AFTER_RUN.append(made.append)
+    argv = sys.argv
+    sys.argv = [args.script, *args.script_args]
+    try:
+        runpy.run_path(args.script, run_name="__main__")
+    except SystemExit:
+        pass
+    except Exception as exc:  # noqa: BLE001 — the script's own failure, after its capture was made or not
+        if not made:
+            return _fail(f"{args.script}: {type(exc).__name__}: {exc}")
+    finally:
+        sys.argv = argv
+        AFTER_RUN.remove(made.append)
+    if not made:
+        return _fail(f"{args.script} made no captured call: {args.command} replays the first call that compiler.run or "
+                     "compiler.explore makes")
+    cap = made[0]
+    say = lambda line: print(f"  {line}", flush=True)  # noqa: E731
+    print(f"{args.command}: {cap!r} (child process, at most {args.timeout:g} s)", flush=True)
+    try:
+        if args.command == "minify":
+            result = cap.minify(prepare=prepare, timeout=args.timeout, progress=say)
+        else:
+            result = cap.bisect_drift(prepare=prepare, timeout=args.timeout, progress=say)
+    except RuntimeError as exc:
+        return _fail(f"{args.command}: {exc}")
+    print(result.as_text())
+    if args.output:
+        try:
+            print(f"wrote {cap.save(args.output)} (the capture, with the result)")
+        except OSError as exc:
+            return _fail(exc)
+    return 0 if result.available else 1
 
 
 def _check(args) -> int:

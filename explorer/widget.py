@@ -86,7 +86,12 @@ class Explorer(widgets.VBox):
         self.selector.observe(lambda _: self.refresh(), names="value")
         self.tabs.observe(lambda change: self.show_tab(change["new"]), names="selected_index")
         header = [self.selector] if len(self.compiles) > 1 else []
-        super().__init__([widgets.HTML(style_tag()), self.error, *header, self.tabs])
+        repro = []
+        if capture.live is not None and (capture.error is not None or any(c.error for c in capture.compiles)):
+            from .repro_panel import ReproPanel
+
+            repro = [ReproPanel(capture)]
+        super().__init__([widgets.HTML(style_tag()), self.error, *repro, *header, self.tabs])
         self.add_class("tc-explorer")
         self.refresh()
         self.defer_tables = False  # a later tab visit finishes its tables itself, after drawing their first page

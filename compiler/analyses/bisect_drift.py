@@ -39,26 +39,39 @@ BACKEND_WORDS = {"eager": "Dynamo's graph capture itself (the eager backend runs
 
 
 def bisect_drift(cap, fn=None, calls=None, prepare: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 tolerance: dict | None = None, progress=None, should_stop=None):
+                 tolerance: dict | None = None, progress=None, should_stop=None, own_cache: bool = True,
+                 backends: list[str] | None = None, build: str | None = None):
     """Bisect the captured calls' eager-vs-compiled difference (see the module); → a ``DriftBisection``, kept as
-    ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``)."""
+    ``cap.drift_bisection``. Needs the live function (or ``fn`` and ``calls``). ``own_cache=False``: the child
+    reuses this process's Inductor cache (kernels already compiled); ``backends``: the bisector's backends to try
+    (default all; eager is always tried first), e.g. without ``aot_eager_decomp_partition_crossref`` to save time.
+    ``build``: ``"module:function"`` the child imports and calls for ``(fn, calls)`` instead of receiving them by dill
+    (compiled with the capture's options, or Inductor's defaults)."""
     from compiler.analyses.child_runs import run_child, write_payload
-    from compiler.analyses.fix_experiments import replay_of
+    from compiler.analyses.fix_experiments import Replay, replay_of
     from compiler.stages.repro_results import DriftBisection
 
-    replay = replay_of(cap, fn, calls)
+    if build:
+        options = cap.options or {}
+        replay = Replay(None, [], {"backend": options.get("backend") if isinstance(options.get("backend"), str)
+                                   else "inductor"}, from_capture=False)
+    else:
+        replay = replay_of(cap, fn, calls)
     with tempfile.TemporaryDirectory(prefix="tcompile-bisect-") as work:
         why = write_payload(work, replay.fn, replay.calls, replay.compile_kwargs, replay.no_grad,
-                            {"prepare": prepare, "tolerance": tolerance})
+                            {"prepare": prepare, "tolerance": tolerance, "backends": backends, "build": build})
         if why:
             result = DriftBisection(available=False, reason=why)
         else:
-            outcome = run_child("compiler.analyses.bisect_drift", work, timeout, progress, should_stop)
+            outcome = run_child("compiler.analyses.bisect_drift", work, timeout, progress, should_stop, own_cache)
             data = outcome.result or {}
             if not data:
+                said = [line for line in outcome.lines if line.startswith(("The issue is", "Disabling", "Bisecting",
+                                                                           "Moving", "check "))]
                 data = {"available": False,
-                        "reason": outcome.stopped or f"the bisection process failed (exit {outcome.returncode}): "
-                                                     + " ".join(outcome.stderr_tail.strip().splitlines()[-1:])[:500]}
+                        "reason": (outcome.stopped or f"the bisection process failed (exit {outcome.returncode}): "
+                                   + " ".join(outcome.stderr_tail.strip().splitlines()[-1:])[:500])
+                                  + (f"; the bisector had said: {' | '.join(said[-3:])}" if said else "")}
             data.update(seconds=outcome.seconds, stopped=outcome.stopped, log=outcome.lines[-60:])
             result = DriftBisection.from_data(data)
     cap.drift_bisection = result
@@ -172,6 +185,9 @@ def _child(work: str) -> None:
               + (" — matches eager" if ok else f" — differs: {note[:160]}"), flush=True)
         return ok
 
+    if spec.get("backends"):
+        for name in [name for name in compiler_bisector.BACKENDS if name != "eager" and name not in spec["backends"]]:
+            del compiler_bisector.BACKENDS[name]  # (this child's copy of torch only)
     found = CompilerBisector.do_bisect(check)
     subsystem_obj = None
     if found is not None and found.subsystem:
@@ -186,7 +202,10 @@ def _child(work: str) -> None:
                       pass_name=debug if debug != found.subsystem else None,
                       difference=state["notes"].get(found.backend))
         if isinstance(subsystem_obj, compiler_bisector.BisectSubsystem) and found.bisect_number is not None:
-            result["confirmed"] = _confirm(found, check)
+            try:
+                result["confirmed"] = _confirm(found, check)
+            except (ImportError, AttributeError) as exc:  # another torch's bisector: the answer stands unchecked
+                result["confirmed"] = f"not checked ({type(exc).__name__}: {exc})"
     write_result(work, result)
 
 

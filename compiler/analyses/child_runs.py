@@ -34,41 +34,56 @@ class ChildOutcome:
     seconds: float = 0.0
 
 
-def child_env(work: str) -> dict:
-    """The child's environment: this tcompile importable, an Inductor cache of its own (every compile fresh),
-    no TORCH_TRACE / TORCH_LOGS of the parent."""
+def child_env(work: str, own_cache: bool = True) -> dict:
+    """The child's environment: this tcompile importable, an Inductor cache of its own (``own_cache``; else this
+    process's, whose compiled kernels it reuses), no TORCH_TRACE / TORCH_LOGS of the parent."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TRACE", "TORCH_LOGS", "TORCH_COMPILE_DEBUG",
                                                                     "TORCH_BISECT", "TORCHDYNAMO_REPRO"))}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in [root, os.getcwd(), *sys.path] if p and os.path.isdir(p)))
-    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(work, "inductor-cache")
-    env["TRITON_CACHE_DIR"] = os.path.join(work, "inductor-cache", "triton")
+    if own_cache:
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(work, "inductor-cache")
+        env["TRITON_CACHE_DIR"] = os.path.join(work, "inductor-cache", "triton")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
 def write_payload(work: str, fn, calls, compile_kwargs: dict, no_grad: bool, spec: dict) -> str | None:
-    """Write the function, its calls and the child's settings into ``work``; → why not (dill failed) or None."""
-    import dill
-
+    """Write the function, its calls and the child's settings into ``work``; → why not (dill failed) or None.
+    With ``spec["build"]`` (``"module:function"``, returning ``(fn, calls)``), the child builds them itself: no dill."""
+    with open(os.path.join(work, "spec.json"), "w", encoding="utf-8") as f:
+        json.dump({**spec, "compile_kwargs": compile_kwargs if spec.get("build") else None, "no_grad": no_grad}, f)
+    if spec.get("build"):
+        return None
+    try:
+        import dill
+    except ImportError:
+        return ("dill is not installed: the function cannot be sent to a child process (pip install dill, or pass "
+                "build='module:function' returning (fn, calls))")
     try:
         with open(os.path.join(work, "payload.pkl"), "wb") as f:
             dill.dump({"fn": fn, "calls": calls, "compile_kwargs": compile_kwargs, "no_grad": no_grad}, f, recurse=True)
     except Exception as exc:  # noqa: BLE001 — what dill cannot pickle makes the analysis unavailable
         return (f"the function or its arguments could not be sent to a child process (dill: {type(exc).__name__}: "
                 f"{str(exc)[:300]})")
-    with open(os.path.join(work, "spec.json"), "w", encoding="utf-8") as f:
-        json.dump(spec, f)
     return None
 
 
 def read_payload(work: str) -> tuple[dict, dict]:
+    """(payload, spec): the function, calls, compile options and grad mode — unpickled, or built by ``spec["build"]``."""
+    with open(os.path.join(work, "spec.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    if spec.get("build"):
+        import importlib
+
+        module, _, name = spec["build"].partition(":")
+        fn, calls = getattr(importlib.import_module(module), name)()
+        return {"fn": fn, "calls": [(tuple(a), dict(k)) for a, k in calls], "compile_kwargs": spec["compile_kwargs"],
+                "no_grad": spec["no_grad"]}, spec
     import dill
 
     with open(os.path.join(work, "payload.pkl"), "rb") as f:
-        payload = dill.load(f)
-    with open(os.path.join(work, "spec.json"), encoding="utf-8") as f:
-        return payload, json.load(f)
+        return dill.load(f), spec
 
 
 def run_prepare(code: str | None) -> None:
@@ -78,13 +93,14 @@ def run_prepare(code: str | None) -> None:
         exec(compile(code, "<prepare>", "exec"), {"__name__": "__prepare__"})  # noqa: S102
 
 
-def run_child(module: str, work: str, timeout: float, progress=None, should_stop=None) -> ChildOutcome:
+def run_child(module: str, work: str, timeout: float, progress=None, should_stop=None,
+              own_cache: bool = True) -> ChildOutcome:
     """Run ``python -m module work`` (see the module doc); → what it printed, its result and why it stopped."""
     start = time.monotonic()
     lines: "queue.Queue[str | None]" = queue.Queue()
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen([sys.executable, "-m", module, work], stdout=subprocess.PIPE, stderr=stderr,
-                                   env=child_env(work), cwd=work, text=True, start_new_session=True)
+                                   env=child_env(work, own_cache), cwd=work, text=True, start_new_session=True)
 
         def read():
             for line in process.stdout:

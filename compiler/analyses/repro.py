@@ -79,6 +79,11 @@ class Reproducer:
     def as_text(self) -> str:
         return self.text
 
+    def shown_text(self) -> str:
+        """The script without its embedded module (shown beside the module itself)."""
+        head, sep, _ = self.text.partition("\nMODULE = ")
+        return head + sep + "...  # Inductor's generated module, as captured (whole in the saved script)\n" if sep else self.text
+
     def __str__(self) -> str:
         return self.text
 
@@ -128,9 +133,9 @@ def notes_for(module: str, kernel) -> list[str]:
         notes.append("the capture kept no generated module for this kernel (a cache hit, or a trace without "
                      "inductor_output_code): nothing to rebuild")
         return notes
-    if "def get_args(" not in module or "def call(" not in module:
-        notes.append("the generated module has no get_args()/call() (an older torch or AOTInductor): the "
-                     "arguments cannot be rebuilt")
+    if "def call(" not in module or ("def get_args(" not in module and "def benchmark_compiled_module(" not in module):
+        notes.append("the generated module has no call() with get_args() or benchmark_compiled_module() "
+                     "(AOTInductor, or an older torch): the arguments cannot be rebuilt")
     if "_frozen_param" in module:
         notes.append("the module reads frozen parameters (freezing=True) that Inductor sets from outside the "
                      "module: call() cannot run on get_args() alone")
@@ -162,7 +167,7 @@ def kernel_reproducer(kernel, compile_=None, launch: int = 0) -> Reproducer:
               f"{kernel.role or 'inference'} graph), written by tcompile from the capture's generated module.")
     text = _TEMPLATE.format(
         header=header, kernel=target, extern=extern, launch=int(launch),
-        captured=json.dumps({"us_per_launch": captured_us, "method": method} if captured_us else None),
+        captured=repr({"us_per_launch": captured_us, "method": method} if captured_us else None),
         notes=json.dumps(notes, indent=1, ensure_ascii=True), module=repr(module), version=SCRIPT_VERSION)
     return Reproducer(kernel=kernel.name, role=kernel.role, language=kernel.language, text=text, notes=notes,
                       captured_us=captured_us, captured_method=method)
@@ -193,7 +198,7 @@ def reproducer_of(cap, name: str, compile_id: str | None = None, role: str | Non
 
 _TEMPLATE = '''"""{header}
 
-Run:  python THIS_FILE [--save OUT.pt] [--repeat N]
+Run:  python THIS_FILE [--kernel NAME] [--launch N] [--save OUT.pt] [--repeat N]
 
 It loads Inductor's generated module below the way Inductor does (PyCodeCache.load: the kernels compiled by
 Inductor's own AsyncCompile), builds the graph's inputs with the module's own get_args() (random values, the
@@ -292,11 +297,33 @@ class ExternProxy:
 def load_module():
     from torch._inductor.codecache import PyCodeCache
 
-    if "def get_args(" not in MODULE or "def call(" not in MODULE:
-        raise CannotRebuild("the generated module has no get_args()/call(): its arguments cannot be rebuilt")
+    if "def call(" not in MODULE or ("def get_args(" not in MODULE and "def benchmark_compiled_module(" not in MODULE):
+        raise CannotRebuild("the generated module has no call() with get_args() or benchmark_compiled_module(): "
+                            "its arguments cannot be rebuilt")
     if "empty_strided_cuda(" in MODULE and not torch.cuda.is_available():
         raise CannotRebuild("the kernel runs on CUDA and this machine has no CUDA GPU")
     return PyCodeCache.load(MODULE)
+
+
+def graph_inputs(mod):
+    """The graph's inputs as the module builds them: get_args(), or (older torch) the lines of
+    benchmark_compiled_module() before it calls call([...])."""
+    if hasattr(mod, "get_args"):
+        return mod.get_args()
+    lines = MODULE[MODULE.index("def benchmark_compiled_module("):].splitlines()[1:]
+    body, names = [], None
+    for line in lines:
+        if "call([" in line:
+            names = line[line.index("call([") + 6:line.rindex("])")]
+            break
+        if line.strip() and not line.startswith("    "):
+            break
+        body.append(line[4:])
+    if names is None:
+        raise CannotRebuild("benchmark_compiled_module() does not call call([...]): the graph inputs cannot be rebuilt")
+    scope = dict(vars(mod))
+    exec(chr(10).join(body), scope)  # the module's own lines: rand_strided(...) per input
+    return eval("[" + names + "]", scope)
 
 
 def snapshot_launch(mod):
@@ -312,7 +339,7 @@ def snapshot_launch(mod):
             raise CannotRebuild(f"the module defines no {{KERNEL}}")
         snap = Snapshot(getattr(mod, KERNEL))
         setattr(mod, KERNEL, snap)
-    args = mod.get_args()
+    args = graph_inputs(mod)
     mod.call(list(args))
     if snap.before is None:
         raise CannotRebuild(f"call() launched {{KERNEL}} {{snap.seen}} time(s) on these inputs, not {{LAUNCH + 1}}")
@@ -360,11 +387,19 @@ def time_launch(fn, args, kwargs, device, repeat):
 
 
 def main(argv=None):
+    global KERNEL, EXTERN, LAUNCH, CAPTURED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--save", help="torch.save the arguments before, after the compiled launch, and after "
                                        "the standalone one (a .pt file)")
     parser.add_argument("--repeat", type=int, default=7, help="timing samples (CPU)")
+    parser.add_argument("--kernel", default=KERNEL, help="another kernel of MODULE (default: %(default)s; its captured "
+                                                          "time is then not known)")
+    parser.add_argument("--launch", type=int, default=LAUNCH, help="which launch of the kernel in call()")
     options = parser.parse_args(argv)
+    if options.kernel != KERNEL:
+        CAPTURED = None
+    KERNEL, LAUNCH = options.kernel, options.launch
+    EXTERN = KERNEL.startswith("extern_kernels.")
     result = {{"kernel": KERNEL, "launch": LAUNCH, "notes": NOTES, "ran": False, "torch": torch.__version__}}
     try:
         torch.manual_seed(0)

@@ -28,6 +28,7 @@ from compiler.capturing import ncu
 from compiler.capturing.runtime import copy_arguments, device_of, time_interleaved
 from compiler.capturing.session import Recorder
 
+AFTER_RUN: list = []  # callables handed each capture compiler.run builds (python -m compiler minify / bisect SCRIPT)
 TIMING_OFF = "timing was turned off (timing=False / --no-timing)"
 
 TORCHSCRIPT_NOT_COMPILED = ("a TorchScript module's forward runs in the TorchScript interpreter (C++), so there is "
@@ -146,6 +147,8 @@ def run(fn, *args, kwargs: dict | None = None, compile_kwargs: dict | None = Non
             raise CaptureInterrupted(recorder.build(measurements), phase) from None
     cap = recorder.build(measurements)
     ncu.after_run(cap)  # gpu-profile's plain run keeps the first capture
+    for hook in AFTER_RUN:
+        hook(cap)
     return cap
 
 

@@ -25,9 +25,6 @@ def unavailable(reason: str, **extra) -> dict:
     return {"available": False, "reason": reason, **extra}
 
 
-# The methods of a capture's data whose work lives on a floor above the data floor — what-if, fixes, diff,
-# experiments, reproducers (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name →
-# function, put here by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__
-# imports every one of them, and Python runs compiler/__init__ before any module of the package, so a Capture
-# (or a Kernel) finds them all. The data floor never imports a floor above it (compiler/__init__'s docstring).
+# The Capture's (and its stages') methods whose work lives on a floor above: name → function, filled by the module
+# doing the work when it is imported (``compiler.stages.capture`` explains; ``Kernel.reproducer`` reads it too).
 METHODS: dict = {}

@@ -22,12 +22,18 @@ from typing import Any
 
 from compiler.drawing import draw
 from compiler.stages.base import unavailable
-from compiler.stages.base import METHODS  # the registry of methods from the floors above (re-exported)
 from compiler.stages.data import Deferred
 from compiler.stages.schema import FORMAT, STAGES, VERSION, CaptureData, CaptureFormatError, Compile, JsonFile, Stage
 
 __all__ = ["FORMAT", "STAGES", "VERSION", "Capture", "CaptureFormatError", "Compile", "JsonFile", "Stage",
            "load", "unavailable"]
+
+# The Capture methods whose work lives on a floor above this one — what-if, fixes, diff, experiments
+# (compiler.analyses), saving a TORCH_TRACE or Perfetto file (compiler.readers): name → function, put here
+# by that module when it is imported (``METHODS[...] = ...`` at its end). compiler/__init__ imports every one
+# of them, and Python runs compiler/__init__ before any module of the package, so a Capture finds them all.
+# The data floor never imports a floor above it (compiler/__init__'s docstring: the floors).
+from compiler.stages.base import METHODS  # noqa: E402 (declared on the floor's lowest module: stages use it too)
 
 
 @dataclass
@@ -164,8 +170,8 @@ class Capture(CaptureData, JsonFile):
     def line_table(self):
         """Where the time goes, by line of the user's code: a pandas DataFrame with one row per source
         line that produced work — ``line``, ``code``, ``nodes``, ``kernels``, ``time_share`` (sums to 1
-        when kernel times were measured), ``seconds`` per call (``compiler.stages.run_costs``)."""
-        from compiler.stages.run_costs import line_table
+        when kernel times were measured), ``seconds`` per call (``compiler.stages.provenance``)."""
+        from compiler.stages.provenance import line_table
 
         return line_table(self)
 
@@ -352,6 +358,9 @@ class Capture(CaptureData, JsonFile):
             lines += ["", "=== graph breaks ===", self.breaks.as_text()]
         for recompile in self.recompiles:
             lines += ["", recompile.as_text()]
+        for found in (self.minified, self.drift_bisection):  # cap.minify() / cap.bisect_drift(), where run
+            if found is not None:
+                lines += ["", f"=== {found.NAME.replace('_', ' ')} ===", found.as_text()]
         for c in self.compiles:
             lines += ["", f"##### compile {c.compile_id} ({c.name}, {c.status}) #####", c.as_text()]
         return "\n".join(lines)

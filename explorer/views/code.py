@@ -5,6 +5,7 @@ from compiler.stages.kernel_costs import gpu_time_accounted
 
 from ..html import (badge, code, code_block, details, heading, join, key_values, para, plural, seconds, table, tag,
                     unavailable)
+from .repro import reproducer_section
 from .roofline import roofline_section
 from .source import kernel_picker, share_cell
 from .tables import data_table
@@ -240,6 +241,7 @@ def render_code(capture, compile) -> str:
         roofline_section(kernels),
         autotune_section(compile),
         heading("Kernels", 4),
+        reproducer_section(compile) if compile.origin == "dynamo" else None,
         *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
         details("Whole output module (Python wrapper)", code_block(stage.module, "python"))
         if compile.origin == "dynamo" else details("Whole AOTInductor wrapper (C++)", code_block(stage.module, "cpp")),

@@ -25,5 +25,8 @@ def _compile_error(compile):
 
 def render_error(capture, compile) -> str:
     """Empty when nothing failed; ``capture=None`` shows the compile's error alone."""
+    from .repro import minified_section
+
     return join([_capture_error(capture.error) if capture is not None and capture.error else None,
-                 _compile_error(compile) if compile is not None and compile.error else None])
+                 _compile_error(compile) if compile is not None and compile.error else None,
+                 minified_section(capture) if capture is not None else None])

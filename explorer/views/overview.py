@@ -165,6 +165,7 @@ def render_overview(capture, compile) -> str:
     from compiler.stages.findings import fix_headline
 
     from .fixes import verdict_lines
+    from .repro import bisection_section
 
     unknown = capture.unknown_records
     verdicts = verdict_lines(capture)  # what to do, once fixes were tried: one sentence per verdict
@@ -174,6 +175,7 @@ def render_overview(capture, compile) -> str:
         para(tag("strong", "Fixes: "), fixes_line, " (see Fixes)", cls="tc-fix-headline") if fixes_line else None,
         tag("ul", *(tag("li", text, cls=f"tc-finding tc-{kind}") for kind, text in findings(capture)),
             cls="tc-findings"),
+        bisection_section(capture),
         summary_cards(capture),
         explain_note(capture),
         counts_legend(),
