@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from jupyterlab_harness import (JupyterLabServer, open_browser, open_notebook, run_all_cells,  # noqa: E402
-                                screenshot, set_theme, wait_for_output, write_notebook)
+                                screenshot, set_theme, wait_for_kernel_idle, wait_for_output, write_notebook)
 from test_no_clipping_in_jupyterlab import OVERFLOW_JS  # noqa: E402 — the one clipping check
 
 WIDTH = 1400
@@ -57,6 +57,8 @@ def show_tab(page, explorer, index: int):
     explorer.locator(".tc-tabs .lm-TabBar-tab").nth(index).click()
     pane = explorer.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)")
     pane.locator(".tcompile").first.wait_for(state="visible", timeout=120_000)
+    page.wait_for_timeout(300)
+    wait_for_kernel_idle(page, timeout=300_000)  # the parts drawn after the tab shows (tables, code) are in
     for table in pane.locator(".tc-itable-widget").all():  # DataTables draws after the widget mounts
         table.locator(".dt-container").wait_for(state="attached", timeout=120_000)
     page.wait_for_timeout(300)

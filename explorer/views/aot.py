@@ -1,7 +1,7 @@
 """AOT graphs: the ATen-level graphs AOTAutograd made (inference, or joint → forward + backward)."""
 from __future__ import annotations
 
-from ..html import code_block, details, heading, join, para, plural, unavailable
+from ..html import code_block, details, heading, join, para, unavailable
 from .common import op_summary
 from .tables import later
 
@@ -19,7 +19,7 @@ def aot_graph_section(role: str, graph):
     # its ops and its code drawn once the tab is on screen (parsing and highlighting a big graph take a second)
     return join([heading(title, 4), later(lambda: join([
         op_summary(graph.nodes), details(f"{role} graph code", code_block(graph.code, "python"), open=role != "joint")]),
-        f"drawing the {role} graph ({plural(graph.code.count(chr(10)) + 1, 'line')} of code)…")])
+        f"drawing the {role} graph ({graph.code.count(chr(10)) + 1:,} lines of code)…")])
 
 
 def render_aot(capture, compile) -> str:
