@@ -78,6 +78,7 @@ class FixesPanel(widgets.VBox):
         self.try_all.disabled = not (can_try and any(f.applicable for f in self.fixes))
         self.choice.disabled = not self.fixes
         self.compare.disabled = self._diff() is None
+        self.compare.tooltip = _compare_tip(fix, self.compare.disabled, self.live)
         if self.compare.disabled and self.compare.value:
             self.compare.value = False
         self.show_diff()
@@ -155,3 +156,17 @@ def _fixes(capture):
         return capture.fixes()
     except Exception:  # noqa: BLE001
         return None
+
+
+def _compare_tip(fix, disabled: bool, live: bool) -> str:
+    """What Before/after shows, or, disabled, why not (issue 46: on a loaded capture it said nothing)."""
+    if not disabled:
+        return "the experiment's before and after captures, side by side"
+    if fix is None:
+        return "Before/after: no fix to show"
+    if fix.result is None:
+        return (f"Before/after: {fix.id} has not been tried — "
+                + ("Try makes its before and after captures" if live else
+                   "Try needs the live function (this capture was loaded from a file or made with compiler.capture())"))
+    return f"Before/after: {fix.id}'s before and after captures cannot be compared"
+

@@ -165,7 +165,8 @@ def highlighted_lines(text: str, language: str = "python") -> list[Html]:
     from .highlight import cpp_lines, python_lines
 
     lines = text[:_cut_end(text, BLOCK_CHARS)].split("\n")
-    fast = {"python": python_lines, "triton": python_lines, "cpp": cpp_lines, "c++": cpp_lines}.get(language.lower())
+    fast = {"python": python_lines, "triton": python_lines, "cpp": cpp_lines, "c++": cpp_lines,
+            "text": _plain_lines}.get(language.lower())  # text (Triton's IR levels): escaped, no lexer
     if fast:  # pygments is 8x slower (explorer.highlight)
         markup = "\n".join(fast("\n".join(lines[:HIGHLIGHT_LINES])))
     else:
@@ -173,6 +174,12 @@ def highlighted_lines(text: str, language: str = "python") -> list[Html]:
     out = [Html(line) for line in markup.rstrip("\n").split("\n")]
     out += [Html(html.escape(line, quote=True)) for line in lines[HIGHLIGHT_LINES:]]
     return out
+
+
+def _plain_lines(text: str) -> list[str]:
+    """Text with nothing to colour (pygments' TextLexer gives one span-less line each), escaped: Generated code's
+    Triton IR levels went through pygments, ~60 ms per kernel's four levels."""
+    return html.escape(text, quote=False).split("\n")
 
 
 @functools.lru_cache(maxsize=64)
@@ -200,12 +207,12 @@ _CUT_TEXTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("tcompi
 
 
 @contextlib.contextmanager
-def collecting_cut_texts():
+def collecting_cut_texts(found: list | None = None):
     """Within it, every text that the builders cut is appended, whole, to the list it yields, as
     ``(text, characters shown)``, and its mark refers to it by number (``✂1``): the widget shows the
     rest of each on demand (``explorer.full_text``). Outside it (the static page), the mark says
-    where the whole text is."""
-    found: list[tuple[str, int]] = []
+    where the whole text is. ``found``: a tab's list to go on with (a part of it drawn later)."""
+    found = [] if found is None else found
     token = _CUT_TEXTS.set(found)
     try:
         yield found

@@ -15,7 +15,7 @@ from .html import collecting_cut_texts, style_tag, view_frame
 from .page import FALLBACK_BYTES, render_static, summary_text
 from .views import VIEWS, render_view
 from .views.common import compile_label
-from .views.tables import WIDGET_ROWS, collecting_tables, split_view
+from .views.tables import WIDGET_ROWS, LaterHtml, collecting_tables, split_view
 from .views.error import render_error
 from .views.timings import perfetto_link
 from .whatif_panel import WhatIfPanel, evaluate_arguments, user_namespace, what_if_answer  # noqa: F401
@@ -58,6 +58,7 @@ class Explorer(widgets.VBox):
         self.fn = next((f for f in (fn, compiled_fn, capture.frame_code()) if f is not None), None)
         self.panes = [widgets.HTML(layout=widgets.Layout(width="100%")) for _ in VIEWS]
         self.cut_texts = [CutTexts() for _ in VIEWS]  # the rest of the texts a view cut, on demand
+        self._cut: dict[int, list] = {}  # by tab: the texts its view cut (for a part drawn later)
         self.what_if = WhatIfPanel(capture, self.fn, namespace)
         # a view's big tables are itables widgets: each tab is its first HTML piece, then the rest in order
         self.pieces = [widgets.VBox(layout=widgets.Layout(width="100%")) for _ in VIEWS]
@@ -120,6 +121,7 @@ class Explorer(widgets.VBox):
             options["page"] = self.pages[index]
         with collecting_cut_texts() as cut, collecting_tables() as tables:
             markup = render_view(key, self.capture, self.compile, **options)
+        self._cut[index] = cut  # a part drawn later (LaterHtml) numbers its cut texts on
         pieces = split_view(markup, tables)
         first = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
         self.panes[index].value = first
@@ -153,7 +155,12 @@ class Explorer(widgets.VBox):
             index, tables = self._unfinished.popitem()
             children = list(self.pieces[index].children)
             for position, piece in tables:
-                if piece.collapsed:
+                if isinstance(piece, LaterHtml):
+                    with collecting_cut_texts(self._cut[index]) as cut:
+                        children[position] = widgets.HTML(str(view_frame(piece.render())),
+                                                          layout=widgets.Layout(width="100%"))
+                    self.cut_texts[index].show(cut)
+                elif piece.collapsed:
                     children[position].children = [self._table_widget(piece)]
                 else:
                     children[position] = self._table_widget(piece)

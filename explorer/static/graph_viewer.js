@@ -81,7 +81,30 @@ function render({ model, el }) {
     const tallest = Math.round((window.innerHeight || 1000) * 0.85);
     const wanted = Math.min(Math.max(BASE_HEIGHT, s.height * READABLE + 24), tallest);
     if ((W - 24) / s.width >= READABLE && wanted > viewport.clientHeight) viewport.style.height = `${wanted}px`;
-    fitTo(0, 0, s.width, s.height);
+    const { h: H } = size();
+    const boxesOf = s.boxes || [];
+    if (Math.min((W - 24) / s.width, (H - 24) / s.height) >= READABLE || !boxesOf.length) {
+      fitTo(0, 0, s.width, s.height);
+      return;
+    }
+    // too big to read whole: its first row of boxes, at a readable zoom — never the picture's empty corner with
+    // the first box cut at the edge (Mask R-CNN's AOT graph opened so; issue 46)
+    firstRow(boxesOf, READABLE, W, Math.min(...boxesOf.map((b) => b.y)) - 8, null);
+  }
+
+  // The first row of ``inside`` (the boxes within 1.5 box heights of the top one) at zoom k, from ``top``: centred
+  // when it fits (from ``titleX`` when that shows it whole too), else from its first box on the left — never the
+  // middle of a row wider than the view (a row of 39 getitem boxes opened in its middle; issue 46).
+  function firstRow(inside, k, W, top, titleX) {
+    const y0 = Math.min(...inside.map((b) => b.y)), hmin = Math.min(...inside.map((b) => b.h));
+    const row = inside.filter((b) => b.y <= y0 + 1.5 * hmin);
+    const fx0 = Math.min(...row.map((b) => b.x)), fx1 = Math.max(...row.map((b) => b.x + b.w));
+    let x;
+    if ((fx1 - fx0 + 16) * k <= W - 24) {
+      x = titleX !== null && (fx1 - titleX + 8) * k <= W - 24 ? 12 - titleX * k : W / 2 - ((fx0 + fx1) / 2) * k;
+    } else x = 12 - (fx0 - 8) * k;
+    view = { k, x, y: 12 - top * k };
+    apply();
   }
 
   function zoomAt(factor, cx, cy) {
@@ -181,9 +204,7 @@ function render({ model, el }) {
     const first = inside.filter((b) => b.y <= y0 + 1.5 * Math.min(...inside.map((c) => c.h)));
     const fx0 = Math.min(...first.map((b) => b.x)), fx1 = Math.max(...first.map((b) => b.x + b.w));
     const k = Math.max(READABLE, Math.min(1.25, (W - 24) / Math.max(fx1 - fx0 + 16, 1)));
-    const fromTitle = (fx1 - cluster.x + 8) * k <= W - 24;  // its title in view too, where the first row allows
-    view = { k, x: fromTitle ? 12 - cluster.x * k : W / 2 - ((fx0 + fx1) / 2) * k, y: 12 - top * k };
-    apply();
+    firstRow(inside, k, W, top, cluster.x);  // its title in view too, where the first row allows
   }
 
   function highlight() {

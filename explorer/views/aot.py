@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..html import code_block, details, heading, join, para, unavailable
 from .common import op_summary
+from .tables import later
 
 ROLES = {"inference": "Inference graph: no gradients needed, so one graph",
          "joint": "Joint graph: forward and backward traced together, before partitioning",
@@ -15,8 +16,10 @@ def aot_graph_section(role: str, graph):
     title = ROLES.get(role.split("_")[0], role)
     if not graph.available:
         return join([heading(title, 4), para(graph.reason or "not logged", cls="tc-muted")])
-    return join([heading(title, 4), op_summary(graph.nodes),
-                 details(f"{role} graph code", code_block(graph.code, "python"), open=role != "joint")])
+    # its ops and its code drawn once the tab is on screen (parsing and highlighting a big graph take a second)
+    return join([heading(title, 4), later(lambda: join([
+        op_summary(graph.nodes), details(f"{role} graph code", code_block(graph.code, "python"), open=role != "joint")]),
+        f"drawing the {role} graph ({graph.code.count(chr(10)) + 1:,} lines of code)…")])
 
 
 def render_aot(capture, compile) -> str:

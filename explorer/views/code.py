@@ -8,7 +8,7 @@ from ..html import (badge, code, code_block, details, heading, join, key_values,
 from .repro import reproducer_section
 from .roofline import roofline_section
 from .source import kernel_picker, share_cell
-from .tables import data_table
+from .tables import data_table, later
 
 LEXERS = {"C++": "cpp", "CUDA C++": "cpp", "Triton": "triton"}
 
@@ -235,14 +235,18 @@ def render_code(capture, compile) -> str:
         para(f"{plural(len(generated), 'generated kernel')} ({', '.join(stage.languages) or 'none'})"
              f" and {plural(len(extern), 'call')} to library kernels (extern)."),
         kernels_table(kernels),
-        kernel_picker(compile),
+        later(lambda: kernel_picker(compile) or "", "drawing each kernel's source lines and nodes…"),
         gpu_profile_section(capture),
         gpu_depth_section(capture, kernels),
         roofline_section(kernels),
         autotune_section(compile),
         heading("Kernels", 4),
         reproducer_section(compile) if compile.origin == "dynamo" else None,
-        *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
-        details("Whole output module (Python wrapper)", code_block(stage.module, "python"))
-        if compile.origin == "dynamo" else details("Whole AOTInductor wrapper (C++)", code_block(stage.module, "cpp")),
+        # each kernel's code and the whole module drawn once the tab is on screen (highlighting them took most of
+        # a big compile's first visit)
+        later(lambda: join([
+            *(kernel_section(k, open=i == 0) for i, k in enumerate(generated)),
+            details("Whole output module (Python wrapper)", code_block(stage.module, "python"))
+            if compile.origin == "dynamo" else details("Whole AOTInductor wrapper (C++)", code_block(stage.module, "cpp"))]),
+            f"drawing the code of {plural(len(generated), 'kernel')} and the whole module…"),
     ])

@@ -349,15 +349,15 @@ def line_time_table(capture, compile, limit: int = 12) -> Html | None:
                           + (f" ({'; '.join(prov.notes)})" if prov.notes else "") + ".", cls="tc-muted")])
     one_role = len({k.role for k in prov.kernels}) <= 1  # then "inference:" before every kernel says nothing
 
-    def code_and_kernels(row):  # the kernels under the line's code: the table fits a half-width pane
-        kernels = [tag("code", "→ " + (k.split(":", 1)[-1] if one_role else k), style="white-space: pre")
-                   for k in row.kernels]
-        return join([tag("code", shorten(row.code or "", 40), style="white-space: pre"),
-                     tag("div", join(kernels, Html("<br>")), cls="tc-muted") if kernels else None])
+    def code_and_kernels(row):  # the kernels under the line's code, long names wrapped: the table fits a half-width pane
+        kernels = [tag("code", "→ " + (k.split(":", 1)[-1] if one_role else k), cls="tc-wrap") for k in row.kernels]
+        return join([tag("code", shorten(row.code or "", 40), cls="tc-wrap"),
+                     tag("div", join(kernels), cls="tc-muted") if kernels else None])
 
     body = [[file_place(r.file, r.line), tag("span", share_cell(r.time_share, r.seconds), style="white-space: nowrap"),
              tag("span", seconds(r.seconds), style="white-space: nowrap"), code_and_kernels(r)] for r in rows]
-    # the numbers first, the long code and kernel names last: a narrow pane scrolls that column into view
+    # the numbers first, the long code and kernel names last, wrapped (issue 46: at 1,400 px with the file browser
+    # open, the column was off-screen)
     table_html = tag("div", table(["file:line", "share", "time / call", "code → kernels"], body),
                      style="overflow-x: auto; max-width: 100%")
     unattributed = prov.unattributed_seconds

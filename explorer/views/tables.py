@@ -122,6 +122,29 @@ def data_table(title: str, headers, rows, marks=None, cls: str | None = None, co
     return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
 
 
+@dataclass
+class LaterHtml:
+    """A part of a view the widget draws right after the view is on screen (``Explorer.finish_tables``, with the big
+    tables), in its place: a big compile's long code blocks, whose highlighting took most of a tab's first visit
+    (issue 46: AOT graphs and Generated code over a second on Mask R-CNN). ``waiting``: what shows until then."""
+    render: object  # () -> Html
+    waiting: str
+    collapsed: bool = False
+
+    def first_page(self) -> str:
+        return str(view_frame(para(self.waiting, cls="tc-muted")))
+
+
+def later(render, waiting: str) -> Html:
+    """``render()`` where it goes, at the top level of a view: now in static HTML, after the view is on screen in
+    the widget (``LaterHtml``)."""
+    found = _FOUND.get()
+    if found is None:
+        return render()
+    found.append(LaterHtml(render, waiting))
+    return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
