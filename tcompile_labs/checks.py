@@ -1016,22 +1016,6 @@ def check_unbacked(cap, input: str | None = None) -> None:
 # --- checks that compile the student's code again, from torch's own counters (issue 39) ----------------
 
 
-def _fresh_count(fn, calls, **compile_kwargs):
-    """Compiles ``fn`` afresh with a counting backend (``torch._dynamo.testing.CompileCounter``), makes each
-    call in ``calls`` (a list of argument tuples) and returns (frames compiled, the outputs, graph breaks
-    counted by torch (``torch._dynamo.utils.counters["graph_break"]``))."""
-    import torch
-    from torch._dynamo.testing import CompileCounter
-    from torch._dynamo.utils import counters
-
-    torch._dynamo.reset()
-    counters.clear()
-    counter = CompileCounter()
-    compiled = torch.compile(fn, backend=counter, **compile_kwargs)
-    outputs = [compiled(*call) for call in calls]
-    return counter.frame_count, outputs, sum(counters["graph_break"].values())
-
-
 def _counting_backend():
     """A backend that records each graph it compiles and each run of a compiled graph: (backend, compiles, runs).
     Code that runs eagerly — a stance, a disabled frame, a recompile limit hit — adds no run."""
@@ -1098,14 +1082,21 @@ def check_no_breaks_by_default(fn, *args) -> None:
     no graph break, counted by torch, and gives ``fn``'s eager result."""
     import torch
 
+    from torch._dynamo.utils import counters
+
+    backend, compiles, _ = _counting_backend()
+    torch._dynamo.reset()
+    counters.clear()
     with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False):
-        frames, outputs, breaks = _fresh_count(fn, [args])
+        output = torch.compile(fn, backend=backend)(*args)
+    breaks = sum(counters["graph_break"].values())
+    torch._dynamo.reset()
     if breaks:
         _fail(f"with torch.compile's defaults, {_name_of(fn)} still has {_plural(breaks, 'graph break')} "
               "(fullgraph=True or a config flag hides a break; it does not remove it)",
               "rewrite the code so that nothing leaves tensor land")
-    check_allclose(outputs[0], fn(*args), f"{_name_of(fn)} compiled with the defaults")
-    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(frames, 'frame')})")
+    check_allclose(output, fn(*args), f"{_name_of(fn)} compiled with the defaults")
+    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(len(compiles), 'graph')})")
 
 
 def _name_of(fn) -> str:

@@ -820,6 +820,35 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert list(compiler_bisector.BACKENDS)[:2] == ["eager", "aot_eager"] and "inductor" in compiler_bisector.BACKENDS
     assert hasattr(inductor_config, "fallback_random") and "fallback_random" in inspect.getsource(lowering.native_dropout)
     assert (_Path(lowering.__file__).parent / "fx_passes" / "replace_random.py").exists()
+    # issue 47: the six statements corrected, each against the source it cites
+    from torch._dynamo.backends import distributed as ddp_backend
+    from torch._functorch._aot_autograd import runtime_wrappers
+    from torch._inductor import compile_fx, utils as inductor_utils
+
+    # lab01 §7: pre-grad passes run on Dynamo's graph in compile_fx, before AOTAutograd
+    fx_source = inspect.getsource(compile_fx)
+    assert "_recursive_pre_grad_passes" in fx_source and (_Path(compile_fx.__file__).parent / "fx_passes" /
+                                                          "pre_grad.py").exists()
+    # lab01 §4: a symbolic float gets a NaN guard
+    assert "not math.isnan(" in inspect.getsource(ShapeEnv.produce_guards_verbose)
+    # lab04 §6: a cache hit brings the backward already lowered
+    assert hasattr(runtime_wrappers, "CachedAutogradLazyBackwardCompileInfo")
+    assert "we already have a lowered backward" in _Path(runtime_wrappers.__file__).read_text()
+    # lab05 Ex 5.5: the CPU GEMM template needs max_autotune, the CPP backend, weight prepack and a constant weight
+    cpp_gemm = inspect.getsource(inductor_utils.use_cpp_gemm_template)
+    assert '_use_autotune_backend("CPP")' in cpp_gemm and "config.cpp.weight_prepack" in cpp_gemm
+    assert "is_module_buffer() or not require_constant_mat2" in cpp_gemm
+    assert "config.max_autotune or config.max_autotune_gemm" in inspect.getsource(inductor_utils._use_template_for_cpu)
+    # lab08 §5: a full bucket is closed only when it feeds a node outside it; an empty first bucket is merged
+    compile_fn = inspect.getsource(ddp_backend.DDPOptimizer.compile_fn)
+    assert "if bucket_has_external_output(buckets[0]):" in compile_fn
+    assert "len(buckets) > 1 and buckets[0].size == 0" in compile_fn
+    # lab09 §5: the bisector's ladder, and the order of its Inductor subsystems
+    assert list(compiler_bisector.BACKENDS) == ["eager", "aot_eager", "aot_eager_decomp_partition",
+                                                "aot_eager_decomp_partition_crossref", "inductor"]
+    names = [getattr(s, "name", None) for s in compiler_bisector.BACKENDS["inductor"]]
+    assert names[:3] == ["pre_grad_passes", "joint_graph_passes", "post_grad_passes"]
+    assert names.index("inductor_fallback_random") == 3
 
 
 def _scale_steps(x):  # lab 1's
