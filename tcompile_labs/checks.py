@@ -31,7 +31,7 @@ __all__ = [
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
     "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
     "check_collectives_in_backward", "job_records", "job_results",
-    "graded_output", "as_count",
+    "graded_output", "as_count", "check_break_even_behaves",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -932,6 +932,44 @@ def check_answered(*answers) -> None:
     for answer in answers:
         _no_answer(answer, "your answer")
     return _pass("answered (its value is checked when the notebook is graded)")
+
+
+def check_break_even_behaves(break_even) -> None:
+    """What a student release checks of Exercise 7.1's function, without the formula: on made-up timings it never
+    pays (``math.inf``) when the compiled call is not faster, it is a finite number of calls when it is, more calls
+    for a costlier first call, fewer for a larger saving per call, and the compiled time matters (not only eager's).
+    The graded test checks the value itself."""
+    if break_even is ... or not callable(break_even):
+        _fail("break_even: no function yet", "define break_even(first_call_s, eager_s, compiled_s)")
+
+    def value(first, eager, compiled):
+        try:
+            got = float(break_even(first, eager, compiled))
+        except Exception as exc:  # noqa: BLE001 - the student's function failing, named
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}) raised {type(exc).__name__}: {exc}",
+                  "return a number of calls (math.inf when the compile never pays)")
+        if math.isnan(got):
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}) is NaN", "return a number of calls")
+        return got
+
+    for first, eager, compiled in ((2.0, 1e-3, 2e-3), (2.0, 1e-3, 1e-3), (0.5, 4e-3, 5e-3)):
+        if not math.isinf(value(first, eager, compiled)):
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}): the compiled call is not faster, yet it pays "
+                  "after a finite number of calls", "when compiled_s >= eager_s the compile never pays: math.inf")
+    base = value(2.0, 3e-3, 1e-3)
+    if not (math.isfinite(base) and base > 0):
+        _fail(f"break_even(2, 0.003, 0.001) = {base:g}: a faster compiled call pays after a finite, positive number "
+              "of calls", "count the calls until the time saved repays the first call")
+    if not value(4.0, 3e-3, 1e-3) > base:
+        _fail("a costlier first call does not take more calls to repay", "the first call's cost is what is repaid")
+    if not value(2.0, 5e-3, 1e-3) < base:
+        _fail("a larger saving per call does not repay sooner", "what does each later call save?")
+    if value(2.0, 3e-3, 2e-3) == value(2.0, 3e-3, 1e-3):
+        _fail("the compiled call's time changes nothing", "each later call saves eager_s - compiled_s")
+    once, twice = value(100.0, 1.1e-3, 1e-3), value(100.0, 1.2e-3, 1e-3)
+    if not math.isclose(twice, once / 2, rel_tol=0.05):
+        _fail("twice the saving per call does not repay in half the calls", "each later call saves eager_s - compiled_s")
+    return _pass("break_even behaves like a break-even count on made-up timings (its values are graded)")
 
 
 def check_stance_runs_eagerly(stance, fn, *args) -> None:

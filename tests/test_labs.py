@@ -2088,3 +2088,13 @@ def test_issue47_no_cell_of_the_course_prints_a_predictions_answer():
         module = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
         course = build_labs.course_notebook(build_labs.build(module)[1])
         assert not [c for c in course.cells if measured in c.source], path.name
+
+
+def test_issue47_exercise_7_1_visible_check_says_whether_the_function_behaves():
+    import math
+
+    checks.check_break_even_behaves(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
+    checks.check_break_even_behaves(lambda f, e, c: math.ceil((f - c) / (e - c)) if e > c else float("inf"))
+    for wrong in (lambda f, e, c: f / e, lambda f, e, c: 123, lambda f, e, c: (f - c) / (e - c),
+                  lambda f, e, c: (f - c) / e if e > c else math.inf, ...):
+        fails(checks.check_break_even_behaves, wrong)

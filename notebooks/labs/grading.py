@@ -347,6 +347,10 @@ def _is_answer_check(line: str) -> bool:
     return line.split("(")[0].strip() in answers.__all__
 
 
+# an answer checker whose student-side stand-in says more than "answered" without giving the answer away
+VISIBLE_INSTEAD = {"check_break_even_function": "check_break_even_behaves"}
+
+
 def visible_checks(checks: list[str]) -> list[str]:
     """The checker calls a student sees, inside ``with graded_output():`` (a warning goes to stdout): an answer
     checker (``labs.answers``, whose code would give the answer away) becomes ``check_answered(<the answers>)``;
@@ -358,7 +362,8 @@ def visible_checks(checks: list[str]) -> list[str]:
             continue
         call = ast.parse(line.split("#")[0].strip()).body[0].value
         given = [call.args[i] for i in ANSWER_ARGS.get(call.func.id, (0,))]
-        shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
+        checker = VISIBLE_INSTEAD.get(call.func.id, "check_answered")
+        shown.append(f"{checker}({', '.join(ast.unparse(a) for a in given)})")
     return ["with graded_output():     # torch's warnings print here, on stdout"] + ["    " + line for line in shown]
 
 
