@@ -31,7 +31,7 @@ __all__ = [
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
     "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
     "check_collectives_in_backward", "job_records", "job_results",
-    "graded_output", "as_count", "check_break_even_behaves",
+    "graded_output", "as_count", "check_payback_behaves",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -934,7 +934,7 @@ def check_answered(*answers) -> None:
     return _pass("answered (its value is checked when the notebook is graded)")
 
 
-def check_break_even_behaves(break_even) -> None:
+def check_payback_behaves(break_even) -> None:
     """What a student release checks of Exercise 7.1's function, without the formula: on made-up timings it never
     pays (``math.inf``) when the compiled call is not faster, it is a finite number of calls when it is, more calls
     for a costlier first call, fewer for a larger saving per call, and the compiled time matters (not only eager's).

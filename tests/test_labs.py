@@ -1883,7 +1883,8 @@ def test_exercise_9_3_rejects_no_recompile_and_one_per_size_of_1():
     for (batch,) in calls:
         torch._dynamo.mark_dynamic(batch, 0)
     answers.check_recompiles_answer(1, predict, calls)
-    for wrong in (0, 2, 4, 1.0, "1", ...):  # mark_dynamic = no recompile; each size of 1; each new size; not a count
+    answers.check_recompiles_answer(1.0, predict, calls)  # issue 47: a whole float is a count
+    for wrong in (0, 2, 4, 1.5, "1", True, ...):  # mark_dynamic = no recompile; each size of 1; each new size; not a count
         fails(answers.check_recompiles_answer, wrong, predict, calls)
 
 
@@ -2093,8 +2094,8 @@ def test_issue47_no_cell_of_the_course_prints_a_predictions_answer():
 def test_issue47_exercise_7_1_visible_check_says_whether_the_function_behaves():
     import math
 
-    checks.check_break_even_behaves(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
-    checks.check_break_even_behaves(lambda f, e, c: math.ceil((f - c) / (e - c)) if e > c else float("inf"))
+    checks.check_payback_behaves(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
+    checks.check_payback_behaves(lambda f, e, c: math.ceil((f - c) / (e - c)) if e > c else float("inf"))
     for wrong in (lambda f, e, c: f / e, lambda f, e, c: 123, lambda f, e, c: (f - c) / (e - c),
                   lambda f, e, c: (f - c) / e if e > c else math.inf, ...):
-        fails(checks.check_break_even_behaves, wrong)
+        fails(checks.check_payback_behaves, wrong)

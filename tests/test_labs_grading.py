@@ -107,7 +107,9 @@ RIGHT = {
 }
 
 
-WRONG_STUDENTS = ("wrong", "wrong2", "wrong3")  # the first, second and third planted wrong answer of each exercise
+# nbgrader grades the first two planted wrong answers of each exercise (a submission each: CI time); every planted
+# answer is graded in tests/test_labs.py's run of the lab, in its kernel
+WRONG_STUDENTS = ("wrong", "wrong2")
 
 
 def planted(lab: str, index: int) -> dict[str, str]:

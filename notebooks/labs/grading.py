@@ -348,7 +348,7 @@ def _is_answer_check(line: str) -> bool:
 
 
 # an answer checker whose student-side stand-in says more than "answered" without giving the answer away
-VISIBLE_INSTEAD = {"check_break_even_function": "check_break_even_behaves"}
+VISIBLE_INSTEAD = {"check_break_even_function": "check_payback_behaves"}
 
 
 def visible_checks(checks: list[str]) -> list[str]:
