@@ -149,7 +149,8 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
 PLANTED_WRONG = {
     "0.1": "answer = len(tour.compiles[0].kernels.kernels)   # the extern call counted as a kernel",
     "0.2": "softmax_line = 2                                  # counted without the %%tcompile line",
-    "1.1": "answer = 5                                        # the input and the output counted",
+    "1.1": ["answer = 5                                        # the input and the output counted",
+            "answer = 6                                        # each multiplication and its constant"],
     "1.2": "def scale_all(x, scales):\n    for s in scales:\n        x = x * s\n    return x\n\n"
            "ex12 = compiler.explore(scale_all, x, [1, 2, 3], backend='eager')",
     "1.3": "ex13 = compiler.explore(power, x, 3, backend='eager', dynamic=True)   # the value the checker uses",
@@ -211,6 +212,7 @@ PLANTED_WRONG = {
 # exercise -> right answers written otherwise than the solution (the student's cell): each must score full marks.
 # Labs 02 and 03 take theirs from tests/test_labs_grading.py's RIGHT.
 PLANTED_RIGHT = {
+    "1.1": "answer = 3.0",
     "7.2": "model = Stack()\nfor block in model.blocks:\n    block.forward = torch.compile(block.forward)\n\n"
            "with compiler.capture(fresh=True) as regional:\n    with torch.no_grad():\n        model(tokens)",
 }
