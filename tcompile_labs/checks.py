@@ -31,7 +31,7 @@ __all__ = [
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
     "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
     "check_collectives_in_backward", "job_records", "job_results",
-    "graded_output", "as_count", "check_payback_behaves",
+    "graded_output", "as_count", "check_payback_behaves", "check_marks_dynamic_if_possible",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -1113,6 +1113,43 @@ def check_attribute_updates(module_cls, set_value, x, values=(2.0, 3.0, 4.0, 5.0
               "recompile; what kind of value do guards never check?")
     return _pass(f"{len(values)} values, 1 compile, every call ran it (counted by a backend of the check's), "
                  "the new value used each time")
+
+
+def check_marks_dynamic_if_possible(mark, flexible, fixed, width: int = 4) -> None:
+    """``mark(batch)`` called on each batch before its call: ``flexible`` compiled afresh serves batches of 8, 9 and
+    10 rows in one compile, every call running it, and ``fixed`` (which specializes the rows to 8) compiles and runs
+    on batches of 8 — no error. ``mark`` must not change torch's configs or stance (only the batch): a hint such as
+    ``torch._dynamo.maybe_mark_dynamic`` does it, the promise ``mark_dynamic`` fails on ``fixed``."""
+    import torch
+    from torch._dynamo import eval_frame
+
+    if mark is ... or not callable(mark):
+        _fail("no mark function yet", "define mark(batch)")
+    configs = (torch._dynamo.config, torch._inductor.config)
+    for fn, sizes in ((flexible, (8, 9, 10)), (fixed, (8, 8))):
+        backend, compiles, runs = _counting_backend()
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend=backend)
+        with _stance_kept():
+            for n in sizes:
+                batch = torch.randn(n, width, generator=torch.Generator().manual_seed(n))
+                before = ([c.get_config_copy() for c in configs], eval_frame._stance)
+                mark(batch)
+                if ([c.get_config_copy() for c in configs], eval_frame._stance) != before:
+                    _fail("mark changed torch's config or stance, not only the batch",
+                          "mark the batch's dimension: torch._dynamo has a hint for that")
+                try:
+                    got = compiled(batch)
+                except Exception as exc:  # noqa: BLE001 - the compile's error, named
+                    _fail(f"{_name_of(fn)} on a marked batch of {n} rows raised {type(exc).__name__}: "
+                          f"{(str(exc).strip().splitlines() or [''])[0][:200]}",
+                          f"{_name_of(fn)} specializes the rows; a promise that they are dynamic fails — a hint does not")
+                check_allclose(got, fn(batch), f"{_name_of(fn)} on {n} rows")
+        torch._dynamo.reset()
+        if fn is flexible and (len(compiles) != 1 or len(runs) != len(sizes)):
+            _fail(f"{_name_of(fn)} on batches of {', '.join(map(str, sizes))} rows: {_plural(len(compiles), 'compile')}, "
+                  f"{len(runs)} compiled runs", "mark the rows dynamic from the first call: no recompile")
+    return _pass(f"{_name_of(flexible)}: one compile for 8, 9 and 10 rows; {_name_of(fixed)} specialized without an error")
 
 
 def check_no_breaks_by_default(fn, *args) -> None:

@@ -1505,6 +1505,7 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "3.7": "test_exercise_3_7_accepts_only_force_eager",
     "3.8": "test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check",
     "3.9": "test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1",
+    "3.10": "test_issue47_exercise_3_10_accepts_only_a_hint",
     "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
     "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
     "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
@@ -1563,7 +1564,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 48, ids
+    assert len(ids) == len(set(ids)) == 49, ids  # 48, and 3.10 (issue 47: maybe_mark_dynamic)
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
@@ -2101,3 +2102,28 @@ def test_issue47_exercise_7_1_visible_check_says_whether_the_function_behaves():
     for wrong in (lambda f, e, c: f / e, lambda f, e, c: 123, lambda f, e, c: (f - c) / (e - c),
                   lambda f, e, c: (f - c) / e if e > c else math.inf, ...):
         fails(checks.check_payback_behaves, wrong)
+
+
+def test_issue47_exercise_3_10_accepts_only_a_hint():
+    """Exercise 3.10 (maybe_mark_dynamic): a hint passes; the promise (mark_dynamic) fails on the function that
+    specializes, no mark recompiles, a config switch or a static mark fails."""
+    def rows_mean(x):
+        return x.mean(0) * x.shape[0]
+
+    def first_eight(x):
+        return x.view(8, -1).sum(0)
+
+    checks.check_marks_dynamic_if_possible(lambda b: torch._dynamo.maybe_mark_dynamic(b, 0), rows_mean, first_eight)
+    assert "ConstraintViolationError" in fails(checks.check_marks_dynamic_if_possible,
+                                               lambda b: torch._dynamo.mark_dynamic(b, 0), rows_mean,
+                                               first_eight).message
+    assert "2 compiles" in fails(checks.check_marks_dynamic_if_possible, lambda b: None, rows_mean,
+                                 first_eight).message
+
+    def config_switch(batch):
+        torch._dynamo.config.assume_static_by_default = False
+
+    with torch._dynamo.config.patch(assume_static_by_default=True):
+        assert "config" in fails(checks.check_marks_dynamic_if_possible, config_switch, rows_mean, first_eight).message
+    fails(checks.check_marks_dynamic_if_possible, lambda b: torch._dynamo.decorators.mark_static(b, 0), rows_mean,
+          first_eight)

@@ -92,6 +92,10 @@ PLANTED = {
                   "torch._dynamo.mark_dynamic(batch, 0)\n"
                   "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False, "
                   "options={'guard_filter_fn': lambda es: [e.guard_type != 'SHAPE_ENV' for e in es]})"],
+        "ex3_10": ["def mark(batch):\n    pass                       # automatic dynamic: one recompile",
+                   # a config switch: every size dynamic by default, the batch left alone
+                   "def mark(batch):\n    torch._dynamo.config.assume_static_by_default = False",
+                   "def mark(batch):\n    torch._dynamo.decorators.mark_static(batch, 0)"],
         "ex3_1": ["torch._dynamo.reset()\nex31 = compiler.explore(f, torch.randn(32, 4), backend='eager', "
                   "dynamic=True, timing=False)",
                   # the size check filtered away: the compile for 8 rows reused for anything
@@ -119,6 +123,8 @@ RIGHT = {
                  "    def forward(self, x):\n        return x * self.gain\n\ndef set_gain(model, value):\n"
                  "    with torch.no_grad():\n        model.gain.copy_(torch.tensor(value))",
         "ex3_4": "predicted_recompiles_after = 0.0",
+        "ex3_10": "from torch._dynamo.decorators import maybe_mark_dynamic\n\ndef mark(batch):\n"
+                  "    maybe_mark_dynamic(batch, index=0)",
         "ex3_8": "def mean_times_rows(x):\n    n = x.shape[0]\n    torch._check(x.size(0) >= 1)\n    if n < 1:\n"
                  "        return x.sum(0)\n    return x.mean(0) * n\n\ntorch._dynamo.reset()\nbatch = torch.randn(6, 4)\n"
                  "torch._dynamo.decorators.mark_unbacked(batch, 0)\n"

@@ -205,6 +205,13 @@ for _kw, _answer in (({}, compiles_default), ({"dynamic": True}, compiles_dynami
     for _shape, _k in _calls:
         _f(_t.randn(*_shape), _k)
     assert _answer == _cc.frame_count, (_kw, _answer, _cc.frame_count)""",
+    "3.10": """\
+import torch as _t
+def _rows_mean(x):
+    return x.mean(0) * x.shape[0]
+def _first_eight(x):
+    return x.view(8, -1).sum(0)
+_gc.check_marks_dynamic_if_possible(mark, _rows_mean, _first_eight, width=3)""",
     "4.2": """\
 _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",
