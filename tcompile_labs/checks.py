@@ -31,7 +31,7 @@ __all__ = [
     "check_only_guard_dropped", "check_polyfilled", "check_runtime_assert",
     "check_no_input_mutation", "check_recomputed", "check_regional", "mutated_inputs",
     "check_collectives_in_backward", "job_records", "job_results",
-    "graded_output", "as_count",
+    "graded_output", "as_count", "check_payback_behaves", "check_marks_dynamic_if_possible",
 ]
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
@@ -934,6 +934,44 @@ def check_answered(*answers) -> None:
     return _pass("answered (its value is checked when the notebook is graded)")
 
 
+def check_payback_behaves(break_even) -> None:
+    """What a student release checks of Exercise 7.1's function, without the formula: on made-up timings it never
+    pays (``math.inf``) when the compiled call is not faster, it is a finite number of calls when it is, more calls
+    for a costlier first call, fewer for a larger saving per call, and the compiled time matters (not only eager's).
+    The graded test checks the value itself."""
+    if break_even is ... or not callable(break_even):
+        _fail("break_even: no function yet", "define break_even(first_call_s, eager_s, compiled_s)")
+
+    def value(first, eager, compiled):
+        try:
+            got = float(break_even(first, eager, compiled))
+        except Exception as exc:  # noqa: BLE001 - the student's function failing, named
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}) raised {type(exc).__name__}: {exc}",
+                  "return a number of calls (math.inf when the compile never pays)")
+        if math.isnan(got):
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}) is NaN", "return a number of calls")
+        return got
+
+    for first, eager, compiled in ((2.0, 1e-3, 2e-3), (2.0, 1e-3, 1e-3), (0.5, 4e-3, 5e-3)):
+        if not math.isinf(value(first, eager, compiled)):
+            _fail(f"break_even({first:g}, {eager:g}, {compiled:g}): the compiled call is not faster, yet it pays "
+                  "after a finite number of calls", "when compiled_s >= eager_s the compile never pays: math.inf")
+    base = value(2.0, 3e-3, 1e-3)
+    if not (math.isfinite(base) and base > 0):
+        _fail(f"break_even(2, 0.003, 0.001) = {base:g}: a faster compiled call pays after a finite, positive number "
+              "of calls", "count the calls until the time saved repays the first call")
+    if not value(4.0, 3e-3, 1e-3) > base:
+        _fail("a costlier first call does not take more calls to repay", "the first call's cost is what is repaid")
+    if not value(2.0, 5e-3, 1e-3) < base:
+        _fail("a larger saving per call does not repay sooner", "what does each later call save?")
+    if value(2.0, 3e-3, 2e-3) == value(2.0, 3e-3, 1e-3):
+        _fail("the compiled call's time changes nothing", "each later call saves eager_s - compiled_s")
+    once, twice = value(100.0, 1.1e-3, 1e-3), value(100.0, 1.2e-3, 1e-3)
+    if not math.isclose(twice, once / 2, rel_tol=0.05):
+        _fail("twice the saving per call does not repay in half the calls", "each later call saves eager_s - compiled_s")
+    return _pass("break_even behaves like a break-even count on made-up timings (its values are graded)")
+
+
 def check_stance_runs_eagerly(stance, fn, *args) -> None:
     """Under ``torch.compiler.set_stance(stance)`` a ``torch.compile``d copy of ``fn`` — compiled once before,
     for ``args`` — runs no compiled code and compiles nothing, for ``args`` and for a new shape, and gives
@@ -1016,22 +1054,6 @@ def check_unbacked(cap, input: str | None = None) -> None:
 # --- checks that compile the student's code again, from torch's own counters (issue 39) ----------------
 
 
-def _fresh_count(fn, calls, **compile_kwargs):
-    """Compiles ``fn`` afresh with a counting backend (``torch._dynamo.testing.CompileCounter``), makes each
-    call in ``calls`` (a list of argument tuples) and returns (frames compiled, the outputs, graph breaks
-    counted by torch (``torch._dynamo.utils.counters["graph_break"]``))."""
-    import torch
-    from torch._dynamo.testing import CompileCounter
-    from torch._dynamo.utils import counters
-
-    torch._dynamo.reset()
-    counters.clear()
-    counter = CompileCounter()
-    compiled = torch.compile(fn, backend=counter, **compile_kwargs)
-    outputs = [compiled(*call) for call in calls]
-    return counter.frame_count, outputs, sum(counters["graph_break"].values())
-
-
 def _counting_backend():
     """A backend that records each graph it compiles and each run of a compiled graph: (backend, compiles, runs).
     Code that runs eagerly — a stance, a disabled frame, a recompile limit hit — adds no run."""
@@ -1093,19 +1115,63 @@ def check_attribute_updates(module_cls, set_value, x, values=(2.0, 3.0, 4.0, 5.0
                  "the new value used each time")
 
 
+def check_marks_dynamic_if_possible(mark, flexible, fixed, width: int = 4) -> None:
+    """``mark(batch)`` called on each batch before its call: ``flexible`` compiled afresh serves batches of 8, 9 and
+    10 rows in one compile, every call running it, and ``fixed`` (which specializes the rows to 8) compiles and runs
+    on batches of 8 — no error. ``mark`` must not change torch's configs or stance (only the batch): a hint such as
+    ``torch._dynamo.maybe_mark_dynamic`` does it, the promise ``mark_dynamic`` fails on ``fixed``."""
+    import torch
+    from torch._dynamo import eval_frame
+
+    if mark is ... or not callable(mark):
+        _fail("no mark function yet", "define mark(batch)")
+    configs = (torch._dynamo.config, torch._inductor.config)
+    for fn, sizes in ((flexible, (8, 9, 10)), (fixed, (8, 8))):
+        backend, compiles, runs = _counting_backend()
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend=backend)
+        with _stance_kept():
+            for n in sizes:
+                batch = torch.randn(n, width, generator=torch.Generator().manual_seed(n))
+                before = ([c.get_config_copy() for c in configs], eval_frame._stance)
+                mark(batch)
+                if ([c.get_config_copy() for c in configs], eval_frame._stance) != before:
+                    _fail("mark changed torch's config or stance, not only the batch",
+                          "mark the batch's dimension: torch._dynamo has a hint for that")
+                try:
+                    got = compiled(batch)
+                except Exception as exc:  # noqa: BLE001 - the compile's error, named
+                    _fail(f"{_name_of(fn)} on a marked batch of {n} rows raised {type(exc).__name__}: "
+                          f"{(str(exc).strip().splitlines() or [''])[0][:200]}",
+                          f"{_name_of(fn)} specializes the rows; a promise that they are dynamic fails — a hint does not")
+                check_allclose(got, fn(batch), f"{_name_of(fn)} on {n} rows")
+        torch._dynamo.reset()
+        if fn is flexible and (len(compiles) != 1 or len(runs) != len(sizes)):
+            _fail(f"{_name_of(fn)} on batches of {', '.join(map(str, sizes))} rows: {_plural(len(compiles), 'compile')}, "
+                  f"{len(runs)} compiled runs", "mark the rows dynamic from the first call: no recompile")
+    return _pass(f"{_name_of(flexible)}: one compile for 8, 9 and 10 rows; {_name_of(fixed)} specialized without an error")
+
+
 def check_no_breaks_by_default(fn, *args) -> None:
     """``fn(*args)`` compiles with torch.compile's defaults (no fullgraph, ``.item()`` not captured) with
     no graph break, counted by torch, and gives ``fn``'s eager result."""
     import torch
 
+    from torch._dynamo.utils import counters
+
+    backend, compiles, _ = _counting_backend()
+    torch._dynamo.reset()
+    counters.clear()
     with torch._dynamo.config.patch(capture_scalar_outputs=False, capture_dynamic_output_shape_ops=False):
-        frames, outputs, breaks = _fresh_count(fn, [args])
+        output = torch.compile(fn, backend=backend)(*args)
+    breaks = sum(counters["graph_break"].values())
+    torch._dynamo.reset()
     if breaks:
         _fail(f"with torch.compile's defaults, {_name_of(fn)} still has {_plural(breaks, 'graph break')} "
               "(fullgraph=True or a config flag hides a break; it does not remove it)",
               "rewrite the code so that nothing leaves tensor land")
-    check_allclose(outputs[0], fn(*args), f"{_name_of(fn)} compiled with the defaults")
-    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(frames, 'frame')})")
+    check_allclose(output, fn(*args), f"{_name_of(fn)} compiled with the defaults")
+    return _pass(f"{_name_of(fn)} compiles with the defaults in one graph ({_plural(len(compiles), 'graph')})")
 
 
 def _name_of(fn) -> str:

@@ -149,7 +149,8 @@ def test_lab_runs_top_to_bottom(path, tmp_path):
 PLANTED_WRONG = {
     "0.1": "answer = len(tour.compiles[0].kernels.kernels)   # the extern call counted as a kernel",
     "0.2": "softmax_line = 2                                  # counted without the %%tcompile line",
-    "1.1": "answer = 5                                        # the input and the output counted",
+    "1.1": ["answer = 5                                        # the input and the output counted",
+            "answer = 6                                        # each multiplication and its constant"],
     "1.2": "def scale_all(x, scales):\n    for s in scales:\n        x = x * s\n    return x\n\n"
            "ex12 = compiler.explore(scale_all, x, [1, 2, 3], backend='eager')",
     "1.3": "ex13 = compiler.explore(power, x, 3, backend='eager', dynamic=True)   # the value the checker uses",
@@ -211,6 +212,7 @@ PLANTED_WRONG = {
 # exercise -> right answers written otherwise than the solution (the student's cell): each must score full marks.
 # Labs 02 and 03 take theirs from tests/test_labs_grading.py's RIGHT.
 PLANTED_RIGHT = {
+    "1.1": "answer = 3.0",
     "7.2": "model = Stack()\nfor block in model.blocks:\n    block.forward = torch.compile(block.forward)\n\n"
            "with compiler.capture(fresh=True) as regional:\n    with torch.no_grad():\n        model(tokens)",
 }
@@ -820,6 +822,35 @@ def test_the_torch_internals_the_labs_cite_still_exist():
     assert list(compiler_bisector.BACKENDS)[:2] == ["eager", "aot_eager"] and "inductor" in compiler_bisector.BACKENDS
     assert hasattr(inductor_config, "fallback_random") and "fallback_random" in inspect.getsource(lowering.native_dropout)
     assert (_Path(lowering.__file__).parent / "fx_passes" / "replace_random.py").exists()
+    # issue 47: the six statements corrected, each against the source it cites
+    from torch._dynamo.backends import distributed as ddp_backend
+    from torch._functorch._aot_autograd import runtime_wrappers
+    from torch._inductor import compile_fx, utils as inductor_utils
+
+    # lab01 §7: pre-grad passes run on Dynamo's graph in compile_fx, before AOTAutograd
+    fx_source = inspect.getsource(compile_fx)
+    assert "_recursive_pre_grad_passes" in fx_source and (_Path(compile_fx.__file__).parent / "fx_passes" /
+                                                          "pre_grad.py").exists()
+    # lab01 §4: a symbolic float gets a NaN guard
+    assert "not math.isnan(" in inspect.getsource(ShapeEnv.produce_guards_verbose)
+    # lab04 §6: a cache hit brings the backward already lowered
+    assert hasattr(runtime_wrappers, "CachedAutogradLazyBackwardCompileInfo")
+    assert "we already have a lowered backward" in _Path(runtime_wrappers.__file__).read_text()
+    # lab05 Ex 5.5: the CPU GEMM template needs max_autotune, the CPP backend, weight prepack and a constant weight
+    cpp_gemm = inspect.getsource(inductor_utils.use_cpp_gemm_template)
+    assert '_use_autotune_backend("CPP")' in cpp_gemm and "config.cpp.weight_prepack" in cpp_gemm
+    assert "is_module_buffer() or not require_constant_mat2" in cpp_gemm
+    assert "config.max_autotune or config.max_autotune_gemm" in inspect.getsource(inductor_utils._use_template_for_cpu)
+    # lab08 §5: a full bucket is closed only when it feeds a node outside it; an empty first bucket is merged
+    compile_fn = inspect.getsource(ddp_backend.DDPOptimizer.compile_fn)
+    assert "if bucket_has_external_output(buckets[0]):" in compile_fn
+    assert "len(buckets) > 1 and buckets[0].size == 0" in compile_fn
+    # lab09 §5: the bisector's ladder, and the order of its Inductor subsystems
+    assert list(compiler_bisector.BACKENDS) == ["eager", "aot_eager", "aot_eager_decomp_partition",
+                                                "aot_eager_decomp_partition_crossref", "inductor"]
+    names = [getattr(s, "name", None) for s in compiler_bisector.BACKENDS["inductor"]]
+    assert names[:3] == ["pre_grad_passes", "joint_graph_passes", "post_grad_passes"]
+    assert names.index("inductor_fallback_random") == 3
 
 
 def _scale_steps(x):  # lab 1's
@@ -1474,6 +1505,7 @@ WRONG_ANSWER_TESTS = {  # exercise → the test that shows its checker rejecting
     "3.7": "test_exercise_3_7_accepts_only_force_eager",
     "3.8": "test_exercise_3_8_rejects_mark_dynamic_and_unbacked_without_check",
     "3.9": "test_exercise_3_9_rejects_one_compile_per_call_and_forgetting_the_size_of_1",
+    "3.10": "test_issue47_exercise_3_10_accepts_only_a_hint",
     "4.1": "test_exercise_4_1_rejects_no_grad_inference_mode_and_a_backend_without_aotautograd",
     "4.2": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
     "4.3": "test_exercises_4_2_and_4_3_reject_the_loss_counted_and_gelu_removed",
@@ -1532,7 +1564,7 @@ def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 48, ids
+    assert len(ids) == len(set(ids)) == 49, ids  # 48, and 3.10 (issue 47: maybe_mark_dynamic)
     assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
         f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
         f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
@@ -1854,7 +1886,8 @@ def test_exercise_9_3_rejects_no_recompile_and_one_per_size_of_1():
     for (batch,) in calls:
         torch._dynamo.mark_dynamic(batch, 0)
     answers.check_recompiles_answer(1, predict, calls)
-    for wrong in (0, 2, 4, 1.0, "1", ...):  # mark_dynamic = no recompile; each size of 1; each new size; not a count
+    answers.check_recompiles_answer(1.0, predict, calls)  # issue 47: a whole float is a count
+    for wrong in (0, 2, 4, 1.5, "1", True, ...):  # mark_dynamic = no recompile; each size of 1; each new size; not a count
         fails(answers.check_recompiles_answer, wrong, predict, calls)
 
 
@@ -2059,3 +2092,38 @@ def test_issue47_no_cell_of_the_course_prints_a_predictions_answer():
         module = next(n for n in build_labs.LAB_MODULES if build_labs.build(n)[0] == path.name)
         course = build_labs.course_notebook(build_labs.build(module)[1])
         assert not [c for c in course.cells if measured in c.source], path.name
+
+
+def test_issue47_exercise_7_1_visible_check_says_whether_the_function_behaves():
+    import math
+
+    checks.check_payback_behaves(lambda f, e, c: (f - c) / (e - c) if e > c else math.inf)
+    checks.check_payback_behaves(lambda f, e, c: math.ceil((f - c) / (e - c)) if e > c else float("inf"))
+    for wrong in (lambda f, e, c: f / e, lambda f, e, c: 123, lambda f, e, c: (f - c) / (e - c),
+                  lambda f, e, c: (f - c) / e if e > c else math.inf, ...):
+        fails(checks.check_payback_behaves, wrong)
+
+
+def test_issue47_exercise_3_10_accepts_only_a_hint():
+    """Exercise 3.10 (maybe_mark_dynamic): a hint passes; the promise (mark_dynamic) fails on the function that
+    specializes, no mark recompiles, a config switch or a static mark fails."""
+    def rows_mean(x):
+        return x.mean(0) * x.shape[0]
+
+    def first_eight(x):
+        return x.view(8, -1).sum(0)
+
+    checks.check_marks_dynamic_if_possible(lambda b: torch._dynamo.maybe_mark_dynamic(b, 0), rows_mean, first_eight)
+    assert "ConstraintViolationError" in fails(checks.check_marks_dynamic_if_possible,
+                                               lambda b: torch._dynamo.mark_dynamic(b, 0), rows_mean,
+                                               first_eight).message
+    assert "2 compiles" in fails(checks.check_marks_dynamic_if_possible, lambda b: None, rows_mean,
+                                 first_eight).message
+
+    def config_switch(batch):
+        torch._dynamo.config.assume_static_by_default = False
+
+    with torch._dynamo.config.patch(assume_static_by_default=True):
+        assert "config" in fails(checks.check_marks_dynamic_if_possible, config_switch, rows_mean, first_eight).message
+    fails(checks.check_marks_dynamic_if_possible, lambda b: torch._dynamo.decorators.mark_static(b, 0), rows_mean,
+          first_eight)

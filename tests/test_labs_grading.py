@@ -26,16 +26,32 @@ LABS = {"lab02": "lab02_graph_breaks", "lab03": "lab03_guards"}
 # exercise -> a wrong answer (the student's whole cell); each must score 0 for that exercise
 PLANTED = {
     "lab02": {
-        "ex2_1": "def train_step(x):\n    y = torch.relu(x) * 3\n    return y.sum()\n\n"
-                 "ex21 = compiler.explore(train_step, x, backend='eager', timing=False)",
-        "ex2_2": "def clip_large(x):\n    return x / x.abs().max() * 2\n\n"
-                 "ex22 = compiler.explore(clip_large, x, backend='eager', timing=False)",
-        "ex2_3": "def normalize(x):\n    scale = x.abs().max().item()\n    return x / scale\n\n"
-                 "ex23 = compiler.explore(normalize, x, backend='eager', fullgraph=True, timing=False)",
-        "ex2_4": "def fingerprint(x):\n    return x * 2\n\n"
-                 "ex24 = compiler.explore(fingerprint, x, backend='eager', fullgraph=True, errors='return', "
-                 "timing=False)",
-        "ex2_5": "predicted_breaks_after = 0",
+        "ex2_1": ["def train_step(x):\n    y = torch.relu(x) * 3\n    return y.sum()\n\n"
+                  "ex21 = compiler.explore(train_step, x, backend='eager', timing=False)",
+                  # the log moved out of the function: printed once by the cell, not by the compiled function
+                  "def train_step(x):\n    y = torch.relu(x) * 3\n    return y.sum()\n\n"
+                  "print('train_step: activation sum', train_step(x))\n"
+                  "ex21 = compiler.explore(train_step, x, backend='eager', timing=False)"],
+        "ex2_2": ["def clip_large(x):\n    return x / x.abs().max() * 2\n\n"
+                  "ex22 = compiler.explore(clip_large, x, backend='eager', timing=False)",
+                  # compiling switched off: nothing left to break
+                  "torch.compiler.set_stance('force_eager')\n"
+                  "def clip_large(x):\n    m = x.abs().max()\n    if m > 1:\n        x = x / m\n    return x * 2\n\n"
+                  "ex22 = compiler.explore(clip_large, x, backend='eager', timing=False)"],
+        "ex2_3": ["def normalize(x):\n    scale = x.abs().max().item()\n    return x / scale\n\n"
+                  "ex23 = compiler.explore(normalize, x, backend='eager', fullgraph=True, timing=False)",
+                  # a config switch: .item() captured into the graph, the code unchanged
+                  "torch._dynamo.config.capture_scalar_outputs = True\n"
+                  "def normalize(x):\n    scale = x.abs().max().item()\n    return x / scale\n\n"
+                  "ex23 = compiler.explore(normalize, x, backend='eager', timing=False)"],
+        "ex2_4": ["def fingerprint(x):\n    return x * 2\n\n"
+                  "ex24 = compiler.explore(fingerprint, x, backend='eager', fullgraph=True, errors='return', "
+                  "timing=False)",
+                  # a hard-coded checksum: no graph break, no custom op
+                  "def fingerprint(x):\n    y = x * 2\n    return y + 123.0\n\n"
+                  "ex24 = compiler.explore(fingerprint, x, backend='eager', fullgraph=True, errors='return', "
+                  "timing=False)"],
+        "ex2_5": ["predicted_breaks_after = 0", "predicted_breaks_after = 2   # the fix counted as doing nothing"],
         "ex2_6": "def act(x, name):\n    return x * 2\n\n"
                  "ex26 = compiler.explore(act, x, 'tanh', backend='eager', fullgraph=True, errors='return', "
                  "timing=False)",
@@ -76,6 +92,10 @@ PLANTED = {
                   "torch._dynamo.mark_dynamic(batch, 0)\n"
                   "ex38 = compiler.explore(mean_times_rows, batch, backend='eager', timing=False, "
                   "options={'guard_filter_fn': lambda es: [e.guard_type != 'SHAPE_ENV' for e in es]})"],
+        "ex3_10": ["def mark(batch):\n    pass                       # automatic dynamic: one recompile",
+                   # a config switch: every size dynamic by default, the batch left alone
+                   "def mark(batch):\n    torch._dynamo.config.assume_static_by_default = False",
+                   "def mark(batch):\n    torch._dynamo.decorators.mark_static(batch, 0)"],
         "ex3_1": ["torch._dynamo.reset()\nex31 = compiler.explore(f, torch.randn(32, 4), backend='eager', "
                   "dynamic=True, timing=False)",
                   # the size check filtered away: the compile for 8 rows reused for anything
@@ -89,6 +109,10 @@ PLANTED = {
 RIGHT = {
     "lab02": {
         "ex2_5": "predicted_breaks_after = 1.0",
+        "ex2_3": "def normalize(x):\n    return x / x.abs().amax()\n\n"
+                 "ex23 = compiler.explore(normalize, x, backend='eager', timing=False)",
+        "ex2_2": "def clip_large(x):\n    return x / torch.clamp(x.abs().max(), min=1) * 2\n\n"
+                 "ex22 = compiler.explore(clip_large, x, backend='eager', timing=False)",
     },
     "lab03": {
         "ex3_1": "torch._dynamo.reset()\nfirst = torch.randn(8, 4)\ntorch._dynamo.decorators.mark_unbacked(first, 0)\n"
@@ -99,6 +123,8 @@ RIGHT = {
                  "    def forward(self, x):\n        return x * self.gain\n\ndef set_gain(model, value):\n"
                  "    with torch.no_grad():\n        model.gain.copy_(torch.tensor(value))",
         "ex3_4": "predicted_recompiles_after = 0.0",
+        "ex3_10": "from torch._dynamo.decorators import maybe_mark_dynamic\n\ndef mark(batch):\n"
+                  "    maybe_mark_dynamic(batch, index=0)",
         "ex3_8": "def mean_times_rows(x):\n    n = x.shape[0]\n    torch._check(x.size(0) >= 1)\n    if n < 1:\n"
                  "        return x.sum(0)\n    return x.mean(0) * n\n\ntorch._dynamo.reset()\nbatch = torch.randn(6, 4)\n"
                  "torch._dynamo.decorators.mark_unbacked(batch, 0)\n"
@@ -107,7 +133,9 @@ RIGHT = {
 }
 
 
-WRONG_STUDENTS = ("wrong", "wrong2", "wrong3")  # the first, second and third planted wrong answer of each exercise
+# nbgrader grades the first two planted wrong answers of each exercise (a submission each: CI time); every planted
+# answer is graded in tests/test_labs.py's run of the lab, in its kernel
+WRONG_STUDENTS = ("wrong", "wrong2")
 
 
 def planted(lab: str, index: int) -> dict[str, str]:

@@ -9,7 +9,7 @@ import re
 
 from tcompile_labs.checks import (  # noqa: F401 - the helpers the answer checkers share with the checks
     _describe_args, _fail, _graphs_named, _kernel_ops, _kernels, _matches_op, _name, _no_answer, _normal, _pass, _plural,
-    _require_no_error, _what_if, check_allclose, check_close, job_records, job_results, saved_for_backward,
+    _require_no_error, _what_if, as_count, check_allclose, check_close, job_records, job_results, saved_for_backward,
 )
 
 __all__ = [
@@ -76,7 +76,7 @@ def check_costliest_line(cap, line, close: float = 0.75) -> None:
 
 def _check_count(answer, expected: int, what: str, hint: str) -> None:
     _no_answer(answer, what)
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != expected:
+    if as_count(answer) is None or as_count(answer) != expected:
         _fail(f"{what}: {answer!r} is not right", hint)
     return _pass(f"{what}: {answer!r} is right")
 
@@ -388,7 +388,7 @@ def _breaks_and_recompiles(fn, calls, **compile_kwargs) -> tuple[int, int]:
 
 
 def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return as_count(value) is not None
 
 
 def check_problem_counts_answer(breaks, recompiles, cap) -> None:

@@ -129,7 +129,8 @@ from torch._dynamo.utils import counters as _c
 _t._dynamo.reset(); _c.clear()
 with _t._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
     _t.compile(_report, backend="eager")(_t.randn(16, 8))
-assert predicted_breaks_after == sum(_c["graph_break"].values()), predicted_breaks_after""",
+assert _gc.as_count(predicted_breaks_after) == sum(_c["graph_break"].values()), \
+    f"predicted {predicted_breaks_after!r} graph breaks; torch counted {sum(_c['graph_break'].values())}\"""",
     "2.6": """\
 import operator as _op, torch as _t
 _names = ["relu", "tanh", "sin"]
@@ -159,7 +160,8 @@ from torch._dynamo.testing import CompileCounter as _CC
 _t._dynamo.reset(); _cc = _CC(); _f = _t.compile(_score, backend=_cc)
 for _n in (4, 8, 16):
     _b = _t.randn(_n, 4); _t._dynamo.mark_dynamic(_b, 0); _f(_b)
-assert predicted_recompiles_after == _cc.frame_count - 1, predicted_recompiles_after""",
+assert _gc.as_count(predicted_recompiles_after) == _cc.frame_count - 1, \
+    f"predicted {predicted_recompiles_after!r} recompiles; torch counted {_cc.frame_count - 1}\"""",
     "3.6": """\
 import torch as _t
 _seen = []
@@ -203,6 +205,13 @@ for _kw, _answer in (({}, compiles_default), ({"dynamic": True}, compiles_dynami
     for _shape, _k in _calls:
         _f(_t.randn(*_shape), _k)
     assert _answer == _cc.frame_count, (_kw, _answer, _cc.frame_count)""",
+    "3.10": """\
+import torch as _t
+def _rows_mean(x):
+    return x.mean(0) * x.shape[0]
+def _first_eight(x):
+    return x.view(8, -1).sum(0)
+_gc.check_marks_dynamic_if_possible(mark, _rows_mean, _first_eight, width=3)""",
     "4.2": """\
 _gc.check_training(ex41)
 assert answer == len(_gc.saved_for_backward(ex41)), answer""",
@@ -319,7 +328,7 @@ _calls = []
 for _n in _app.MARKED_SIZES:
     _bt = _app.batch_of(_n); _t._dynamo.mark_dynamic(_bt, 0); _calls.append((_bt,))
 _, _r = _ans._breaks_and_recompiles(_app.predict, _calls)
-assert predicted_recompiles == _r and type(predicted_recompiles) is int, (predicted_recompiles, _r)""",
+assert _gc.as_count(predicted_recompiles) == _r, f"predicted {predicted_recompiles!r} recompiles; torch counted {_r}\"""",
     "9.4": LAB09_APP + """
 _app.model.train()
 _first, _ = _ans.first_divergent_backend(lambda b: _app.model(b).logits, _app.batch_of(4))
@@ -345,6 +354,10 @@ def _is_answer_check(line: str) -> bool:
     return line.split("(")[0].strip() in answers.__all__
 
 
+# an answer checker whose student-side stand-in says more than "answered" without giving the answer away
+VISIBLE_INSTEAD = {"check_break_even_function": "check_payback_behaves"}
+
+
 def visible_checks(checks: list[str]) -> list[str]:
     """The checker calls a student sees, inside ``with graded_output():`` (a warning goes to stdout): an answer
     checker (``labs.answers``, whose code would give the answer away) becomes ``check_answered(<the answers>)``;
@@ -356,7 +369,8 @@ def visible_checks(checks: list[str]) -> list[str]:
             continue
         call = ast.parse(line.split("#")[0].strip()).body[0].value
         given = [call.args[i] for i in ANSWER_ARGS.get(call.func.id, (0,))]
-        shown.append(f"check_answered({', '.join(ast.unparse(a) for a in given)})")
+        checker = VISIBLE_INSTEAD.get(call.func.id, "check_answered")
+        shown.append(f"{checker}({', '.join(ast.unparse(a) for a in given)})")
     return ["with graded_output():     # torch's warnings print here, on stdout"] + ["    " + line for line in shown]
 
 

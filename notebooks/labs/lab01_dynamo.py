@@ -161,7 +161,9 @@ def cells():
             - **0/1** (`n` changed): *automatic dynamic* — a second value for the same int makes Dynamo compile it
               as a **symbol** (`Sym(s…)` input in the FX graph); its guard is now only `TYPE_MATCH` (any int).
             - **0/2** (`scale` changed): a changed float is passed into the graph as a 0-d `float64` **tensor**
-              input (`f64[]`) and read with `.item()` inside the graph; again only its type is guarded.
+              input (`f64[]`) and read with `.item()` inside the graph; its type is guarded, and that it is not NaN
+              (`not math.isnan(L['scale'])`: symbolic floats are NaN-specialized like sizes 0 and 1,
+              `ShapeEnv.produce_guards_verbose` in `torch/fx/experimental/symbolic_shapes.py`).
             - **0/3** (`relu` changed): a `bool` decides which operations are traced, so it is never made dynamic:
               `relu == False` is a new compile with a different graph (no `relu` node). Strings behave the same way.
 
@@ -372,7 +374,10 @@ def cells():
             check_backend_rewrite(ex16, square_to_mul, energy, removed="pow", added="mul")
             """),
         md("""
-            Inductor runs passes like this on the ATen graph (its pre- and post-grad passes, Lab 5); a real
+            Inductor runs passes like this: its **pre-grad** passes on this very graph — Dynamo's torch-level FX
+            graph, before AOTAutograd (`_recursive_pre_grad_passes` in `compile_fx`, `torch/_inductor/compile_fx.py`;
+            `torch/_inductor/fx_passes/pre_grad.py`) — and its post-grad passes on the ATen graphs AOTAutograd makes
+            (`torch/_inductor/fx_passes/post_grad.py`, Lab 5); a real
             pass also handles `x.pow(2)` (`call_method`) and `torch.pow`, and checks its rewrite keeps dtypes.
 
             **Next:** Lab 2 — what happens when Dynamo meets code it cannot put in a graph.

@@ -581,6 +581,43 @@ def cells():
             `2 <= size`, so a batch of 1 always gets a compile of its own — even after `mark_dynamic` — unless the
             size is unbacked (Exercise 3.8). Warm a server up with a batch of 2 or more, not 1.
 
+            ### Exercise 3.10 — dynamic if the code allows it
+
+            `mark_dynamic` is a promise: if the code specializes the dimension anyway (a `view` to a fixed size, a
+            branch on it), the compile fails with `ConstraintViolationError`. A library that marks batches for
+            models it did not write wants a *hint* instead — dynamic where the code allows it, specialized,
+            silently, where it does not: `torch._dynamo.maybe_mark_dynamic` (`torch/_dynamo/decorators.py`: it
+            records the dimension in the tensor's `_dynamo_weak_dynamic_indices`, and a specialization of a weak
+            dimension is no error). Write `mark(batch)`, which marks dimension 0 of each batch before its call, so
+            that `rows_mean`, compiled once, serves batches of 8, 9 and 10 without a recompile (automatic dynamic
+            would take one), and `first_eight`, which views its input as 8 rows, still compiles and runs. The
+            checker compiles both afresh, calls `mark` on every batch, and counts compiles and compiled runs with
+            a backend of its own; `mark` may change nothing but the batch (no config, no stance).
+            """),
+        code("""
+            def rows_mean(x):                    # any number of rows
+                return x.mean(0) * x.shape[0]
+
+            def first_eight(x):                  # specializes the rows: 8, always
+                return x.view(8, -1).sum(0)
+            """),
+        exercise("""
+            def mark(batch):
+                torch._dynamo.mark_dynamic(batch, 0)
+
+            check_marks_dynamic_if_possible(mark, rows_mean, first_eight)
+            """),
+        solution_note(),
+        solution("""
+            def mark(batch):
+                torch._dynamo.maybe_mark_dynamic(batch, 0)   # a hint: dynamic, unless the code specializes it
+
+            check_marks_dynamic_if_possible(mark, rows_mean, first_eight)
+            """),
+        md("""
+            `maybe_mark_dynamic` is what to use in code that marks inputs for models it does not know (data loaders,
+            serving frameworks); `mark_dynamic` where the model is yours and a specialization is a bug to hear about.
+
             **Next:** Lab 4 — what happens to the graph after Dynamo: AOTAutograd and training.
             """),
     ]

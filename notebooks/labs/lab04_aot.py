@@ -134,13 +134,17 @@ def cells():
             print("aot_eager_decomp_partition:", forward_ops("aot_eager_decomp_partition"))
             """),
         md("""
-            ## 6. With Inductor: the backward compiles on the first `.backward()`
+            ## 6. With Inductor: the backward compiles on the first `.backward()` (with cold caches)
 
             Inductor gets AOTAutograd's forward and backward graphs and generates code for each. AOTAutograd
             partitions when the forward compiles, but hands the backward graph to the backend's backward compiler
             **lazily**, on the first call of `.backward()` — AOTAutograd does this for every backend, not only
             Inductor (Note [Backward graph lazy lowering] and `AutogradLazyBackwardCompileInfo` in
-            `torch/_functorch/_aot_autograd/runtime_wrappers.py`). It compiles the backward at once instead when
+            `torch/_functorch/_aot_autograd/runtime_wrappers.py`). That holds when the compile is cold: on an
+            AOTAutograd cache hit the backward comes already compiled with the forward
+            (`CachedAutogradLazyBackwardCompileInfo`, same file: "On an AOT Autograd cache hit, we already have a
+            lowered backward"), so a capture with the caches on — not `fresh` — may show no backward compile at the
+            first `.backward()`. It compiles the backward at once instead when
             SymInts are saved for backward (the backend might add guards) or under
             `torch._functorch.config.force_non_lazy_backward_lowering` (`graph_compile.py`). Capture the forward
             call alone, then the backward call, and compare:

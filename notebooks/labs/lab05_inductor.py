@@ -339,8 +339,10 @@ def cells():
             """),
         md("""
             An option acts only where its precondition holds: `epilogue_fusion` needs a *template* kernel — a
-            matmul Inductor generates itself (GPU `max_autotune`, or a CPU GEMM template with `freezing` on a
-            machine that supports it), not a library call. The diff says
+            matmul Inductor generates itself (GPU `max_autotune`; on CPU the C++ GEMM template, which needs
+            `max_autotune` with `CPP` among `max_autotune_gemm_backends`, `cpp.weight_prepack`, sizes `n` and `k` that
+            are not symbols, and a weight that is a constant of the graph — what `freezing` makes of a module's
+            parameters: `use_cpp_gemm_template`, `torch/_inductor/utils.py`), not a library call. The diff says
             so by showing no change — check before crediting an option with a speed-up.
 
             **Next:** Lab 6 — CUDA graphs, the other way to remove overhead.

@@ -225,7 +225,9 @@ def cells():
             ≥ `bucket_bytes_cap` (DDP's `bucket_cap_mb` × 2²⁰ bytes), or, for the first bucket, ≥
             `torch.distributed._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB, whatever `bucket_cap_mb` is:
             `CatchErrorsWrapper.__call__` gives `DDPOptimizer` no `first_bucket_cap`) — is closed and a new one
-            starts. Each bucket becomes a subgraph (`torch.fx.passes.split_module.split_module`), and TORCH_TRACE
+            starts, but only if one of its nodes feeds a node outside it (`bucket_has_external_output`): otherwise
+            the full bucket keeps growing until one does. At the end, a first bucket that holds no parameter is
+            merged into the next. Each bucket becomes a subgraph (`torch.fx.passes.split_module.split_module`), and TORCH_TRACE
             records it: one `optimize_ddp_split_graph`, one `optimize_ddp_split_child` per subgraph. DDP's own
             reducer keeps that small first bucket, so that the first all_reduce starts early, only when
             `bucket_cap_mb` is left at its default (`_BucketCapacityConfig.create` in

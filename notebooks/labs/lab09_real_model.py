@@ -336,8 +336,11 @@ def cells():
             time. Does the compiled model? When a compiled model's output differs, the first question is *which
             layer of the stack* changes it: Dynamo alone (`backend="eager"`), Dynamo with AOTAutograd
             (`"aot_eager"`: ATen graphs, run by PyTorch's own kernels), or the whole stack (`"inductor"`, generated
-            code). torch's own bisector walks the same ladder (`torch._inductor.compiler_bisector`, its `BACKENDS`)
-            and then, inside the backend it found, turns off one pass or setting at a time.
+            code). torch's own bisector (`torch._inductor.compiler_bisector`) walks a longer ladder, its `BACKENDS` in
+            order: `eager`, `aot_eager`, `aot_eager_decomp_partition` (AOTAutograd with Inductor's decompositions and
+            partitioner), `aot_eager_decomp_partition_crossref`, `inductor`; inside the first backend that differs it
+            bisects that backend's subsystems in turn — for `inductor` first its pre-grad passes, then the joint-graph
+            and post-grad passes, then settings such as `fallback_random`, then CUDA graphs and lowerings.
 
             ### Exercise 9.4 — bisect the backends
 
@@ -361,7 +364,8 @@ def cells():
             # AOTAutograd keeps aten.native_dropout, run by PyTorch's kernel with the global generator: the same
             # numbers. Inductor replaces random ops with its own generator (torch/_inductor/fx_passes/replace_random.py;
             # its lowering of aten.native_dropout falls back to ATen only with torch._inductor.config.fallback_random =
-            # True — the setting torch's bisector tries first for a divergence found in Inductor).
+            # True — a setting torch's bisector tries in Inductor after bisecting its pre-grad, joint-graph and
+            # post-grad passes).
             model.train()
 
             def run(fn, seed=0):
