@@ -1,0 +1,216 @@
+"""Lab 10 (notebooks/labs/lab10_modern.py, checkers in tcompile_labs/checks_modern.py): planted wrong answers and
+right answers written otherwise, graded in the lab's top-to-bottom run (tests/test_labs.py merges them), and the
+checkers on the cheapest wrong passes, called directly (backend eager/aot_eager: seconds)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tcompile_labs import checks_modern as cm
+from tcompile_labs.checks import CheckFailed
+
+# exercise -> wrong answers (the student's whole cell): each must score 0
+PLANTED_WRONG = {
+    "10.1": [
+        # saved before the compile: the process's earlier artifacts (head's), not tail's
+        "with fresh_cache():\n    torch._dynamo.reset()\n    artifacts = torch.compiler.save_cache_artifacts()\n"
+        "    torch.compile(tail)(y)",
+        # compiled with aot_eager: no Inductor artifact of tail
+        "with fresh_cache():\n    torch._dynamo.reset()\n    torch.compile(tail, backend='aot_eager')(y)\n"
+        "    artifacts = torch.compiler.save_cache_artifacts()",
+        # another shape: the FX graph cache key differs
+        "with fresh_cache():\n    torch._dynamo.reset()\n    torch.compile(tail)(torch.randn(8, 32))\n"
+        "    artifacts = torch.compiler.save_cache_artifacts()",
+    ],
+    "10.2": [
+        # both branches computed: right values, but no branch in the graph
+        "class Gate(GateReference):\n    def forward(self, x):\n        y = self.lin(x)\n"
+        "        return torch.where(x.sum() > 0, y.relu(), y.tanh() * 2)\n\nep = torch.export.export(Gate(), (x4,))",
+        # the branches swapped
+        "class Gate(GateReference):\n    def forward(self, x):\n        y = self.lin(x)\n"
+        "        return torch.cond(x.sum() > 0, lambda y: y.tanh() * 2, lambda y: y.relu(), (y,))\n\n"
+        "ep = torch.export.export(Gate(), (x4,))",
+    ],
+    "10.3": [
+        # a fake implementation but no backward
+        "@torch.library.custom_op('lab10::scaled_tanh', mutates_args=())\n"
+        "def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:\n"
+        "    return torch.from_numpy(np.tanh(x.numpy(force=True)) * scale)\n\n"
+        "scaled_tanh.register_fake(lambda x, scale: torch.empty_like(x))",
+        # a backward without the scale
+        "@torch.library.custom_op('lab10::scaled_tanh', mutates_args=())\n"
+        "def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:\n"
+        "    return torch.from_numpy(np.tanh(x.numpy(force=True)) * scale)\n\n"
+        "scaled_tanh.register_fake(lambda x, scale: torch.empty_like(x))\n"
+        "def _setup(ctx, inputs, output):\n    ctx.save_for_backward(inputs[0])\n"
+        "def _backward(ctx, grad):\n    (x,) = ctx.saved_tensors\n    return grad * (1 - torch.tanh(x) ** 2), None\n"
+        "scaled_tanh.register_autograd(_backward, setup_context=_setup)",
+        # not an operator: plain torch code (it compiles and trains, but opcheck has nothing to check)
+        "def scaled_tanh(x, scale):\n    return torch.tanh(x) * scale",
+    ],
+    "10.4": [
+        "def mark_batch(t):\n    pass                                   # automatic dynamic: a recompile",
+        "def mark_batch(t):\n    torch._dynamo.decorators.mark_unbacked(t, 0)",
+        # a config switch instead of a mark: every size dynamic everywhere
+        "def mark_batch(t):\n    torch._dynamo.config.assume_static_by_default = False",
+        "def mark_batch(t):\n    torch.compiler.set_stance('force_eager')",
+    ],
+}
+
+# exercise -> a right answer written otherwise than the solution: full marks
+PLANTED_RIGHT = {
+    "10.1": "torch._dynamo.reset()\ntorch.compile(tail, mode='default')(y)\n"
+            "artifacts = torch.compiler.save_cache_artifacts()[0]          # the bytes alone, the default cache dir",
+    "10.2": "from torch._higher_order_ops.cond import cond\n\nclass Gate(GateReference):\n"
+            "    def forward(self, x):\n        def pos(y):\n            return torch.relu(y)\n\n"
+            "        def neg(y):\n            return 2 * torch.tanh(y)\n\n"
+            "        return cond(x.sum().gt(0), pos, neg, [self.lin(x)])\n\nep = torch.export.export(Gate(), (x4,))",
+    "10.3": "@torch.library.custom_op('lab10::scaled_tanh_v2', mutates_args=())\n"
+            "def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:\n"
+            "    return torch.from_numpy(np.tanh(x.numpy(force=True)) * scale)\n\n"
+            "@scaled_tanh.register_fake\ndef _(x, scale):\n    return x.new_empty(x.shape)\n\n"
+            "def _setup(ctx, inputs, output):\n    ctx.save_for_backward(output)\n    ctx.scale = inputs[1]\n\n"
+            "def _backward(ctx, grad):\n    (out,) = ctx.saved_tensors      # from the output: s(1 - (out/s)^2)\n"
+            "    return grad * (ctx.scale - out * out / ctx.scale), None\n\n"
+            "scaled_tanh.register_autograd(_backward, setup_context=_setup)",
+    "10.4": "def mark_batch(t):\n    torch._dynamo.maybe_mark_dynamic(t, [0])",
+}
+
+
+def _fails(fn, *args):
+    with pytest.raises(CheckFailed) as info:
+        fn(*args)
+    return str(info.value)
+
+
+def _rows_times(x):
+    return x.sin() * x.shape[0]
+
+
+def _table_lookup(x):
+    if x.shape[0] == 8:
+        return x.sum(0) * 2
+    return x.sum(0)
+
+
+def test_batch_marking_accepts_maybe_mark_dynamic_and_rejects_the_rest():
+    cm.check_batch_marking(lambda t: torch._dynamo.maybe_mark_dynamic(t, 0), _rows_times, _table_lookup)
+    cm.check_batch_marking(lambda t: torch._dynamo.maybe_mark_dynamic(t, [0]), _rows_times, _table_lookup)
+    assert "ConstraintViolationError" in _fails(cm.check_batch_marking, lambda t: torch._dynamo.mark_dynamic(t, 0),
+                                                _rows_times, _table_lookup)
+    assert "2 frames" in _fails(cm.check_batch_marking, lambda t: None, _rows_times, _table_lookup)
+    _fails(cm.check_batch_marking, lambda t: torch._dynamo.decorators.mark_unbacked(t, 0), _rows_times, _table_lookup)
+
+    def config_switch(t):
+        torch._dynamo.config.assume_static_by_default = False
+
+    try:
+        assert "config" in _fails(cm.check_batch_marking, config_switch, _rows_times, _table_lookup)
+    finally:
+        torch._dynamo.config.assume_static_by_default = True
+    with torch.compiler.set_stance("default"):
+        def stance(t):
+            torch.compiler.set_stance("force_eager")
+        assert "ran compiled" in _fails(cm.check_batch_marking, stance, _rows_times, _table_lookup)
+    _fails(cm.check_batch_marking, ..., _rows_times, _table_lookup)
+
+
+class _GateReference(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if x.sum() > 0:
+            return y.relu()
+        return y.tanh() * 2
+
+
+def test_cond_export_accepts_cond_and_rejects_a_baked_branch_where_and_swapped_branches():
+    class Gate(_GateReference):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda y: y.relu(), lambda y: y.tanh() * 2, (self.lin(x),))
+
+    class Where(_GateReference):
+        def forward(self, x):
+            y = self.lin(x)
+            return torch.where(x.sum() > 0, y.relu(), y.tanh() * 2)
+
+    class Swapped(_GateReference):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda y: y.tanh() * 2, lambda y: y.relu(), (self.lin(x),))
+
+    class Baked(_GateReference):
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    x = torch.randn(3, 4)
+    cm.check_cond_export(torch.export.export(Gate(), (x,)), Gate, _GateReference, x)
+    assert "no torch.cond" in _fails(cm.check_cond_export, torch.export.export(Where(), (x,)), Where, _GateReference, x)
+    assert "no torch.cond" in _fails(cm.check_cond_export, torch.export.export(Baked(), (x,)), Baked, _GateReference, x)
+    assert "branch" in _fails(cm.check_cond_export, torch.export.export(Swapped(), (x,)), Swapped, _GateReference, x)
+    # an ExportedProgram of the right model, with a class that is not: the fresh export decides
+    assert "no torch.cond" in _fails(cm.check_cond_export, torch.export.export(Gate(), (x,)), Where, _GateReference, x)
+    assert "not an ExportedProgram" in _fails(cm.check_cond_export, Gate(), Gate, _GateReference, x)
+
+
+def _opaque(x, scale):
+    return torch.from_numpy(np.tanh(x.numpy(force=True)) * scale)
+
+
+def _make_op(name, fake=True, backward="right"):
+    op = torch.library.custom_op(f"lab10test::{name}", mutates_args=())(_typed)
+    if fake:
+        op.register_fake(lambda x, scale: torch.empty_like(x) if fake is True else x.new_empty(x.shape[0] + 1))
+    if backward:
+        def setup(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.scale = inputs[1] if backward == "right" else 1.0
+
+        def bw(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * ctx.scale * (1 - torch.tanh(x) ** 2), None
+        op.register_autograd(bw, setup_context=setup)
+    return op
+
+
+def _typed(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return _opaque(x, scale)
+
+
+def test_custom_op_accepts_a_full_registration_and_rejects_each_missing_part():
+    reference = lambda x, s: torch.tanh(x) * s  # noqa: E731
+    x = torch.randn(6)
+    cm.check_custom_op(_make_op("right"), reference, x)
+    assert "opcheck" in _fails(cm.check_custom_op, _make_op("nofake", fake=False), reference, x)
+    assert "opcheck" in _fails(cm.check_custom_op, _make_op("badfake", fake="wrong shape"), reference, x)
+    _fails(cm.check_custom_op, _make_op("nobackward", backward=None), reference, x)
+    assert "gradcheck" in _fails(cm.check_custom_op, _make_op("noscale", backward="no scale"), reference, x)
+    assert "not a custom operator" in _fails(cm.check_custom_op, reference, reference, x)
+
+
+@pytest.mark.slow
+def test_portable_cache_counts_a_hit_and_rejects_artifacts_of_another_shape():
+    """Two small Inductor compiles and two checks (about 30 s cold on 2 loaded cores)."""
+    from torch._inductor.utils import fresh_cache
+
+    def tail(y):
+        return torch.nn.functional.gelu(y @ y.T).mean(0)
+
+    y = torch.randn(16, 32)
+    with fresh_cache():
+        torch._dynamo.reset()
+        torch.compile(tail)(torch.randn(8, 32))
+        other = torch.compiler.save_cache_artifacts()
+    assert "miss" in _fails(cm.check_portable_cache, other, tail, y)
+    with fresh_cache():
+        torch._dynamo.reset()
+        torch.compile(tail)(y)
+        right = torch.compiler.save_cache_artifacts()
+    cm.check_portable_cache(right, tail, y)
+    cm.check_portable_cache(right[0], tail, y)
+    _fails(cm.check_portable_cache, None, tail, y)
+    _fails(cm.check_portable_cache, "artifacts", tail, y)
