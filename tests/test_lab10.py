@@ -214,3 +214,45 @@ def test_portable_cache_counts_a_hit_and_rejects_artifacts_of_another_shape():
     cm.check_portable_cache(right[0], tail, y)
     _fails(cm.check_portable_cache, None, tail, y)
     _fails(cm.check_portable_cache, "artifacts", tail, y)
+
+
+def test_the_torch_internals_lab10_cites_still_exist():
+    """Each statement of lab 10 about torch, against the source it cites (as test_labs.py's
+    test_the_torch_internals_the_labs_cite_still_exist does for labs 0-9)."""
+    import inspect
+    from pathlib import Path
+
+    import torch._inductor
+    import torch.fx.experimental._config as fx_config
+    from torch._dynamo import decorators
+    from torch._inductor import codecache, utils as inductor_utils
+    from torch.compiler import _cache
+    from torch.fx.experimental import symbolic_shapes
+    from torch.testing._internal.optests import generate_tests
+
+    # §1: the mega-cache serializes every artifact recorded (appending), None when there is none; hits are counted
+    serialize = inspect.getsource(_cache.CacheArtifactManager.serialize)
+    assert "cls._serializer.extend" in serialize and "return None" in serialize
+    assert "CacheArtifactManager.serialize()" in inspect.getsource(torch.compiler.save_cache_artifacts)
+    assert "populate_caches" in inspect.getsource(torch.compiler.load_cache_artifacts)
+    assert hasattr(_cache.CacheArtifactManager, "with_fresh_cache") and hasattr(inductor_utils, "fresh_cache")
+    source = Path(codecache.__file__).read_text()
+    assert 'counters["inductor"]["fxgraph_cache_hit"] += 1' in source and "def _lookup_graph" in source
+    # §2: export's data-dependent error, torch.cond, AOTInductor's entry points
+    assert hasattr(symbolic_shapes, "GuardOnDataDependentSymNode") and hasattr(torch, "cond")
+    assert callable(torch._inductor.aoti_compile_and_package) and callable(torch._inductor.aoti_load_package)
+    # §3: opcheck's default tests; triton_op and wrap_triton
+    assert generate_tests.DEFAULT_TEST_UTILS == ["test_schema", "test_autograd_registration", "test_faketensor",
+                                                 "test_aot_dispatch_dynamic"]
+    from torch._library import triton
+    assert callable(triton.triton_op) and callable(torch.library.triton_op) and callable(torch.library.wrap_triton)
+    # §4: maybe_mark_dynamic records a weak index; mark_dynamic's violation; size-oblivious reasoning
+    assert "_dynamo_weak_dynamic_indices" in inspect.getsource(decorators.maybe_mark_dynamic)
+    assert hasattr(symbolic_shapes, "ConstraintViolationError") and callable(symbolic_shapes.guard_size_oblivious)
+    assert fx_config.backed_size_oblivious is False
+    # §5: the minifier's configs and modules; FSDP2
+    config_source = Path(torch._dynamo.config.__file__).read_text()
+    assert '"TORCHDYNAMO_REPRO_LEVEL", 2)' in config_source and '"TORCHDYNAMO_REPRO_AFTER"' in config_source
+    assert (Path(torch._dynamo.__file__).parent / "repro" / "after_dynamo.py").exists()
+    from torch.distributed.fsdp import fully_shard
+    assert callable(fully_shard)
