@@ -11,7 +11,7 @@ import contextlib
 
 from tcompile_labs.checks import _counting_backend, _fail, _pass, _stance_kept
 
-__all__ = ["check_portable_cache", "check_cond_export", "check_custom_op", "check_batch_marking"]
+__all__ = ["check_portable_cache", "check_cond_export", "check_custom_op", "check_batch_marking", "check_compiled_step"]
 
 
 def _count(group: str, name: str) -> int:
@@ -218,3 +218,54 @@ def check_batch_marking(mark_batch, generic, specializing, sizes=(8, 16, 32)) ->
               f"{runs} of {len(sizes)} calls compiled", "the marking must cost code that specializes nothing")
     return _pass(f"{generic.__name__}: 1 frame for batches of {', '.join(map(str, sizes))}; "
                  f"{specializing.__name__}: no error, {frames} frames (as unmarked: {unmarked})")
+
+
+def check_compiled_step(make_step, steps: int = 3) -> None:
+    """``step = make_step(opt)`` for an Adam optimizer of a small model of the check's: each ``step()`` must update
+    the parameters **inside compiled code** — every ``torch.compile`` forced to a backend of the check's
+    (``set_stance(force_backend=...)``) that compares the parameters before and after each compiled run — and after
+    ``steps`` steps the parameters equal those of the same model stepped by an eager Adam."""
+    import copy
+
+    import torch
+
+    if make_step is ...:
+        _fail("no answer yet", "def make_step(opt): return <a compiled optimizer step>")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    twin = copy.deepcopy(model)
+    opt, twin_opt = (torch.optim.Adam(m.parameters(), lr=0.01) for m in (model, twin))
+    params = list(model.parameters())
+    updated = []  # per compiled run: did it change a parameter?
+
+    def backend(gm, example_inputs):
+        def run(*args):
+            before = [p.detach().clone() for p in params]
+            out = gm.forward(*args)
+            updated.append(any(not torch.equal(b, p.detach()) for b, p in zip(before, params)))
+            return out
+        return run
+
+    torch._dynamo.reset()
+    step = make_step(opt)
+    if not callable(step):
+        _fail(f"make_step returned a {type(step).__name__}, not a function to call each step")
+    batches = [torch.randn(16, 8) for _ in range(steps)]
+    with _stance_kept(), torch.compiler.set_stance("default", force_backend=backend):
+        for i, batch in enumerate(batches):
+            for m in (model, twin):
+                m(batch).square().mean().backward()
+            seen = len(updated)
+            step()
+            twin_opt.step()
+            if not any(updated[seen:]):
+                _fail(f"step {i + 1}: " + ("no compiled code ran" if len(updated) == seen else
+                                           "compiled code ran, but the parameters were updated outside it"),
+                      "compile the optimizer's step itself: torch.compile(opt.step)")
+            opt.zero_grad()
+            twin_opt.zero_grad()
+    torch._dynamo.reset()
+    if not all(torch.allclose(p, q, atol=1e-6) for p, q in zip(model.parameters(), twin.parameters())):
+        _fail(f"after {steps} steps the parameters differ from an eager Adam's", "step the optimizer it was given")
+    return _pass(f"{steps} steps, each updating the parameters inside compiled code; the parameters equal an "
+                 "eager Adam's")

@@ -13,15 +13,17 @@ from tcompile_labs.checks import CheckFailed
 # exercise -> wrong answers (the student's whole cell): each must score 0
 PLANTED_WRONG = {
     "10.1": [
-        # saved before the compile: the process's earlier artifacts (head's), not tail's
-        "with fresh_cache():\n    torch._dynamo.reset()\n    artifacts = torch.compiler.save_cache_artifacts()\n"
-        "    torch.compile(tail)(y)",
+        # (in this order: save_cache_artifacts returns every artifact the kernel recorded, and the test runs every
+        # planted answer in the lab's one kernel — nbgrader gives each student a kernel of their own)
         # compiled with aot_eager: no Inductor artifact of tail
         "with fresh_cache():\n    torch._dynamo.reset()\n    torch.compile(tail, backend='aot_eager')(y)\n"
         "    artifacts = torch.compiler.save_cache_artifacts()",
         # another shape: the FX graph cache key differs
         "with fresh_cache():\n    torch._dynamo.reset()\n    torch.compile(tail)(torch.randn(8, 32))\n"
         "    artifacts = torch.compiler.save_cache_artifacts()",
+        # saved before the compile: the process's earlier artifacts (head's, tail's of another shape), not these
+        "with fresh_cache():\n    torch._dynamo.reset()\n    artifacts = torch.compiler.save_cache_artifacts()\n"
+        "    torch.compile(tail)(y)",
     ],
     "10.2": [
         # both branches computed: right values, but no branch in the graph
@@ -56,6 +58,14 @@ PLANTED_WRONG = {
         "def mark_batch(t):\n    torch._dynamo.config.assume_static_by_default = False",
         "def mark_batch(t):\n    torch.compiler.set_stance('force_eager')",
     ],
+    "10.5": [
+        # a compiled no-op each step, the update left to eager code
+        "_noop = torch.compile(lambda t: t + 0, backend='eager')\n\ndef make_step(opt):\n    def step():\n"
+        "        _noop(torch.ones(1))\n        opt.step()\n    return step",
+        # compiled, then switched off by a stance on every call
+        "def make_step(opt):\n    compiled = torch.compile(opt.step)\n    def step():\n"
+        "        with torch.compiler.set_stance('force_eager'):\n            compiled()\n    return step",
+    ],
 }
 
 # exercise -> a right answer written otherwise than the solution: full marks
@@ -75,6 +85,8 @@ PLANTED_RIGHT = {
             "    return grad * (ctx.scale - out * out / ctx.scale), None\n\n"
             "scaled_tanh.register_autograd(_backward, setup_context=_setup)",
     "10.4": "def mark_batch(t):\n    torch._dynamo.maybe_mark_dynamic(t, [0])",
+    "10.5": "def make_step(opt):\n    @torch.compile(backend='aot_eager')\n    def step():\n        opt.step()\n"
+            "    return step",
 }
 
 
@@ -250,9 +262,25 @@ def test_the_torch_internals_lab10_cites_still_exist():
     assert "_dynamo_weak_dynamic_indices" in inspect.getsource(decorators.maybe_mark_dynamic)
     assert hasattr(symbolic_shapes, "ConstraintViolationError") and callable(symbolic_shapes.guard_size_oblivious)
     assert fx_config.backed_size_oblivious is False
-    # §5: the minifier's configs and modules; FSDP2
+    # §5: the optimizer's update functions Dynamo inlines; §6: the minifier's configs and modules; FSDP2
+    from torch.optim import adam
+    assert callable(adam._single_tensor_adam) and callable(adam._multi_tensor_adam)
     config_source = Path(torch._dynamo.config.__file__).read_text()
     assert '"TORCHDYNAMO_REPRO_LEVEL", 2)' in config_source and '"TORCHDYNAMO_REPRO_AFTER"' in config_source
     assert (Path(torch._dynamo.__file__).parent / "repro" / "after_dynamo.py").exists()
     from torch.distributed.fsdp import fully_shard
     assert callable(fully_shard)
+
+
+def test_compiled_step_accepts_a_compiled_step_and_rejects_an_eager_update():
+    cm.check_compiled_step(lambda opt: torch.compile(opt.step, backend="eager"))
+    assert "no compiled code ran" in _fails(cm.check_compiled_step, lambda opt: opt.step)
+    noop = torch.compile(lambda t: t + 0, backend="eager")
+
+    def noop_then_eager(opt):
+        def step():
+            noop(torch.ones(1))
+            opt.step()
+        return step
+    assert "outside it" in _fails(cm.check_compiled_step, noop_then_eager)
+    _fails(cm.check_compiled_step, lambda opt: torch.compile(lambda: None))

@@ -14,7 +14,7 @@ def cells():
             - wrap an opaque kernel as a custom operator (`torch.library.custom_op`) with a fake implementation and
               a backward, and prove it with `torch.library.opcheck`; know where `triton_op` fits;
             - choose `maybe_mark_dynamic` over `mark_dynamic`, and say what size-oblivious reasoning does;
-            - know the tools for the rest: compiled optimizers, the minifier and repro scripts, FSDP2.
+            - compile an optimizer's step, and know the tools for the rest: the minifier and repro scripts, FSDP2.
             """, "Two small Inductor compiles (section 1), the rest on backend=\"eager\"/\"aot_eager\". About two "
                  "minutes on 2 cores."),
         setup("""
@@ -281,12 +281,37 @@ def cells():
             check_batch_marking(mark_batch, rows_times, table_lookup)
             """),
         md("""
-            ## 5. The rest of the toolbox (read, then try on your own code)
+            ## 5. Compiled optimizers
 
-            - **Compiled optimizers.** `torch.compile(opt.step)` traces the optimizer's update (the `foreach`
-              kernels on GPU) into one graph: Inductor fuses the per-parameter updates into a few kernels. Keep the
-              learning rate a tensor (`torch.optim.Adam(..., lr=torch.tensor(0.01))`) so an LR scheduler does not
-              recompile every step (a Python float is a constant, Lab 3 Ex 3.3).
+            The optimizer's step is Python looping over parameters: many small kernels, launched one by one.
+            `torch.compile(opt.step)` traces the update into one graph (Dynamo inlines `Optimizer.step` and the
+            algorithm's `_single_tensor_*` / `_multi_tensor_*` function, `torch/optim/adam.py`), and Inductor fuses
+            the per-parameter updates into a few kernels. Keep the learning rate a tensor
+            (`torch.optim.Adam(..., lr=torch.tensor(0.01))`) when a scheduler changes it: a Python float is a
+            constant of the graph, guarded by its value (Lab 3, Exercise 3.3).
+
+            ### Exercise 10.5 — compile the step
+
+            Write `make_step(opt)`, returning the function a training loop calls each step, so that the parameter
+            update runs inside compiled code. The checker forces every compile to a backend of its own that
+            watches the parameters change during each compiled run, and compares with an eager Adam.
+            """),
+        exercise("""
+            def make_step(opt):
+                return opt.step
+
+            check_compiled_step(make_step)
+            """),
+        solution_note(),
+        solution("""
+            def make_step(opt):
+                return torch.compile(opt.step, backend="eager")   # Inductor would fuse it; eager keeps the lab quick
+
+            check_compiled_step(make_step)
+            """),
+        md("""
+            ## 6. The rest of the toolbox (read, then try on your own code)
+
             - **The minifier and repro scripts.** `TORCHDYNAMO_REPRO_AFTER="dynamo"` or `"aot"`
               (`torch._dynamo.config.repro_after`) with `TORCHDYNAMO_REPRO_LEVEL` (`repro_level`: 1 dumps a repro on a
               compile error, 2 a minifier launcher on one, 3 always, 4 on an accuracy failure) writes `minifier_launcher.py`, which
