@@ -215,7 +215,7 @@ def check_batch_marking(mark_batch, generic, specializing, sizes=(8, 16, 32)) ->
               "mark_dynamic is a promise that the size stays dynamic: code that specializes it raises")
     if breaks or runs != len(sizes) or frames > unmarked:
         _fail(f"{specializing.__name__}: {frames} frames ({unmarked} unmarked), {breaks} graph breaks, "
-              f"{runs} of {len(sizes)} calls compiled", "the marking must cost code that specializes nothing")
+              f"{runs} compiled runs in {len(sizes)} calls", "the marking must cost code that specializes nothing")
     return _pass(f"{generic.__name__}: 1 frame for batches of {', '.join(map(str, sizes))}; "
                  f"{specializing.__name__}: no error, {frames} frames (as unmarked: {unmarked})")
 
