@@ -367,7 +367,8 @@ def hidden_tests(ex_id: str, checks: list[str]) -> str:
     fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gm." if is_modern_check(c) else "_gc.")
                       + c.split("#")[0].strip() for c in checks)
     body = "\n".join([fresh, HIDDEN.get(ex_id, "")]).strip("\n")
-    return "\n".join([FRESH_CHECKS + (FRESH_MODERN if ex_id in HIDDEN_MODERN else ""), f"with _gc.graded_output(), _gc.pristine_torch(), _gc.graded_test({ex_id!r}):",
+    return "\n".join([FRESH_CHECKS + (FRESH_MODERN if ex_id in HIDDEN_MODERN else ""),
+                      f"with _gc.graded_output(), _gc.pristine_torch(), _gc.graded_test({ex_id!r}):",
                       textwrap.indent(body, "    ")])
 
 

@@ -255,10 +255,11 @@ def cells():
         md("""
             **Size-oblivious reasoning.** A symbolic size is *backed* (Lab 3): it has a value at compile time, and
             sizes 0 and 1 are specialized. Many checks in torch's own code ask "could this size be 0 or 1?" only to
-            pick a fast path; `guard_size_oblivious(expr)` (`torch/fx/experimental/symbolic_shapes.py`) answers them
-            as if the size were any size ≥ 2, without a guard — that is how an unbacked size (`mark_unbacked`, Lab 3)
-            traces at all. `torch.fx.experimental._config.backed_size_oblivious = True` applies it to backed sizes
-            too (no 0/1 specialization; experimental, for export).
+            pick a fast path; `guard_size_oblivious(expr)` (`torch/fx/experimental/symbolic_shapes.py`) decides them
+            as if the size could be any size ≥ 2 (its size-like range), so the answer holds for every size and an
+            unbacked size (`mark_unbacked`, Lab 3) needs no value to decide it — the behaviour may then differ from
+            eager PyTorch at 0 or 1, which is the trade. `torch.fx.experimental._config.backed_size_oblivious = True`
+            applies it to backed sizes too (no 0/1 specialization; experimental, for export).
 
             ### Exercise 10.4 — the data loader's mark
 
@@ -276,7 +277,7 @@ def cells():
         solution_note(),
         solution("""
             def mark_batch(t):
-                torch._dynamo.maybe_mark_dynamic(t, 0)  # dynamic where the code allows it, constant where it specializes
+                torch._dynamo.maybe_mark_dynamic(t, 0)  # dynamic where the code allows, constant where it specializes
 
             check_batch_marking(mark_batch, rows_times, table_lookup)
             """),
@@ -314,7 +315,8 @@ def cells():
 
             - **The minifier and repro scripts.** `TORCHDYNAMO_REPRO_AFTER="dynamo"` or `"aot"`
               (`torch._dynamo.config.repro_after`) with `TORCHDYNAMO_REPRO_LEVEL` (`repro_level`: 1 dumps a repro on a
-              compile error, 2 a minifier launcher on one, 3 always, 4 on an accuracy failure) writes `minifier_launcher.py`, which
+              compile error, 2 a minifier launcher on one, 3 always, 4 on an accuracy failure) writes
+              `minifier_launcher.py`, which
               shrinks the failing graph to a short `repro.py` (`torch/_dynamo/repro/after_dynamo.py`,
               `after_aot.py`). `tlparse` on a `TORCH_TRACE` log (Lab 8) links each compile's artifacts. Before both,
               Lab 9's bisector says which stage is to blame.
