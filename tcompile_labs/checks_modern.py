@@ -1,6 +1,6 @@
 """Checkers for lab 10 (the modern torch.compile toolbox): each one measures the behaviour the exercise teaches
 from torch's own state — a cache hit counted by the FX graph cache, the graph ``torch.export`` makes, what
-``torch.library.opcheck`` and ``gradcheck`` say, the frames Dynamo compiles — and prints one ``✓`` line, or
+``torch.library.opcheck`` and ``gradcheck`` say, what a compiled optimizer step updates — and prints one ``✓`` line, or
 raises ``CheckFailed`` with a hint (see ``tcompile_labs.checks``).
 
     from tcompile_labs.checks_modern import *  # shipped with tcompile, next to tcompile_labs.checks
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 
-from tcompile_labs.checks import _counting_backend, _fail, _pass, _stance_kept
+from tcompile_labs.checks import _fail, _pass, _stance_kept
 
-__all__ = ["check_portable_cache", "check_cond_export", "check_custom_op", "check_batch_marking", "check_compiled_step"]
+__all__ = ["check_portable_cache", "check_cond_export", "check_custom_op", "check_compiled_step"]
 
 
 def _count(group: str, name: str) -> int:
@@ -158,66 +158,6 @@ def check_custom_op(op, reference, x) -> None:
         _fail("the compiled loss's gradient differs from the reference's")
     return _pass("opcheck passes (schema, autograd registration, fake tensor, AOT dispatch), gradcheck passes, "
                  "and a fullgraph compile of a loss through the op has the reference's gradient")
-
-
-def _configs():
-    import torch._functorch.config
-    import torch._inductor.config
-    import torch.fx.experimental._config
-
-    return (torch._dynamo.config, torch._inductor.config, torch._functorch.config, torch.fx.experimental._config)
-
-
-def _frames(fn, mark, sizes):
-    """``fn`` compiled with a counting backend, called on fresh batches of ``sizes`` rows marked by ``mark``:
-    (frames compiled, compiled runs, graph breaks), each result checked against ``fn`` run eagerly."""
-    import torch
-    from torch._dynamo.utils import counters
-
-    backend, compiles, runs = _counting_backend()
-    torch._dynamo.reset()
-    breaks = sum(counters["graph_break"].values())
-    with _stance_kept():
-        compiled = torch.compile(fn, backend=backend)
-        for n in sizes:
-            batch = torch.randn(n, 4)
-            before = [c.get_config_copy() for c in _configs()]
-            if mark is not None:
-                mark(batch)
-            if [c.get_config_copy() for c in _configs()] != before:
-                _fail("mark_batch changed a compiler config", "mark the tensor, leave the configs alone")
-            if not torch.allclose(compiled(batch), fn(batch.clone())):
-                _fail(f"{fn.__name__} compiled gives another result on a batch of {n}")
-    torch._dynamo.reset()
-    return len(compiles), len(runs), sum(counters["graph_break"].values()) - breaks
-
-
-def check_batch_marking(mark_batch, generic, specializing, sizes=(8, 16, 32)) -> None:
-    """``mark_batch(t)``, applied to each batch before the call: ``generic`` (any batch size) compiles one frame for
-    ``sizes`` — dynamic from the first call —, and ``specializing`` (code that needs a batch size as a constant)
-    runs with no error, no graph break and no more frames than unmarked; every call runs compiled code; the
-    answers are ``fn`` run eagerly; no compiler config changed."""
-    if mark_batch is ...:
-        _fail("no answer yet", "def mark_batch(t): ...")
-    frames, runs, breaks = _frames(generic, mark_batch, sizes)
-    if runs != len(sizes):
-        _fail(f"{generic.__name__}: {runs} of {len(sizes)} calls ran compiled code", "no stance, no disabled frame")
-    if frames != 1:
-        _fail(f"{generic.__name__}: batches of {', '.join(map(str, sizes))} rows compiled {frames} frames",
-              "the batch dimension must be dynamic from the first compile (automatic dynamic recompiles once)")
-    unmarked, _, _ = _frames(specializing, None, sizes)
-    try:
-        frames, runs, breaks = _frames(specializing, mark_batch, sizes)
-    except Exception as exc:  # noqa: BLE001 - mark_dynamic's ConstraintViolationError, named
-        if type(exc).__name__ == "CheckFailed":
-            raise
-        _fail(f"{specializing.__name__}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
-              "mark_dynamic is a promise that the size stays dynamic: code that specializes it raises")
-    if breaks or runs != len(sizes) or frames > unmarked:
-        _fail(f"{specializing.__name__}: {frames} frames ({unmarked} unmarked), {breaks} graph breaks, "
-              f"{runs} compiled runs in {len(sizes)} calls", "the marking must cost code that specializes nothing")
-    return _pass(f"{generic.__name__}: 1 frame for batches of {', '.join(map(str, sizes))}; "
-                 f"{specializing.__name__}: no error, {frames} frames (as unmarked: {unmarked})")
 
 
 def check_compiled_step(make_step, steps: int = 3) -> None:

@@ -52,13 +52,6 @@ PLANTED_WRONG = {
         "def scaled_tanh(x, scale):\n    return torch.tanh(x) * scale",
     ],
     "10.4": [
-        "def mark_batch(t):\n    pass                                   # automatic dynamic: a recompile",
-        "def mark_batch(t):\n    torch._dynamo.decorators.mark_unbacked(t, 0)",
-        # a config switch instead of a mark: every size dynamic everywhere
-        "def mark_batch(t):\n    torch._dynamo.config.assume_static_by_default = False",
-        "def mark_batch(t):\n    torch.compiler.set_stance('force_eager')",
-    ],
-    "10.5": [
         # a compiled no-op each step, the update left to eager code
         "_noop = torch.compile(lambda t: t + 0, backend='eager')\n\ndef make_step(opt):\n    def step():\n"
         "        _noop(torch.ones(1))\n        opt.step()\n    return step",
@@ -84,8 +77,7 @@ PLANTED_RIGHT = {
             "def _backward(ctx, grad):\n    (out,) = ctx.saved_tensors      # from the output: s(1 - (out/s)^2)\n"
             "    return grad * (ctx.scale - out * out / ctx.scale), None\n\n"
             "scaled_tanh.register_autograd(_backward, setup_context=_setup)",
-    "10.4": "def mark_batch(t):\n    torch._dynamo.maybe_mark_dynamic(t, [0])",
-    "10.5": "def make_step(opt):\n    @torch.compile(backend='aot_eager')\n    def step():\n        opt.step()\n"
+    "10.4": "def make_step(opt):\n    @torch.compile(backend='aot_eager')\n    def step():\n        opt.step()\n"
             "    return step",
 }
 
@@ -94,38 +86,6 @@ def _fails(fn, *args):
     with pytest.raises(CheckFailed) as info:
         fn(*args)
     return str(info.value)
-
-
-def _rows_times(x):
-    return x.sin() * x.shape[0]
-
-
-def _table_lookup(x):
-    if x.shape[0] == 8:
-        return x.sum(0) * 2
-    return x.sum(0)
-
-
-def test_batch_marking_accepts_maybe_mark_dynamic_and_rejects_the_rest():
-    cm.check_batch_marking(lambda t: torch._dynamo.maybe_mark_dynamic(t, 0), _rows_times, _table_lookup)
-    cm.check_batch_marking(lambda t: torch._dynamo.maybe_mark_dynamic(t, [0]), _rows_times, _table_lookup)
-    assert "ConstraintViolationError" in _fails(cm.check_batch_marking, lambda t: torch._dynamo.mark_dynamic(t, 0),
-                                                _rows_times, _table_lookup)
-    assert "2 frames" in _fails(cm.check_batch_marking, lambda t: None, _rows_times, _table_lookup)
-    _fails(cm.check_batch_marking, lambda t: torch._dynamo.decorators.mark_unbacked(t, 0), _rows_times, _table_lookup)
-
-    def config_switch(t):
-        torch._dynamo.config.assume_static_by_default = False
-
-    try:
-        assert "config" in _fails(cm.check_batch_marking, config_switch, _rows_times, _table_lookup)
-    finally:
-        torch._dynamo.config.assume_static_by_default = True
-    with torch.compiler.set_stance("default"):
-        def stance(t):
-            torch.compiler.set_stance("force_eager")
-        assert "ran compiled" in _fails(cm.check_batch_marking, stance, _rows_times, _table_lookup)
-    _fails(cm.check_batch_marking, ..., _rows_times, _table_lookup)
 
 
 class _GateReference(torch.nn.Module):

@@ -3,7 +3,7 @@ lab's reference definitions written in, so a student who redefines them changes 
 ``tcompile_labs/checks_modern.py`` they call (``_gm``, loaded like ``_gc`` with the fresh checks as its imports)."""
 from __future__ import annotations
 
-POINTS_MODERN = {"10.1": 2, "10.2": 2, "10.3": 2, "10.4": 2, "10.5": 2}
+POINTS_MODERN = {"10.1": 2, "10.2": 2, "10.3": 2, "10.4": 2}
 
 FRESH_MODERN = """
 _gm = _load("_graded_modern", _pl.Path(_ilm.PathFinder.find_spec("tcompile_labs").origin).parent / "checks_modern.py",
@@ -31,15 +31,7 @@ _gm.check_cond_export(ep, Gate, _GateReference, _t.randn(3, 4))""",
     "10.3": """\
 import torch as _t
 _gm.check_custom_op(scaled_tanh, lambda x, s: _t.tanh(x) * s, _t.randn(6))""",
-    "10.4": """\
-def _rows_times(x):
-    return x.sin() * x.shape[0]
-def _table_lookup(x):
-    if x.shape[0] == 8:
-        return x.sum(0) * 2
-    return x.sum(0)
-_gm.check_batch_marking(mark_batch, _rows_times, _table_lookup)""",
-    "10.5": "",  # the checker builds its own model and optimizers: nothing of the lab's to write in
+    "10.4": "",  # the checker builds its own model and optimizers: nothing of the lab's to write in
 }
 
 
