@@ -39,7 +39,8 @@ from nbformat.v4 import new_notebook
 
 HERE = Path(__file__).resolve().parent
 LAB_MODULES = ["lab00_tour", "lab01_dynamo", "lab02_graph_breaks", "lab03_guards", "lab04_aot",
-               "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed", "lab09_real_model"]
+               "lab05_inductor", "lab06_cudagraphs", "lab07_performance", "lab08_distributed", "lab09_real_model",
+               "lab10_modern"]
 EXERCISE_HEADING = re.compile(r"^#+ Exercise (\d+\.\d+)\b", re.M)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 

@@ -28,7 +28,7 @@ def test_wheel_installs_only_compiler_explorer_and_the_labs_run_time(tmp_path):
     assert {"explorer/static/tcompile.css", "explorer/static/compare.css"} <= set(names)
     # issue 39: a student release stands alone: the checkers, lab 8's jobs and the GPU captures come with tcompile
     assert {"tcompile_labs/__init__.py", "tcompile_labs/checks.py", "tcompile_labs/dist_job.py",
-            "tcompile_labs/ddp_job.py"} <= set(names)
+            "tcompile_labs/ddp_job.py", "tcompile_labs/checks_modern.py"} <= set(names)
     shipped = {name for name in names if name.endswith(".json")}
     assert shipped == {f"tcompile_labs/gpu/{p.name}" for p in (REPO / "assets" / "gpu").glob("*.json")}
     assert not [name for name in names if "answers" in name or "grading" in name or "/lab0" in name]

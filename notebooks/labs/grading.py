@@ -378,10 +378,17 @@ def hidden_tests(ex_id: str, checks: list[str]) -> str:
     """The fresh checks and the exercise's own test, under the fresh checkers' ``graded_output`` (stdout only),
     ``pristine_torch`` (the default stance and configs: a switch in the answer does not reach them) and
     ``graded_test`` (a failure names the exercise)."""
-    fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gc.") + c.split("#")[0].strip() for c in checks)
+    fresh = "\n".join(("_ans." if _is_answer_check(c) else "_gm." if is_modern_check(c) else "_gc.")
+                      + c.split("#")[0].strip() for c in checks)
     body = "\n".join([fresh, HIDDEN.get(ex_id, "")]).strip("\n")
-    return "\n".join([FRESH_CHECKS, f"with _gc.graded_output(), _gc.pristine_torch(), _gc.graded_test({ex_id!r}):",
+    return "\n".join([FRESH_CHECKS + (FRESH_MODERN if ex_id in HIDDEN_MODERN else ""),
+                      f"with _gc.graded_output(), _gc.pristine_torch(), _gc.graded_test({ex_id!r}):",
                       textwrap.indent(body, "    ")])
+
+
+from labs.grading_modern import FRESH_MODERN, HIDDEN_MODERN, POINTS_MODERN, is_modern_check  # noqa: E402 - lab 10
+HIDDEN.update(HIDDEN_MODERN)
+POINTS.update(POINTS_MODERN)
 
 
 class StarterCode(ClearSolutions):
