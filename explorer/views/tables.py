@@ -159,10 +159,13 @@ def datatables_script() -> Html:
     searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs.
     A table in a folded section starts when the section is opened: a report holds hundreds of tables (573 for
     a 100 MB log), and starting them all made the page wait seconds before it answered."""
-    from itables.utils import find_package_file
+    from importlib.util import find_spec
+    from pathlib import Path
 
-    bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
-    css = find_package_file("html/dt_bundle.css").read_text(encoding="utf-8")
+    # the files only: importing itables imports pandas (a second or more of a report's time)
+    html = Path(find_spec("itables").submodule_search_locations[0]) / "html"
+    bundle = (html / "dt_bundle.js").read_text(encoding="utf-8")
+    css = (html / "dt_bundle.css").read_text(encoding="utf-8")
     bundle = bundle.replace("</script", "<\\/script")
     init = f"""
 const source = document.getElementById("tc-dt-bundle").textContent;
