@@ -8,6 +8,7 @@ that point up a floor."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,8 +68,14 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
 
 
 def graph() -> dict[str, set[str]]:
+    """Each module's project imports; the tree is read once per process (a test may change what it is given)."""
+    return {name: set(targets) for name, targets in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: frozenset(imports_of(name, path, known)) for name, path in known.items()}
 
 
 # compiler/'s floors, bottom first (compiler/__init__'s docstring); the package's top modules may import all.
