@@ -33,6 +33,8 @@ from compiler.stages.schema import Guards, Provenance
 from sized_captures import SEED, replicated_capture, replicated_data, seed_data
 from tlparse_fixtures import INPUTS, needs_inputs
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 REPO = Path(__file__).resolve().parent.parent
 
 
