@@ -122,6 +122,13 @@ def data_table(title: str, headers, rows, marks=None, cls: str | None = None, co
     return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
 
 
+def rows_shown() -> int:
+    """How many rows a ``data_table`` made now shows: ``WIDGET_ROWS`` for the widget (inside
+    ``collecting_tables``), ``STATIC_ROWS`` in a static page — a view need not build the rows past them (it
+    passes ``total``)."""
+    return WIDGET_ROWS if _FOUND.get() is not None else STATIC_ROWS
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
