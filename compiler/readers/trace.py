@@ -250,9 +250,9 @@ def _lines_and_runs(f):
                 run = block[pos:end]
                 if run.isascii() and b"\r" not in run:
                     yield run, run.count(b"\n")
-                else:
-                    for line in run.splitlines(keepends=True):
-                        yield line, 0
+                else:  # each line alone (a CR inside a line is no line end: split at newlines only)
+                    for line in run[:-1].split(b"\n"):
+                        yield line + b"\n", 0
             else:
                 end = block.index(b"\n", pos, limit) + 1
                 yield block[pos:end], 0
