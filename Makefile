@@ -45,7 +45,8 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not browser and not slow"
 
 # Another torch, without touching .venv: .venv-torch gets TORCH_SPEC (rebuilt when TORCH_SPEC changes) and
-# the project with its test extras; then the fast suite and one lab run on it. TORCH_LAB: the quickest lab
+# the project with its test extras; then the fast suite (less the any_torch tests, which compile nothing and read
+# only saved files: make test runs them, and no torch changes their result) and one lab run on it. TORCH_LAB: the quickest lab
 # that compiles live (02, ~15 s on 2 cores; 06 takes 9 s but without CUDA it only reads shipped captures).
 TORCH_VENV := .venv-torch
 TORCH_BIN := $(TORCH_VENV)/bin
@@ -64,7 +65,7 @@ test-torch:
 	$(TORCH_BIN)/python -m pip install -q -e ".[test]"
 	$(if $(TORCHVISION_SPEC),$(TORCH_BIN)/python -m pip install -q "$(TORCHVISION_SPEC)")
 	$(TORCH_BIN)/python -c "import torch; print('test-torch: torch', torch.__version__)"
-	$(TORCH_BIN)/python -m pytest -q -m "not browser and not slow"
+	$(TORCH_BIN)/python -m pytest -q -m "not browser and not slow and not any_torch"
 	$(TORCH_BIN)/python -m pytest -q "tests/test_labs.py::test_lab_runs_top_to_bottom[$(TORCH_LAB)]"
 
 bench: setup

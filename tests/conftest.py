@@ -24,15 +24,21 @@ def _sigint_raises_keyboard_interrupt():
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    """Each test starts with empty Dynamo caches and counters (Inductor's disk cache is shared)."""
+def _fresh_dynamo(request):
+    """Each test starts with empty Dynamo caches and counters (Inductor's disk cache is shared). A test marked
+    ``any_torch`` (it reads only files in the repository or ../shared, so the installed torch cannot change its
+    result: make test-torch leaves it out) fails if Dynamo compiled a frame during it."""
     import torch
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
     yield
+    compiled = counters["frames"]["total"]
     torch._dynamo.reset()
+    if compiled and request.node.get_closest_marker("any_torch"):
+        pytest.fail(f"marked any_torch, but Dynamo compiled {compiled} frames: its result depends on the installed "
+                    "torch (remove the mark)")
 
 
 # The browser tests' shared setup, in one place: the JupyterLab harness is a plugin of every test module

@@ -8,6 +8,7 @@ that point up a floor."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,8 +69,15 @@ def imports_of(name: str, path: Path, known: dict[str, Path], *, annotations: bo
 
 
 def graph(*, annotations: bool = False) -> dict[str, set[str]]:
+    """Each module's project imports (``annotations``: those under ``if TYPE_CHECKING:`` too); the tree is read
+    once per process (a test may change what it is given)."""
+    return {name: set(targets) for name, targets in _graph(annotations).items()}
+
+
+@functools.cache
+def _graph(annotations: bool) -> dict[str, frozenset[str]]:
     known = modules()
-    return {name: imports_of(name, path, known, annotations=annotations) for name, path in known.items()}
+    return {name: frozenset(imports_of(name, path, known, annotations=annotations)) for name, path in known.items()}
 
 
 # compiler/'s floors, bottom first (compiler/__init__'s docstring); the package's top modules may import all.

@@ -33,6 +33,8 @@ from compiler.stages.schema import Guards, Provenance
 from sized_captures import SEED, replicated_capture, replicated_data, seed_data
 from tlparse_fixtures import INPUTS, needs_inputs
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -178,6 +180,19 @@ def test_a_strict_load_builds_provenance_at_load():
 
 
 # --- sizes of what is shown ----------------------------------------------------------------------
+
+def test_a_static_compiles_table_builds_only_the_rows_it_shows(seed, monkeypatch):
+    """The Overview's compiles table on a page shows its first STATIC_ROWS rows: built for those only (each row
+    parses its compile's graph for the op count), it is the same table as built for every compile."""
+    from explorer.views import overview, tables
+
+    cap = replicated_capture(tables.STATIC_ROWS + 40, seed)
+    shown = overview.compiles_table(cap, None)
+    assert not any("nodes" in c.graph.__dict__ for c in cap.compiles[tables.STATIC_ROWS:])  # never parsed
+    monkeypatch.setattr(overview, "rows_shown", lambda: tables.WIDGET_ROWS)
+    assert str(overview.compiles_table(cap, None)) == str(shown)
+    assert f"the first {tables.STATIC_ROWS:,} of {len(cap.compiles):,} rows" in str(shown)
+
 
 def test_static_copy_stays_under_1mb_at_300_compiles(seed):
     from explorer.page import FALLBACK_BYTES, render_static

@@ -15,6 +15,8 @@ import compiler
 from compiler.stages.capture import Capture
 from compiler.stages.data import plain_data
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 SHIPPED = sorted(GPU_CAPTURES.glob("*.json"))
 # reduce_overhead_small_model.json as 3.0 saved it: each kernel's GPU measurement in the compile's kernel_extras

@@ -19,6 +19,8 @@ from explorer.page import DISPLAY_BYTES
 
 from sized_captures import replicated_capture, seed_data
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 LARGEST = max(ASSETS.glob("*.json"), key=lambda p: p.stat().st_size)
 

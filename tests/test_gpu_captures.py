@@ -7,6 +7,8 @@ import pytest
 import compiler
 from scripts.gpu_models import MODELS
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 GPU_CAPTURES = Path(__file__).resolve().parent.parent / "assets" / "gpu"
 
 

@@ -24,6 +24,8 @@ from compiler.readers import job_processes
 from compiler.readers.trace import TraceError
 from tlparse_fixtures import INPUTS, needs_inputs
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 LOG = Path(__file__).resolve().parent / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
 
 

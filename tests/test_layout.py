@@ -5,6 +5,9 @@ functions)."""
 from __future__ import annotations
 
 import import_graph
+import pytest
+
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
 
 FOLDERS = ("capturing", "stages", "readers", "analyses", "reference")
 

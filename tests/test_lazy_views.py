@@ -18,6 +18,8 @@ import pytest
 import compiler
 from compiler.stages.data import CaptureFormatError, Deferred, read_json_text
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 REPO = Path(__file__).resolve().parent.parent
 CAPTURE = REPO / "assets" / "gpu" / "mlp_forward_backward.json"  # 3 compiles, forward and backward
 
@@ -127,3 +129,16 @@ def test_job_first_rank_tables_finished_after_show(tmp_path):
     deferred.selector.value = 1  # a rank picked later: finished at once
     assert any(isinstance(w, ITable) for w in deferred.explorer.pieces[0].children)
     assert any(isinstance(w, ITable) for w in JobExplorer(job).explorer.pieces[0].children)
+
+
+def test_the_report_cli_imports_no_pandas(tmp_path):
+    """The report's DataTables bundle is read from itables' folder without importing itables (its __init__
+    imports pandas and numpy: a second of every report)."""
+    log = REPO / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
+    code = ("import runpy, sys, json; sys.path.insert(0, sys.argv[1]); sys.argv = ['compiler', 'report', sys.argv[2], "
+            "'-o', sys.argv[3]]\ntry:\n    runpy.run_module('compiler', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(m for m in ('pandas', 'itables', 'numpy') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO), str(log), str(tmp_path / "r.html")],
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert "tc-dt-bundle" in (tmp_path / "r.html").read_text()

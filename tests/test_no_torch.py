@@ -14,6 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 REPO = Path(__file__).resolve().parent.parent
 ASSETS = REPO / "assets" / "gpu"
 LOG = REPO / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"

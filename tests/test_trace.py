@@ -444,3 +444,55 @@ def test_slowest_rank_and_stage():
     slow = next(d for d in job.divergences if d.kind == "compile_time")
     assert slow.groups[0] == [1, 3] and "Rank 3 spent the longest compiling" in slow.explanation
     assert "Backend compile" in slow.explanation
+
+
+# --- the reader's blocks -------------------------------------------------------------------------
+
+SEED_LOG = REPO / "tests" / "assets" / "traces" / "torch_2_14_1_break_recompile.log"
+
+
+def _seed_variants() -> dict[str, bytes]:
+    """The recorded log as torch wrote it, and as copies, editors and crashes leave it."""
+    raw = SEED_LOG.read_bytes()
+    lines = raw.split(b"\n")
+    tab = [i for i, line in enumerate(lines) if line.startswith(b"\t")]
+
+    def changed(i, line):
+        return b"\n".join(lines[:i] + [line] + lines[i + 1:])
+
+    return {"as written": raw, "crlf": raw.replace(b"\n", b"\r\n"), "no final newline": raw.rstrip(b"\n"),
+            "twice": raw + raw, "stray payload lines first": b"\tstray\n\tstray\n" + raw,
+            "blank payload lines without their tab": b"\n".join(b"" if line == b"\t" else line for line in lines),
+            "blank lines after each payload": raw.replace(b"\n\tV", b"\n\t\n\nV"),
+            "not utf-8": changed(tab[40], lines[tab[40]] + b"\xe9\xff"),
+            "utf-8": changed(tab[90], lines[tab[90]] + "é".encode()),
+            "one CR": changed(tab[200], lines[tab[200]] + b"\r"),
+            "a CR inside a payload line": changed(tab[250], lines[tab[250]][:5] + b"\r" + lines[tab[250]][5:]),
+            "md5 mismatch": changed(tab[300], lines[tab[300]] + b"x"),
+            "cut in a payload": raw[:20011], "cut in an envelope": raw[:len(raw) // 2 + 77]}
+
+
+def _read_all(path) -> tuple:
+    from compiler.readers.trace import TraceInfo
+
+    info, strings = TraceInfo(file="t"), {}
+    records = [(r.kind, r.compile_id, r.metadata, r.payload, r.payload_size, r.line, r.payload_failed, r.time)
+               for r in read_records(path, info=info, strings=strings)]
+    return records, info.to_json(), dict(info.kinds), strings
+
+
+@pytest.mark.parametrize("variant", list(_seed_variants()))
+def test_any_block_size_reads_the_same_records(tmp_path, monkeypatch, variant):
+    """The reader takes a log in blocks and a run of payload lines at once (``_lines_and_runs``): a block
+    that ends anywhere — inside a line, a payload, a CRLF — reads the same records, problems and lines as
+    one line per block (block size 1)."""
+    from compiler.readers import trace as trace_mod
+
+    path = tmp_path / "t.log"
+    data = _seed_variants()[variant]
+    path.write_bytes(data)
+    whole = _read_all(path)
+    assert whole[0] and whole[1]["lines"] == data.count(b"\n") + (not data.endswith(b"\n"))  # lines end at \n only
+    for size in (1, 13, 4096):
+        monkeypatch.setattr(trace_mod, "READ_BYTES", size)
+        assert _read_all(path) == whole, size

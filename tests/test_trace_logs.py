@@ -16,6 +16,8 @@ from compiler.readers.trace import TraceWarning, save_trace
 from scripts.record_test_traces import digest
 from tlparse_fixtures import TLPARSE, needs_tlparse
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 TRACES = Path(__file__).resolve().parent / "assets" / "traces"
 LOGS = sorted(p for p in TRACES.glob("*.log") if p.with_suffix(".json").exists()) if TRACES.is_dir() else []
 

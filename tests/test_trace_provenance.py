@@ -23,6 +23,8 @@ from tlparse_fixtures import INPUTS, TLPARSE, needs_inputs, needs_tlparse
 import compiler
 from compiler.readers.trace import TraceWarning
 
+pytestmark = pytest.mark.any_torch  # compiles nothing, reads only saved files (make test-torch leaves it out)
+
 # What tlparse's integration tests assert (tests/integration_test.rs at e86baba, see SOURCE.md), with
 # line numbers as JSON keys, the way tlparse writes them.
 EXPECTED = {

@@ -28,7 +28,7 @@ from pathlib import Path
 from compiler.stages.files import atomic_file, shown_path, shown_text, without_surrogates
 from compiler.stages.capture import METHODS
 from compiler.stages.data import TraceError  # the error of this format, raised by the stage builders too
-from compiler.stages.records import Record, is_count, record_from_metadata
+from compiler.stages.records import Record, is_count, record_from_metadata, record_kind
 
 # The torch versions whose logs this code was written and tested against (2.3 → 2.14); a log from a
 # newer or older torch still loads (unknown records are counted), with a one-line warning naming it.
@@ -109,16 +109,19 @@ def _check_readable(path: Path) -> None:
 
 
 def _glog_time(match, year: int, cache: dict) -> float:
-    day = (match["month"], match["day"])
-    base = cache.get(day)
-    if base is None:
+    month, day, clock = match.group("month", "day", "clock")
+    second = cache.get((month, day, clock))  # a log's records share their seconds: each is worked out once
+    if second is None:
         try:
-            base = calendar.timegm((year, int(match["month"]), int(match["day"]), 0, 0, 0))
+            base = calendar.timegm((year, int(month), int(day), 0, 0, 0))
         except ValueError:
             base = 0.0
-        cache[day] = base
-    h, m, s = match["clock"].split(":")
-    return base + int(h) * 3600 + int(m) * 60 + int(s) + int(match["micros"]) / 1e6
+        h, m, s = clock.split(":")
+        second = base + int(h) * 3600 + int(m) * 60 + int(s)
+        if len(cache) > 100_000:
+            cache.clear()
+        cache[month, day, clock] = second
+    return second + int(match["micros"]) / 1e6
 
 
 class PayloadRef:
@@ -198,11 +201,12 @@ class _Pending:
         self.hash = hashlib.md5(usedforsecurity=False)
         self.count, self.size, self.pieces = 0, 0, []
 
-    def add(self, piece: bytes, end: int) -> None:
+    def add(self, piece: bytes, end: int, lines: int = 1) -> None:
+        """``lines`` payload lines (``piece``: their text without tabs, joined by newlines) end at ``end``."""
         if self.count:
             self.hash.update(b"\n")
         self.hash.update(piece)
-        self.count += 1
+        self.count += lines
         self.size += len(piece) + 1
         self.end = end
         if self.pieces is not None:
@@ -212,6 +216,47 @@ class _Pending:
 
 
 PAYLOAD_IN_MEMORY = 4096  # bytes: a larger payload is read from the file when asked for (PayloadRef)
+READ_BYTES = 1 << 22  # the file is read in blocks of this many bytes, cut at line ends
+_RUN_END = re.compile(rb"\n(?!\t)")  # where a run of tab-indented (payload) lines ends
+
+
+def _lines_and_runs(f):
+    """The file's bytes as ``(raw, lines)`` items, in order: a run of ``lines`` > 0 whole payload lines
+    (each begins with a tab and ends with a newline; the run is ASCII and holds no CR — a log torch wrote),
+    which the reader takes in one piece, or any other single line (``lines == 0``), which it reads alone.
+    A payload is most of a log's lines: taking a run at once keeps the per-line work in C."""
+    carry: list[bytes] = []
+    while True:
+        block = f.read(READ_BYTES)
+        if not block:
+            if carry:
+                yield b"".join(carry), 0  # the last line, with no newline
+            return
+        last = block.rfind(b"\n")
+        if last < 0:
+            carry.append(block)
+            continue
+        if carry:
+            carry.append(block)
+            block = b"".join(carry)
+            last = block.rfind(b"\n")
+            carry = []
+        limit, pos = last + 1, 0
+        if limit < len(block):
+            carry.append(block[limit:])
+        while pos < limit:
+            if block[pos] == 9:  # a tab
+                end = _RUN_END.search(block, pos, limit).end()
+                run = block[pos:end]
+                if run.isascii() and b"\r" not in run:
+                    yield run, run.count(b"\n")
+                else:  # each line alone (a CR inside a line is no line end: split at newlines only)
+                    for line in run[:-1].split(b"\n"):
+                        yield line + b"\n", 0
+            else:
+                end = block.index(b"\n", pos, limit) + 1
+                yield block[pos:end], 0
+            pos = end
 
 
 def read_records(path, strict: bool = False, info: TraceInfo | None = None, strings: dict | None = None):
@@ -225,7 +270,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
     info = info if info is not None else TraceInfo(file=shown_path(path))
     strings = strings if strings is not None else {}
     year = time.gmtime().tm_year
-    day_cache: dict = {}
+    second_cache: dict = {}  # (month, day, clock) → seconds since the epoch
     pending: _Pending | None = None
     seen: dict[int, int] = {}  # hash of an envelope line (its time, thread and JSON) → its line number
     duplicates: list[tuple[int, int]] = []  # (line, the earlier line it repeats)
@@ -274,7 +319,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
             else:
                 payload = PayloadRef(absolute, entry.start, entry.end, actual, lineno)
         info.records += 1
-        info.kinds[_kind_name(metadata)] += 1
+        info.kinds[record_kind(metadata)] += 1
         record = record_from_metadata(metadata, None, entry.when, reporter(lineno), record_type=TraceRecord)
         record.payload = payload
         rank = record.metadata.get("rank")
@@ -286,8 +331,23 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
     with open(path, "rb") as f:
         lineno = blanks = position = 0
         ends = True
-        for lineno, raw in enumerate(f, 1):
+        for raw, run in _lines_and_runs(f):
             start, position = position, position + len(raw)
+            if run:  # whole payload lines, ASCII, no CR: as the line-by-line branch below, at once
+                lineno += run
+                if skip_payload:
+                    continue
+                if pending is not None and "has_payload" in pending.metadata:
+                    for _ in range(blanks):
+                        pending.add(b"", start)
+                    pending.add(raw[1:-1].replace(b"\n\t", b"\n"), position, run)
+                    blanks = 0
+                    continue
+                for stray in range(lineno - run + 1, lineno + 1):
+                    info.stray_lines += 1
+                    problem("stray_line", stray, "a payload line with no record that expects a payload; skipped")
+                continue
+            lineno += 1
             if not raw.isascii() and _not_text(raw):
                 problem("bad_text", lineno, "holds bytes that are not UTF-8 text, read as U+FFFD (or that character "
                         "itself)")
@@ -364,7 +424,7 @@ def read_records(path, strict: bool = False, info: TraceInfo | None = None, stri
                 skip_payload = True
                 continue
             seen.setdefault(key, lineno)
-            pending = _Pending(metadata, lineno, _glog_time(match, year, day_cache), position)
+            pending = _Pending(metadata, lineno, _glog_time(match, year, second_cache), position)
         if pending is not None:
             if not ends and "has_payload" in pending.metadata:
                 info.truncated = True
@@ -414,12 +474,6 @@ class StoredRecords:
             raise TraceError(f"{shown_path(self.path)}: changed or removed since it was loaded; its records are "
                              "read from it again when asked for: load it again")
         yield from read_records(self.path, info=TraceInfo(file=shown_path(self.path)), strings={})
-
-
-def _kind_name(metadata: dict) -> str:
-    from compiler.stages.records import record_kind
-
-    return record_kind(metadata)
 
 
 def _torch_version(records, report) -> str | None:

@@ -8,7 +8,7 @@ from compiler.stages.findings import findings as capture_findings, other_failure
 
 from .breaks import sentence
 from .common import is_resume
-from .tables import WIDGET_ROWS, data_table
+from .tables import data_table, rows_shown
 
 
 def findings(capture) -> list[tuple[str, Html]]:
@@ -128,7 +128,7 @@ def _why_index(capture) -> dict:
 def compiles_table(capture, selected) -> Html:
     rows, marks = [], []
     index = _why_index(capture)
-    for c in capture.compiles[:WIDGET_ROWS]:  # a table holds no more (explorer.views.tables)
+    for c in capture.compiles[:rows_shown()]:  # the rows the table shows (a static page's 500), no more
         graph, guards, kernels = c.graph, c.guards, c.kernels
         if c.origin == "aot_inductor" and c.inductor.available and c.inductor.runs:
             graph = c.inductor.runs[0].pre_grad  # the exported program, as Inductor received it

@@ -145,6 +145,13 @@ def later(render, waiting: str) -> Html:
     return Html(f'<div data-tc-table="{len(found) - 1}"></div>')
 
 
+def rows_shown() -> int:
+    """How many rows a ``data_table`` made now shows: ``WIDGET_ROWS`` for the widget (inside
+    ``collecting_tables``), ``STATIC_ROWS`` in a static page — a view need not build the rows past them (it
+    passes ``total``)."""
+    return WIDGET_ROWS if _FOUND.get() is not None else STATIC_ROWS
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -182,10 +189,13 @@ def datatables_script() -> Html:
     searches every ``tc-datatable`` table of a standalone page. About 1 MB: for report files, not outputs.
     A table in a folded section starts when the section is opened: a report holds hundreds of tables (573 for
     a 100 MB log), and starting them all made the page wait seconds before it answered."""
-    from itables.utils import find_package_file
+    from importlib.util import find_spec
+    from pathlib import Path
 
-    bundle = find_package_file("html/dt_bundle.js").read_text(encoding="utf-8")
-    css = find_package_file("html/dt_bundle.css").read_text(encoding="utf-8")
+    # the files only: importing itables imports pandas (a second or more of a report's time)
+    html = Path(find_spec("itables").submodule_search_locations[0]) / "html"
+    bundle = (html / "dt_bundle.js").read_text(encoding="utf-8")
+    css = (html / "dt_bundle.css").read_text(encoding="utf-8")
     bundle = bundle.replace("</script", "<\\/script")
     init = f"""
 const source = document.getElementById("tc-dt-bundle").textContent;
