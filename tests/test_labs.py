@@ -1564,16 +1564,28 @@ def _exercises():
     return found
 
 
+LAB10_WRONG_ANSWER_TESTS = {  # lab 10's, in tests/test_lab10.py
+    "10.1": "test_portable_cache_counts_a_hit_and_rejects_artifacts_of_another_shape",
+    "10.2": "test_cond_export_accepts_cond_and_rejects_a_baked_branch_where_and_swapped_branches",
+    "10.3": "test_custom_op_accepts_a_full_registration_and_rejects_each_missing_part",
+    "10.4": "test_compiled_step_accepts_a_compiled_step_and_rejects_an_eager_update",
+}
+
+
 def test_every_exercise_has_a_wrong_answer_test():
     """A new exercise without an entry in WRONG_ANSWER_TESTS fails here (issue 24: a test per exercise proves its
     checker rejects at least one plausible wrong answer)."""
     ids = [ex_id for ex_id, _, _ in _exercises()]
-    assert len(ids) == len(set(ids)) == 49, ids  # 48, and 3.10 (issue 47: maybe_mark_dynamic)
-    assert sorted(ids) == sorted(WRONG_ANSWER_TESTS), \
-        f"without a wrong-answer test: {sorted(set(ids) - set(WRONG_ANSWER_TESTS))}; " \
-        f"listed but no such exercise: {sorted(set(WRONG_ANSWER_TESTS) - set(ids))}"
-    for ex_id, name in WRONG_ANSWER_TESTS.items():
-        assert callable(globals().get(name)), f"exercise {ex_id}: no test named {name}"
+    assert len(ids) == len(set(ids)) == 53, ids  # 48, 3.10 (issue 47: maybe_mark_dynamic) and lab 10's four
+    from tests import test_lab10
+
+    tests = {**WRONG_ANSWER_TESTS, **LAB10_WRONG_ANSWER_TESTS}
+    assert sorted(ids) == sorted(tests), \
+        f"without a wrong-answer test: {sorted(set(ids) - set(tests))}; " \
+        f"listed but no such exercise: {sorted(set(tests) - set(ids))}"
+    for ex_id, name in tests.items():
+        module = vars(test_lab10) if ex_id in LAB10_WRONG_ANSWER_TESTS else globals()
+        assert callable(module.get(name)), f"exercise {ex_id}: no test named {name}"
 
 
 def test_every_exercise_has_a_planted_wrong_answer_graded():

@@ -170,8 +170,8 @@ class Capture(CaptureData, JsonFile):
     def line_table(self):
         """Where the time goes, by line of the user's code: a pandas DataFrame with one row per source
         line that produced work — ``line``, ``code``, ``nodes``, ``kernels``, ``time_share`` (sums to 1
-        when kernel times were measured), ``seconds`` per call (``compiler.stages.provenance``)."""
-        from compiler.stages.provenance import line_table
+        when kernel times were measured), ``seconds`` per call (``compiler.stages.run_costs``)."""
+        from compiler.stages.run_costs import line_table
 
         return line_table(self)
 

@@ -413,9 +413,17 @@ def with_module_stack(nodes: list[GraphNode], module_stack: dict[str, list[str]]
     if not module_stack:
         return
     of = {name: path for path, names in module_stack.items() for name in names}
+    # a parameter's module comes from its name, lower-cased by Dynamo for a global (``G_BLOCK_…`` → ``block.0``):
+    # spelt as torch's module path where only the case differs, so a module is one group, not two
+    paths = {".".join(path.split(".")[:i]) for path in module_stack for i in range(1, path.count(".") + 2)}
+    spelt = {path.lower(): path for path in paths}
     for node in nodes:
         if node.op not in ("placeholder", "output", "get_attr", "alias"):
             node.module, node.module_guess = of.get(node.name), None
+        elif node.module and node.module.lower() in spelt:
+            node.module = spelt[node.module.lower()]
+        elif node.module_guess and node.module_guess.lower() in spelt:
+            node.module_guess = spelt[node.module_guess.lower()]
 
 
 @dataclass(repr=False, eq=False)
