@@ -19,7 +19,6 @@ so. Imports no torch.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from compiler.readers.trace import TraceProblem, shown_value
 from compiler.stages.files import shown_path, without_surrogates
+from compiler.stages.records import number
 
 FORMAT = "tcompile-watch"
 VERSION = [1, 0]
@@ -211,11 +211,7 @@ class WatchLog:
 def bounded_number(value, high: float) -> float | None:
     """``value`` as a float when it is a number from 0 to ``high`` (not a bool, NaN, infinite, or an int no
     float holds); else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, int):
-        return float(value) if 0 <= value <= high else None
-    return value if math.isfinite(value) and 0 <= value <= high else None
+    return float(value) if number(value) and 0 <= value <= high else None
 
 
 def is_step(value) -> bool:
